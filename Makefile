@@ -1,0 +1,30 @@
+# mssqlcdc: make test runs everything CI runs; make build builds the Lambda zips.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUNCTIONS := $(notdir $(wildcard functions/*))
+
+.PHONY: test lint build demo clean
+
+test:
+	./scripts/test.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	go run $(STATICCHECK) ./...
+
+# Each function as a Lambda zip for the provided.al2023 runtime on arm64: the binary must
+# be named bootstrap.
+build:
+	@mkdir -p dist
+	@for f in $(FUNCTIONS); do \
+	  echo "== $$f"; \
+	  rm -rf dist/$$f && mkdir -p dist/$$f && \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -ldflags="-s -w" -o dist/$$f/bootstrap ./functions/$$f && \
+	  go run ./internal/lambdazip dist/$$f.zip dist/$$f/bootstrap || exit 1; \
+	done
+
+demo:
+	go run ./cmd/mssqlcdc demo
+
+clean:
+	rm -rf dist demo-lake

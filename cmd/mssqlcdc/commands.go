@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's name and
+// returns an error; a *usageError prints the usage and exits 2.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand; each subcommand's file calls it from init.
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("mssqlcdc: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "mssqlcdc: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "mssqlcdc %s: %s\n", c.name, ue.msg)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "mssqlcdc %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "mssqlcdc: SQL Server CDC into Delta Lake tables.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: mssqlcdc <command> [flags]   (mssqlcdc <command> -h for its flags)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %s%s  %s\n", n, strings.Repeat(" ", width-len(n)), commands[n].summary)
+	}
+}
+
+// newFlags returns a flag set for a subcommand that writes its usage to stderr.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("mssqlcdc "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

@@ -1,0 +1,18 @@
+// Command mssqlcdc runs mssqlcdc's steps and flows locally: the demo, the stream, the
+// snapshots and table inspection. Each subcommand lives in its own file and registers
+// itself in commands.go.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

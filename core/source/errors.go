@@ -1,0 +1,116 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
+
+// ErrClosed is returned by calls on a closed Source.
+var ErrClosed = errors.New("source: closed")
+
+// CaptureInstanceNotFoundError: the capture instance does not exist, the login may not
+// see it, or capture has not processed its creation yet (min LSN NULL or zero).
+type CaptureInstanceNotFoundError struct {
+	Name    string
+	Similar []string
+}
+
+func (e *CaptureInstanceNotFoundError) Error() string {
+	msg := fmt.Sprintf("capture instance %q not found, not visible to this login, or not yet processed by the capture job (retry after it ran)", e.Name)
+	if len(e.Similar) > 0 {
+		msg += "; similar: " + strings.Join(e.Similar, ", ")
+	}
+	return msg
+}
+
+// AmbiguousCaptureInstanceError: a name matched two capture instances that differ only in
+// case, on a case-sensitive database.
+type AmbiguousCaptureInstanceError struct {
+	Name    string
+	Matches []string
+}
+
+func (e *AmbiguousCaptureInstanceError) Error() string {
+	return fmt.Sprintf("capture instance %q matches %s ignoring case: give the exact name", e.Name, strings.Join(e.Matches, " and "))
+}
+
+// CDCNotEnabledError: CDC is not enabled on the database (or on the table).
+type CDCNotEnabledError struct {
+	Database string
+	Table    string
+}
+
+func (e *CDCNotEnabledError) Error() string {
+	if e.Table != "" {
+		return fmt.Sprintf("CDC is not enabled on table %s of database %s: run sys.sp_cdc_enable_table", e.Table, e.Database)
+	}
+	return fmt.Sprintf("CDC is not enabled on database %s: run sys.sp_cdc_enable_db", e.Database)
+}
+
+// PermissionError: the login lacks a grant. Grant is the statement a DBA runs.
+type PermissionError struct {
+	Object string
+	Grant  string
+}
+
+func (e *PermissionError) Error() string {
+	return fmt.Sprintf("permission denied on %s: run %s", e.Object, e.Grant)
+}
+
+// LoginError: the server refused the login (error 18456).
+type LoginError struct {
+	Message string
+}
+
+func (e *LoginError) Error() string { return "login failed: " + e.Message }
+
+// LockTimeoutError: a source-table read waited longer than lockTimeoutMs (error 1222).
+type LockTimeoutError struct {
+	Table string
+}
+
+func (e *LockTimeoutError) Error() string {
+	return fmt.Sprintf("lock timeout reading %s (error 1222): a writer holds locks in the range; retry, raise lockTimeoutMs or read with isolation=snapshot", e.Table)
+}
+
+// TransientError: a connection or timeout failure that a retry may heal (SQLSTATE 08xxx,
+// HYT00, HYT01, 40001, a lost connection). Implementations retry it before returning it.
+type TransientError struct {
+	Op  string
+	Err error
+}
+
+func (e *TransientError) Error() string { return e.Op + ": transient: " + e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// InvalidArgumentError: a call's argument is outside its contract (an identifier with
+// ']' or control characters, n < 1, a key of the wrong arity).
+type InvalidArgumentError struct {
+	Arg    string
+	Reason string
+}
+
+func (e *InvalidArgumentError) Error() string {
+	return fmt.Sprintf("invalid %s: %s", e.Arg, e.Reason)
+}
+
+// LSNNotAvailableError: changes from Requested are gone from a capture instance whose low
+// watermark is now Minimum (CDC cleanup passed them).
+type LSNNotAvailableError struct {
+	CaptureInstance string
+	Requested       lsn.LSN
+	Minimum         lsn.LSN
+}
+
+func (e *LSNNotAvailableError) Error() string {
+	return fmt.Sprintf("%s: change data from %s is gone (min_lsn is now %s)", e.CaptureInstance, e.Requested, e.Minimum)
+}
+
+// IsTransient reports whether err is, or wraps, a *TransientError.
+func IsTransient(err error) bool {
+	var t *TransientError
+	return errors.As(err, &t)
+}

@@ -1,0 +1,57 @@
+package source
+
+import (
+	"sort"
+	"strings"
+)
+
+// Resolve finds a capture instance by name among list: an exact match first, then a
+// case-insensitive one (SQL Server's default collation resolves names ignoring case). Two
+// case-insensitive matches and no exact one is an *AmbiguousCaptureInstanceError; none is
+// a *CaptureInstanceNotFoundError listing names that share a prefix or the table.
+func Resolve(list []CaptureInstance, name string) (CaptureInstance, error) {
+	for _, ci := range list {
+		if ci.Name == name {
+			return ci, nil
+		}
+	}
+	var matches []CaptureInstance
+	for _, ci := range list {
+		if strings.EqualFold(ci.Name, name) {
+			matches = append(matches, ci)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		var similar []string
+		lower := strings.ToLower(name)
+		for _, ci := range list {
+			l := strings.ToLower(ci.Name)
+			if strings.HasPrefix(l, lower) || strings.HasPrefix(lower, l) || strings.Contains(lower, strings.ToLower(ci.SourceTable)) {
+				similar = append(similar, ci.Name)
+			}
+		}
+		sort.Strings(similar)
+		return CaptureInstance{}, &CaptureInstanceNotFoundError{Name: name, Similar: similar}
+	default:
+		names := make([]string, len(matches))
+		for i, m := range matches {
+			names[i] = m.Name
+		}
+		return CaptureInstance{}, &AmbiguousCaptureInstanceError{Name: name, Matches: names}
+	}
+}
+
+// InstancesOf returns the capture instances of the table schema.table among list,
+// comparing names ignoring case, in list order (oldest first). At most two exist.
+func InstancesOf(list []CaptureInstance, schema, table string) []CaptureInstance {
+	var out []CaptureInstance
+	for _, ci := range list {
+		if strings.EqualFold(ci.SourceSchema, schema) && strings.EqualFold(ci.SourceTable, table) {
+			out = append(out, ci)
+		}
+	}
+	return out
+}

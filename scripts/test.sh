@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every test CI runs: installs the npm test tools, starts the DynamoDB emulator
+# (dynalite) on 127.0.0.1, runs the Go tests and the state machine tests, and stops what it
+# started. The S3 emulator (gofakes3) runs inside the Go tests themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x node_modules/.bin/dynalite ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "== npm ci (dynalite, asl-validator, aws-local-stepfunctions)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+node_modules/.bin/dynalite --host 127.0.0.1 --port "$port" >/tmp/mssqlcdc-dynalite.$$.log 2>&1 &
+dynalite_pid=$!
+cleanup() { kill "$dynalite_pid" 2>/dev/null || true; wait "$dynalite_pid" 2>/dev/null || true; }
+trap cleanup EXIT
+for _ in $(seq 1 50); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  sleep 0.1
+done
+export MSSQLCDC_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+echo "== dynalite on $MSSQLCDC_DYNAMODB_ENDPOINT"
+
+echo "== go test ./..."
+go test -count=1 -timeout 30m ${GOTESTFLAGS:-} ./...
+
+if [ -d statemachine/test ] && ls statemachine/test/*.test.mjs >/dev/null 2>&1; then
+  echo "== state machine tests"
+  go build -o dist/local/mssqlcdc ./cmd/mssqlcdc
+  MSSQLCDC_BIN="$PWD/dist/local/mssqlcdc" node --test statemachine/test/
+fi
