@@ -1,0 +1,35 @@
+// Package logstore coordinates Delta commits: exactly one writer creates
+// _delta_log/<version>.json. Implementations: DynamoDB compatible with Delta's
+// S3DynamoDBLogStore (logstore/dynamo), S3 conditional put (logstore/condput) and local
+// disk with an exclusive create (logstore/localfs).
+//
+// The contract, for every implementation:
+//   - Write(ctx, v, data) makes data the content of version v, or returns ErrVersionExists
+//     when another writer already holds v. Once Write has returned nil, version v is data,
+//     for every reader, forever; once it has returned ErrVersionExists, v is not ours.
+//     Any other error leaves v undecided: the caller re-reads the log to learn the outcome.
+//   - Latest and Read complete any commit a writer left half-done (a DynamoDB entry not
+//     yet copied to N.json), so every reader sees the same versions.
+package logstore
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrVersionExists is returned (wrapped) by Write when the version is already taken.
+var ErrVersionExists = errors.New("logstore: version already exists")
+
+// LogStore commits and reads the JSON commit files of one Delta table.
+type LogStore interface {
+	// Write creates _delta_log/<v:020>.json with data, once.
+	Write(ctx context.Context, version int64, data []byte) error
+
+	// Latest completes a half-done newest commit, if any, and returns the newest version
+	// whose commit file exists, or -1 when the table has none. It may list the log.
+	Latest(ctx context.Context) (int64, error)
+
+	// Read returns the bytes of version v's commit file, completing it first if it is the
+	// half-done newest one. storage.ErrNotFound (wrapped) when it does not exist.
+	Read(ctx context.Context, version int64) ([]byte, error)
+}
