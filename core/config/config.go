@@ -1,0 +1,211 @@
+// Package config is the table spec: one JSON document per table that says where the
+// changes come from (a SQL Server capture instance), where they go (bronze, facts and the
+// checkpoint) and how the jobs read them (DESIGN.md §4.6).
+//
+// Names follow the Python original the seed describes, so a spec reads like its calls:
+// source options keep the seed's camelCase names (numPartitions, maxCommitsPerBatch,
+// startingLsn, ...; reference original-stream-and-tables.md §18.1) and job parameters keep
+// its snake_case names (app_id, checkpoint, facts_table, bootstrap, ...; §18.2 and
+// seed/bootstrap.md). JSON field names match case-insensitively, as the original's options
+// did; an unknown field is an error rather than a silent no-op.
+//
+// Parse decodes and applies defaults; Validate collects every problem into one
+// *ConfigError. Secrets are resolved by the caller (main or the CLI) through Password, so
+// this package reads no environment and calls no AWS API.
+package config
+
+import "github.com/mssqlcdc/mssqlcdc/core/lsn"
+
+// Spec is one table's spec. The zero value is not valid; use Parse (which applies
+// Defaults) or fill it and call Defaults and Validate.
+type Spec struct {
+	// AppID is the sink identity (Delta txn appId of bronze appends; facts rows use
+	// "<app_id>#facts"). Keep one per checkpoint for its whole life (reference §7.1).
+	AppID string `json:"app_id"`
+	// Source is how to reach SQL Server and which capture instance to read.
+	Source Source `json:"source"`
+	// Options are the seed's source options.
+	Options Options `json:"options"`
+
+	// Bronze is the bronze Delta table's URL: a local path, file://, or s3://bucket/prefix.
+	Bronze string `json:"bronze"`
+	// Checkpoint is the checkpoint prefix URL (offsets/, commits/; DESIGN.md §4.5).
+	Checkpoint string `json:"checkpoint"`
+	// FactsTable is the facts Delta table's URL; many tables may share one.
+	FactsTable string `json:"facts_table"`
+
+	// Bootstrap takes (or finds) a snapshot before the first batch; not with startingLsn.
+	Bootstrap bool `json:"bootstrap"`
+	// Snapshot is the snapshot mode: "full" (default) or "chunked".
+	Snapshot string `json:"snapshot"`
+	// ChunkRows is the rows per chunk of a chunked snapshot.
+	ChunkRows int64 `json:"chunk_rows"`
+	// MaxSeconds bounds one invocation's work in seconds; 0 means only the invocation's
+	// deadline bounds it.
+	MaxSeconds float64 `json:"max_seconds"`
+	// MaxWaves bounds the waves of one backfill call; 0 means no bound.
+	MaxWaves int `json:"max_waves"`
+	// MinHeadroomHours pauses a backfill while the stream's retention headroom is lower.
+	MinHeadroomHours float64 `json:"min_headroom_hours"`
+	// TargetWaveSeconds is how long a backfill wave aims to read; 0 reads one round.
+	TargetWaveSeconds *float64 `json:"target_wave_seconds"`
+	// Isolation overrides Options.IsolationLevel for snapshot reads: "" (inherit),
+	// "readCommitted" or "snapshot".
+	Isolation string `json:"isolation"`
+
+	// Storage is how the tables' URLs are reached (S3 endpoint, DynamoDB log table).
+	Storage Storage `json:"storage"`
+}
+
+// Source is the SQL Server connection and capture instance.
+type Source struct {
+	// DSN is a go-mssqldb URL, "sqlserver://user@host:1433?database=db". A password in it
+	// is refused when PasswordEnv or PasswordSecretARN is set.
+	DSN string `json:"dsn"`
+	// PasswordEnv names the environment variable holding the password.
+	PasswordEnv string `json:"password_env"`
+	// PasswordSecretARN is an AWS Secrets Manager secret holding the password, as plain
+	// text or as JSON with a "password" key (the RDS secret shape).
+	PasswordSecretARN string `json:"password_secret_arn"`
+	// CaptureInstance is the capture instance name, matched exactly first, then ignoring
+	// case (source.Resolve).
+	CaptureInstance string `json:"captureInstance"`
+}
+
+// Options are the seed's source options (reference §18.1), under their names.
+type Options struct {
+	// NumPartitions is the most ranges (connections) one batch or snapshot reads at once.
+	NumPartitions int `json:"numPartitions"`
+	// MaxCommitsPerBatch bounds a batch to this many commits of cdc.lsn_time_mapping,
+	// counted database-wide; nil is unlimited. 0 is an error (not "unlimited").
+	MaxCommitsPerBatch *int `json:"maxCommitsPerBatch"`
+	// StartingLsn is "earliest", "latest" or an LSN taken as already processed; used only
+	// when the checkpoint has no offsets (§3.2).
+	StartingLsn string `json:"startingLsn"`
+	// SnapshotKeys are the key columns of snapshots; empty uses the unique index of the
+	// capture instance.
+	SnapshotKeys []string `json:"snapshotKeys"`
+	// IsolationLevel of source-table reads: "readCommitted" or "snapshot". Never NOLOCK.
+	IsolationLevel string `json:"isolationLevel"`
+	// LockTimeoutMs is SET LOCK_TIMEOUT for source-table reads; nil waits for ever.
+	LockTimeoutMs *int `json:"lockTimeoutMs"`
+	// SnapshotLsn stamps a snapshot with this LSN instead of max_lsn before the read.
+	SnapshotLsn string `json:"snapshotLsn"`
+	// SourceTimeZone is "auto", "UTC" or a Windows zone name: how tran_end_time converts
+	// to UTC.
+	SourceTimeZone string `json:"sourceTimeZone"`
+	// FailOnDataLoss stops with DataLossError when changes were purged before being read
+	// (default true); false skips ahead and records a data_skipped facts row.
+	FailOnDataLoss *bool `json:"failOnDataLoss"`
+}
+
+// Storage is how table URLs are opened (deltalog/location.Config).
+type Storage struct {
+	// Region of S3 and DynamoDB; empty uses the SDK's default chain.
+	Region string `json:"region"`
+	// S3Endpoint overrides the S3 endpoint (emulators, S3-compatible stores).
+	S3Endpoint string `json:"s3_endpoint"`
+	// S3PathStyle addresses buckets in the path instead of the host name.
+	S3PathStyle bool `json:"s3_path_style"`
+	// DynamoTable is the DynamoDB table of the S3DynamoDBLogStore ("delta_log"); empty
+	// commits with S3 conditional puts instead.
+	DynamoTable string `json:"dynamo_table"`
+	// DynamoEndpoint overrides the DynamoDB endpoint (emulators).
+	DynamoEndpoint string `json:"dynamo_endpoint"`
+}
+
+// Defaults, named so docs and tests can cite them.
+const (
+	// DefaultNumPartitions: connections per batch. The original used the cluster's
+	// parallelism; a Lambda has a few vCPUs and SQL Server is the shared resource.
+	DefaultNumPartitions = 4
+	// DefaultStartingLsn reads from the oldest capture instance's min_lsn.
+	DefaultStartingLsn = StartEarliest
+	// DefaultIsolationLevel reads the source table under READ COMMITTED.
+	DefaultIsolationLevel = IsolationReadCommitted
+	// DefaultSourceTimeZone detects the server's zone (CURRENT_TIMEZONE_ID on 2022+).
+	DefaultSourceTimeZone = "auto"
+	// DefaultSnapshot is the snapshot mode.
+	DefaultSnapshot = SnapshotFull
+	// DefaultChunkRows is the seed example's chunk size.
+	DefaultChunkRows = 1_000_000
+	// DefaultTargetWaveSeconds is the seed's 5 minutes per backfill wave.
+	DefaultTargetWaveSeconds = 300.0
+	// DefaultMinHeadroomHours is the seed example's pause threshold.
+	DefaultMinHeadroomHours = 24.0
+	// DefaultDynamoTable is Delta's S3DynamoDBLogStore default table name; it applies only
+	// when Storage.DynamoTable is set to it explicitly (empty means conditional put).
+	DefaultDynamoTable = "delta_log"
+)
+
+// startingLsn keywords, snapshot modes and isolation names.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+
+	SnapshotFull    = "full"
+	SnapshotChunked = "chunked"
+
+	IsolationReadCommitted = "readCommitted"
+	IsolationSnapshot      = "snapshot"
+)
+
+// Defaults fills unset fields with the named defaults. Parse calls it.
+func (s *Spec) Defaults() {
+	if s.Options.NumPartitions == 0 {
+		s.Options.NumPartitions = DefaultNumPartitions
+	}
+	if s.Options.StartingLsn == "" && !s.Bootstrap {
+		s.Options.StartingLsn = DefaultStartingLsn
+	}
+	if s.Options.IsolationLevel == "" {
+		s.Options.IsolationLevel = DefaultIsolationLevel
+	}
+	if s.Options.SourceTimeZone == "" {
+		s.Options.SourceTimeZone = DefaultSourceTimeZone
+	}
+	if s.Options.FailOnDataLoss == nil {
+		t := true
+		s.Options.FailOnDataLoss = &t
+	}
+	if s.Snapshot == "" {
+		s.Snapshot = DefaultSnapshot
+	}
+	if s.ChunkRows == 0 {
+		s.ChunkRows = DefaultChunkRows
+	}
+	if s.MinHeadroomHours == 0 {
+		s.MinHeadroomHours = DefaultMinHeadroomHours
+	}
+	if s.TargetWaveSeconds == nil {
+		v := DefaultTargetWaveSeconds
+		s.TargetWaveSeconds = &v
+	}
+}
+
+// FailsOnDataLoss is Options.FailOnDataLoss with its default (true).
+func (s *Spec) FailsOnDataLoss() bool {
+	return s.Options.FailOnDataLoss == nil || *s.Options.FailOnDataLoss
+}
+
+// Starting is the parsed startingLsn: kind is StartEarliest, StartLatest or "lsn" with the
+// LSN. Call after Validate.
+func (s *Spec) Starting() (kind string, l lsn.LSN) {
+	switch s.Options.StartingLsn {
+	case "", StartEarliest:
+		return StartEarliest, lsn.Zero
+	case StartLatest:
+		return StartLatest, lsn.Zero
+	}
+	l, _ = lsn.Parse(s.Options.StartingLsn)
+	return "lsn", l
+}
+
+// EffectiveIsolation is the snapshot read isolation: Isolation when set, else
+// Options.IsolationLevel (seed: "isolation=..., or the stream's isolationLevel option").
+func (s *Spec) EffectiveIsolation() string {
+	if s.Isolation != "" {
+		return s.Isolation
+	}
+	return s.Options.IsolationLevel
+}

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func minimal() string {
+	return `{"app_id":"a","source":{"dsn":"sqlserver://u@h?database=d","captureInstance":"dbo_t"},
+	"bronze":"/lake/b","checkpoint":"/lake/cp","facts_table":"/lake/f"}`
+}
+
+func TestParseFull(t *testing.T) {
+	data, err := os.ReadFile("testdata/full.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Options.NumPartitions != 8 || *s.Options.MaxCommitsPerBatch != 5000 || s.FailsOnDataLoss() {
+		t.Errorf("options = %+v", s.Options)
+	}
+	if *s.TargetWaveSeconds != 0 {
+		t.Errorf("target_wave_seconds = %v, want explicit 0 kept", *s.TargetWaveSeconds)
+	}
+	if s.EffectiveIsolation() != IsolationSnapshot || s.Snapshot != SnapshotChunked || s.ChunkRows != 500000 {
+		t.Errorf("spec = %+v", s)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	s, err := Parse([]byte(minimal()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Options.NumPartitions != DefaultNumPartitions || s.Options.MaxCommitsPerBatch != nil ||
+		s.Options.StartingLsn != StartEarliest || !s.FailsOnDataLoss() || s.Options.SourceTimeZone != "auto" ||
+		s.Snapshot != SnapshotFull || s.ChunkRows != DefaultChunkRows || *s.TargetWaveSeconds != DefaultTargetWaveSeconds {
+		t.Errorf("defaults not applied: %+v", s)
+	}
+	if k, _ := s.Starting(); k != StartEarliest {
+		t.Errorf("Starting = %s", k)
+	}
+}
+
+func TestOptionNamesCaseInsensitive(t *testing.T) {
+	s, err := Parse([]byte(strings.Replace(minimal(), `"bronze"`, `"options":{"NUMPARTITIONS":3,"startinglsn":"0x2a"},"bronze"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, l := s.Starting()
+	if s.Options.NumPartitions != 3 || k != "lsn" || l.String() != "0x0000000000000000002A" {
+		t.Errorf("got %d %s %s", s.Options.NumPartitions, k, l)
+	}
+}
+
+func TestValidateCollectsEveryProblem(t *testing.T) {
+	doc := `{"app_id":"a#b","source":{"dsn":"http://h","captureInstance":"x]y","password_env":"P","password_secret_arn":"nope"},
+	"options":{"numPartitions":-1,"maxCommitsPerBatch":0,"startingLsn":"soon","isolationLevel":"readUncommitted","lockTimeoutMs":-5,"snapshotLsn":"zz"},
+	"bronze":"gs://x","checkpoint":"","snapshot":"partial","chunk_rows":-1,"bootstrap":true,"storage":{"s3_endpoint":"localhost"}}`
+	_, err := Parse([]byte(doc))
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want *ConfigError", err)
+	}
+	for _, f := range []string{"app_id", "source.dsn", "source.captureInstance", "source.password_secret_arn",
+		"options.numPartitions", "options.maxCommitsPerBatch", "options.startingLsn", "options.isolationLevel",
+		"options.lockTimeoutMs", "options.snapshotLsn", "bronze", "checkpoint", "facts_table", "snapshot",
+		"chunk_rows", "storage.s3_endpoint"} {
+		if !ce.Has(f) {
+			t.Errorf("no problem for %s in %v", f, ce)
+		}
+	}
+}
+
+func TestBootstrapWithStartingLsn(t *testing.T) {
+	doc := strings.Replace(minimal(), `"bronze"`, `"bootstrap":true,"options":{"startingLsn":"latest"},"bronze"`, 1)
+	_, err := Parse([]byte(doc))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !ce.Has("options.startingLsn") {
+		t.Fatalf("err = %v, want options.startingLsn problem", err)
+	}
+	// bootstrap alone is fine and leaves startingLsn unset.
+	s, err := Parse([]byte(strings.Replace(minimal(), `"bronze"`, `"bootstrap":true,"bronze"`, 1)))
+	if err != nil || s.Options.StartingLsn != "" {
+		t.Fatalf("bootstrap alone: %v %q", err, s.Options.StartingLsn)
+	}
+}
+
+func TestParseUnknownAndMalformed(t *testing.T) {
+	for _, tc := range []struct{ doc, field string }{
+		{strings.Replace(minimal(), `"bronze"`, `"bronz":"x","bronze"`, 1), "bronz"},
+		{strings.Replace(minimal(), `"bronze":"/lake/b"`, `"bronze":5`, 1), "bronze"},
+		{`{"app_id":`, "(document)"},
+		{minimal() + "{}", "(document)"},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !ce.Has(tc.field) {
+			t.Errorf("%s: err = %v, want problem on %s", tc.doc, err, tc.field)
+		}
+	}
+}
+
+type secrets map[string]string
+
+func (m secrets) SecretString(_ context.Context, arn string) (string, error) {
+	v, ok := m[arn]
+	if !ok {
+		return "", errors.New("ResourceNotFoundException")
+	}
+	return v, nil
+}
+
+func TestPassword(t *testing.T) {
+	ctx := context.Background()
+	env := func(k string) string { return map[string]string{"PW": "p@ss:/word"}[k] }
+	src := Source{DSN: "sqlserver://reader@h:1433?database=d", PasswordEnv: "PW"}
+	pw, err := src.Password(ctx, env, nil)
+	if err != nil || pw != "p@ss:/word" {
+		t.Fatalf("env: %q %v", pw, err)
+	}
+	cs, err := src.ConnString(pw)
+	if err != nil || cs != "sqlserver://reader:p%40ss%3A%2Fword@h:1433?database=d" {
+		t.Errorf("ConnString = %q %v", cs, err)
+	}
+	if _, err := (Source{PasswordEnv: "MISSING"}).Password(ctx, env, nil); err == nil {
+		t.Error("unset env: no error")
+	}
+	sm := secrets{"arn:plain": "s3cret", "arn:json": `{"username":"u","password":"js"}`, "arn:bad": `{"user":"u"}`}
+	for arn, want := range map[string]string{"arn:plain": "s3cret", "arn:json": "js"} {
+		pw, err := (Source{PasswordSecretARN: arn}).Password(ctx, env, sm)
+		if err != nil || pw != want {
+			t.Errorf("%s: %q %v", arn, pw, err)
+		}
+	}
+	if _, err := (Source{PasswordSecretARN: "arn:bad"}).Password(ctx, env, sm); err == nil {
+		t.Error("JSON without password: no error")
+	}
+	if _, err := (Source{PasswordSecretARN: "arn:x"}).Password(ctx, env, nil); !errors.Is(err, ErrNoSecretGetter) {
+		t.Errorf("no getter: %v", err)
+	}
+}

@@ -1,0 +1,70 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// SecretGetter fetches a secret's string value by ARN (Secrets Manager GetSecretValue's
+// SecretString). main wires the AWS SDK behind it; tests pass a map.
+type SecretGetter interface {
+	SecretString(ctx context.Context, arn string) (string, error)
+}
+
+// ErrNoSecretGetter: the spec names a secret ARN and the caller gave no SecretGetter.
+var ErrNoSecretGetter = errors.New("config: password_secret_arn set but no Secrets Manager client")
+
+// Password resolves the source password: from the environment variable PasswordEnv (read
+// with getenv), from the secret PasswordSecretARN (plain text, or JSON with a "password"
+// key as RDS writes), or "" when neither is set (the DSN holds it, or integrated auth).
+func (src Source) Password(ctx context.Context, getenv func(string) string, secrets SecretGetter) (string, error) {
+	switch {
+	case src.PasswordEnv != "":
+		v := getenv(src.PasswordEnv)
+		if v == "" {
+			return "", &ConfigError{Problems: []Problem{{Field: "source.password_env", Reason: fmt.Sprintf("environment variable %s is empty or unset", src.PasswordEnv)}}}
+		}
+		return v, nil
+	case src.PasswordSecretARN != "":
+		if secrets == nil {
+			return "", ErrNoSecretGetter
+		}
+		v, err := secrets.SecretString(ctx, src.PasswordSecretARN)
+		if err != nil {
+			return "", fmt.Errorf("read secret %s: %w", src.PasswordSecretARN, err)
+		}
+		if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") {
+			var doc struct {
+				Password string `json:"password"`
+			}
+			if err := json.Unmarshal([]byte(t), &doc); err != nil || doc.Password == "" {
+				return "", &ConfigError{Problems: []Problem{{Field: "source.password_secret_arn", Reason: "secret is JSON without a \"password\" string"}}}
+			}
+			return doc.Password, nil
+		}
+		return v, nil
+	}
+	return "", nil
+}
+
+// ConnString is DSN with password set as the URL's user password (built with net/url,
+// so special characters are escaped). An empty password returns DSN unchanged.
+func (src Source) ConnString(password string) (string, error) {
+	if password == "" {
+		return src.DSN, nil
+	}
+	u, err := url.Parse(src.DSN)
+	if err != nil {
+		return "", fmt.Errorf("parse source.dsn: %w", err)
+	}
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), nil
+}

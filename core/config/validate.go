@@ -1,0 +1,224 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
+
+// Problem is one invalid field: its JSON path ("options.numPartitions") and why.
+type Problem struct {
+	Field  string
+	Reason string
+}
+
+// ConfigError lists every problem Validate or Parse found. Step Functions matches the
+// name ConfigError (never retried: the spec must change).
+type ConfigError struct {
+	Problems []Problem
+}
+
+func (e *ConfigError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Field + ": " + p.Reason
+	}
+	return "invalid table spec: " + strings.Join(parts, "; ")
+}
+
+// Has reports whether a problem names field.
+func (e *ConfigError) Has(field string) bool {
+	for _, p := range e.Problems {
+		if p.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+type problems []Problem
+
+func (ps *problems) add(field, format string, args ...any) {
+	*ps = append(*ps, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// maxAppIDLen keeps "<app_id>#snapchunks.<S>" and friends well under DynamoDB and Delta
+// limits.
+const maxAppIDLen = 200
+
+// Validate checks the spec as it stands (call Defaults first) and returns a *ConfigError
+// listing every problem, or nil.
+func (s *Spec) Validate() error {
+	var ps problems
+	validateAppID(&ps, s.AppID)
+	s.Source.validate(&ps)
+	s.Options.validate(&ps)
+
+	validateURL(&ps, "bronze", s.Bronze, true)
+	validateURL(&ps, "checkpoint", s.Checkpoint, true)
+	validateURL(&ps, "facts_table", s.FactsTable, true)
+	if s.Bronze != "" && s.Bronze == s.Checkpoint {
+		ps.add("checkpoint", "must differ from bronze")
+	}
+	if s.FactsTable != "" && s.FactsTable == s.Bronze {
+		ps.add("facts_table", "must differ from bronze")
+	}
+
+	if s.Bootstrap && s.Options.StartingLsn != "" {
+		ps.add("options.startingLsn", "not allowed with bootstrap=true (the snapshot's LSN is the start)")
+	}
+	switch s.Snapshot {
+	case SnapshotFull, SnapshotChunked:
+	default:
+		ps.add("snapshot", "%q: want %q or %q", s.Snapshot, SnapshotFull, SnapshotChunked)
+	}
+	if s.ChunkRows < 1 {
+		ps.add("chunk_rows", "%d: want an integer >= 1", s.ChunkRows)
+	}
+	if s.MaxSeconds < 0 {
+		ps.add("max_seconds", "%g: want >= 0 (0 = bounded by the invocation's deadline only)", s.MaxSeconds)
+	}
+	if s.MaxWaves < 0 {
+		ps.add("max_waves", "%d: want >= 0 (0 = no bound)", s.MaxWaves)
+	}
+	if s.MinHeadroomHours < 0 {
+		ps.add("min_headroom_hours", "%g: want >= 0", s.MinHeadroomHours)
+	}
+	if s.TargetWaveSeconds != nil && *s.TargetWaveSeconds < 0 {
+		ps.add("target_wave_seconds", "%g: want >= 0", *s.TargetWaveSeconds)
+	}
+	if s.Isolation != "" {
+		validateIsolation(&ps, "isolation", s.Isolation)
+	}
+	s.Storage.validate(&ps)
+	if len(ps) > 0 {
+		return &ConfigError{Problems: ps}
+	}
+	return nil
+}
+
+func validateAppID(ps *problems, id string) {
+	switch {
+	case id == "":
+		ps.add("app_id", "required")
+	case len(id) > maxAppIDLen:
+		ps.add("app_id", "%d characters, at most %d", len(id), maxAppIDLen)
+	default:
+		for _, r := range id {
+			if !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) || r == '-' || r == '_' || r == '.') {
+				ps.add("app_id", "%q: only letters, digits, '-', '_' and '.' (the '#' suffixes are reserved)", id)
+				return
+			}
+		}
+	}
+}
+
+func (src Source) validate(ps *problems) {
+	if src.DSN == "" {
+		ps.add("source.dsn", "required (sqlserver://user@host:1433?database=db)")
+	} else if u, err := url.Parse(src.DSN); err != nil {
+		ps.add("source.dsn", "not a URL: %v", err)
+	} else {
+		if u.Scheme != "sqlserver" {
+			ps.add("source.dsn", "scheme %q: want sqlserver://", u.Scheme)
+		}
+		if u.Host == "" {
+			ps.add("source.dsn", "no host")
+		}
+		if _, hasPw := u.User.Password(); hasPw && (src.PasswordEnv != "" || src.PasswordSecretARN != "") {
+			ps.add("source.dsn", "holds a password and password_env/password_secret_arn is set: keep the password out of the DSN")
+		}
+	}
+	if src.PasswordEnv != "" && src.PasswordSecretARN != "" {
+		ps.add("source.password_secret_arn", "set together with password_env: choose one")
+	}
+	if src.PasswordSecretARN != "" && !strings.HasPrefix(src.PasswordSecretARN, "arn:") {
+		ps.add("source.password_secret_arn", "%q is not an ARN", src.PasswordSecretARN)
+	}
+	if src.CaptureInstance == "" {
+		ps.add("source.captureInstance", "required")
+	} else if len(src.CaptureInstance) > 100 || strings.ContainsAny(src.CaptureInstance, "]") || strings.IndexFunc(src.CaptureInstance, unicode.IsControl) >= 0 {
+		ps.add("source.captureInstance", "%q: at most 100 characters, no ']' and no control characters", src.CaptureInstance)
+	}
+}
+
+func (o Options) validate(ps *problems) {
+	if o.NumPartitions < 1 {
+		ps.add("options.numPartitions", "%d: want an integer >= 1", o.NumPartitions)
+	}
+	if o.MaxCommitsPerBatch != nil && *o.MaxCommitsPerBatch < 1 {
+		ps.add("options.maxCommitsPerBatch", "%d: want an integer >= 1 (leave it out for unlimited)", *o.MaxCommitsPerBatch)
+	}
+	switch o.StartingLsn {
+	case "", StartEarliest, StartLatest:
+	default:
+		if _, err := lsn.Parse(o.StartingLsn); err != nil {
+			ps.add("options.startingLsn", "%q: want earliest, latest or an LSN (0x + 20 hex digits)", o.StartingLsn)
+		}
+	}
+	for i, k := range o.SnapshotKeys {
+		if k == "" || strings.ContainsAny(k, "]") || strings.IndexFunc(k, unicode.IsControl) >= 0 {
+			ps.add(fmt.Sprintf("options.snapshotKeys[%d]", i), "%q: a column name, without ']' or control characters", k)
+		}
+	}
+	validateIsolation(ps, "options.isolationLevel", o.IsolationLevel)
+	if o.LockTimeoutMs != nil && *o.LockTimeoutMs < 0 {
+		ps.add("options.lockTimeoutMs", "%d: want a non-negative integer (milliseconds)", *o.LockTimeoutMs)
+	}
+	if o.SnapshotLsn != "" {
+		if _, err := lsn.Parse(o.SnapshotLsn); err != nil {
+			ps.add("options.snapshotLsn", "%q: not an LSN", o.SnapshotLsn)
+		}
+	}
+	if o.SourceTimeZone == "" || strings.ContainsAny(o.SourceTimeZone, "'\"[];") || strings.IndexFunc(o.SourceTimeZone, unicode.IsControl) >= 0 {
+		ps.add("options.sourceTimeZone", "%q: want auto, UTC or a Windows time zone name", o.SourceTimeZone)
+	}
+}
+
+func validateIsolation(ps *problems, field, v string) {
+	switch v {
+	case IsolationReadCommitted, IsolationSnapshot:
+	default:
+		ps.add(field, "%q: want %q or %q (never NOLOCK or READ UNCOMMITTED)", v, IsolationReadCommitted, IsolationSnapshot)
+	}
+}
+
+func validateURL(ps *problems, field, v string, required bool) {
+	if v == "" {
+		if required {
+			ps.add(field, "required (a local path, file:// or s3://bucket/prefix URL)")
+		}
+		return
+	}
+	if !strings.Contains(v, "://") {
+		return // a local path
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		ps.add(field, "not a URL: %v", err)
+		return
+	}
+	switch u.Scheme {
+	case "file":
+	case "s3":
+		if u.Host == "" {
+			ps.add(field, "%q: no bucket", v)
+		}
+	default:
+		ps.add(field, "scheme %q: want s3://, file:// or a local path", u.Scheme)
+	}
+}
+
+func (st Storage) validate(ps *problems) {
+	for _, f := range []struct{ name, v string }{{"storage.s3_endpoint", st.S3Endpoint}, {"storage.dynamo_endpoint", st.DynamoEndpoint}} {
+		if f.v == "" {
+			continue
+		}
+		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			ps.add(f.name, "%q: want an http(s):// URL", f.v)
+		}
+	}
+}
