@@ -1,0 +1,88 @@
+package bronze
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// TableSchema is the schema of Source.ReadTable records: the columns in order, with their
+// bronze types, all nullable. Every column is checked: the errors are an
+// *UnsupportedTypeError per unmappable column and a *ColumnCollisionError per name that
+// repeats (ignoring case), joined with errors.Join so a user sees every problem at once.
+// Match them with errors.As.
+func TableSchema(cols []source.Column) (*arrow.Schema, error) {
+	fields, err := capturedFields(cols)
+	if err != nil {
+		return nil, err
+	}
+	return arrow.NewSchema(fields, nil), nil
+}
+
+// ChangeSchema is the schema of Source.ReadChanges records: _start_lsn, _seqval,
+// _operation, _command_id, _commit_ts, then the captured columns as in TableSchema. A
+// captured column named like a metadata column (ignoring case) is a *ColumnCollisionError.
+func ChangeSchema(cols []source.Column) (*arrow.Schema, error) {
+	fields, err := capturedFields(cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]arrow.Field, 0, len(leadingFields)-1+len(fields))
+	out = append(out, leadingFields[1:]...) // all but _capture_instance
+	out = append(out, fields...)
+	return arrow.NewSchema(out, nil), nil
+}
+
+// Schema is the whole bronze table (DESIGN.md §4.2): the six leading metadata columns,
+// the captured columns, then _batch_id, _snapshot and _chunk. Errors as in TableSchema and
+// ChangeSchema.
+func Schema(cols []source.Column) (*arrow.Schema, error) {
+	fields, err := capturedFields(cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]arrow.Field, 0, len(leadingFields)+len(fields)+len(trailingFields))
+	out = append(out, leadingFields...)
+	out = append(out, fields...)
+	out = append(out, trailingFields...)
+	return arrow.NewSchema(out, nil), nil
+}
+
+// capturedFields maps every column and checks names, collecting every problem.
+func capturedFields(cols []source.Column) ([]arrow.Field, error) {
+	var errs []error
+	fields := make([]arrow.Field, 0, len(cols))
+	seen := make(map[string]string, len(cols))
+	for _, c := range cols {
+		if with, ok := metadataName(c.Name); ok {
+			errs = append(errs, &ColumnCollisionError{Column: c.Name, With: with})
+		} else if prev, ok := seen[strings.ToLower(c.Name)]; ok {
+			errs = append(errs, &ColumnCollisionError{Column: c.Name, With: prev})
+		} else {
+			seen[strings.ToLower(c.Name)] = c.Name
+		}
+		t, err := ArrowType(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fields = append(fields, arrow.Field{Name: c.Name, Type: t, Nullable: true})
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return fields, nil
+}
+
+// metadataName returns the metadata column name equal to name ignoring case.
+func metadataName(name string) (string, bool) {
+	for _, f := range MetadataFields() {
+		if strings.EqualFold(f.Name, name) {
+			return f.Name, true
+		}
+	}
+	return "", false
+}
