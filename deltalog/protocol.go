@@ -1,0 +1,254 @@
+package deltalog
+
+import (
+	"slices"
+	"strings"
+)
+
+// The highest protocol versions this package implements (PROTOCOL.md § Protocol Evolution):
+// reader version 3 and writer version 7 carry explicit feature lists.
+const (
+	maxReaderVersion = 3
+	maxWriterVersion = 7
+)
+
+// Table feature names (PROTOCOL.md § Valid Feature Names in Table Features).
+const (
+	FeatureAppendOnly          = "appendOnly"
+	FeatureInvariants          = "invariants"
+	FeatureCheckConstraints    = "checkConstraints"
+	FeatureChangeDataFeed      = "changeDataFeed"
+	FeatureGeneratedColumns    = "generatedColumns"
+	FeatureColumnMapping       = "columnMapping"
+	FeatureIdentityColumns     = "identityColumns"
+	FeatureDeletionVectors     = "deletionVectors"
+	FeatureTimestampNTZ        = "timestampNtz"
+	FeatureDomainMetadata      = "domainMetadata"
+	FeatureV2Checkpoint        = "v2Checkpoint"
+	FeatureVacuumProtocolCheck = "vacuumProtocolCheck"
+	FeatureAllowColumnDefaults = "allowColumnDefaults"
+	FeatureRowTracking         = "rowTracking"
+	FeatureInCommitTimestamp   = "inCommitTimestamp"
+	FeatureClustering          = "clustering"
+	FeatureTypeWidening        = "typeWidening"
+	FeatureCatalogManaged      = "catalogManaged"
+	FeatureVariantType         = "variantType"
+	FeatureIcebergCompatV1     = "icebergCompatV1"
+	FeatureIcebergCompatV2     = "icebergCompatV2"
+	FeatureVariantShredding    = "variantShredding"
+)
+
+// readerFeatures are the reader features the log reader handles. deletionVectors and
+// columnMapping are understood by the log (file identity includes the DV id; schemas keep
+// their column-mapping metadata) but not by data scans: Snapshot.CanReadData refuses them
+// when they are active. vacuumProtocolCheck only concerns VACUUM.
+var readerFeatures = map[string]bool{
+	FeatureTimestampNTZ:        true,
+	FeatureDeletionVectors:     true,
+	FeatureColumnMapping:       true,
+	FeatureVacuumProtocolCheck: true,
+}
+
+// writerFeatures are the writer features a writer of appends can honour. Some are
+// implemented by checking they are inactive (see inactiveWriterFeature); the others need
+// nothing from an append-only writer: appendOnly forbids only removes with dataChange,
+// changeDataFeed needs cdc files only for updates and deletes, domainMetadata needs
+// domains kept (checkpoints keep them) and vacuumProtocolCheck a protocol check before
+// VACUUM (CanWrite is that check).
+var writerFeatures = map[string]bool{
+	FeatureAppendOnly:          true,
+	FeatureInvariants:          true,
+	FeatureCheckConstraints:    true,
+	FeatureChangeDataFeed:      true,
+	FeatureGeneratedColumns:    true,
+	FeatureIdentityColumns:     true,
+	FeatureAllowColumnDefaults: true,
+	FeatureTimestampNTZ:        true,
+	FeatureDomainMetadata:      true,
+	FeatureVacuumProtocolCheck: true,
+}
+
+// legacyWriterFeatures are the features each legacy writer version implies, cumulatively
+// (PROTOCOL.md § Writer Version Requirements).
+var legacyWriterFeatures = [][]string{
+	2: {FeatureAppendOnly, FeatureInvariants},
+	3: {FeatureCheckConstraints},
+	4: {FeatureChangeDataFeed, FeatureGeneratedColumns},
+	5: {FeatureColumnMapping},
+	6: {FeatureIdentityColumns},
+}
+
+// ReaderFeatureSet is the set of reader features the table needs: the explicit list at
+// reader version 3, columnMapping at version 2, none below.
+func (p Protocol) ReaderFeatureSet() []string {
+	switch {
+	case p.MinReaderVersion >= 3:
+		return p.ReaderFeatures
+	case p.MinReaderVersion == 2:
+		return []string{FeatureColumnMapping}
+	}
+	return nil
+}
+
+// WriterFeatureSet is the set of writer features the table needs: the explicit list at
+// writer version 7, else those the legacy version implies.
+func (p Protocol) WriterFeatureSet() []string {
+	if p.MinWriterVersion >= 7 {
+		return p.WriterFeatures
+	}
+	var out []string
+	for v := 2; v <= p.MinWriterVersion && v < len(legacyWriterFeatures); v++ {
+		out = append(out, legacyWriterFeatures[v]...)
+	}
+	return out
+}
+
+// HasReaderFeature reports whether the protocol lists (or implies) the reader feature.
+func (p Protocol) HasReaderFeature(name string) bool {
+	return slices.Contains(p.ReaderFeatureSet(), name)
+}
+
+// HasWriterFeature reports whether the protocol lists (or implies) the writer feature.
+func (p Protocol) HasWriterFeature(name string) bool {
+	return slices.Contains(p.WriterFeatureSet(), name)
+}
+
+// CanRead checks that this package can read a table with protocol p (PROTOCOL.md § Table
+// Features): every reader feature must be supported, then the reader version. It returns
+// *UnsupportedFeatureError naming the first unsupported feature, or
+// *UnsupportedVersionError.
+func (p Protocol) CanRead() error {
+	if p.MinReaderVersion >= 3 {
+		for _, f := range p.ReaderFeatures {
+			if !readerFeatures[f] {
+				return &UnsupportedFeatureError{Feature: f, Reader: true}
+			}
+		}
+	}
+	if p.MinReaderVersion > maxReaderVersion {
+		return &UnsupportedVersionError{Version: p.MinReaderVersion, Reader: true}
+	}
+	return nil
+}
+
+// CanWrite checks that this package can append to a table with protocol p and metadata m
+// (PROTOCOL.md § Table Features: a writer implements every reader and writer feature).
+// Refused with *UnsupportedFeatureError{Reader: false}: any feature not implemented,
+// deletion vectors and column mapping in any form, and invariants, CHECK constraints,
+// generated, identity and default columns when the metadata uses them. Refused with
+// *UnsupportedVersionError when minWriterVersion is above 7.
+func CanWrite(p Protocol, m Metadata) error {
+	if err := p.CanRead(); err != nil {
+		return err
+	}
+	if p.MinWriterVersion > maxWriterVersion {
+		return &UnsupportedVersionError{Version: p.MinWriterVersion}
+	}
+	for _, f := range p.ReaderFeatureSet() {
+		if !writerFeatures[f] {
+			return &UnsupportedFeatureError{Feature: f}
+		}
+	}
+	for _, f := range p.WriterFeatureSet() {
+		if !writerFeatures[f] {
+			return &UnsupportedFeatureError{Feature: f}
+		}
+	}
+	if f := activeWriterFeature(m); f != "" {
+		return &UnsupportedFeatureError{Feature: f}
+	}
+	return nil
+}
+
+// activeWriterFeature returns a feature the metadata uses that an appender cannot honour
+// (PROTOCOL.md § Column Invariants, § CHECK Constraints, § Generated Columns, § Identity
+// Columns, § Default Columns, § Column Mapping), or "". It is checked whatever the protocol
+// says, since a property or column annotation is enough for Spark to enforce it.
+func activeWriterFeature(m Metadata) string {
+	for k, v := range m.Configuration {
+		if strings.HasPrefix(k, "delta.constraints.") {
+			return FeatureCheckConstraints
+		}
+		if k == "delta.columnMapping.mode" && v != "" && v != "none" {
+			return FeatureColumnMapping
+		}
+		if k == "delta.enableDeletionVectors" && strings.EqualFold(v, "true") {
+			return FeatureDeletionVectors
+		}
+	}
+	st, err := ParseSchema(m.SchemaString)
+	if err != nil {
+		return ""
+	}
+	return activeColumnFeature(st)
+}
+
+func activeColumnFeature(t DataType) string {
+	switch t := t.(type) {
+	case *StructType:
+		for _, f := range t.Fields {
+			for k := range f.Metadata {
+				switch {
+				case k == "delta.invariants":
+					return FeatureInvariants
+				case k == "delta.generationExpression":
+					return FeatureGeneratedColumns
+				case strings.HasPrefix(k, "delta.identity."):
+					return FeatureIdentityColumns
+				case k == "CURRENT_DEFAULT":
+					return FeatureAllowColumnDefaults
+				case strings.HasPrefix(k, "delta.columnMapping."):
+					return FeatureColumnMapping
+				}
+			}
+			if n := activeColumnFeature(f.Type); n != "" {
+				return n
+			}
+		}
+	case *ArrayType:
+		return activeColumnFeature(t.ElementType)
+	case *MapType:
+		if n := activeColumnFeature(t.KeyType); n != "" {
+			return n
+		}
+		return activeColumnFeature(t.ValueType)
+	}
+	return ""
+}
+
+// ProtocolFor is the lowest protocol for a new table with this schema (PROTOCOL.md
+// § Timestamp without timezone): reader 3 / writer 7 with timestampNtz in both feature
+// lists when any column (at any depth) is timestamp_ntz, else reader 1 / writer 2.
+func ProtocolFor(schema *StructType) Protocol {
+	if schema.UsesType(TypeTimestampNTZ) {
+		return Protocol{
+			MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{FeatureTimestampNTZ},
+			WriterFeatures: []string{FeatureTimestampNTZ},
+		}
+	}
+	return Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+}
+
+// UpgradeProtocol returns the protocol a table with protocol cur needs once its schema is
+// schema, and whether it differs from cur. Moving a legacy table to reader 3 / writer 7
+// lists every feature its old versions implied (PROTOCOL.md § Table Features, upgrading).
+func UpgradeProtocol(cur Protocol, schema *StructType) (Protocol, bool) {
+	if !schema.UsesType(TypeTimestampNTZ) || (cur.HasReaderFeature(FeatureTimestampNTZ) && cur.HasWriterFeature(FeatureTimestampNTZ)) {
+		return cur, false
+	}
+	next := Protocol{MinReaderVersion: 3, MinWriterVersion: 7}
+	next.ReaderFeatures = appendMissing(slices.Clone(cur.ReaderFeatureSet()), FeatureTimestampNTZ)
+	next.WriterFeatures = appendMissing(slices.Clone(cur.WriterFeatureSet()), cur.ReaderFeatureSet()...)
+	next.WriterFeatures = appendMissing(next.WriterFeatures, FeatureTimestampNTZ)
+	return next, true
+}
+
+func appendMissing(list []string, names ...string) []string {
+	for _, n := range names {
+		if !slices.Contains(list, n) {
+			list = append(list, n)
+		}
+	}
+	return list
+}

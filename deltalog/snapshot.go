@@ -1,0 +1,160 @@
+package deltalog
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// fileKey identifies a logical file: its path and its deletion vector's unique id ("" when
+// it has none) (PROTOCOL.md § Add File and Remove File).
+type fileKey struct {
+	path string
+	dvID string
+}
+
+// Snapshot is the reconciled state of a table at one version (PROTOCOL.md § Action
+// Reconciliation). It is immutable and safe for concurrent use.
+type Snapshot struct {
+	table    *Table
+	version  int64
+	protocol Protocol
+	metadata Metadata
+
+	files      map[fileKey]*Add
+	tombstones map[fileKey]*Remove
+	txns       map[string]Txn
+	domains    map[string]DomainMetadata
+
+	// commitInfos holds the commitInfo of the versions replayed from JSON commits (those
+	// after the checkpoint the snapshot started from); checkpoints carry none.
+	commitInfos map[int64]CommitInfo
+
+	// checkpoint is the version of the checkpoint the snapshot was built from, -1 when it
+	// was replayed from version 0.
+	checkpoint int64
+
+	sorted []Add // files ordered by path, built once
+}
+
+// Table is the table the snapshot was read from.
+func (s *Snapshot) Table() *Table { return s.table }
+
+// Version is the snapshot's version, -1 when the table has no commits yet.
+func (s *Snapshot) Version() int64 { return s.version }
+
+// Protocol is the table's protocol action (zero when Version() == -1).
+func (s *Snapshot) Protocol() Protocol { return s.protocol }
+
+// Metadata is the table's metaData action (zero when Version() == -1).
+func (s *Snapshot) Metadata() Metadata { return s.metadata }
+
+// Files are the live data files, ordered by path (then deletion vector id). The slice is
+// shared: do not modify it.
+func (s *Snapshot) Files() []Add { return s.sorted }
+
+// Tombstones are the remove actions still known to the snapshot: every remove replayed
+// from JSON, plus the unexpired ones its checkpoint carried. Ordered by path.
+func (s *Snapshot) Tombstones() []Remove {
+	keys := slices.SortedFunc(maps.Keys(s.tombstones), compareKeys)
+	out := make([]Remove, len(keys))
+	for i, k := range keys {
+		out[i] = *s.tombstones[k]
+	}
+	return out
+}
+
+// TxnVersion is the latest txn version recorded for appID (PROTOCOL.md § Transaction
+// Identifiers); ok is false when the app id has none.
+func (s *Snapshot) TxnVersion(appID string) (version int64, ok bool) {
+	t, ok := s.txns[appID]
+	return t.Version, ok
+}
+
+// Txns are the txn actions of the snapshot, one per app id, ordered by app id.
+func (s *Snapshot) Txns() []Txn {
+	ids := slices.Sorted(maps.Keys(s.txns))
+	out := make([]Txn, len(ids))
+	for i, id := range ids {
+		out[i] = s.txns[id]
+	}
+	return out
+}
+
+// DomainMetadata returns the live (not removed) domain metadata actions, ordered by domain.
+func (s *Snapshot) DomainMetadata() []DomainMetadata {
+	names := slices.Sorted(maps.Keys(s.domains))
+	out := make([]DomainMetadata, len(names))
+	for i, n := range names {
+		out[i] = s.domains[n]
+	}
+	return out
+}
+
+// CommitInfo returns the commitInfo of version v when v was replayed from its JSON
+// commit file (the versions after the snapshot's checkpoint); ok is false otherwise.
+func (s *Snapshot) CommitInfo(v int64) (CommitInfo, bool) {
+	ci, ok := s.commitInfos[v]
+	return ci, ok
+}
+
+// CheckpointVersion is the version of the checkpoint the snapshot was built from, or -1.
+func (s *Snapshot) CheckpointVersion() int64 { return s.checkpoint }
+
+// Schema parses the table schema from metaData.schemaString.
+func (s *Snapshot) Schema() (*StructType, error) {
+	return ParseSchema(s.metadata.SchemaString)
+}
+
+// ArrowSchema is the table schema as Arrow (see ToArrow). The partition columns are part
+// of it, as in Delta's schema.
+func (s *Snapshot) ArrowSchema() (*arrow.Schema, error) {
+	st, err := s.Schema()
+	if err != nil {
+		return nil, err
+	}
+	return ToArrow(st)
+}
+
+func compareKeys(a, b fileKey) int {
+	if c := strings.Compare(a.path, b.path); c != 0 {
+		return c
+	}
+	return strings.Compare(a.dvID, b.dvID)
+}
+
+// sortFiles builds the ordered file list.
+func (s *Snapshot) sortFiles() {
+	keys := slices.SortedFunc(maps.Keys(s.files), compareKeys)
+	s.sorted = make([]Add, len(keys))
+	for i, k := range keys {
+		s.sorted[i] = *s.files[k]
+	}
+}
+
+// CanWrite checks that this package may commit to the table at this snapshot (see the
+// CanWrite function). A snapshot of a table that does not exist yet can always be written.
+func (s *Snapshot) CanWrite() error {
+	if s.version < 0 {
+		return nil
+	}
+	return CanWrite(s.protocol, s.metadata)
+}
+
+// CanReadData checks that the live files' rows can be read as they are: it refuses with
+// *UnsupportedFeatureError{Reader: true} a table whose live files carry deletion vectors
+// (their deleted rows would be returned) or that uses column mapping (data files use
+// physical column names). The log itself (Files, stats) is readable either way.
+func (s *Snapshot) CanReadData() error {
+	if mode := s.metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
+		return &UnsupportedFeatureError{Feature: FeatureColumnMapping, Reader: true}
+	}
+	for i := range s.sorted {
+		if s.sorted[i].DeletionVector != nil {
+			return &UnsupportedFeatureError{Feature: FeatureDeletionVectors, Reader: true}
+		}
+	}
+	return nil
+}
