@@ -1,0 +1,84 @@
+package facts
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
+
+// eventRow fills the columns every event row shares (§9.3): min_lsn, max_lsn and end_lsn
+// hold the event's LSN, the commit-time columns its commit time (nil when unknown).
+func eventRow(appID string, batch *int64, target, event string, at lsn.LSN, atTime *time.Time) Row {
+	l := at.String()
+	return Row{
+		AppID: appID, BatchID: batch, Rows: Int64(0), Event: event, Target: target,
+		MinLSN: l, MaxLSN: l, EndLSN: l,
+		MinCommitTS: atTime, MaxCommitTS: atTime, EndCommitTS: atTime,
+	}
+}
+
+// SchemaChangeRow is the schema_change row of a batch whose range holds DDL on the source
+// table: its LSN, the time of the last commit at or before it, the statement as detail.
+func SchemaChangeRow(appID string, batch int64, target string, ddlLSN lsn.LSN, ddlTime *time.Time, command string) Row {
+	r := eventRow(appID, Int64(batch), target, EventSchemaChange, ddlLSN, ddlTime)
+	r.Detail = command
+	return r
+}
+
+// CaptureInstanceSwitchedRow is the row of the first batch that reads a newer capture
+// instance, whose start LSN is s: detail "old -> new", plus the columns the stream reads
+// that the new instance does not capture (NULL from s on).
+func CaptureInstanceSwitchedRow(appID string, batch int64, target, oldCI, newCI string, s lsn.LSN, sTime *time.Time, notCaptured []string) Row {
+	r := eventRow(appID, Int64(batch), target, EventCaptureInstanceSwitched, s, sTime)
+	r.Detail = oldCI + " -> " + newCI
+	if len(notCaptured) > 0 {
+		r.Detail += "; not captured by " + newCI + ", read as NULL from " + s.String() + ": " + strings.Join(notCaptured, ", ")
+	}
+	return r
+}
+
+// DataSkippedDetail is the data_skipped row's detail (§9.5): the first LSN not read, the
+// min_lsn reading resumed at, whether the loss is certain (found at planning) and why.
+type DataSkippedDetail struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Certain bool   `json:"certain"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// DataSkippedRow is the row written when failOnDataLoss=false skipped purged changes:
+// min = max = to (where reading resumed), lost_from_ts the commit time of the batch's
+// start offset, lost_to_ts the commit time of to. end_lsn stays NULL (§9.2).
+func DataSkippedRow(appID string, batch int64, target string, from, to lsn.LSN, lostFrom, lostTo *time.Time, certain bool, reason string) Row {
+	r := eventRow(appID, Int64(batch), target, EventDataSkipped, to, lostTo)
+	r.EndLSN, r.EndCommitTS = "", nil
+	r.LostFromTS, r.LostToTS = lostFrom, lostTo
+	d, _ := json.Marshal(DataSkippedDetail{From: from.String(), To: to.String(), Certain: certain, Reason: reason})
+	r.Detail = string(d)
+	return r
+}
+
+// OpenDetail is the snapshot_open row's detail (§9.5). Keys JSON keys are only ever
+// added. A missing or unknown Mode reads as chunked.
+type OpenDetail struct {
+	Mode       string          `json:"mode"`
+	Kind       string          `json:"kind"`
+	Generation int             `json:"generation"`
+	LostFromTS *string         `json:"lost_from_ts"`
+	LostToTS   *string         `json:"lost_to_ts"`
+	Keys       []string        `json:"keys,omitempty"`
+	Plan       json.RawMessage `json:"plan,omitempty"`
+}
+
+// WarningsDetail is a micro-batch row's detail: {"warnings": [...]}, or "" for none.
+func WarningsDetail(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(struct {
+		Warnings []string `json:"warnings"`
+	}{warnings})
+	return string(b)
+}

@@ -1,0 +1,132 @@
+package facts
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+)
+
+// BatchStats accumulates a batch's facts from the bronze records it writes (reference §8
+// step 2): rows, _start_lsn range, _commit_ts range, and counts of operations 1, 2 and 4.
+type BatchStats struct {
+	Rows                      int64
+	MinLSN, MaxLSN            string
+	MinCommitTS, MaxCommitTS  *time.Time
+	Deletes, Inserts, Updates int64
+	// Bytes is the Arrow buffer size of the records added (for read_mb).
+	Bytes int64
+}
+
+// Add folds one record holding _start_lsn, _operation and _commit_ts (a change or bronze
+// record) into the stats.
+func (s *BatchStats) Add(rec arrow.RecordBatch) error {
+	sc := rec.Schema()
+	idx := func(name string) (arrow.Array, error) {
+		i := sc.FieldIndices(name)
+		if len(i) == 0 {
+			return nil, fmt.Errorf("batch stats: record lacks %s", name)
+		}
+		return rec.Column(i[0]), nil
+	}
+	lsnA, err := idx(bronze.ColStartLSN)
+	if err != nil {
+		return err
+	}
+	opA, err := idx(bronze.ColOperation)
+	if err != nil {
+		return err
+	}
+	tsA, err := idx(bronze.ColCommitTS)
+	if err != nil {
+		return err
+	}
+	lsns, ok1 := lsnA.(*array.String)
+	ops, ok2 := opA.(*array.Int32)
+	tss, ok3 := tsA.(*array.Timestamp)
+	if !ok1 || !ok2 || !ok3 {
+		return fmt.Errorf("batch stats: unexpected column types %s, %s, %s", lsnA.DataType(), opA.DataType(), tsA.DataType())
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		if lsns.IsValid(i) {
+			l := lsns.Value(i)
+			if s.MinLSN == "" || l < s.MinLSN {
+				s.MinLSN = l
+			}
+			if l > s.MaxLSN {
+				s.MaxLSN = l
+			}
+		}
+		if tss.IsValid(i) {
+			t := time.UnixMicro(int64(tss.Value(i))).UTC()
+			if s.MinCommitTS == nil || t.Before(*s.MinCommitTS) {
+				s.MinCommitTS = &t
+			}
+			if s.MaxCommitTS == nil || t.After(*s.MaxCommitTS) {
+				t2 := t
+				s.MaxCommitTS = &t2
+			}
+		}
+		switch ops.Value(i) {
+		case bronze.OpDelete:
+			s.Deletes++
+		case bronze.OpInsert:
+			s.Inserts++
+		case bronze.OpUpdateAfter:
+			s.Updates++
+		}
+	}
+	s.Rows += int64(n)
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				s.Bytes += int64(b.Len())
+			}
+		}
+	}
+	return nil
+}
+
+// Fill copies the stats into a micro-batch row.
+func (s *BatchStats) Fill(r *Row) {
+	r.Rows = Int64(s.Rows)
+	r.MinLSN, r.MaxLSN = s.MinLSN, s.MaxLSN
+	r.MinCommitTS, r.MaxCommitTS = s.MinCommitTS, s.MaxCommitTS
+	r.Deletes, r.Inserts, r.Updates = s.Deletes, s.Inserts, s.Updates
+}
+
+// UserMetadata is the compact JSON a stream append carries in commitInfo.userMetadata
+// (reference §8 step 3): the batch's facts, times ISO-8601 with milliseconds.
+func (s *BatchStats) UserMetadata(appID string, batchID int64) string {
+	ts := func(t *time.Time) *string {
+		if t == nil {
+			return nil
+		}
+		v := t.UTC().Format("2006-01-02T15:04:05.000")
+		return &v
+	}
+	str := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return &v
+	}
+	b, _ := json.Marshal(struct {
+		Rows        int64   `json:"rows"`
+		MinLSN      *string `json:"min_lsn"`
+		MaxLSN      *string `json:"max_lsn"`
+		MinCommitTS *string `json:"min_commit_ts"`
+		MaxCommitTS *string `json:"max_commit_ts"`
+		Deletes     int64   `json:"deletes"`
+		Inserts     int64   `json:"inserts"`
+		Updates     int64   `json:"updates"`
+		BatchID     int64   `json:"batch_id"`
+		AppID       string  `json:"app_id"`
+	}{s.Rows, str(s.MinLSN), str(s.MaxLSN), ts(s.MinCommitTS), ts(s.MaxCommitTS), s.Deletes, s.Inserts, s.Updates, batchID, appID})
+	return string(b)
+}
