@@ -1,0 +1,286 @@
+// Package checkpoint is the stream's progress under a prefix (S3 or local), in the layout
+// of DESIGN.md §4.5:
+//
+//	offsets/<n>.json   batch n's start and end offset, written with a conditional put
+//	                   (PutIfAbsent) BEFORE the batch is read
+//	commits/<n>.json   written after batch n's bronze and facts commits
+//
+// Resume rule: the highest n in offsets/. If commits/<n> exists, the next batch is n+1
+// starting at offsets/<n>'s end; if it is missing, batch n is re-run with the same range
+// (its bronze append and facts row are then skipped by their Delta txn). The conditional
+// put is also the lock: a second stream on the same checkpoint that tries to write the
+// same offsets/<n> loses and stops with *ConcurrentStreamError (reserved concurrency 1
+// makes this a misconfiguration, not a race to be won).
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// Key prefixes under the checkpoint root.
+const (
+	OffsetsDir = "offsets/"
+	CommitsDir = "commits/"
+)
+
+// DefaultRetain is how many batches' files Clean keeps (as Spark's minBatchesToRetain).
+const DefaultRetain = 100
+
+// Batch is the content of offsets/<n>.json.
+type Batch struct {
+	ID    int64  `json:"batch"`
+	AppID string `json:"app_id"`
+	// Start is the offset the batch starts after (the previous batch's end); End is the
+	// last commit it reads: the batch reads [next(Start.LSN), End.LSN].
+	Start Offset `json:"start"`
+	End   Offset `json:"end"`
+	// Writer identifies the stream invocation that wrote the file, so that a retried put
+	// of our own is told apart from a rival's.
+	Writer string `json:"writer"`
+	// WrittenAt is when the offsets file was written (UTC).
+	WrittenAt time.Time `json:"written_at"`
+}
+
+// Commit is the content of commits/<n>.json.
+type Commit struct {
+	ID int64 `json:"batch"`
+	// Rows is the change rows the batch appended to bronze.
+	Rows int64 `json:"rows"`
+	// BronzeVersion is the bronze version holding the batch (-1 when it had no rows);
+	// FactsVersion the facts version holding its row.
+	BronzeVersion int64     `json:"bronze_version"`
+	FactsVersion  int64     `json:"facts_version"`
+	Writer        string    `json:"writer"`
+	WrittenAt     time.Time `json:"written_at"`
+}
+
+// ConcurrentStreamError: another stream wrote the same batch's checkpoint file first.
+// Step Functions matches the name ConcurrentStreamError.
+type ConcurrentStreamError struct {
+	Checkpoint string
+	Key        string
+}
+
+func (e *ConcurrentStreamError) Error() string {
+	return fmt.Sprintf("another stream is writing checkpoint %s (%s was written by someone else): run one stream per checkpoint", e.Checkpoint, e.Key)
+}
+
+// AppIDMismatchError: the checkpoint belongs to another app_id. A new checkpoint needs a
+// new app_id and an app_id keeps its checkpoint (reference §7.1).
+type AppIDMismatchError struct {
+	Checkpoint    string
+	Want, Written string
+}
+
+func (e *AppIDMismatchError) Error() string {
+	return fmt.Sprintf("checkpoint %s belongs to app_id %q, not %q: give each stream its own checkpoint and app_id", e.Checkpoint, e.Written, e.Want)
+}
+
+// Checkpoint reads and writes one stream's checkpoint.
+type Checkpoint struct {
+	store  storage.Store
+	appID  string
+	writer string
+	// Retain is how many newest batches Clean keeps; DefaultRetain when 0.
+	Retain int
+}
+
+// New returns the checkpoint of appID rooted at store (no I/O).
+func New(store storage.Store, appID string) *Checkpoint {
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	return &Checkpoint{store: store, appID: appID, writer: hex.EncodeToString(r[:])}
+}
+
+// State is where a stream resumes.
+type State struct {
+	// Next is the batch to run: a re-run of Pending.ID, or the one after the last commit.
+	Next int64
+	// Pending is the batch whose offsets exist without a commit: it must be re-run with
+	// this range. nil when the last batch is committed (or there is none).
+	Pending *Batch
+	// Last is the newest committed batch's offsets, nil when none is committed.
+	Last *Batch
+}
+
+// Fresh reports whether the checkpoint holds no batch at all.
+func (s State) Fresh() bool { return s.Pending == nil && s.Last == nil }
+
+// Resume reads the checkpoint: the highest batch in offsets/ and whether it is committed.
+func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
+	top, ok, err := c.highest(ctx, OffsetsDir)
+	if err != nil {
+		return State{}, fmt.Errorf("read checkpoint: %w", err)
+	}
+	if !ok {
+		return State{Next: 0}, nil
+	}
+	b, err := c.readBatch(ctx, top)
+	if err != nil {
+		return State{}, err
+	}
+	committed, err := c.exists(ctx, commitKey(top))
+	if err != nil {
+		return State{}, fmt.Errorf("read checkpoint: %w", err)
+	}
+	if committed {
+		return State{Next: top + 1, Last: b}, nil
+	}
+	st := State{Next: top, Pending: b}
+	if top > 0 {
+		prev, err := c.readBatch(ctx, top-1)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return State{}, err
+		}
+		st.Last = prev
+	}
+	return st, nil
+}
+
+// WriteOffsets records batch b before it is read. *ConcurrentStreamError when the file
+// exists (another stream got there first).
+func (c *Checkpoint) WriteOffsets(ctx context.Context, b Batch) error {
+	b.AppID = c.appID
+	b.Writer = c.writer
+	if b.WrittenAt.IsZero() {
+		b.WrittenAt = time.Now().UTC()
+	}
+	return c.putOnce(ctx, offsetKey(b.ID), b)
+}
+
+// WriteCommit records that batch m.ID is in bronze and facts. *ConcurrentStreamError when
+// the file exists.
+func (c *Checkpoint) WriteCommit(ctx context.Context, m Commit) error {
+	m.Writer = c.writer
+	if m.WrittenAt.IsZero() {
+		m.WrittenAt = time.Now().UTC()
+	}
+	return c.putOnce(ctx, commitKey(m.ID), m)
+}
+
+// Clean deletes offsets and commits of batches older than the newest Retain before
+// batch upTo. Errors are returned, but callers may ignore them: stale files are harmless.
+func (c *Checkpoint) Clean(ctx context.Context, upTo int64) error {
+	retain := int64(c.Retain)
+	if retain <= 0 {
+		retain = DefaultRetain
+	}
+	below := upTo - retain
+	if below <= 0 {
+		return nil
+	}
+	for _, dir := range []string{OffsetsDir, CommitsDir} {
+		for info, err := range c.store.List(ctx, dir, "") {
+			if err != nil {
+				return fmt.Errorf("clean checkpoint: %w", err)
+			}
+			n, ok := batchOf(dir, info.Key)
+			if ok && n < below {
+				if err := c.store.Delete(ctx, info.Key); err != nil {
+					return fmt.Errorf("clean checkpoint: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Checkpoint) putOnce(ctx context.Context, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", key, err)
+	}
+	err = c.store.PutIfAbsent(ctx, key, data)
+	if errors.Is(err, storage.ErrExists) {
+		existing, rerr := c.get(ctx, key)
+		if rerr == nil && sameContent(existing, data) {
+			return nil // our own earlier attempt whose answer was lost
+		}
+		return &ConcurrentStreamError{Checkpoint: c.store.URL(), Key: key}
+	}
+	if err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", key, err)
+	}
+	return nil
+}
+
+// sameContent compares two checkpoint files ignoring written_at, so a retried put of the
+// same batch by the same writer is not mistaken for a rival's (writer differs).
+func sameContent(a, b []byte) bool {
+	var ma, mb map[string]any
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return false
+	}
+	delete(ma, "written_at")
+	delete(mb, "written_at")
+	ja, _ := json.Marshal(ma)
+	jb, _ := json.Marshal(mb)
+	return bytes.Equal(ja, jb)
+}
+
+func (c *Checkpoint) readBatch(ctx context.Context, n int64) (*Batch, error) {
+	data, err := c.get(ctx, offsetKey(n))
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint %s: %w", offsetKey(n), err)
+	}
+	var b Batch
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("read checkpoint %s: %w", offsetKey(n), err)
+	}
+	if b.AppID != "" && c.appID != "" && b.AppID != c.appID {
+		return nil, &AppIDMismatchError{Checkpoint: c.store.URL(), Want: c.appID, Written: b.AppID}
+	}
+	return &b, nil
+}
+
+func (c *Checkpoint) get(ctx context.Context, key string) ([]byte, error) {
+	return c.store.GetRange(ctx, key, 0, -1)
+}
+
+func (c *Checkpoint) exists(ctx context.Context, key string) (bool, error) {
+	_, err := c.store.Head(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (c *Checkpoint) highest(ctx context.Context, dir string) (int64, bool, error) {
+	top, found := int64(-1), false
+	for info, err := range c.store.List(ctx, dir, "") {
+		if err != nil {
+			return 0, false, err
+		}
+		if n, ok := batchOf(dir, info.Key); ok && n > top {
+			top, found = n, true
+		}
+	}
+	return top, found, nil
+}
+
+func batchOf(dir, key string) (int64, bool) {
+	name, ok := strings.CutPrefix(key, dir)
+	if !ok {
+		return 0, false
+	}
+	name, ok = strings.CutSuffix(name, ".json")
+	if !ok || strings.Contains(name, "/") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(name, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+func offsetKey(n int64) string { return OffsetsDir + strconv.FormatInt(n, 10) + ".json" }
+func commitKey(n int64) string { return CommitsDir + strconv.FormatInt(n, 10) + ".json" }
