@@ -1,0 +1,109 @@
+package mssql
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// MaxCaptureInstanceLen is the longest capture instance name SQL Server accepts
+// (sys.sp_cdc_enable_table: @capture_instance is sysname, limited to 100 characters).
+const MaxCaptureInstanceLen = 100
+
+// checkCaptureInstance validates a capture instance name before it is inlined as
+// cdc.[<ci>_CT] (reference original-snapshots-and-sql.md §1.0, invariant 13): 1..100
+// characters of any script (default names such as dbo_Situação are allowed), no ']' and no
+// control characters. Bad input is a *source.InvalidArgumentError.
+func checkCaptureInstance(ci string) error {
+	switch {
+	case ci == "":
+		return &source.InvalidArgumentError{Arg: "capture instance", Reason: "empty name"}
+	case !utf8.ValidString(ci):
+		return &source.InvalidArgumentError{Arg: "capture instance", Reason: "not valid UTF-8"}
+	case utf8.RuneCountInString(ci) > MaxCaptureInstanceLen:
+		return &source.InvalidArgumentError{Arg: "capture instance", Reason: "longer than 100 characters"}
+	}
+	return checkNameChars("capture instance", ci)
+}
+
+// checkName validates a schema, table or column name before it is bracket-quoted: not
+// empty, no ']' and no control characters. what names the argument in the error.
+func checkName(what, name string) error {
+	if name == "" {
+		return &source.InvalidArgumentError{Arg: what, Reason: "empty name"}
+	}
+	if !utf8.ValidString(name) {
+		return &source.InvalidArgumentError{Arg: what, Reason: "not valid UTF-8"}
+	}
+	return checkNameChars(what, name)
+}
+
+func checkNameChars(what, name string) error {
+	for _, r := range name {
+		if r == ']' {
+			return &source.InvalidArgumentError{Arg: what, Reason: "name " + quoteForMessage(name) + " contains ']'"}
+		}
+		if unicode.IsControl(r) {
+			return &source.InvalidArgumentError{Arg: what, Reason: "name " + quoteForMessage(name) + " contains a control character"}
+		}
+	}
+	return nil
+}
+
+func quoteForMessage(s string) string {
+	return "\"" + strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s) + "\""
+}
+
+// bracket quotes a validated name as [name]. Callers validate first: a name holding ']'
+// never reaches here.
+func bracket(name string) string { return "[" + name + "]" }
+
+// changeTable is the inlined name of a capture instance's change table, cdc.[<ci>_CT].
+func changeTable(ci string) string { return "cdc.[" + ci + "_CT]" }
+
+// tableName validates and quotes a source table as [schema].[table].
+func tableName(t source.Table) (string, error) {
+	if err := checkName("schema", t.Schema); err != nil {
+		return "", err
+	}
+	if err := checkName("table", t.Name); err != nil {
+		return "", err
+	}
+	return bracket(t.Schema) + "." + bracket(t.Name), nil
+}
+
+// checkCollation validates a collation name before it is inlined after COLLATE: letters,
+// digits and '_' only (reference §1.0).
+func checkCollation(c string) error {
+	if c == "" {
+		return &source.InvalidArgumentError{Arg: "collation", Reason: "empty name"}
+	}
+	for i := 0; i < len(c); i++ {
+		b := c[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_') {
+			return &source.InvalidArgumentError{Arg: "collation", Reason: "name " + quoteForMessage(c) + " may hold only letters, digits and '_'"}
+		}
+	}
+	return nil
+}
+
+// checkZoneName validates a Windows time zone name (sourceTimeZone, CURRENT_TIMEZONE_ID()):
+// letters, digits, space and ._+-/() only (reference §1.0).
+func checkZoneName(z string) error {
+	if z == "" {
+		return &source.InvalidArgumentError{Arg: "sourceTimeZone", Reason: "empty zone name"}
+	}
+	for _, r := range z {
+		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(" ._+-/()", r)) {
+			return &source.InvalidArgumentError{Arg: "sourceTimeZone", Reason: "zone " + quoteForMessage(z) + " may hold only letters, digits, space and ._+-/()"}
+		}
+	}
+	return nil
+}
