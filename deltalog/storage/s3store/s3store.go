@@ -1,0 +1,237 @@
+// Package s3store is a storage.Store on Amazon S3 (or an S3-compatible endpoint), through
+// aws-sdk-go-v2. A Store is rooted at a bucket and a key prefix.
+//
+// Conditional writes use S3's If-None-Match: * (PutObject and CopyObject, 2024–2025): the
+// service refuses with 412 Precondition Failed when the key exists, or 409
+// ConditionalRequestConflict when a conflicting write to the same key is in flight; both
+// are storage.ErrExists. Every SDK error is mapped in mapErr.
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// Client is the part of *s3.Client the store uses, with the SDK's signatures.
+type Client interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+var _ Client = (*s3.Client)(nil)
+
+// Store is a storage.Store on one bucket and prefix. Safe for concurrent use.
+type Store struct {
+	client Client
+	bucket string
+	prefix string // "" or ending in "/"
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// New returns a Store for s3://bucket/prefix. prefix may be empty; leading and trailing
+// slashes are dropped. It does no I/O.
+func New(client Client, bucket, prefix string) *Store {
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return &Store{client: client, bucket: bucket, prefix: prefix}
+}
+
+// URL is "s3://bucket/prefix" without a trailing slash.
+func (s *Store) URL() string {
+	return strings.TrimSuffix("s3://"+s.bucket+"/"+s.prefix, "/")
+}
+
+func (s *Store) key(k string) string { return s.prefix + k }
+
+// Get opens the object for reading.
+func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(key))})
+	if err != nil {
+		return nil, mapErr("get", key, err)
+	}
+	return out.Body, nil
+}
+
+// GetRange reads length bytes from offset (length < 0 to the end) with a Range request.
+// A range past the end is cut at the end.
+func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if offset < 0 {
+		return nil, fmt.Errorf("s3store: get range %s: negative offset %d", key, offset)
+	}
+	if length == 0 {
+		if _, err := s.Head(ctx, key); err != nil {
+			return nil, err
+		}
+		return []byte{}, nil
+	}
+	rng := fmt.Sprintf("bytes=%d-", offset)
+	if length > 0 {
+		rng = fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(key)), Range: &rng})
+	if err != nil {
+		return nil, mapErr("get range", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: get range %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// Head describes the object. The ETag is returned without quotes.
+func (s *Store) Head(ctx context.Context, key string) (storage.ObjectInfo, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(key))})
+	if err != nil {
+		return storage.ObjectInfo{}, mapErr("head", key, err)
+	}
+	return storage.ObjectInfo{
+		Key:     key,
+		Size:    aws.ToInt64(out.ContentLength),
+		ModTime: aws.ToTime(out.LastModified),
+		ETag:    strings.Trim(aws.ToString(out.ETag), `"`),
+	}, nil
+}
+
+// Put writes the object with one PutObject (S3 makes it atomic). With a known size and a
+// reader that can seek, the body streams; otherwise it is read into memory first, since
+// the SDK signs the payload. One PutObject holds at most 5 GiB.
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	body, n, err := seekable(r, size)
+	if err != nil {
+		return fmt.Errorf("s3store: put %s: %w", key, err)
+	}
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.bucket, Key: aws.String(s.key(key)), Body: body, ContentLength: &n,
+	})
+	if err != nil {
+		return mapErr("put", key, err)
+	}
+	return nil
+}
+
+func seekable(r io.Reader, size int64) (io.ReadSeeker, int64, error) {
+	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 {
+		return rs, size, nil
+	}
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size))
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, 0, err
+	}
+	return bytes.NewReader(buf.Bytes()), int64(buf.Len()), nil
+}
+
+// PutIfAbsent is PutObject with If-None-Match: *.
+func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	n := int64(len(data))
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.bucket, Key: aws.String(s.key(key)), Body: bytes.NewReader(data),
+		ContentLength: &n, IfNoneMatch: aws.String("*"),
+	})
+	if err != nil {
+		return mapErr("put if absent", key, err)
+	}
+	return nil
+}
+
+// copySource is the x-amz-copy-source value: bucket/key, URL-escaped.
+func (s *Store) copySource(key string) *string {
+	return aws.String(url.PathEscape(s.bucket) + "/" + escapeKey(s.key(key)))
+}
+
+func escapeKey(k string) string {
+	segs := strings.Split(k, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return strings.Join(segs, "/")
+}
+
+// Copy is a server-side CopyObject (objects up to 5 GiB).
+func (s *Store) Copy(ctx context.Context, src, dst string) error {
+	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket: &s.bucket, Key: aws.String(s.key(dst)), CopySource: s.copySource(src),
+	})
+	if err != nil {
+		return mapErr("copy", src+" to "+dst, err)
+	}
+	return nil
+}
+
+// CopyIfAbsent is CopyObject with If-None-Match: * (supported by S3 since 2025).
+func (s *Store) CopyIfAbsent(ctx context.Context, src, dst string) error {
+	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket: &s.bucket, Key: aws.String(s.key(dst)), CopySource: s.copySource(src),
+		IfNoneMatch: aws.String("*"),
+	})
+	if err != nil {
+		return mapErr("copy if absent", src+" to "+dst, err)
+	}
+	return nil
+}
+
+// List pages through ListObjectsV2 (1000 keys a request).
+func (s *Store) List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.ObjectInfo, error] {
+	return func(yield func(storage.ObjectInfo, error) bool) {
+		in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key(prefix))}
+		if startAfter != "" {
+			in.StartAfter = aws.String(s.key(startAfter))
+		}
+		for {
+			out, err := s.client.ListObjectsV2(ctx, in)
+			if err != nil {
+				yield(storage.ObjectInfo{}, mapErr("list", prefix, err))
+				return
+			}
+			for _, o := range out.Contents {
+				k := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
+				if k <= startAfter {
+					continue
+				}
+				info := storage.ObjectInfo{
+					Key:     k,
+					Size:    aws.ToInt64(o.Size),
+					ModTime: aws.ToTime(o.LastModified),
+					ETag:    strings.Trim(aws.ToString(o.ETag), `"`),
+				}
+				if !yield(info, nil) {
+					return
+				}
+			}
+			if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+				return
+			}
+			in.ContinuationToken = out.NextContinuationToken
+		}
+	}
+}
+
+// Delete removes the object; S3 answers success for a missing key.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(key))})
+	if err != nil {
+		return mapErr("delete", key, err)
+	}
+	return nil
+}

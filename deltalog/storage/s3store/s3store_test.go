@@ -1,0 +1,80 @@
+package s3store_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+)
+
+func TestConformance(t *testing.T) {
+	srv := emulators.StartS3(t)
+	for _, prefix := range []string{"", "tables/orders"} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			storagetest.Run(t, func(t *testing.T) storage.Store {
+				return s3store.New(srv.Client(), srv.Bucket(t), prefix)
+			})
+		})
+	}
+}
+
+func TestPrefixIsolation(t *testing.T) {
+	srv := emulators.StartS3(t)
+	bucket := srv.Bucket(t)
+	a := s3store.New(srv.Client(), bucket, "/t/a/")
+	ab := s3store.New(srv.Client(), bucket, "t/ab")
+	ctx := t.Context()
+	if err := ab.PutIfAbsent(ctx, "x", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutIfAbsent(ctx, "x", []byte("2")); err != nil {
+		t.Fatalf("keys of another prefix collided: %v", err)
+	}
+	n := 0
+	for _, err := range a.List(ctx, "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("list under t/a saw %d objects, want 1", n)
+	}
+	if a.URL() != "s3://"+bucket+"/t/a" {
+		t.Fatalf("URL = %q", a.URL())
+	}
+}
+
+func TestKeysNeedingEscapes(t *testing.T) {
+	srv := emulators.StartS3(t)
+	s := s3store.New(srv.Client(), srv.Bucket(t), "my table")
+	ctx := t.Context()
+	src, dst := "date=2024-01-01 00:00/a+b%c.parquet", "x/é ü.json"
+	if err := s.Put(ctx, src, strings.NewReader("v"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyIfAbsent(ctx, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyIfAbsent(ctx, src, dst); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("second copy: %v", err)
+	}
+	b, err := s.GetRange(ctx, dst, 0, -1)
+	if err != nil || !bytes.Equal(b, []byte("v")) {
+		t.Fatalf("copied = %q, %v", b, err)
+	}
+}
+
+func TestMissingBucketIsNotNotFound(t *testing.T) {
+	srv := emulators.StartS3(t)
+	s := s3store.New(srv.Client(), "no-such-bucket", "")
+	_, err := s.Get(t.Context(), "x")
+	if err == nil || errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Get on a missing bucket: err = %v, want an error that is not ErrNotFound", err)
+	}
+}

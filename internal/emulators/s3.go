@@ -1,0 +1,130 @@
+// Package emulators gives tests the emulated AWS services they run against: an in-process
+// S3 (gofakes3 with its in-memory backend, on an httptest server on 127.0.0.1) and the
+// DynamoDB emulator (dynalite, started by scripts/test.sh, found through
+// MSSQLCDC_DYNAMODB_ENDPOINT). Clients use static credentials and region us-east-1.
+package emulators
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// Region is the region every emulator client uses.
+const Region = "us-east-1"
+
+// Credentials are the static credentials every emulator client uses.
+var Credentials = credentials.NewStaticCredentialsProvider("AKIDEMULATOR", "emulator-secret", "")
+
+// S3Server is a running in-process S3 emulator.
+type S3Server struct {
+	// URL is the endpoint, "http://127.0.0.1:<port>".
+	URL     string
+	backend *s3mem.Backend
+	buckets atomic.Int64
+}
+
+// StartS3 starts gofakes3 for the test and stops it at cleanup.
+//
+// gofakes3 v1.2.0 honours If-None-Match: * on PutObject atomically, but ignores it on
+// CopyObject (it copies over the target). The server here therefore answers conditional
+// copies itself: it reads the source from the backend and writes the target with the
+// backend's atomic conditional put, so a conditional copy onto an existing key gets 412
+// PreconditionFailed as from S3.
+func StartS3(t testing.TB) *S3Server {
+	t.Helper()
+	backend := s3mem.New()
+	faker := gofakes3.New(backend, gofakes3.WithAutoBucket(false))
+	srv := httptest.NewServer(conditionalCopy(backend, faker.Server()))
+	t.Cleanup(srv.Close)
+	return &S3Server{URL: srv.URL, backend: backend}
+}
+
+// Client returns an S3 client for the emulator (path-style addressing).
+func (s *S3Server) Client() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       Region,
+		Credentials:  Credentials,
+		BaseEndpoint: aws.String(s.URL),
+		UsePathStyle: true,
+	})
+}
+
+// Bucket creates a bucket with a fresh name ("bucket-<n>") and returns the name.
+func (s *S3Server) Bucket(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("bucket-%d", s.buckets.Add(1))
+	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	return name
+}
+
+// conditionalCopy answers PUT requests that carry both x-amz-copy-source and
+// If-None-Match: *, and passes everything else to next.
+func conditionalCopy(backend gofakes3.Backend, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		src := r.Header.Get("X-Amz-Copy-Source")
+		if r.Method != http.MethodPut || src == "" || r.Header.Get("If-None-Match") != "*" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		dstBucket, dstKey, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		srcPath, err := url.PathUnescape(strings.SplitN(src, "?", 2)[0])
+		srcBucket, srcKey, ok2 := strings.Cut(strings.TrimPrefix(srcPath, "/"), "/")
+		if !ok || !ok2 || err != nil {
+			writeError(w, http.StatusBadRequest, "InvalidArgument", "bad copy request")
+			return
+		}
+		obj, err := backend.GetObject(srcBucket, srcKey, nil)
+		if err != nil {
+			writeBackendError(w, err)
+			return
+		}
+		defer obj.Contents.Close()
+		cond := &gofakes3.PutConditions{IfNoneMatch: aws.String("*")}
+		if _, err := backend.PutObject(dstBucket, dstKey, obj.Metadata, obj.Contents, obj.Size, cond); err != nil {
+			writeBackendError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		xml.NewEncoder(w).Encode(gofakes3.CopyObjectResult{
+			ETag:         `"` + hex.EncodeToString(obj.Hash) + `"`,
+			LastModified: gofakes3.NewContentTime(time.Now()),
+		})
+	})
+}
+
+func writeBackendError(w http.ResponseWriter, err error) {
+	var coded interface{ ErrorCode() gofakes3.ErrorCode }
+	if !errors.As(err, &coded) {
+		writeError(w, http.StatusInternalServerError, "InternalError", err.Error())
+		return
+	}
+	writeError(w, coded.ErrorCode().Status(), string(coded.ErrorCode()), err.Error())
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	xml.NewEncoder(w).Encode(struct {
+		XMLName xml.Name `xml:"Error"`
+		Code    string
+		Message string
+	}{Code: code, Message: msg})
+}
