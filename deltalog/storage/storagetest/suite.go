@@ -343,4 +343,3 @@ func testURL(t *testing.T, s storage.Store) {
 		t.Fatalf("URL() = %q, want s3:// or file:/// and no trailing slash", u)
 	}
 }
-
