@@ -1,0 +1,170 @@
+package mssql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	mssqldrv "github.com/microsoft/go-mssqldb"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// SQL Server error numbers this package branches on (sys.messages).
+const (
+	errSelectDenied      = 229   // The %ls permission was denied on the object '%.*ls'
+	errColumnDenied      = 230   // The %ls permission was denied on the column '%.*ls' of the object
+	errInvalidObject     = 208   // Invalid object name '%.*ls'
+	errLockTimeout       = 1222  // Lock request time out period exceeded
+	errDeadlock          = 1205  // Transaction was deadlocked ... chosen as the deadlock victim (SQLSTATE 40001)
+	errLoginFailed       = 18456 // Login failed for user '%.*ls'
+	errCDCNotEnabledDB   = 22901 // The database '%s' is not enabled for Change Data Capture
+	errCDCObjectNotFound = 22981 // Object does not exist or access is denied (sp_cdc_* on an unknown instance)
+)
+
+// transientNumbers are server errors a retry may heal: deadlock victim (40001), and the
+// connection/throttling errors Azure SQL and SQL Server report while a database moves or
+// fails over (the list Microsoft documents for Azure SQL transient faults).
+var transientNumbers = map[int32]bool{
+	errDeadlock: true,
+	40613:       true,                           // database not currently available
+	40501:       true,                           // service busy
+	40197:       true,                           // error processing the request (failover)
+	49918:       true, 49919: true, 49920: true, // cannot process request, too many operations
+	10928: true, 10929: true, // resource limits
+	233:   true,                           // connection closed by the server
+	64:    true,                           // specified network name no longer available
+	10053: true, 10054: true, 10060: true, // transport-level errors
+}
+
+// errContext names the call an error came from, so the typed errors can say what failed.
+type errContext struct {
+	// Op is a short verb phrase for wraps ("read change table").
+	Op string
+	// CaptureInstance, when the call is about one.
+	CaptureInstance string
+	// Table is the quoted source table of a source-table read ([schema].[table]).
+	Table string
+	// Database and User come from the options, for CDCNotEnabledError and GRANT texts.
+	Database string
+	User     string
+}
+
+// mapError turns a driver error into the typed errors of core/source (the one place SQL
+// error numbers are mapped; STYLE.md practice 5):
+//
+//	1222                                  *source.LockTimeoutError
+//	18456                                 *source.LoginError
+//	22901, "not enabled for Change Data Capture"  *source.CDCNotEnabledError
+//	22981 on a call naming a capture instance      *source.CaptureInstanceNotFoundError
+//	22981 otherwise                                *source.CDCNotEnabledError
+//	229, 230                              *source.PermissionError with the GRANT to run
+//	1205, connection and throttling errors, broken connections, network timeouts
+//	                                      *source.TransientError
+//
+// Context cancellation and anything else come back wrapped as "<op>: %w". nil is nil.
+// A permission error on a change table is only a guess until probeChangeTable confirms
+// it (§1.3 P6); the caller runs the probe.
+func mapError(err error, c errContext) error {
+	if err == nil {
+		return nil
+	}
+	if isTyped(err) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", c.Op, err)
+	}
+	var se mssqldrv.Error
+	if errors.As(err, &se) {
+		switch n := se.Number; {
+		case n == errLockTimeout:
+			return &source.LockTimeoutError{Table: c.Table}
+		case n == errLoginFailed:
+			return &source.LoginError{Message: se.Message}
+		case n == errCDCNotEnabledDB || strings.Contains(strings.ToLower(se.Message), "not enabled for change data capture"):
+			return &source.CDCNotEnabledError{Database: c.Database, Table: c.Table}
+		case n == errCDCObjectNotFound && c.CaptureInstance != "":
+			return &source.CaptureInstanceNotFoundError{Name: c.CaptureInstance}
+		case n == errCDCObjectNotFound:
+			return &source.CDCNotEnabledError{Database: c.Database, Table: c.Table}
+		case n == errSelectDenied || n == errColumnDenied:
+			obj := c.Table
+			if c.CaptureInstance != "" && strings.Contains(strings.ToLower(se.Message), strings.ToLower(c.CaptureInstance+"_CT")) {
+				obj = changeTable(c.CaptureInstance)
+			}
+			if obj == "" {
+				obj = "the object named in: " + se.Message
+			}
+			return &source.PermissionError{Object: obj, Grant: grantText(obj, c.User)}
+		case transientNumbers[n]:
+			return &source.TransientError{Op: c.Op, Err: err}
+		}
+		return fmt.Errorf("%s: %w", c.Op, err)
+	}
+	if isTransientTransport(err) {
+		return &source.TransientError{Op: c.Op, Err: err}
+	}
+	return fmt.Errorf("%s: %w", c.Op, err)
+}
+
+// grantText is the statement a DBA runs to give user SELECT on obj.
+func grantText(obj, user string) string {
+	if user == "" {
+		user = "<user>"
+	}
+	return "GRANT SELECT ON " + obj + " TO [" + strings.ReplaceAll(user, "]", "]]") + "]"
+}
+
+// isTransientTransport reports connection-level failures: a connection the driver
+// reports as bad, a stream that ended early, a network error (timeouts included).
+func isTransientTransport(err error) bool {
+	var re mssqldrv.RetryableError
+	var ne net.Error
+	var ope *net.OpError
+	switch {
+	case errors.Is(err, driver.ErrBadConn), errors.As(err, &re):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &ope), errors.As(err, &ne):
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe") ||
+		strings.Contains(msg, "i/o timeout")
+}
+
+// isTyped reports errors that are already core/source's typed errors.
+func isTyped(err error) bool {
+	var (
+		lt *source.LockTimeoutError
+		le *source.LoginError
+		ce *source.CDCNotEnabledError
+		pe *source.PermissionError
+		te *source.TransientError
+		nf *source.CaptureInstanceNotFoundError
+		ia *source.InvalidArgumentError
+	)
+	return errors.As(err, &lt) || errors.As(err, &le) || errors.As(err, &ce) || errors.As(err, &pe) ||
+		errors.As(err, &te) || errors.As(err, &nf) || errors.As(err, &ia) || errors.Is(err, source.ErrClosed)
+}
+
+// isChangeTableDenied reports whether err, from a change-table read of ci, is the kind the
+// P6 probe decides: a permission error (229/230) or an invalid object name (208) naming
+// cdc.<ci>_CT.
+func isChangeTableDenied(err error, ci string) bool {
+	var se mssqldrv.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Number {
+	case errSelectDenied, errColumnDenied, errInvalidObject:
+		return strings.Contains(strings.ToLower(se.Message), strings.ToLower(ci+"_CT"))
+	}
+	return false
+}

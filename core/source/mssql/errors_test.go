@@ -1,0 +1,183 @@
+package mssql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	mssqldrv "github.com/microsoft/go-mssqldb"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+func sqlErr(n int32, msg string) error {
+	return fmt.Errorf("query: %w", mssqldrv.Error{Number: n, Message: msg})
+}
+
+func TestMapError(t *testing.T) {
+	c := errContext{Op: "read", CaptureInstance: "dbo_orders", Table: "[dbo].[orders]", Database: "shop", User: "reader"}
+	t.Run("lock timeout", func(t *testing.T) {
+		var e *source.LockTimeoutError
+		if err := mapError(sqlErr(1222, "Lock request time out period exceeded."), c); !errors.As(err, &e) || e.Table != "[dbo].[orders]" {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("login", func(t *testing.T) {
+		var e *source.LoginError
+		if err := mapError(sqlErr(18456, "Login failed for user 'x'."), c); !errors.As(err, &e) || e.Message != "Login failed for user 'x'." {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("cdc not enabled", func(t *testing.T) {
+		var e *source.CDCNotEnabledError
+		err := mapError(sqlErr(22901, "The database 'shop' is not enabled for Change Data Capture."), errContext{Op: "list", Database: "shop"})
+		if !errors.As(err, &e) || e.Database != "shop" {
+			t.Fatalf("got %v", err)
+		}
+		if err := mapError(sqlErr(22981, "Object does not exist or access is denied."), errContext{Op: "list", Database: "shop"}); !errors.As(err, &e) {
+			t.Fatalf("22981 without instance: got %v", err)
+		}
+	})
+	t.Run("instance not found", func(t *testing.T) {
+		var e *source.CaptureInstanceNotFoundError
+		if err := mapError(sqlErr(22981, "Object does not exist or access is denied."), c); !errors.As(err, &e) || e.Name != "dbo_orders" {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("permission on change table", func(t *testing.T) {
+		var e *source.PermissionError
+		err := mapError(sqlErr(229, "The SELECT permission was denied on the object 'dbo_orders_CT', database 'shop', schema 'cdc'."), c)
+		if !errors.As(err, &e) {
+			t.Fatalf("got %v", err)
+		}
+		if e.Object != "cdc.[dbo_orders_CT]" || e.Grant != "GRANT SELECT ON cdc.[dbo_orders_CT] TO [reader]" {
+			t.Fatalf("got %+v", e)
+		}
+	})
+	t.Run("permission on column", func(t *testing.T) {
+		var e *source.PermissionError
+		err := mapError(sqlErr(230, "The SELECT permission was denied on the column 'x' of the object 'orders'."), c)
+		if !errors.As(err, &e) || e.Grant != "GRANT SELECT ON [dbo].[orders] TO [reader]" {
+			t.Fatalf("got %v", err)
+		}
+	})
+	for _, n := range []int32{1205, 40613, 10054} {
+		t.Run(fmt.Sprintf("transient %d", n), func(t *testing.T) {
+			err := mapError(sqlErr(n, "x"), c)
+			if !source.IsTransient(err) {
+				t.Fatalf("got %v", err)
+			}
+			var se mssqldrv.Error
+			if !errors.As(err, &se) || se.Number != n {
+				t.Fatalf("transient error does not wrap the driver error: %v", err)
+			}
+		})
+	}
+	for name, e := range map[string]error{
+		"bad conn":  driver.ErrBadConn,
+		"eof":       fmt.Errorf("read: %w", io.ErrUnexpectedEOF),
+		"retryable": mssqldrv.RetryableError{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := mapError(e, c); !source.IsTransient(err) {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+	t.Run("other server error is wrapped", func(t *testing.T) {
+		err := mapError(sqlErr(8115, "Arithmetic overflow"), c)
+		if source.IsTransient(err) || isTyped(err) || !strings.HasPrefix(err.Error(), "read: ") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("cancel is not transient", func(t *testing.T) {
+		err := mapError(context.Canceled, c)
+		if source.IsTransient(err) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("typed passes through", func(t *testing.T) {
+		in := &source.InvalidArgumentError{Arg: "x", Reason: "y"}
+		if err := mapError(in, c); err != in {
+			t.Fatalf("got %v", err)
+		}
+	})
+	if mapError(nil, c) != nil {
+		t.Fatal("nil")
+	}
+}
+
+func TestIsChangeTableDenied(t *testing.T) {
+	if !isChangeTableDenied(sqlErr(208, "Invalid object name 'cdc.dbo_orders_CT'."), "dbo_orders") {
+		t.Error("208 on the change table")
+	}
+	if isChangeTableDenied(sqlErr(208, "Invalid object name 'dbo.other'."), "dbo_orders") {
+		t.Error("208 on another object")
+	}
+	if isChangeTableDenied(errors.New("x"), "dbo_orders") {
+		t.Error("plain error")
+	}
+}
+
+func TestRetry(t *testing.T) {
+	transient := &source.TransientError{Op: "x", Err: io.EOF}
+	r := Retry{Base: time.Microsecond, Jitter: func() float64 { return 0.5 }}
+	t.Run("three retries then the error", func(t *testing.T) {
+		calls := 0
+		err := r.do(context.Background(), func() error { calls++; return transient })
+		if calls != 4 || err != transient {
+			t.Fatalf("calls %d, err %v", calls, err)
+		}
+	})
+	t.Run("heals", func(t *testing.T) {
+		calls := 0
+		err := r.do(context.Background(), func() error {
+			calls++
+			if calls < 3 {
+				return transient
+			}
+			return nil
+		})
+		if calls != 3 || err != nil {
+			t.Fatalf("calls %d, err %v", calls, err)
+		}
+	})
+	t.Run("not transient is not retried", func(t *testing.T) {
+		calls := 0
+		lt := &source.LockTimeoutError{}
+		if err := r.do(context.Background(), func() error { calls++; return lt }); calls != 1 || err != lt {
+			t.Fatalf("calls %d, err %v", calls, err)
+		}
+	})
+	t.Run("cancel stops the wait", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		slow := Retry{Base: time.Hour}
+		err := slow.do(ctx, func() error { return transient })
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("backoff doubles with jitter", func(t *testing.T) {
+		r := Retry{Base: 2 * time.Second, Jitter: func() float64 { return 0.5 }}
+		for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+			if got := r.backoff(i); got != want {
+				t.Errorf("backoff(%d) = %v, want %v", i, got, want)
+			}
+		}
+		d := Retry{}
+		for i := 0; i < 100; i++ {
+			if b := d.backoff(0); b < time.Second || b >= 2*time.Second {
+				t.Fatalf("default backoff(0) = %v, want [1s, 2s)", b)
+			}
+		}
+		if (Retry{Retries: -1}).retries() != 0 || (Retry{}).retries() != 3 {
+			t.Error("retries")
+		}
+	})
+}

@@ -1,0 +1,71 @@
+package mssql
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// Retry defaults (reference original-snapshots-and-sql.md §1.0 "Retries", ADR 0029 of the
+// original): 3 retries after the first attempt, sleeping Base × 2^attempt × U(0.5, 1),
+// that is 1–2 s, 2–4 s, 4–8 s, about 14 s at most.
+const (
+	DefaultRetries   = 3
+	DefaultRetryBase = 2 * time.Second
+)
+
+// Retry is the transient-error policy. The zero value means the defaults; tests shrink
+// Base. Only *source.TransientError is retried; the last error is returned as is.
+type Retry struct {
+	// Retries after the first attempt; 0 means DefaultRetries, negative means none.
+	Retries int
+	// Base is the first backoff before jitter; 0 means DefaultRetryBase.
+	Base time.Duration
+	// Jitter returns a value in [0.5, 1); nil uses math/rand/v2.
+	Jitter func() float64
+}
+
+func (r Retry) retries() int {
+	switch {
+	case r.Retries == 0:
+		return DefaultRetries
+	case r.Retries < 0:
+		return 0
+	}
+	return r.Retries
+}
+
+// backoff is the sleep before retry number attempt (0-based).
+func (r Retry) backoff(attempt int) time.Duration {
+	base := r.Base
+	if base <= 0 {
+		base = DefaultRetryBase
+	}
+	j := 0.5 + rand.Float64()/2
+	if r.Jitter != nil {
+		j = r.Jitter()
+	}
+	return time.Duration(float64(base) * float64(int64(1)<<attempt) * j)
+}
+
+// do runs fn until it succeeds, fails with an error that is not transient, or the retries
+// are spent. A cancelled ctx stops the wait.
+func (r Retry) do(ctx context.Context, fn func() error) error {
+	n := r.retries()
+	for attempt := 0; ; attempt++ {
+		err := fn()
+		if err == nil || !source.IsTransient(err) || attempt >= n {
+			return err
+		}
+		t := time.NewTimer(r.backoff(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("retry after %w: %w", err, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
