@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Protocol is the protocol action: the reader and writer versions a table requires and,
@@ -380,4 +382,68 @@ func DecodeActions(data []byte) ([]Action, error) {
 		actions = append(actions, a)
 	}
 	return actions, nil
+}
+
+// DecodedPath is the file path with its percent-encoding removed (PROTOCOL.md § Add File
+// and Remove File: paths are RFC 2396 URIs), the object key under the table root for a
+// relative path. A path that is not valid percent-encoding is returned unchanged.
+func (a *Add) DecodedPath() string { return decodePath(a.Path) }
+
+// DecodedPath is the file path with its percent-encoding removed; see Add.DecodedPath.
+func (r *Remove) DecodedPath() string { return decodePath(r.Path) }
+
+func decodePath(p string) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	d, err := url.PathUnescape(p)
+	if err != nil {
+		return p
+	}
+	return d
+}
+
+// Stats is the per-file statistics document in add.stats (PROTOCOL.md § Per-file
+// Statistics). MinValues, MaxValues and NullCount mirror the data schema (nested objects
+// for structs); their leaves are kept as raw JSON so each column decodes them by its type.
+type Stats struct {
+	NumRecords int64                      `json:"numRecords"`
+	MinValues  map[string]json.RawMessage `json:"minValues,omitempty"`
+	MaxValues  map[string]json.RawMessage `json:"maxValues,omitempty"`
+	NullCount  map[string]json.RawMessage `json:"nullCount,omitempty"`
+	// TightBounds is false when min/max are only bounds (rows deleted by a DV); nil means
+	// true.
+	TightBounds *bool `json:"tightBounds,omitempty"`
+}
+
+// ParseStats decodes add.stats. ok is false when the file has no stats or they lack
+// numRecords; statistics are optional and missing ones mean "unknown", never "no rows".
+func ParseStats(stats string) (st Stats, ok bool, err error) {
+	if stats == "" {
+		return Stats{}, false, nil
+	}
+	var probe struct {
+		NumRecords *int64 `json:"numRecords"`
+	}
+	if err := json.Unmarshal([]byte(stats), &probe); err != nil {
+		return Stats{}, false, fmt.Errorf("parse stats: %w", err)
+	}
+	if err := json.Unmarshal([]byte(stats), &st); err != nil {
+		return Stats{}, false, fmt.Errorf("parse stats: %w", err)
+	}
+	return st, probe.NumRecords != nil, nil
+}
+
+// NumRecords is the file's row count from its stats; ok is false when unknown.
+func (a *Add) NumRecords() (n int64, ok bool) {
+	if a.Stats == "" {
+		return 0, false
+	}
+	var probe struct {
+		NumRecords *int64 `json:"numRecords"`
+	}
+	if json.Unmarshal([]byte(a.Stats), &probe) != nil || probe.NumRecords == nil {
+		return 0, false
+	}
+	return *probe.NumRecords, true
 }

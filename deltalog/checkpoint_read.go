@@ -1,0 +1,353 @@
+package deltalog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// checkpointColumns are the top-level checkpoint columns replay needs (PROTOCOL.md
+// § Checkpoint Schema); V2-only columns are never read (v2Checkpoint is refused).
+var checkpointColumns = map[string]bool{
+	"txn": true, "add": true, "remove": true, "metaData": true, "protocol": true, "domainMetadata": true,
+}
+
+// skippedAddFields are add fields replay does not need: the typed stats and partition
+// values Spark writes when delta.checkpoint.writeStatsAsStruct is true. Reading them would
+// cost time and they are derived from stats and partitionValues.
+var skippedAddFields = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
+
+// readCheckpoint reads every part of a checkpoint and returns its actions.
+func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, error) {
+	var out []Action
+	for _, key := range keys {
+		data, err := store.GetRange(ctx, key, 0, -1)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = decodeCheckpoint(ctx, data, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return out, nil
+}
+
+// decodeCheckpoint appends the actions of one checkpoint Parquet file to out. Only the
+// leaves of the needed columns are read; a missing column is treated as all-null.
+func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action, error) {
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	var leaves []int
+	sc := pf.MetaData().Schema
+	for i := 0; i < sc.NumColumns(); i++ {
+		p := sc.Column(i).ColumnPath()
+		if len(p) == 0 || !checkpointColumns[p[0]] {
+			continue
+		}
+		if p[0] == "add" && len(p) > 1 && skippedAddFields[p[1]] {
+			continue
+		}
+		leaves = append(leaves, i)
+	}
+	if len(leaves) == 0 {
+		return out, nil
+	}
+	groups := make([]int, pf.NumRowGroups())
+	for i := range groups {
+		groups[i] = i
+	}
+	tbl, err := fr.ReadRowGroups(ctx, leaves, groups)
+	if err != nil {
+		return nil, err
+	}
+	defer tbl.Release()
+	tr := array.NewTableReader(tbl, 64*1024) // yields record batches aligned across columns
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		chunk := map[string]structCols{}
+		for i, f := range rec.Schema().Fields() {
+			sa, ok := rec.Column(i).(*array.Struct)
+			if !ok {
+				return nil, fmt.Errorf("column %s is %s, not a struct", f.Name, f.Type)
+			}
+			chunk[f.Name] = newStructCols(sa)
+		}
+		rows := int(rec.NumRows())
+		for i := range rows {
+			if a, ok := chunk["add"].add(i); ok {
+				out = append(out, Action{Add: a})
+			} else if r, ok := chunk["remove"].remove(i); ok {
+				out = append(out, Action{Remove: r})
+			} else if t, ok := chunk["txn"].txn(i); ok {
+				out = append(out, Action{Txn: t})
+			} else if m, ok := chunk["metaData"].metadata(i); ok {
+				out = append(out, Action{MetaData: m})
+			} else if p, ok := chunk["protocol"].protocol(i); ok {
+				out = append(out, Action{Protocol: p})
+			} else if d, ok := chunk["domainMetadata"].domain(i); ok {
+				out = append(out, Action{DomainMetadata: d})
+			}
+		}
+	}
+	if err := tr.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// structCols gives typed access to the fields of a struct array by name. The zero value
+// (a missing column) reads as null everywhere.
+type structCols struct {
+	arr    *array.Struct
+	fields map[string]arrow.Array
+}
+
+func newStructCols(a *array.Struct) structCols {
+	st := a.DataType().(*arrow.StructType)
+	f := make(map[string]arrow.Array, st.NumFields())
+	for i, fd := range st.Fields() {
+		f[fd.Name] = a.Field(i)
+	}
+	return structCols{arr: a, fields: f}
+}
+
+func (s structCols) valid(i int) bool { return s.arr != nil && s.arr.IsValid(i) }
+
+func (s structCols) field(name string, i int) arrow.Array {
+	f := s.fields[name]
+	if f == nil || f.IsNull(i) {
+		return nil
+	}
+	return f
+}
+
+func (s structCols) sub(name string, i int) (structCols, bool) {
+	f, ok := s.field(name, i).(*array.Struct)
+	if !ok {
+		return structCols{}, false
+	}
+	return newStructCols(f), true
+}
+
+func (s structCols) str(name string, i int) string {
+	switch f := s.field(name, i).(type) {
+	case *array.String:
+		return f.Value(i)
+	case *array.LargeString:
+		return f.Value(i)
+	case *array.Binary:
+		return string(f.Value(i))
+	}
+	return ""
+}
+
+func (s structCols) i64p(name string, i int) *int64 {
+	if v, ok := intValue(s.field(name, i), i); ok {
+		return &v
+	}
+	return nil
+}
+
+func (s structCols) i64(name string, i int) int64 {
+	v, _ := intValue(s.field(name, i), i)
+	return v
+}
+
+func (s structCols) boolp(name string, i int) *bool {
+	if f, ok := s.field(name, i).(*array.Boolean); ok {
+		v := f.Value(i)
+		return &v
+	}
+	return nil
+}
+
+func (s structCols) boolean(name string, i int) bool {
+	p := s.boolp(name, i)
+	return p != nil && *p
+}
+
+func intValue(a arrow.Array, i int) (int64, bool) {
+	switch f := a.(type) {
+	case *array.Int64:
+		return f.Value(i), true
+	case *array.Int32:
+		return int64(f.Value(i)), true
+	case *array.Int16:
+		return int64(f.Value(i)), true
+	case *array.Int8:
+		return int64(f.Value(i)), true
+	}
+	return 0, false
+}
+
+// strMap reads a map<string,string> (or the legacy list<struct<key,value>> form); null
+// values read as "" (PROTOCOL.md § Partition Value Serialization: empty means null).
+func (s structCols) strMap(name string, i int) map[string]string {
+	var keys, items arrow.Array
+	var start, end int64
+	switch f := s.field(name, i).(type) {
+	case *array.Map:
+		keys, items = f.Keys(), f.Items()
+		start, end = f.ValueOffsets(i)
+	case *array.List:
+		kv, ok := f.ListValues().(*array.Struct)
+		if !ok {
+			return nil
+		}
+		c := newStructCols(kv)
+		keys, items = c.fields["key"], c.fields["value"]
+		start, end = f.ValueOffsets(i)
+	default:
+		return nil
+	}
+	out := make(map[string]string, end-start)
+	for j := int(start); j < int(end); j++ {
+		k := stringAt(keys, j)
+		out[k] = stringAt(items, j)
+	}
+	return out
+}
+
+func stringAt(a arrow.Array, j int) string {
+	if a == nil || a.IsNull(j) {
+		return ""
+	}
+	switch f := a.(type) {
+	case *array.String:
+		return f.Value(j)
+	case *array.LargeString:
+		return f.Value(j)
+	case *array.Binary:
+		return string(f.Value(j))
+	}
+	return ""
+}
+
+func (s structCols) strList(name string, i int) []string {
+	f, ok := s.field(name, i).(*array.List)
+	if !ok {
+		return nil
+	}
+	start, end := f.ValueOffsets(i)
+	out := make([]string, 0, end-start)
+	for j := int(start); j < int(end); j++ {
+		out = append(out, stringAt(f.ListValues(), j))
+	}
+	return out
+}
+
+func (s structCols) deletionVector(i int) *DeletionVector {
+	dv, ok := s.sub("deletionVector", i)
+	if !ok {
+		return nil
+	}
+	d := &DeletionVector{
+		StorageType:    dv.str("storageType", i),
+		PathOrInlineDv: dv.str("pathOrInlineDv", i),
+		SizeInBytes:    int32(dv.i64("sizeInBytes", i)),
+		Cardinality:    dv.i64("cardinality", i),
+	}
+	if o := dv.i64p("offset", i); o != nil {
+		off := int32(*o)
+		d.Offset = &off
+	}
+	return d
+}
+
+func (s structCols) add(i int) (*Add, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	a := &Add{
+		Path:                    s.str("path", i),
+		PartitionValues:         s.strMap("partitionValues", i),
+		Size:                    s.i64("size", i),
+		ModificationTime:        s.i64("modificationTime", i),
+		DataChange:              s.boolean("dataChange", i),
+		Stats:                   s.str("stats", i),
+		Tags:                    s.strMap("tags", i),
+		DeletionVector:          s.deletionVector(i),
+		BaseRowID:               s.i64p("baseRowId", i),
+		DefaultRowCommitVersion: s.i64p("defaultRowCommitVersion", i),
+		ClusteringProvider:      s.str("clusteringProvider", i),
+	}
+	return a, true
+}
+
+func (s structCols) remove(i int) (*Remove, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	return &Remove{
+		Path:                    s.str("path", i),
+		DeletionTimestamp:       s.i64p("deletionTimestamp", i),
+		DataChange:              s.boolean("dataChange", i),
+		ExtendedFileMetadata:    s.boolp("extendedFileMetadata", i),
+		PartitionValues:         s.strMap("partitionValues", i),
+		Size:                    s.i64p("size", i),
+		DeletionVector:          s.deletionVector(i),
+		BaseRowID:               s.i64p("baseRowId", i),
+		DefaultRowCommitVersion: s.i64p("defaultRowCommitVersion", i),
+	}, true
+}
+
+func (s structCols) txn(i int) (*Txn, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	return &Txn{AppID: s.str("appId", i), Version: s.i64("version", i), LastUpdated: s.i64p("lastUpdated", i)}, true
+}
+
+func (s structCols) metadata(i int) (*Metadata, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	m := &Metadata{
+		ID:               s.str("id", i),
+		Name:             s.str("name", i),
+		Description:      s.str("description", i),
+		SchemaString:     s.str("schemaString", i),
+		PartitionColumns: s.strList("partitionColumns", i),
+		Configuration:    s.strMap("configuration", i),
+		CreatedTime:      s.i64p("createdTime", i),
+	}
+	if f, ok := s.sub("format", i); ok {
+		m.Format = Format{Provider: f.str("provider", i), Options: f.strMap("options", i)}
+	}
+	return m, true
+}
+
+func (s structCols) protocol(i int) (*Protocol, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	return &Protocol{
+		MinReaderVersion: int(s.i64("minReaderVersion", i)),
+		MinWriterVersion: int(s.i64("minWriterVersion", i)),
+		ReaderFeatures:   s.strList("readerFeatures", i),
+		WriterFeatures:   s.strList("writerFeatures", i),
+	}, true
+}
+
+func (s structCols) domain(i int) (*DomainMetadata, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	return &DomainMetadata{Domain: s.str("domain", i), Configuration: s.str("configuration", i), Removed: s.boolean("removed", i)}, true
+}

@@ -1,0 +1,217 @@
+package deltalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// LogDir is the log directory's key prefix under the table root.
+const LogDir = "_delta_log/"
+
+// LastCheckpointKey is the key of the _last_checkpoint hint (PROTOCOL.md § Last
+// Checkpoint File).
+const LastCheckpointKey = LogDir + "_last_checkpoint"
+
+// CommitFileKey is the key of version v's commit file: _delta_log/<v:020>.json.
+func CommitFileKey(v int64) string { return fmt.Sprintf("%s%020d.json", LogDir, v) }
+
+// CheckpointFileKey is the key of version v's classic checkpoint:
+// _delta_log/<v:020>.checkpoint.parquet.
+func CheckpointFileKey(v int64) string { return fmt.Sprintf("%s%020d.checkpoint.parquet", LogDir, v) }
+
+// LastCheckpoint is the _last_checkpoint JSON object (PROTOCOL.md § Last Checkpoint File
+// Schema). It is a hint: readers fall back to listing when it is missing or stale.
+type LastCheckpoint struct {
+	// Version is the checkpoint's table version.
+	Version int64 `json:"version"`
+	// Size is the number of actions (rows) in the checkpoint.
+	Size int64 `json:"size"`
+	// Parts is the number of parts of a multi-part checkpoint; nil for a classic one.
+	Parts *int `json:"parts,omitempty"`
+	// SizeInBytes is the checkpoint's size in bytes (all parts), 0 when unknown.
+	SizeInBytes int64 `json:"sizeInBytes,omitempty"`
+	// NumOfAddFiles is the number of add rows, 0 when unknown.
+	NumOfAddFiles int64 `json:"numOfAddFiles,omitempty"`
+}
+
+// ReadLastCheckpoint reads _delta_log/_last_checkpoint. ok is false when the file is
+// missing or unparsable (a hint only: callers fall back to listing).
+func ReadLastCheckpoint(ctx context.Context, store storage.Store) (lc LastCheckpoint, ok bool, err error) {
+	rc, err := store.Get(ctx, LastCheckpointKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		return LastCheckpoint{}, false, nil
+	}
+	if err != nil {
+		return LastCheckpoint{}, false, fmt.Errorf("read _last_checkpoint: %w", err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return LastCheckpoint{}, false, fmt.Errorf("read _last_checkpoint: %w", err)
+	}
+	if json.Unmarshal(data, &lc) != nil || lc.Version < 0 {
+		return LastCheckpoint{}, false, nil
+	}
+	return lc, true, nil
+}
+
+// logFileKind is what a _delta_log file name says it is.
+type logFileKind int
+
+const (
+	kindOther logFileKind = iota
+	kindCommit
+	kindCheckpoint          // classic <v>.checkpoint.parquet
+	kindMultiPartCheckpoint // <v>.checkpoint.<part>.<parts>.parquet
+	kindUUIDCheckpoint      // V2 <v>.checkpoint.<uuid>.(json|parquet)
+)
+
+// logFile is a parsed _delta_log file name.
+type logFile struct {
+	kind        logFileKind
+	version     int64
+	part, parts int
+	key         string
+	size        int64
+}
+
+// parseLogFile classifies a key under _delta_log/ (PROTOCOL.md § File Types). Temp files,
+// .crc files, compacted files and anything else are kindOther.
+func parseLogFile(key string) logFile {
+	name, ok := strings.CutPrefix(key, LogDir)
+	if !ok || len(name) < 21 || name[20] != '.' || strings.Contains(name, "/") {
+		return logFile{}
+	}
+	v, err := strconv.ParseInt(name[:20], 10, 64)
+	if err != nil {
+		return logFile{}
+	}
+	rest := name[21:]
+	f := logFile{version: v, key: key}
+	switch {
+	case rest == "json":
+		f.kind = kindCommit
+	case rest == "checkpoint.parquet":
+		f.kind = kindCheckpoint
+	case strings.HasPrefix(rest, "checkpoint."):
+		mid := strings.TrimPrefix(rest, "checkpoint.")
+		if p := strings.Split(mid, "."); len(p) == 3 && p[2] == "parquet" && len(p[0]) == 10 && len(p[1]) == 10 {
+			part, err1 := strconv.Atoi(p[0])
+			parts, err2 := strconv.Atoi(p[1])
+			if err1 == nil && err2 == nil && part >= 1 && part <= parts {
+				f.kind, f.part, f.parts = kindMultiPartCheckpoint, part, parts
+			}
+		} else if len(p) == 2 && (p[1] == "json" || p[1] == "parquet") {
+			f.kind = kindUUIDCheckpoint
+		}
+	}
+	return f
+}
+
+// checkpointRef is one complete checkpoint: a classic file or every part of a multi-part
+// set, in part order.
+type checkpointRef struct {
+	version int64
+	keys    []string
+	size    int64 // bytes, all parts
+}
+
+// logListing is what a listing of _delta_log from some version found.
+type logListing struct {
+	commits     map[int64]bool
+	checkpoints []checkpointRef // ascending by version
+	maxCommit   int64           // -1 when none
+}
+
+// listLog lists _delta_log/ from version from onwards and groups the files. Multi-part
+// sets missing a part are dropped (PROTOCOL.md § Checkpoints); V2 UUID-named checkpoints
+// are not used (the v2Checkpoint reader feature is refused).
+func listLog(ctx context.Context, store storage.Store, from int64) (logListing, error) {
+	l := logListing{commits: map[int64]bool{}, maxCommit: -1}
+	startAfter := ""
+	if from > 0 {
+		startAfter = fmt.Sprintf("%s%020d", LogDir, from)
+	}
+	type partSet struct {
+		keys []string
+		size int64
+	}
+	classic := map[int64]checkpointRef{}
+	multi := map[int64]map[int]*partSet{} // version -> parts -> set
+	for oi, err := range store.List(ctx, LogDir, startAfter) {
+		if err != nil {
+			return logListing{}, fmt.Errorf("list log: %w", err)
+		}
+		f := parseLogFile(oi.Key)
+		switch f.kind {
+		case kindCommit:
+			l.commits[f.version] = true
+			l.maxCommit = max(l.maxCommit, f.version)
+		case kindCheckpoint:
+			classic[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
+		case kindMultiPartCheckpoint:
+			if multi[f.version] == nil {
+				multi[f.version] = map[int]*partSet{}
+			}
+			ps := multi[f.version][f.parts]
+			if ps == nil {
+				ps = &partSet{keys: make([]string, f.parts)}
+				multi[f.version][f.parts] = ps
+			}
+			ps.keys[f.part-1] = f.key
+			ps.size += oi.Size
+		}
+	}
+	seen := map[int64]bool{}
+	for v, c := range classic {
+		l.checkpoints = append(l.checkpoints, c)
+		seen[v] = true
+	}
+	for v, sets := range multi {
+		if seen[v] {
+			continue
+		}
+		for _, ps := range sets {
+			if complete(ps.keys) {
+				l.checkpoints = append(l.checkpoints, checkpointRef{version: v, keys: ps.keys, size: ps.size})
+				break
+			}
+		}
+	}
+	sortCheckpoints(l.checkpoints)
+	return l, nil
+}
+
+func complete(keys []string) bool {
+	for _, k := range keys {
+		if k == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func sortCheckpoints(c []checkpointRef) {
+	for i := 1; i < len(c); i++ {
+		for j := i; j > 0 && c[j].version < c[j-1].version; j-- {
+			c[j], c[j-1] = c[j-1], c[j]
+		}
+	}
+}
+
+// newestCheckpoint is the newest checkpoint at or below version, or nil.
+func (l logListing) newestCheckpoint(version int64) *checkpointRef {
+	for i := len(l.checkpoints) - 1; i >= 0; i-- {
+		if l.checkpoints[i].version <= version {
+			return &l.checkpoints[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package deltalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// readConcurrency bounds the commit files read at once during replay: S3 GETs take tens
+// of milliseconds each, so a tail of ten commits read one by one would cost more than the
+// checkpoint.
+const readConcurrency = 8
+
+// Snapshot reads the latest version of the table (PROTOCOL.md § Action Reconciliation).
+// A table with no commits yields a snapshot with Version() == -1. Errors:
+// *UnsupportedFeatureError / *UnsupportedVersionError when the table cannot be read,
+// *CorruptLogError when the log cannot be replayed.
+func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
+	latest, err := t.logs.Latest(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("latest version: %w", err)
+	}
+	if latest < 0 {
+		return t.emptySnapshot(), nil
+	}
+	return t.load(ctx, latest, latest)
+}
+
+// SnapshotAt reads the table as of version (time travel). *VersionNotFoundError when the
+// version is newer than the latest or no longer reconstructible (its commits were
+// cleaned up and no checkpoint at or below it remains).
+func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error) {
+	latest, err := t.logs.Latest(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("latest version: %w", err)
+	}
+	if version < 0 || version > latest {
+		return nil, &VersionNotFoundError{Version: version, Latest: latest}
+	}
+	return t.load(ctx, version, latest)
+}
+
+func (t *Table) emptySnapshot() *Snapshot {
+	return &Snapshot{
+		table: t, version: -1, checkpoint: -1,
+		files: map[fileKey]*Add{}, tombstones: map[fileKey]*Remove{},
+		txns: map[string]Txn{}, domains: map[string]DomainMetadata{},
+		commitInfos: map[int64]CommitInfo{},
+	}
+}
+
+// load builds the snapshot at target (PROTOCOL.md § Checkpoints, § Action
+// Reconciliation): the newest complete checkpoint at or below target, found from the
+// _last_checkpoint hint or, when the hint is missing or stale, by listing the whole log;
+// then the JSON commits after it, in order.
+func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, error) {
+	from := int64(0)
+	lc, ok, err := ReadLastCheckpoint(ctx, t.store)
+	if err != nil {
+		return nil, err
+	}
+	if ok && lc.Version <= target {
+		from = lc.Version
+	}
+	listing, err := listLog(ctx, t.store, from)
+	if err != nil {
+		return nil, err
+	}
+	if from > 0 && listing.newestCheckpoint(target) == nil {
+		// The hint points at a checkpoint that is gone: list the whole log.
+		if listing, err = listLog(ctx, t.store, 0); err != nil {
+			return nil, err
+		}
+	}
+
+	// Try the newest checkpoint first; an unreadable one falls back to older ones and,
+	// last, to a replay from version 0.
+	cp := listing.newestCheckpoint(target)
+	var firstErr error
+	for {
+		s, err := t.build(ctx, cp, target, latest)
+		if err == nil {
+			return s, nil
+		}
+		var cpErr *checkpointError
+		if !errors.As(err, &cpErr) {
+			if firstErr != nil {
+				return nil, firstErr
+			}
+			return nil, err
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if from > 0 {
+			if listing, err = listLog(ctx, t.store, 0); err != nil {
+				return nil, err
+			}
+			from = 0
+		}
+		cp = listing.newestCheckpoint(cp.version - 1)
+	}
+}
+
+// checkpointError marks a checkpoint that could not be read, so load can try an older one.
+type checkpointError struct {
+	version int64
+	err     error
+}
+
+func (e *checkpointError) Error() string {
+	return fmt.Sprintf("read checkpoint %d: %v", e.version, e.err)
+}
+
+func (e *checkpointError) Unwrap() error { return e.err }
+
+// build replays from checkpoint cp (nil: from version 0) up to target.
+func (t *Table) build(ctx context.Context, cp *checkpointRef, target, latest int64) (*Snapshot, error) {
+	s := t.emptySnapshot()
+	s.version = target
+	start := int64(0)
+	var proto *Protocol
+	var meta *Metadata
+	if cp != nil {
+		cpState, err := readCheckpoint(ctx, t.store, cp.keys)
+		if err != nil {
+			return nil, &checkpointError{version: cp.version, err: err}
+		}
+		for _, a := range cpState {
+			s.applyAction(a, &proto, &meta)
+		}
+		s.checkpoint = cp.version
+		start = cp.version + 1
+	}
+	commits, err := t.readCommits(ctx, start, target, cp == nil, latest)
+	if err != nil {
+		return nil, err
+	}
+	for i, actions := range commits {
+		v := start + int64(i)
+		for _, a := range actions {
+			if a.CommitInfo != nil {
+				s.commitInfos[v] = *a.CommitInfo
+				continue
+			}
+			s.applyAction(a, &proto, &meta)
+		}
+	}
+	if proto == nil {
+		return nil, &CorruptLogError{Version: target, Reason: "no protocol action"}
+	}
+	s.protocol = *proto
+	// The protocol is checked before anything else in the snapshot is trusted
+	// (PROTOCOL.md § Table Features).
+	if err := s.protocol.CanRead(); err != nil {
+		return nil, err
+	}
+	if meta == nil {
+		return nil, &CorruptLogError{Version: target, Reason: "no metaData action"}
+	}
+	s.metadata = *meta
+	s.sortFiles()
+	return s, nil
+}
+
+// readCommits reads and decodes versions from..to, readConcurrency at a time. A missing
+// commit is *VersionNotFoundError when the replay had to start at version 0 (the log was
+// cleaned up), else *CorruptLogError (a gap after a checkpoint).
+func (t *Table) readCommits(ctx context.Context, from, to int64, fromZero bool, latest int64) ([][]Action, error) {
+	n := int(to - from + 1)
+	if n <= 0 {
+		return nil, nil
+	}
+	out := make([][]Action, n)
+	errs := make([]error, n)
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(readConcurrency, n) {
+		wg.Go(func() {
+			for i := range next {
+				v := from + int64(i)
+				data, err := t.logs.Read(ctx, v)
+				if err == nil {
+					out[i], err = DecodeActions(data)
+					if err != nil {
+						err = &CorruptLogError{Version: v, Reason: "unparsable commit", Err: err}
+					}
+				} else if errors.Is(err, storage.ErrNotFound) {
+					if fromZero && v == from {
+						err = &VersionNotFoundError{Version: to, Latest: latest}
+					} else {
+						err = &CorruptLogError{Version: v, Reason: "commit file missing", Err: err}
+					}
+				} else {
+					err = fmt.Errorf("read commit %d: %w", v, err)
+				}
+				if err != nil {
+					errs[i] = err
+					cancel()
+				}
+			}
+		})
+	}
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := parent.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// applyAction reconciles one action into the snapshot (PROTOCOL.md § Action
+// Reconciliation): the latest protocol and metaData win, the latest txn per appId, the
+// latest domainMetadata per domain (removed deletes it), and per (path, DV id) the latest
+// add or remove. commitInfo and cdc do not take part.
+func (s *Snapshot) applyAction(a Action, proto **Protocol, meta **Metadata) {
+	switch {
+	case a.Add != nil:
+		k := fileKey{path: a.Add.DecodedPath(), dvID: a.Add.DeletionVector.UniqueID()}
+		s.files[k] = a.Add
+		delete(s.tombstones, k)
+	case a.Remove != nil:
+		k := fileKey{path: a.Remove.DecodedPath(), dvID: a.Remove.DeletionVector.UniqueID()}
+		delete(s.files, k)
+		s.tombstones[k] = a.Remove
+	case a.Txn != nil:
+		s.txns[a.Txn.AppID] = *a.Txn
+	case a.Protocol != nil:
+		*proto = a.Protocol
+	case a.MetaData != nil:
+		*meta = a.MetaData
+	case a.DomainMetadata != nil:
+		if a.DomainMetadata.Removed {
+			delete(s.domains, a.DomainMetadata.Domain)
+		} else {
+			s.domains[a.DomainMetadata.Domain] = *a.DomainMetadata
+		}
+	}
+}
