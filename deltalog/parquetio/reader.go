@@ -1,0 +1,198 @@
+package parquetio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// ReadBatchRows is the number of rows per record batch ReadFile returns.
+const ReadBatchRows = 16 << 10
+
+// RecordIterator is a stream of record batches. Next returns the next batch, which the
+// caller releases, or (nil, io.EOF) at the end. Close releases the file and may be called
+// at any point.
+type RecordIterator interface {
+	Schema() *arrow.Schema
+	Next(ctx context.Context) (arrow.RecordBatch, error)
+	Close() error
+}
+
+// ReadFile reads the Parquet file at key as record batches of at most ReadBatchRows rows.
+// columns selects top-level columns by name (exactly, else ignoring case), in that order;
+// nil reads every column. A requested column the file lacks is left out of the batches (an
+// older file of a table whose schema grew): the caller fills it with NULL. A missing key is
+// storage.ErrNotFound (wrapped). The file is read with ranged gets: the footer, then each
+// column chunk.
+func ReadFile(ctx context.Context, store storage.Store, key string, columns []string) (RecordIterator, error) {
+	info, err := store.Head(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read parquet %s: %w", key, err)
+	}
+	src := &rangeReader{ctx: ctx, store: store, key: key, size: info.Size}
+	pf, err := file.NewParquetReader(src)
+	if err != nil {
+		return nil, fmt.Errorf("read parquet %s: %w", key, err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: ReadBatchRows}, memory.DefaultAllocator)
+	if err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("read parquet %s: %w", key, err)
+	}
+	var leaves []int
+	if columns == nil {
+		for i := range fr.Manifest.Fields {
+			leaves = appendLeaves(leaves, &fr.Manifest.Fields[i])
+		}
+	} else {
+		for _, name := range columns {
+			if i := fieldIndex(fr.Manifest.Fields, name); i >= 0 {
+				leaves = appendLeaves(leaves, &fr.Manifest.Fields[i])
+			}
+		}
+	}
+	if len(leaves) == 0 {
+		// Nothing to read but the row count (GetRecordReader would read every column).
+		rows := pf.NumRows()
+		pf.Close()
+		return &countIterator{left: rows}, nil
+	}
+	rr, err := fr.GetRecordReader(ctx, leaves, nil)
+	if err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("read parquet %s: %w", key, err)
+	}
+	return &fileIterator{pf: pf, rr: rr, src: src}, nil
+}
+
+// appendLeaves adds the leaf column indices of a field.
+func appendLeaves(out []int, f *pqarrow.SchemaField) []int {
+	if f.ColIndex >= 0 && len(f.Children) == 0 {
+		return append(out, f.ColIndex)
+	}
+	for i := range f.Children {
+		out = appendLeaves(out, &f.Children[i])
+	}
+	return out
+}
+
+func fieldIndex(fields []pqarrow.SchemaField, name string) int {
+	for i, f := range fields {
+		if f.Field.Name == name {
+			return i
+		}
+	}
+	for i, f := range fields {
+		if strings.EqualFold(f.Field.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+type fileIterator struct {
+	pf  *file.Reader
+	rr  pqarrow.RecordReader
+	src *rangeReader
+}
+
+func (it *fileIterator) Schema() *arrow.Schema { return it.rr.Schema() }
+
+func (it *fileIterator) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	it.src.ctx = ctx
+	rec, err := it.rr.Read()
+	if rec != nil && rec.NumRows() > 0 {
+		rec.Retain() // Read's batch is only valid until the next call
+		return rec, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil, io.EOF
+	}
+	return nil, fmt.Errorf("read parquet %s: %w", it.src.key, err)
+}
+
+func (it *fileIterator) Close() error {
+	it.rr.Release()
+	return it.pf.Close()
+}
+
+// countIterator yields batches without columns that carry only a row count.
+type countIterator struct {
+	left int64
+}
+
+var emptySchema = arrow.NewSchema(nil, nil)
+
+func (it *countIterator) Schema() *arrow.Schema { return emptySchema }
+
+func (it *countIterator) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if it.left == 0 {
+		return nil, io.EOF
+	}
+	n := min(it.left, ReadBatchRows)
+	it.left -= n
+	return array.NewRecordBatch(emptySchema, nil, n), nil
+}
+
+func (it *countIterator) Close() error { return nil }
+
+// rangeReader is an io.ReaderAt and io.Seeker over an object, by ranged gets.
+type rangeReader struct {
+	ctx   context.Context
+	store storage.Store
+	key   string
+	size  int64
+	pos   int64
+}
+
+func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	n := int64(len(p))
+	if off+n > r.size {
+		n = r.size - off
+	}
+	b, err := r.store.GetRange(r.ctx, r.key, off, n)
+	if err != nil {
+		return 0, err
+	}
+	copied := copy(p, b)
+	if copied < len(p) {
+		return copied, io.EOF
+	}
+	return copied, nil
+}
+
+func (r *rangeReader) Read(p []byte) (int, error) {
+	n, err := r.ReadAt(p, r.pos)
+	r.pos += int64(n)
+	return n, err
+}
+
+func (r *rangeReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += r.pos
+	case io.SeekEnd:
+		offset += r.size
+	default:
+		return 0, fmt.Errorf("seek: bad whence %d", whence)
+	}
+	if offset < 0 {
+		return 0, fmt.Errorf("seek: negative position %d", offset)
+	}
+	r.pos = offset
+	return offset, nil
+}

@@ -1,0 +1,374 @@
+package parquetio
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+)
+
+// Delta per-file statistics (PROTOCOL.md § Per-file Statistics), computed from the values
+// written, as Spark's StatisticsCollection does:
+//   - numRecords always;
+//   - nullCount for each of the first NumIndexedCols leaf columns;
+//   - minValues/maxValues for numeric, decimal, date, timestamp, timestamp_ntz and string
+//     columns among them (not boolean, not binary);
+//   - strings cut to StringPrefixLength characters; the max then gets a tie-breaker so it
+//     stays an upper bound (U+007F when the next character sorts below it, else
+//     U+10FFFF), and is left out when no bound fits in twice the prefix;
+//   - timestamps truncated to milliseconds toward negative infinity, written
+//     "yyyy-MM-ddTHH:mm:ss.SSSZ" (timestamp, UTC) or without the Z (timestamp_ntz);
+//   - dates "yyyy-MM-dd"; decimals as exact JSON numbers;
+//   - float min/max left out when a value is NaN or infinite (not a JSON number).
+//
+// Nested columns get no statistics (bronze has none) but count their leaves.
+
+type statKind int
+
+const (
+	kindNullOnly statKind = iota
+	kindInt
+	kindFloat
+	kindDecimal
+	kindDate
+	kindTimestamp
+	kindTimestampNTZ
+	kindString
+)
+
+// colStats accumulates one column's statistics.
+type colStats struct {
+	name  string
+	kind  statKind
+	index int // column index in the record
+	scale int32
+
+	nulls int64
+	seen  bool // a non-null value was seen
+	bad   bool // min/max cannot be written (NaN, Inf, invalid UTF-8)
+
+	minI, maxI int64
+	minF, maxF float64
+	minD, maxD decimal128.Num
+	// minS is the smallest value cut to the prefix; maxS the largest cut to keepRunes.
+	minS, maxS string
+}
+
+// fileStats accumulates the statistics of one file.
+type fileStats struct {
+	rows      int64
+	cols      []*colStats
+	prefix    int
+	keepRunes int
+}
+
+func newFileStats(schema *arrow.Schema, numIndexed, prefix int) *fileStats {
+	fs := &fileStats{prefix: prefix, keepRunes: 2*prefix + 1}
+	leaves := 0
+	for i, f := range schema.Fields() {
+		if numIndexed >= 0 && leaves >= numIndexed {
+			break
+		}
+		n := leafCount(f.Type)
+		leaves += n
+		if n != 1 || isNested(f.Type) {
+			continue
+		}
+		cs := &colStats{name: f.Name, index: i, kind: kindOf(f.Type)}
+		if d, ok := f.Type.(*arrow.Decimal128Type); ok {
+			cs.scale = d.Scale
+		}
+		fs.cols = append(fs.cols, cs)
+	}
+	return fs
+}
+
+func isNested(t arrow.DataType) bool {
+	_, ok := t.(arrow.NestedType)
+	return ok
+}
+
+// leafCount is the number of Parquet leaf columns of an Arrow type.
+func leafCount(t arrow.DataType) int {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		n := 0
+		for _, f := range t.Fields() {
+			n += leafCount(f.Type)
+		}
+		return n
+	case *arrow.MapType:
+		return leafCount(t.KeyType()) + leafCount(t.ItemType())
+	case arrow.ListLikeType:
+		return leafCount(t.Elem())
+	}
+	return 1
+}
+
+func kindOf(t arrow.DataType) statKind {
+	switch t := t.(type) {
+	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type:
+		return kindInt
+	case *arrow.Float32Type, *arrow.Float64Type:
+		return kindFloat
+	case *arrow.Decimal128Type:
+		return kindDecimal
+	case *arrow.Date32Type:
+		return kindDate
+	case *arrow.TimestampType:
+		if t.Unit != arrow.Microsecond {
+			return kindNullOnly
+		}
+		if t.TimeZone == "" {
+			return kindTimestampNTZ
+		}
+		return kindTimestamp
+	case *arrow.StringType:
+		return kindString
+	}
+	return kindNullOnly
+}
+
+// add folds a record's values into the statistics.
+func (fs *fileStats) add(rec arrow.RecordBatch) {
+	fs.rows += rec.NumRows()
+	for _, cs := range fs.cols {
+		fs.addColumn(cs, rec.Column(cs.index))
+	}
+}
+
+func (fs *fileStats) addColumn(cs *colStats, col arrow.Array) {
+	cs.nulls += int64(col.NullN())
+	if col.NullN() == col.Len() {
+		return
+	}
+	switch a := col.(type) {
+	case *array.Int8:
+		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Int16:
+		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Int32:
+		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Int64:
+		addInts(cs, a, func(i int) int64 { return a.Value(i) })
+	case *array.Date32:
+		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Timestamp:
+		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+	case *array.Float32:
+		addFloats(cs, a, func(i int) float64 { return float64(a.Value(i)) })
+	case *array.Float64:
+		addFloats(cs, a, func(i int) float64 { return a.Value(i) })
+	case *array.Decimal128:
+		for i := range a.Len() {
+			if a.IsNull(i) {
+				continue
+			}
+			v := a.Value(i)
+			if !cs.seen {
+				cs.minD, cs.maxD, cs.seen = v, v, true
+				continue
+			}
+			if v.Less(cs.minD) {
+				cs.minD = v
+			}
+			if v.Greater(cs.maxD) {
+				cs.maxD = v
+			}
+		}
+	case *array.String:
+		for i := range a.Len() {
+			if a.IsNull(i) {
+				continue
+			}
+			v := a.Value(i)
+			if !utf8.ValidString(v) {
+				cs.bad = true
+				return
+			}
+			lo, hi := cutRunes(v, fs.prefix), cutRunes(v, fs.keepRunes)
+			if !cs.seen {
+				cs.minS, cs.maxS, cs.seen = string([]byte(lo)), string([]byte(hi)), true
+				continue
+			}
+			if lo < cs.minS {
+				cs.minS = string([]byte(lo))
+			}
+			if hi > cs.maxS {
+				cs.maxS = string([]byte(hi))
+			}
+		}
+	}
+}
+
+func addInts(cs *colStats, a arrow.Array, value func(int) int64) {
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			continue
+		}
+		v := value(i)
+		if !cs.seen {
+			cs.minI, cs.maxI, cs.seen = v, v, true
+			continue
+		}
+		cs.minI = min(cs.minI, v)
+		cs.maxI = max(cs.maxI, v)
+	}
+}
+
+func addFloats(cs *colStats, a arrow.Array, value func(int) float64) {
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			continue
+		}
+		v := value(i)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			cs.bad = true
+			continue
+		}
+		if !cs.seen {
+			cs.minF, cs.maxF, cs.seen = v, v, true
+			continue
+		}
+		cs.minF = min(cs.minF, v)
+		cs.maxF = max(cs.maxF, v)
+	}
+}
+
+// cutRunes is the prefix of s of at most n characters (code points). Cutting is monotone
+// in byte order, so the smallest cut value is the cut of the smallest value.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
+
+// stringMax is an upper bound of every string whose largest value begins with max
+// (cut to 2*prefix+1 characters): max itself when it has at most prefix characters;
+// else a cut of it with a tie-breaker appended, as Spark's StatisticsCollection does.
+// ok is false when no bound fits in 2*prefix characters.
+func stringMax(max string, prefix int) (string, bool) {
+	if utf8.RuneCountInString(max) <= prefix {
+		return max, true
+	}
+	runes := []rune(max)
+	for cut := prefix; cut < len(runes) && cut < 2*prefix; cut++ {
+		next := runes[cut]
+		switch {
+		case next < 0x7f:
+			return string(runes[:cut]) + "\u007f", true
+		case next < utf8.MaxRune:
+			return string(runes[:cut]) + string(utf8.MaxRune), true
+		}
+		// next is U+10FFFF itself: no character sorts above it; keep it and try one
+		// character further.
+	}
+	return "", false
+}
+
+// json renders the statistics as Delta's stats JSON string.
+func (fs *fileStats) json() string {
+	var b bytes.Buffer
+	b.WriteString(`{"numRecords":`)
+	b.WriteString(strconv.FormatInt(fs.rows, 10))
+	writeObj := func(key string, value func(cs *colStats) (string, bool)) {
+		first := true
+		for _, cs := range fs.cols {
+			v, ok := value(cs)
+			if !ok {
+				continue
+			}
+			if first {
+				b.WriteString(`,"` + key + `":{`)
+				first = false
+			} else {
+				b.WriteByte(',')
+			}
+			writeJSONString(&b, cs.name)
+			b.WriteByte(':')
+			b.WriteString(v)
+		}
+		if !first {
+			b.WriteByte('}')
+		}
+	}
+	writeObj("minValues", func(cs *colStats) (string, bool) { return fs.bound(cs, false) })
+	writeObj("maxValues", func(cs *colStats) (string, bool) { return fs.bound(cs, true) })
+	writeObj("nullCount", func(cs *colStats) (string, bool) { return strconv.FormatInt(cs.nulls, 10), true })
+	b.WriteByte('}')
+	return b.String()
+}
+
+// bound is the JSON value of a column's min (or max).
+func (fs *fileStats) bound(cs *colStats, isMax bool) (string, bool) {
+	if !cs.seen || cs.bad {
+		return "", false
+	}
+	pickI := cs.minI
+	if isMax {
+		pickI = cs.maxI
+	}
+	switch cs.kind {
+	case kindInt:
+		return strconv.FormatInt(pickI, 10), true
+	case kindFloat:
+		v := cs.minF
+		if isMax {
+			v = cs.maxF
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	case kindDecimal:
+		v := cs.minD
+		if isMax {
+			v = cs.maxD
+		}
+		return v.ToString(cs.scale), true
+	case kindDate:
+		return `"` + time.Unix(pickI*86400, 0).UTC().Format(time.DateOnly) + `"`, true
+	case kindTimestamp:
+		return `"` + formatMillis(pickI) + `Z"`, true
+	case kindTimestampNTZ:
+		return `"` + formatMillis(pickI) + `"`, true
+	case kindString:
+		s := cs.minS
+		if isMax {
+			var ok bool
+			if s, ok = stringMax(cs.maxS, fs.prefix); !ok {
+				return "", false
+			}
+		}
+		var b bytes.Buffer
+		writeJSONString(&b, s)
+		return b.String(), true
+	}
+	return "", false
+}
+
+// formatMillis renders micros since the epoch truncated toward negative infinity to
+// milliseconds, as yyyy-MM-ddTHH:mm:ss.SSS.
+func formatMillis(micros int64) string {
+	ms := micros / 1000
+	if micros%1000 < 0 {
+		ms--
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000")
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s) // a string always marshals
+	b.Write(enc)
+}

@@ -1,0 +1,240 @@
+package parquetio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// File is one data file written and uploaded: what a Delta add action needs.
+type File struct {
+	// Path is the key relative to the store root, e.g.
+	// "part-00000-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed-c000.snappy.parquet".
+	Path string
+	// Size in bytes.
+	Size int64
+	// ModTime is when the upload finished (add.modificationTime).
+	ModTime time.Time
+	// NumRecords is the number of rows.
+	NumRecords int64
+	// Stats is the Delta per-file statistics JSON (stats.go).
+	Stats string
+}
+
+// ErrClosed is returned by Write and Close after Close or Abort.
+var ErrClosed = errors.New("parquetio: writer closed")
+
+// SchemaMismatchError: a record given to Write does not have the writer's schema.
+type SchemaMismatchError struct {
+	Want, Got *arrow.Schema
+}
+
+func (e *SchemaMismatchError) Error() string {
+	return fmt.Sprintf("parquetio: record schema %s differs from the writer's %s", e.Got, e.Want)
+}
+
+// Writer writes record batches of one schema into Parquet files, rolling to a new file at
+// TargetFileSize. Files are uploaded as they are finished; Close uploads the last one and
+// returns them all. A Writer is not safe for concurrent use.
+//
+// Memory: the encoded pages of the current row group (up to RowGroupBytes), each column's
+// open page and dictionary (about 1 MiB each), and the statistics (a few values per
+// column). Finished row groups go to a temporary file.
+type Writer struct {
+	store  storage.Store
+	schema *arrow.Schema
+	opts   WriterOptions
+	optErr error
+
+	cur    *openFile
+	part   int
+	files  []File
+	closed bool
+}
+
+// openFile is the file being written.
+type openFile struct {
+	name  string
+	tmp   *os.File
+	cw    *countingWriter
+	fw    *pqarrow.FileWriter
+	stats *fileStats
+}
+
+// NewWriter returns a writer of schema's records into store. It does no I/O; an invalid
+// option is reported by the first Write as an *OptionError.
+func NewWriter(store storage.Store, schema *arrow.Schema, opts WriterOptions) *Writer {
+	o, err := opts.withDefaults()
+	return &Writer{store: store, schema: schema, opts: o, optErr: err}
+}
+
+// Write appends the record's rows. The caller keeps ownership of rec. An error leaves the
+// writer unusable: call Abort.
+func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if w.optErr != nil {
+		return w.optErr
+	}
+	if !rec.Schema().Equal(w.schema) {
+		return &SchemaMismatchError{Want: w.schema, Got: rec.Schema()}
+	}
+	n := rec.NumRows()
+	for off := int64(0); off < n; off += sliceRows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := min(off+sliceRows, n)
+		piece := rec
+		if off != 0 || end != n {
+			piece = rec.NewSlice(off, end)
+		}
+		err := w.writePiece(ctx, piece)
+		if piece != rec {
+			piece.Release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writePiece encodes a few thousand rows, then flushes the row group or rolls the file when
+// a bound is reached.
+func (w *Writer) writePiece(ctx context.Context, rec arrow.RecordBatch) error {
+	if w.cur == nil {
+		if err := w.openFile(); err != nil {
+			return err
+		}
+	}
+	f := w.cur
+	if err := f.fw.WriteBuffered(rec); err != nil {
+		return fmt.Errorf("encode parquet: %w", err)
+	}
+	f.stats.add(rec)
+	rowGroup := f.fw.RowGroupTotalBytesWritten()
+	if f.cw.n+rowGroup >= w.opts.TargetFileSize {
+		return w.finishFile(ctx)
+	}
+	if rowGroup >= w.opts.RowGroupBytes {
+		if err := f.fw.NewBufferedRowGroupChecked(); err != nil {
+			return fmt.Errorf("flush row group: %w", err)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) openFile() error {
+	tmp, err := os.CreateTemp(w.opts.TempDir, "parquetio-*.parquet")
+	if err != nil {
+		return fmt.Errorf("create temporary file: %w", err)
+	}
+	cw := &countingWriter{w: tmp}
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(w.opts.Codec.compression()),
+		parquet.WithStoreDecimalAsInteger(true), // INT32/INT64 up to precision 18, as Spark
+		parquet.WithDataPageVersion(parquet.DataPageV1),
+		parquet.WithStats(true),
+		parquet.WithAllocator(memory.DefaultAllocator),
+	)
+	fw, err := pqarrow.NewFileWriter(w.schema, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("open parquet writer: %w", err)
+	}
+	w.cur = &openFile{
+		name:  fileName(w.part, w.opts.Codec),
+		tmp:   tmp,
+		cw:    cw,
+		fw:    fw,
+		stats: newFileStats(w.schema, w.opts.NumIndexedCols, w.opts.StringPrefixLength),
+	}
+	w.part++
+	return nil
+}
+
+// finishFile closes the current file, uploads it and records it.
+func (w *Writer) finishFile(ctx context.Context) error {
+	f := w.cur
+	w.cur = nil
+	defer os.Remove(f.tmp.Name())
+	defer f.tmp.Close()
+	if err := f.fw.Close(); err != nil {
+		return fmt.Errorf("close parquet writer: %w", err)
+	}
+	if _, err := f.tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("rewind temporary file: %w", err)
+	}
+	if err := w.store.Put(ctx, f.name, f.tmp, f.cw.n); err != nil {
+		return fmt.Errorf("upload %s: %w", f.name, err)
+	}
+	w.files = append(w.files, File{
+		Path:       f.name,
+		Size:       f.cw.n,
+		ModTime:    time.Now().UTC(),
+		NumRecords: f.stats.rows,
+		Stats:      f.stats.json(),
+	})
+	return nil
+}
+
+// Close finishes and uploads the last file and returns every file written, in order. A
+// writer that got no rows returns no files. Close after Close or Abort is ErrClosed.
+func (w *Writer) Close(ctx context.Context) ([]File, error) {
+	if w.closed {
+		return nil, ErrClosed
+	}
+	w.closed = true
+	if w.cur != nil {
+		if err := w.finishFile(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return w.files, nil
+}
+
+// Abort drops the file being written and deletes the files already uploaded (best
+// effort: an uncommitted file left behind is harmless, VACUUM removes it). It returns the
+// first delete error.
+func (w *Writer) Abort(ctx context.Context) error {
+	w.closed = true
+	if f := w.cur; f != nil {
+		w.cur = nil
+		_ = f.fw.Close()
+		f.tmp.Close()
+		os.Remove(f.tmp.Name())
+	}
+	var first error
+	for _, f := range w.files {
+		if err := w.store.Delete(ctx, f.Path); err != nil && first == nil {
+			first = fmt.Errorf("delete %s: %w", f.Path, err)
+		}
+	}
+	w.files = nil
+	return first
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
