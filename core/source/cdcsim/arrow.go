@@ -1,0 +1,182 @@
+package cdcsim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// appendValue appends a stored value to an Arrow builder of the column's bronze type and
+// returns the approximate bytes it adds.
+func appendValue(b array.Builder, v any) (n int, err error) {
+	if v == nil {
+		b.AppendNull()
+		return 1, nil
+	}
+	defer func() {
+		// A stored value of another Go type than the builder's (a caller asking for a
+		// column with a type the simulator cannot convert to) is an error, not a crash.
+		if recover() != nil {
+			n, err = 0, fmt.Errorf("cdcsim: no Arrow conversion of %T into %s", v, b.Type())
+		}
+	}()
+	switch bb := b.(type) {
+	case *array.BooleanBuilder:
+		bb.Append(v.(bool))
+		return 1, nil
+	case *array.Int16Builder:
+		bb.Append(int16(v.(int64)))
+		return 2, nil
+	case *array.Int32Builder:
+		bb.Append(int32(v.(int64)))
+		return 4, nil
+	case *array.Int64Builder:
+		bb.Append(v.(int64))
+		return 8, nil
+	case *array.Float32Builder:
+		bb.Append(float32(v.(float64)))
+		return 4, nil
+	case *array.Float64Builder:
+		bb.Append(v.(float64))
+		return 8, nil
+	case *array.Decimal128Builder:
+		n, err := decimalNum(v.(string), bb.Type().(*arrow.Decimal128Type))
+		if err != nil {
+			return 0, err
+		}
+		bb.Append(n)
+		return 16, nil
+	case *array.Date32Builder:
+		bb.Append(arrow.Date32FromTime(v.(time.Time)))
+		return 4, nil
+	case *array.TimestampBuilder:
+		bb.Append(arrow.Timestamp(v.(time.Time).UnixMicro()))
+		return 8, nil
+	case *array.StringBuilder:
+		s := v.(string)
+		bb.Append(s)
+		return len(s) + 4, nil
+	case *array.BinaryBuilder:
+		x := v.([]byte)
+		bb.Append(x)
+		return len(x) + 4, nil
+	}
+	return 0, fmt.Errorf("cdcsim: no Arrow conversion of %T into %s", v, b.Type())
+}
+
+// decimalNum reads fixed-point text into a decimal128 of type t's scale.
+func decimalNum(s string, t *arrow.Decimal128Type) (decimal128.Num, error) {
+	intPart, frac, _ := strings.Cut(s, ".")
+	scale := int(t.Scale)
+	if len(frac) > scale {
+		frac = frac[:scale]
+	}
+	frac += strings.Repeat("0", scale-len(frac))
+	digits := intPart + frac
+	if len(strings.TrimPrefix(digits, "-")) <= 18 {
+		n, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil {
+			return decimal128.Num{}, fmt.Errorf("decimal %q: %w", s, err)
+		}
+		return decimal128.FromI64(n), nil
+	}
+	var bi big.Int
+	if _, ok := bi.SetString(digits, 10); !ok {
+		return decimal128.Num{}, fmt.Errorf("decimal %q: not a number", s)
+	}
+	return decimal128.FromBigInt(&bi), nil
+}
+
+// rowSource produces the rows of a read one at a time into a record builder.
+type rowSource interface {
+	// fill appends the next row to the builders and returns its approximate size in
+	// bytes; ok is false when no row is left.
+	fill(fields []array.Builder) (size int, ok bool, err error)
+}
+
+// rows is a source.Rows over a rowSource, built lazily in bounded record batches.
+type rows struct {
+	schema     *arrow.Schema
+	src        rowSource
+	done       bool
+	batchRows  int
+	batchBytes int
+	method     string
+	fault      *Fault // a lost connection, failing after fault.AfterBatches batches
+	batches    int
+	closed     bool
+	mem        memory.Allocator
+}
+
+func newRows(schema *arrow.Schema, src rowSource, opt source.ReadOptions, method string, f *Fault) *rows {
+	r := &rows{schema: schema, src: src, batchRows: opt.BatchRows, batchBytes: opt.BatchBytes, method: method, mem: memory.DefaultAllocator}
+	if r.batchRows <= 0 {
+		r.batchRows = source.DefaultBatchRows
+	}
+	if r.batchBytes <= 0 {
+		r.batchBytes = source.DefaultBatchBytes
+	}
+	if f != nil && f.Kind == FaultLostConnection {
+		r.fault = f
+	}
+	return r
+}
+
+// Schema implements source.Rows.
+func (r *rows) Schema() *arrow.Schema { return r.schema }
+
+// Next implements source.Rows.
+func (r *rows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if r.closed {
+		return nil, source.ErrClosed
+	}
+	if r.fault != nil && r.batches >= r.fault.AfterBatches {
+		r.closed = true
+		return nil, r.fault.streamError(r.method)
+	}
+	if r.done {
+		return nil, io.EOF
+	}
+	b := array.NewRecordBuilder(r.mem, r.schema)
+	defer b.Release()
+	fields := b.Fields()
+	size, n := 0, 0
+	for n < r.batchRows && size < r.batchBytes {
+		sz, ok, err := r.src.fill(fields)
+		if err != nil {
+			r.closed = true
+			return nil, err
+		}
+		if !ok {
+			r.done = true
+			break
+		}
+		size += sz
+		n++
+	}
+	if n == 0 {
+		return nil, io.EOF
+	}
+	r.batches++
+	return b.NewRecordBatch(), nil
+}
+
+// Close implements source.Rows.
+func (r *rows) Close() error {
+	r.closed = true
+	return nil
+}

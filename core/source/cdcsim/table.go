@@ -1,0 +1,348 @@
+package cdcsim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// TableSpec describes a table to create.
+type TableSpec struct {
+	Schema string // "dbo" when empty
+	Name   string
+	// Columns in table order. Name and DataType are required; Ordinal, ColumnID and
+	// Present are assigned. Collation applies to char types.
+	Columns []source.Column
+	// Key names the columns of the unique index CDC identifies rows by, in index order.
+	// Empty makes a heap.
+	Key []string
+}
+
+// table is a source table: its columns and current rows.
+type table struct {
+	schema, name string
+	cols         []source.Column // current columns (Present true), in table order
+	nextColumnID int
+	key          []int // indexes into cols of the unique index, in index order; nil for a heap
+	keyIDs       []int // column_ids of the key (stable across DDL)
+	rows         map[string]*row
+	list         []*row // every row, for random picks; row.pos is its index
+	sorted       []*row // rows in key order; nil when stale
+	nextRID      int64
+	idsCache     []int // column_ids of cols; nil after DDL
+}
+
+// row is one immutable row version. Writes replace it.
+type row struct {
+	vals []any // by column index of table.cols at the time of writing, see table.value
+	ids  []int // column_id of each value
+	rid  int64
+	pos  int
+}
+
+func (t *table) qualified() string { return t.schema + "." + t.name }
+
+// value is the row's value of the column with column_id id (NULL when the row predates an
+// ADD COLUMN).
+func (r *row) value(id int) any {
+	for i, x := range r.ids {
+		if x == id {
+			return r.vals[i]
+		}
+	}
+	return nil
+}
+
+func (t *table) colByName(name string) (int, bool) {
+	for i, c := range t.cols {
+		if strings.EqualFold(c.Name, name) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (t *table) colByID(id int) (int, bool) {
+	for i, c := range t.cols {
+		if c.ColumnID == id {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// TableError names a table or column that does not exist or already exists, or an
+// operation SQL Server refuses on it.
+type TableError struct {
+	Table  string
+	Reason string
+}
+
+func (e *TableError) Error() string { return e.Table + ": " + e.Reason }
+
+// CreateTable creates an empty table. Names compare ignoring case.
+func (db *DB) CreateTable(spec TableSpec) error {
+	if spec.Schema == "" {
+		spec.Schema = "dbo"
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	k := tableKey(spec.Schema, spec.Name)
+	if spec.Name == "" || len(spec.Columns) == 0 {
+		return &TableError{Table: spec.Schema + "." + spec.Name, Reason: "a table needs a name and columns"}
+	}
+	if _, ok := db.tables[k]; ok {
+		return &TableError{Table: spec.Schema + "." + spec.Name, Reason: "already exists"}
+	}
+	t := &table{schema: spec.Schema, name: spec.Name, rows: map[string]*row{}}
+	for _, c := range spec.Columns {
+		if c.Name == "" || c.DataType == "" {
+			return &TableError{Table: t.qualified(), Reason: "a column needs a name and a type"}
+		}
+		if _, dup := t.colByName(c.Name); dup {
+			return &TableError{Table: t.qualified(), Reason: "duplicate column " + c.Name}
+		}
+		t.nextColumnID++
+		c.ColumnID = t.nextColumnID
+		c.Ordinal = len(t.cols) + 1
+		c.Present = true
+		c.DataType = strings.ToLower(c.DataType)
+		t.cols = append(t.cols, c)
+	}
+	for _, name := range spec.Key {
+		i, ok := t.colByName(name)
+		if !ok {
+			return &TableError{Table: t.qualified(), Reason: "key column " + name + " does not exist"}
+		}
+		if t.cols[i].Nullable {
+			// SQL Server refuses a CDC index over nullable columns; keys stay NOT NULL.
+			return &TableError{Table: t.qualified(), Reason: "key column " + name + " is nullable: CDC needs a unique index over NOT NULL columns"}
+		}
+		t.key = append(t.key, i)
+		t.keyIDs = append(t.keyIDs, t.cols[i].ColumnID)
+	}
+	db.tables[k] = t
+	return nil
+}
+
+func (db *DB) tableLocked(name string) (*table, error) {
+	s, n := splitName(name)
+	t, ok := db.tables[tableKey(s, n)]
+	if !ok {
+		return nil, &TableError{Table: name, Reason: "no such table"}
+	}
+	return t, nil
+}
+
+func (db *DB) tableOf(st source.Table) (*table, error) {
+	schema := st.Schema
+	if schema == "" {
+		schema = "dbo"
+	}
+	t, ok := db.tables[tableKey(schema, st.Name)]
+	if !ok {
+		return nil, &source.InvalidArgumentError{Arg: "table", Reason: fmt.Sprintf("Invalid object name '%s.%s'", schema, st.Name)}
+	}
+	return t, nil
+}
+
+// Columns returns the table's current columns.
+func (db *DB) Columns(name string) ([]source.Column, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(t.cols), nil
+}
+
+// KeyColumns returns the names of the table's unique index columns (nil for a heap).
+func (db *DB) KeyColumns(name string) ([]string, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, i := range t.key {
+		out = append(out, t.cols[i].Name)
+	}
+	return out, nil
+}
+
+// keyIdent is the identity of a row in the unique index (or its row id for a heap).
+func (t *table) keyIdent(r *row) string {
+	if t.key == nil {
+		return "r" + strconv.FormatInt(r.rid, 10)
+	}
+	var b strings.Builder
+	for j, id := range t.keyIDs {
+		i, _ := t.colByID(id)
+		if j > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(encodeValue(t.cols[i], r.value(id)))
+	}
+	return b.String()
+}
+
+// identOfKey is keyIdent for key values given in index order (already normalised).
+func (t *table) identOfKey(key []any) string {
+	if t.key == nil {
+		rid, _ := key[0].(int64)
+		return "r" + strconv.FormatInt(rid, 10)
+	}
+	var b strings.Builder
+	for j, i := range t.key {
+		if j > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(encodeValue(t.cols[i], key[j]))
+	}
+	return b.String()
+}
+
+// normKey normalises key values given for the unique index (or a heap's row id).
+func (t *table) normKey(key []any) ([]any, error) {
+	if t.key == nil {
+		if len(key) != 1 {
+			return nil, &TableError{Table: t.qualified(), Reason: "a heap row is named by its row id"}
+		}
+		switch v := key[0].(type) {
+		case int64:
+			return []any{v}, nil
+		case int:
+			return []any{int64(v)}, nil
+		}
+		return nil, &TableError{Table: t.qualified(), Reason: "a heap row id is an int64"}
+	}
+	if len(key) != len(t.key) {
+		return nil, &TableError{Table: t.qualified(), Reason: fmt.Sprintf("key has %d values, the index %d columns", len(key), len(t.key))}
+	}
+	out := make([]any, len(key))
+	for j, i := range t.key {
+		v, err := normalize(t.cols[i], key[j])
+		if err != nil {
+			return nil, err
+		}
+		out[j] = v
+	}
+	return out, nil
+}
+
+// put stores a new row version (insert or replace) and marks the order stale.
+func (t *table) put(ident string, r *row) {
+	if old, ok := t.rows[ident]; ok {
+		r.pos = old.pos
+		t.list[r.pos] = r
+	} else {
+		r.pos = len(t.list)
+		t.list = append(t.list, r)
+	}
+	t.rows[ident] = r
+	t.sorted = nil
+}
+
+func (t *table) remove(ident string) {
+	old, ok := t.rows[ident]
+	if !ok {
+		return
+	}
+	last := t.list[len(t.list)-1]
+	t.list[old.pos] = last
+	last.pos = old.pos
+	t.list = t.list[:len(t.list)-1]
+	delete(t.rows, ident)
+	t.sorted = nil
+}
+
+// order returns the rows in unique-index order (insertion order of row ids for a heap),
+// rebuilding it when writes made it stale. The returned slice is never modified later.
+func (t *table) order() []*row {
+	if t.sorted != nil {
+		return t.sorted
+	}
+	s := slices.Clone(t.list)
+	if t.key == nil {
+		slices.SortFunc(s, func(a, b *row) int { return cmpOrdered(a.rid, b.rid) })
+	} else {
+		cols := make([]source.Column, len(t.key))
+		for j, i := range t.key {
+			cols[j] = t.cols[i]
+		}
+		slices.SortFunc(s, func(a, b *row) int {
+			for j, id := range t.keyIDs {
+				if r := compareValues(cols[j], a.value(id), b.value(id)); r != 0 {
+					return r
+				}
+			}
+			return 0
+		})
+	}
+	t.sorted = s
+	return s
+}
+
+// RowCount is the table's current number of rows.
+func (db *DB) RowCount(name string) (int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(name)
+	if err != nil {
+		return 0, err
+	}
+	return len(t.list), nil
+}
+
+// RandomKey picks a current row with r and returns its key in index order (its row id for a
+// heap). ok is false for an empty table.
+func (db *DB) RandomKey(name string, pick func(n int) int) (key []any, ok bool, err error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(name)
+	if err != nil || len(t.list) == 0 {
+		return nil, false, err
+	}
+	r := t.list[pick(len(t.list))]
+	return t.keyOf(r), true, nil
+}
+
+func (t *table) keyOf(r *row) []any {
+	if t.key == nil {
+		return []any{r.rid}
+	}
+	k := make([]any, len(t.keyIDs))
+	for j, id := range t.keyIDs {
+		k[j] = r.value(id)
+	}
+	return k
+}
+
+// Get returns the current row with key (index order; row id for a heap) as column name →
+// value. ok is false when no such row exists.
+func (db *DB) Get(name string, key []any) (map[string]any, bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(name)
+	if err != nil {
+		return nil, false, err
+	}
+	k, err := t.normKey(key)
+	if err != nil {
+		return nil, false, err
+	}
+	r, ok := t.rows[t.identOfKey(k)]
+	if !ok {
+		return nil, false, nil
+	}
+	out := map[string]any{}
+	for _, c := range t.cols {
+		out[c.Name] = r.value(c.ColumnID)
+	}
+	return out, true, nil
+}

@@ -1,0 +1,378 @@
+package cdcsim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
+
+// Row is a row to write: column name → value (Go values as the package doc lists; names
+// compare ignoring case).
+type Row map[string]any
+
+// Txn is an open transaction. Each Insert, Update and Delete is one statement (one
+// __$command_id) and gets its __$seqval when it runs; the commit LSN is handed out at Commit,
+// so LSN order is commit order, not begin order. Until Commit, the rows it wrote are locked
+// and invisible to readers. A Txn is used by one goroutine.
+type Txn struct {
+	db      *DB
+	stmts   []stmt
+	overlay map[*table]map[string]*row // ident → new version, nil for deleted
+	done    bool
+	release chan struct{} // closed when the transaction ends
+}
+
+type stmt struct {
+	tbl           *table
+	op            stmtOp
+	before, after *row
+	set           []int // column_ids an update sets
+	keyChange     bool
+	seq           lsn.LSN
+}
+
+type stmtOp int
+
+const (
+	opInsert stmtOp = iota
+	opUpdate
+	opDelete
+)
+
+// TxnError is a statement SQL Server would refuse: a duplicate key, a missing row, a write
+// on a finished transaction.
+type TxnError struct {
+	Table  string
+	Reason string
+}
+
+func (e *TxnError) Error() string { return e.Table + ": " + e.Reason }
+
+// Begin opens a transaction.
+func (db *DB) Begin() *Txn {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	tx := &Txn{db: db, overlay: map[*table]map[string]*row{}, release: make(chan struct{})}
+	db.open[tx] = struct{}{}
+	return tx
+}
+
+// Exec runs fn in a transaction and commits it, or rolls it back when fn fails.
+func (db *DB) Exec(fn func(tx *Txn) error) (lsn.LSN, error) {
+	tx := db.Begin()
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return lsn.Zero, err
+	}
+	return tx.Commit()
+}
+
+// lookup finds the current version of ident as this transaction sees it.
+func (tx *Txn) lookup(t *table, ident string) (*row, bool) {
+	if ov, ok := tx.overlay[t]; ok {
+		if r, ok := ov[ident]; ok {
+			return r, r != nil
+		}
+	}
+	r, ok := t.rows[ident]
+	return r, ok
+}
+
+func (tx *Txn) write(t *table, ident string, r *row) {
+	ov := tx.overlay[t]
+	if ov == nil {
+		ov = map[string]*row{}
+		tx.overlay[t] = ov
+	}
+	ov[ident] = r
+}
+
+// Insert adds a row. Columns left out are NULL; a key that exists is a *TxnError. For a
+// heap it returns the new row id in key; otherwise the row's key in index order.
+func (tx *Txn) Insert(table string, values Row) (key []any, err error) {
+	db := tx.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if tx.done {
+		return nil, &TxnError{Table: table, Reason: "transaction already ended"}
+	}
+	t, err := db.tableLocked(table)
+	if err != nil {
+		return nil, err
+	}
+	r := &row{vals: make([]any, len(t.cols)), ids: t.ids()}
+	for name, v := range values {
+		i, ok := t.colByName(name)
+		if !ok {
+			return nil, &TxnError{Table: table, Reason: fmt.Sprintf("Invalid column name '%s'", name)}
+		}
+		nv, err := normalize(t.cols[i], v)
+		if err != nil {
+			return nil, err
+		}
+		r.vals[i] = nv
+	}
+	for i, c := range t.cols {
+		if r.vals[i] == nil && !c.Nullable && !c.Computed {
+			return nil, &TxnError{Table: table, Reason: fmt.Sprintf("Cannot insert the value NULL into column '%s'", c.Name)}
+		}
+	}
+	if t.key == nil {
+		t.nextRID++
+		r.rid = t.nextRID
+	}
+	ident := t.keyIdent(r)
+	if _, exists := tx.lookup(t, ident); exists {
+		return nil, &TxnError{Table: table, Reason: "Violation of the unique index: duplicate key " + fmt.Sprint(t.keyOf(r))}
+	}
+	tx.write(t, ident, r)
+	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opInsert, after: r, seq: db.allocLSN()})
+	return t.keyOf(r), nil
+}
+
+// Update sets columns of the row with key (index order; the row id for a heap). Setting a
+// key column moves the row to a new key, recorded as 3+4 or, with
+// Config.KeyUpdateAsDeleteInsert, as 1+2. A missing row is a *TxnError (SQL Server would
+// update nothing; the simulator's callers always mean a row).
+func (tx *Txn) Update(table string, key []any, set Row) error {
+	db := tx.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if tx.done {
+		return &TxnError{Table: table, Reason: "transaction already ended"}
+	}
+	t, err := db.tableLocked(table)
+	if err != nil {
+		return err
+	}
+	k, err := t.normKey(key)
+	if err != nil {
+		return err
+	}
+	ident := t.identOfKey(k)
+	old, ok := tx.lookup(t, ident)
+	if !ok {
+		return &TxnError{Table: table, Reason: fmt.Sprintf("no row with key %v", key)}
+	}
+	nr := &row{vals: make([]any, len(t.cols)), ids: t.ids(), rid: old.rid}
+	for i, c := range t.cols {
+		nr.vals[i] = old.value(c.ColumnID)
+	}
+	var setIDs []int
+	for name, v := range set {
+		i, ok := t.colByName(name)
+		if !ok {
+			return &TxnError{Table: table, Reason: fmt.Sprintf("Invalid column name '%s'", name)}
+		}
+		if t.cols[i].Computed {
+			return &TxnError{Table: table, Reason: fmt.Sprintf("The column '%s' cannot be modified because it is a computed column", name)}
+		}
+		nv, err := normalize(t.cols[i], v)
+		if err != nil {
+			return err
+		}
+		if nv == nil && !t.cols[i].Nullable {
+			return &TxnError{Table: table, Reason: fmt.Sprintf("Cannot insert the value NULL into column '%s'", name)}
+		}
+		nr.vals[i] = nv
+		setIDs = append(setIDs, t.cols[i].ColumnID)
+	}
+	slices.Sort(setIDs)
+	nident := t.keyIdent(nr)
+	keyChange := nident != ident
+	if keyChange {
+		if _, exists := tx.lookup(t, nident); exists {
+			return &TxnError{Table: table, Reason: "Violation of the unique index: duplicate key " + fmt.Sprint(t.keyOf(nr))}
+		}
+		tx.write(t, ident, nil)
+	}
+	tx.write(t, nident, nr)
+	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opUpdate, before: old, after: nr, set: setIDs, keyChange: keyChange, seq: db.allocLSN()})
+	return nil
+}
+
+// Delete removes the row with key (index order; the row id for a heap). A missing row is a
+// *TxnError.
+func (tx *Txn) Delete(table string, key []any) error {
+	db := tx.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if tx.done {
+		return &TxnError{Table: table, Reason: "transaction already ended"}
+	}
+	t, err := db.tableLocked(table)
+	if err != nil {
+		return err
+	}
+	k, err := t.normKey(key)
+	if err != nil {
+		return err
+	}
+	ident := t.identOfKey(k)
+	old, ok := tx.lookup(t, ident)
+	if !ok {
+		return &TxnError{Table: table, Reason: fmt.Sprintf("no row with key %v", key)}
+	}
+	tx.write(t, ident, nil)
+	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opDelete, before: old, seq: db.allocLSN()})
+	return nil
+}
+
+// Rollback ends the transaction without a trace in the table or the change tables.
+func (tx *Txn) Rollback() {
+	db := tx.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	tx.endLocked()
+}
+
+func (tx *Txn) endLocked() {
+	if tx.done {
+		return
+	}
+	tx.done = true
+	delete(tx.db.open, tx)
+	close(tx.release)
+}
+
+// Commit makes the transaction durable at a new LSN, which it returns. A transaction that
+// touched a table with a capture instance gets a cdc.lsn_time_mapping row at the current
+// simulated time and change rows in every instance of those tables (at once, or at the next
+// RunCapture with Config.ManualCapture). A transaction that wrote nothing commits without
+// an LSN of its own and returns the zero LSN.
+func (tx *Txn) Commit() (lsn.LSN, error) {
+	db := tx.db
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.commitLocked(tx)
+}
+
+// committed is a transaction capture has not processed yet.
+type committed struct {
+	entry   commitEntry
+	changes map[*instance][]change
+}
+
+func (db *DB) commitLocked(tx *Txn) (lsn.LSN, error) {
+	if tx.done {
+		return lsn.Zero, &TxnError{Reason: "transaction already ended"}
+	}
+	defer tx.endLocked()
+	if len(tx.stmts) == 0 {
+		return lsn.Zero, nil
+	}
+	at := db.allocLSN()
+	c := &committed{changes: map[*instance][]change{}}
+	for i, s := range tx.stmts {
+		t := s.tbl
+		// Apply to the table.
+		switch s.op {
+		case opInsert:
+			t.put(t.keyIdent(s.after), s.after)
+		case opUpdate:
+			if s.keyChange {
+				t.remove(t.keyIdent(s.before))
+			}
+			t.put(t.keyIdent(s.after), s.after)
+		case opDelete:
+			t.remove(t.keyIdent(s.before))
+		}
+		for _, ci := range db.instances {
+			if ci.tbl != t {
+				continue
+			}
+			cmd := int32(i+1) + ci.cmdOffset
+			add := func(op int8, r *row) {
+				c.changes[ci] = append(c.changes[ci], change{start: at, seq: s.seq, op: op, cmd: cmd, vals: ci.image(r)})
+			}
+			switch s.op {
+			case opInsert:
+				add(2, s.after)
+			case opDelete:
+				add(1, s.before)
+			case opUpdate:
+				switch {
+				case s.keyChange && db.cfg.KeyUpdateAsDeleteInsert:
+					add(1, s.before)
+					add(2, s.after)
+				case s.keyChange || ci.capturesAny(s.set):
+					add(3, s.before)
+					add(4, s.after)
+				}
+			}
+		}
+	}
+	if len(c.changes) == 0 && !db.touchesCaptured(tx) {
+		return at, nil
+	}
+	c.entry = db.newEntry(at, false)
+	db.pending = append(db.pending, c)
+	if !db.cfg.ManualCapture {
+		db.captureLocked()
+	}
+	return at, nil
+}
+
+func (db *DB) touchesCaptured(tx *Txn) bool {
+	for _, s := range tx.stmts {
+		for _, ci := range db.instances {
+			if ci.tbl == s.tbl {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// RunCapture processes every committed transaction into the change tables and the mapping,
+// as one run of the capture job does. It returns the new max LSN.
+func (db *DB) RunCapture() lsn.LSN {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.captureLocked()
+	return db.maxLSNLocked()
+}
+
+func (db *DB) captureLocked() {
+	for _, c := range db.pending {
+		for ci, rows := range c.changes {
+			if ci.dropped {
+				continue
+			}
+			ci.changes = append(ci.changes, rows...)
+		}
+		db.appendEntry(c.entry)
+	}
+	db.pending = nil
+}
+
+// CommitBeforeRead queues tx to be committed by the next ReadTable after the caller took
+// its stamp and before the read's SELECT: a writer between a chunk's stamp and its read.
+func (db *DB) CommitBeforeRead(tx *Txn) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.queued = append(db.queued, tx)
+}
+
+func (db *DB) commitQueuedLocked() error {
+	q := db.queued
+	db.queued = nil
+	for _, tx := range q {
+		if _, err := db.commitLocked(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ids returns the column_id list of the current columns (shared by the rows written under it).
+func (t *table) ids() []int {
+	if t.idsCache == nil {
+		t.idsCache = make([]int, len(t.cols))
+		for i, c := range t.cols {
+			t.idsCache[i] = c.ColumnID
+		}
+	}
+	return t.idsCache
+}
