@@ -155,4 +155,3 @@ func (db *DB) NthCommitAfter(ctx context.Context, after lsn.LSN, n int) (lsn.LSN
 	j := min(i+n-1, len(m)-1)
 	return m[j].lsn, true, nil
 }
-
