@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -47,9 +48,13 @@ func (e *SchemaMismatchError) Error() string {
 // TargetFileSize. Files are uploaded as they are finished; Close uploads the last one and
 // returns them all. A Writer is not safe for concurrent use.
 //
-// Memory: the encoded pages of the current row group (up to RowGroupBytes), each column's
-// open page and dictionary (about 1 MiB each), and the statistics (a few values per
-// column). Finished row groups go to a temporary file.
+// Memory: the open row group, which is flushed to a temporary file once RowGroupBytes of
+// Arrow data went into it (its encoded, compressed pages are no larger, apart from each
+// column's dictionary of at most 1 MiB), and the statistics (a few values per column).
+//
+// Size: a file is rolled once its flushed bytes plus the finished pages of its open row
+// group reach TargetFileSize, checked every few thousand rows; the pages still open when
+// it rolls (up to 1 MiB per column before compression) come on top.
 type Writer struct {
 	store  storage.Store
 	schema *arrow.Schema
@@ -69,6 +74,8 @@ type openFile struct {
 	cw    *countingWriter
 	fw    *pqarrow.FileWriter
 	stats *fileStats
+	// groupInput is the Arrow bytes written into the open row group.
+	groupInput int64
 }
 
 // NewWriter returns a writer of schema's records into store. It does no I/O; an invalid
@@ -124,14 +131,17 @@ func (w *Writer) writePiece(ctx context.Context, rec arrow.RecordBatch) error {
 		return fmt.Errorf("encode parquet: %w", err)
 	}
 	f.stats.add(rec)
-	rowGroup := f.fw.RowGroupTotalBytesWritten()
-	if f.cw.n+rowGroup >= w.opts.TargetFileSize {
-		return w.finishFile(ctx)
-	}
-	if rowGroup >= w.opts.RowGroupBytes {
+	f.groupInput += recordBytes(rec)
+	if f.groupInput >= w.opts.RowGroupBytes {
 		if err := f.fw.NewBufferedRowGroupChecked(); err != nil {
 			return fmt.Errorf("flush row group: %w", err)
 		}
+		f.groupInput = 0
+	}
+	// The bytes on disk plus the finished pages of the open row group: a lower bound of
+	// the file's size (each column's open page is not counted).
+	if f.cw.n+f.fw.RowGroupTotalBytesWritten() >= w.opts.TargetFileSize {
+		return w.finishFile(ctx)
 	}
 	return nil
 }
@@ -225,6 +235,37 @@ func (w *Writer) Abort(ctx context.Context) error {
 	}
 	w.files = nil
 	return first
+}
+
+// recordBytes is the Arrow size of a record's values: fixed-width values, string and
+// binary bytes with their offsets, and validity bitmaps. Slices count only their rows.
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var total int64
+	for _, col := range rec.Columns() {
+		n := int64(col.Len())
+		total += (n + 7) / 8
+		switch a := col.(type) {
+		case *array.String:
+			total += offsetSpan(a.ValueOffsets()) + 4*n
+		case *array.Binary:
+			total += offsetSpan(a.ValueOffsets()) + 4*n
+		default:
+			if fw, ok := col.DataType().(arrow.FixedWidthDataType); ok {
+				total += n * int64(max(fw.BitWidth()/8, 1))
+			} else {
+				total += 8 * n
+			}
+		}
+	}
+	return total
+}
+
+// offsetSpan is the value bytes an offsets slice covers.
+func offsetSpan(offs []int32) int64 {
+	if len(offs) < 2 {
+		return 0
+	}
+	return int64(offs[len(offs)-1] - offs[0])
 }
 
 // countingWriter counts the bytes written through it.

@@ -1,0 +1,191 @@
+package parquetio
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestStatsFromValuesWritten(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t)
+	s := mustSchema(t, allTypeColumns)
+	rec := bronzeRecord(memory.DefaultAllocator, s, 10, true)
+	defer rec.Release()
+	w := NewWriter(st, s, WriterOptions{NumIndexedCols: -1})
+	if err := w.Write(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	files, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats struct {
+		NumRecords int64
+		MinValues  map[string]json.RawMessage
+		MaxValues  map[string]json.RawMessage
+		NullCount  map[string]int64
+	}
+	if err := json.Unmarshal([]byte(files[0].Stats), &stats); err != nil {
+		t.Fatalf("stats %s: %v", files[0].Stats, err)
+	}
+	if stats.NumRecords != 10 {
+		t.Errorf("numRecords %d", stats.NumRecords)
+	}
+	if len(stats.NullCount) != s.NumFields() {
+		t.Errorf("nullCount has %d columns, want %d", len(stats.NullCount), s.NumFields())
+	}
+	for name, n := range stats.NullCount {
+		if n != 1 {
+			t.Errorf("nullCount[%s] = %d, want 1", name, n)
+		}
+	}
+	wantMin := map[string]string{
+		"c_tinyint":    `-32768`,
+		"c_int":        `-2147483648`,
+		"c_bigint":     `-9223372036854775808`,
+		"c_real":       `-3.3999999521443642e+38`,
+		"c_float":      `-1.79e+308`,
+		"c_dec9":       `-9999999.99`,
+		"c_dec18":      `-99999999999999.9999`,
+		"c_dec38":      `-99999999999999999999999999999999999999`,
+		"c_dec38s38":   `-0.99999999999999999999999999999999999999`,
+		"c_money":      `-999999999999999.9999`,
+		"c_smallmoney": `-999999.9999`,
+		"c_date":       `"0001-01-01"`,
+		"c_datetime2":  `"0001-01-01T00:00:00.000"`,
+		"c_dto":        `"0001-01-01T00:00:00.000Z"`,
+		"c_nvarchar":   `""`,
+		"_commit_ts":   `"0001-01-01T00:00:00.000"`,
+	}
+	wantMax := map[string]string{
+		"c_int":       `2147483647`,
+		"c_dec38":     `99999999999999999999999999999999999999`,
+		"c_dec38s38":  `0.99999999999999999999999999999999999999`,
+		"c_date":      `"9999-12-31"`,
+		"c_datetime2": `"9999-12-31T23:59:59.999"`,
+		"c_dto":       `"9999-12-31T23:59:59.999Z"`,
+		// 32 characters of the largest value, then U+007F: its 33rd character is ASCII.
+		"c_nvarchar": mustJSON(t, string([]rune("\U0010FFFF\U0010FFFFzzzz long text, past the thirty-two character prefix")[:32])+"\u007f"),
+	}
+	for name, want := range wantMin {
+		if got := string(stats.MinValues[name]); got != want {
+			t.Errorf("minValues[%s] = %s, want %s", name, got, want)
+		}
+	}
+	for name, want := range wantMax {
+		if got := string(stats.MaxValues[name]); got != want {
+			t.Errorf("maxValues[%s] = %s, want %s", name, got, want)
+		}
+	}
+	for _, name := range []string{"c_bit", "c_binary", "c_rowversion", "c_image"} {
+		if _, ok := stats.MinValues[name]; ok {
+			t.Errorf("minValues has %s", name)
+		}
+		if _, ok := stats.MaxValues[name]; ok {
+			t.Errorf("maxValues has %s", name)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestStatsFirst32LeafColumns(t *testing.T) {
+	s := mustSchema(t, allTypeColumns) // 6 + 31 + 3 = 40 columns
+	fs := newFileStats(s, DefaultNumIndexedCols, DefaultStringPrefixLength)
+	if len(fs.cols) != 32 || fs.cols[31].name != s.Field(31).Name {
+		t.Errorf("indexed %d columns", len(fs.cols))
+	}
+	rec := bronzeRecord(memory.DefaultAllocator, s, 5, false)
+	defer rec.Release()
+	fs.add(rec)
+	out := fs.json()
+	if strings.Contains(out, `"`+s.Field(32).Name+`"`) || !strings.Contains(out, `"`+s.Field(31).Name+`"`) {
+		t.Errorf("stats %s", out)
+	}
+}
+
+func TestStatsEmptyAndAllNull(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil)
+	fs := newFileStats(s, -1, 32)
+	if got := fs.json(); got != `{"numRecords":0,"nullCount":{"a":0}}` {
+		t.Errorf("empty: %s", got)
+	}
+	b := array.NewInt32Builder(memory.DefaultAllocator)
+	b.AppendNulls(3)
+	a := b.NewArray()
+	rec := array.NewRecordBatch(s, []arrow.Array{a}, 3)
+	fs.add(rec)
+	if got := fs.json(); got != `{"numRecords":3,"nullCount":{"a":3}}` {
+		t.Errorf("all NULL: %s", got)
+	}
+}
+
+func TestStatsFloatsWithoutNaN(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "g", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	fb := array.NewFloat64Builder(memory.DefaultAllocator)
+	fb.AppendValues([]float64{1.5, math.NaN(), -2}, nil)
+	gb := array.NewFloat64Builder(memory.DefaultAllocator)
+	gb.AppendValues([]float64{1.5, 0.25, -2}, nil)
+	rec := array.NewRecordBatch(s, []arrow.Array{fb.NewArray(), gb.NewArray()}, 3)
+	fs := newFileStats(s, -1, 32)
+	fs.add(rec)
+	if got := fs.json(); got != `{"numRecords":3,"minValues":{"g":-2},"maxValues":{"g":1.5},"nullCount":{"f":0,"g":0}}` {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestStringMax(t *testing.T) {
+	p := 4
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"abc", "abc", true},
+		{"abcd", "abcd", true},
+		{"abcde", "abcd\u007f", true},
+		{"abcdé", "abcd\U0010FFFF", true},
+		{"abcd\U0010FFFFa", "abcd\U0010FFFF\u007f", true},
+		{"abcd\U0010FFFF\U0010FFFF\U0010FFFF\U0010FFFF\U0010FFFF", "", false},
+	}
+	for _, c := range cases {
+		got, ok := stringMax(c.in, p)
+		if got != c.want || ok != c.ok {
+			t.Errorf("stringMax(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+		if ok && got < c.in && !strings.HasPrefix(c.in, got) {
+			t.Errorf("stringMax(%q) = %q is not an upper bound", c.in, got)
+		}
+	}
+	if got := cutRunes("ééééé", 3); got != "ééé" || !utf8.ValidString(got) {
+		t.Errorf("cutRunes %q", got)
+	}
+}
+
+func TestFormatMillisTruncatesDown(t *testing.T) {
+	for micros, want := range map[int64]string{
+		0:                   "1970-01-01T00:00:00.000",
+		1999:                "1970-01-01T00:00:00.001",
+		-1:                  "1969-12-31T23:59:59.999",
+		-1000:               "1969-12-31T23:59:59.999",
+		-1001:               "1969-12-31T23:59:59.998",
+		minTime.UnixMicro(): "0001-01-01T00:00:00.000",
+	} {
+		if got := formatMillis(micros); got != want {
+			t.Errorf("formatMillis(%d) = %s, want %s", micros, got, want)
+		}
+	}
+}
