@@ -106,6 +106,11 @@ func TestWriterEmptyCloseAndAbort(t *testing.T) {
 	if err := w.Write(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
+	small := bronzeRecord(memory.DefaultAllocator, s, 10, false)
+	defer small.Release()
+	if err := w.Write(ctx, small); err != nil {
+		t.Fatal(err)
+	}
 	uploaded := len(w.files)
 	if uploaded == 0 || w.cur == nil {
 		t.Fatalf("want uploaded files and an open one, got %d, %v", uploaded, w.cur)
