@@ -1,0 +1,430 @@
+package deltalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// checkpointBatchRows is the number of actions per row group of a checkpoint: it bounds
+// the memory the Arrow builders hold while writing a large table's checkpoint.
+const checkpointBatchRows = 50_000
+
+// The checkpoint schema (PROTOCOL.md § Checkpoint Schema), in Spark's column order. Every
+// column and nested field is nullable, as Spark writes them, except map keys; stats_parsed
+// and partitionValues_parsed are not written (delta.checkpoint.writeStatsAsStruct is
+// optional for readers, and every reader handles the stats string).
+var (
+	cpStrMap = func() *arrow.MapType { return arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String) }
+	cpStrList = func() *arrow.ListType {
+		return arrow.ListOfField(arrow.Field{Name: "element", Type: arrow.BinaryTypes.String, Nullable: true})
+	}
+	cpDV = arrow.StructOf(
+		nf("storageType", arrow.BinaryTypes.String),
+		nf("pathOrInlineDv", arrow.BinaryTypes.String),
+		nf("offset", arrow.PrimitiveTypes.Int32),
+		nf("sizeInBytes", arrow.PrimitiveTypes.Int32),
+		nf("cardinality", arrow.PrimitiveTypes.Int64),
+	)
+	checkpointSchema = arrow.NewSchema([]arrow.Field{
+		nf("txn", arrow.StructOf(
+			nf("appId", arrow.BinaryTypes.String),
+			nf("version", arrow.PrimitiveTypes.Int64),
+			nf("lastUpdated", arrow.PrimitiveTypes.Int64),
+		)),
+		nf("add", arrow.StructOf(
+			nf("path", arrow.BinaryTypes.String),
+			nf("partitionValues", cpStrMap()),
+			nf("size", arrow.PrimitiveTypes.Int64),
+			nf("modificationTime", arrow.PrimitiveTypes.Int64),
+			nf("dataChange", arrow.FixedWidthTypes.Boolean),
+			nf("tags", cpStrMap()),
+			nf("deletionVector", cpDV),
+			nf("baseRowId", arrow.PrimitiveTypes.Int64),
+			nf("defaultRowCommitVersion", arrow.PrimitiveTypes.Int64),
+			nf("clusteringProvider", arrow.BinaryTypes.String),
+			nf("stats", arrow.BinaryTypes.String),
+		)),
+		nf("remove", arrow.StructOf(
+			nf("path", arrow.BinaryTypes.String),
+			nf("deletionTimestamp", arrow.PrimitiveTypes.Int64),
+			nf("dataChange", arrow.FixedWidthTypes.Boolean),
+			nf("extendedFileMetadata", arrow.FixedWidthTypes.Boolean),
+			nf("partitionValues", cpStrMap()),
+			nf("size", arrow.PrimitiveTypes.Int64),
+			nf("deletionVector", cpDV),
+			nf("baseRowId", arrow.PrimitiveTypes.Int64),
+			nf("defaultRowCommitVersion", arrow.PrimitiveTypes.Int64),
+		)),
+		nf("metaData", arrow.StructOf(
+			nf("id", arrow.BinaryTypes.String),
+			nf("name", arrow.BinaryTypes.String),
+			nf("description", arrow.BinaryTypes.String),
+			nf("format", arrow.StructOf(
+				nf("provider", arrow.BinaryTypes.String),
+				nf("options", cpStrMap()),
+			)),
+			nf("schemaString", arrow.BinaryTypes.String),
+			nf("partitionColumns", cpStrList()),
+			nf("createdTime", arrow.PrimitiveTypes.Int64),
+			nf("configuration", cpStrMap()),
+		)),
+		nf("protocol", arrow.StructOf(
+			nf("minReaderVersion", arrow.PrimitiveTypes.Int32),
+			nf("minWriterVersion", arrow.PrimitiveTypes.Int32),
+			nf("readerFeatures", cpStrList()),
+			nf("writerFeatures", cpStrList()),
+		)),
+		nf("domainMetadata", arrow.StructOf(
+			nf("domain", arrow.BinaryTypes.String),
+			nf("configuration", arrow.BinaryTypes.String),
+			nf("removed", arrow.FixedWidthTypes.Boolean),
+		)),
+	}, nil)
+)
+
+func nf(name string, t arrow.DataType) arrow.Field {
+	return arrow.Field{Name: name, Type: t, Nullable: true}
+}
+
+// Column indexes in checkpointSchema.
+const (
+	cpTxn = iota
+	cpAdd
+	cpRemove
+	cpMetaData
+	cpProtocol
+	cpDomain
+)
+
+// WriteCheckpoint writes a classic V1 checkpoint of snap's version,
+// _delta_log/<v:020>.checkpoint.parquet, then points _delta_log/_last_checkpoint at it
+// (PROTOCOL.md § Checkpoints, § Last Checkpoint File). The checkpoint holds the protocol,
+// the metadata, every live add (with stats as a JSON string), the remove tombstones
+// younger than delta.deletedFileRetentionDuration (default one week), every txn and the
+// live domain metadata; never commitInfo or cdc. Writing the same checkpoint twice is
+// harmless (the last one wins). _last_checkpoint is not moved back when it already
+// points at a newer checkpoint. ErrNoTable for a snapshot with no version; the table must
+// be writable (Snapshot.CanWrite).
+func WriteCheckpoint(ctx context.Context, snap *Snapshot) error {
+	if snap.Version() < 0 {
+		return ErrNoTable
+	}
+	if err := snap.CanWrite(); err != nil {
+		return err
+	}
+	retention, err := tombstoneRetention(snap.Metadata())
+	if err != nil {
+		return err
+	}
+	cutoff := snap.Table().Options().now().Add(-retention).UnixMilli()
+	actions := checkpointActions(snap, cutoff)
+	data, err := encodeCheckpoint(actions)
+	if err != nil {
+		return fmt.Errorf("encode checkpoint %d: %w", snap.Version(), err)
+	}
+	store := snap.Table().Store()
+	key := CheckpointFileKey(snap.Version())
+	if err := store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		return fmt.Errorf("write checkpoint %d: %w", snap.Version(), err)
+	}
+	if cur, ok, err := ReadLastCheckpoint(ctx, store); err == nil && ok && cur.Version > snap.Version() {
+		return nil
+	}
+	lc := LastCheckpoint{
+		Version:       snap.Version(),
+		Size:          int64(len(actions)),
+		SizeInBytes:   int64(len(data)),
+		NumOfAddFiles: int64(len(snap.Files())),
+	}
+	hint, err := json.Marshal(lc)
+	if err != nil {
+		return fmt.Errorf("encode _last_checkpoint: %w", err)
+	}
+	if err := store.Put(ctx, LastCheckpointKey, bytes.NewReader(hint), int64(len(hint))); err != nil {
+		return fmt.Errorf("write _last_checkpoint: %w", err)
+	}
+	return nil
+}
+
+// tombstoneRetention is delta.deletedFileRetentionDuration, or DefaultTombstoneRetention.
+func tombstoneRetention(m Metadata) (time.Duration, error) {
+	v, ok := m.Configuration["delta.deletedFileRetentionDuration"]
+	if !ok {
+		return DefaultTombstoneRetention, nil
+	}
+	d, err := ParseInterval(v)
+	if err != nil {
+		return 0, fmt.Errorf("delta.deletedFileRetentionDuration: %w", err)
+	}
+	return d, nil
+}
+
+// checkpointActions lists what a checkpoint of snap carries: protocol, metadata, txns,
+// domains, live files, and tombstones deleted after cutoff (ms since the epoch; a remove
+// without deletionTimestamp counts as deleted at 0, as Spark treats it).
+func checkpointActions(snap *Snapshot, cutoff int64) []Action {
+	p, m := snap.Protocol(), snap.Metadata()
+	out := []Action{{Protocol: &p}, {MetaData: &m}}
+	for _, t := range snap.Txns() {
+		out = append(out, Action{Txn: &t})
+	}
+	for _, d := range snap.DomainMetadata() {
+		out = append(out, Action{DomainMetadata: &d})
+	}
+	files := snap.Files()
+	for i := range files {
+		out = append(out, Action{Add: &files[i]})
+	}
+	for _, r := range snap.Tombstones() {
+		if r.DeletionTimestamp != nil && *r.DeletionTimestamp > cutoff {
+			r.Stats, r.Tags = "", nil // never in checkpoints
+			out = append(out, Action{Remove: &r})
+		}
+	}
+	return out
+}
+
+// encodeCheckpoint writes actions as one checkpoint Parquet file (Snappy, data page V1,
+// as Spark writes them).
+func encodeCheckpoint(actions []Action) ([]byte, error) {
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithDataPageVersion(parquet.DataPageV1),
+	)
+	fw, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(actions) || start == 0; start += checkpointBatchRows {
+		end := min(start+checkpointBatchRows, len(actions))
+		rec, err := checkpointRecord(actions[start:end])
+		if err != nil {
+			fw.Close()
+			return nil, err
+		}
+		err = fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return nil, err
+		}
+		if end == len(actions) {
+			break
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// checkpointRecord builds one record batch, one action per row.
+func checkpointRecord(actions []Action) (arrow.RecordBatch, error) {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, checkpointSchema)
+	defer b.Release()
+	sb := func(i int) *array.StructBuilder { return b.Field(i).(*array.StructBuilder) }
+	for i := range actions {
+		a := &actions[i]
+		for c := range checkpointSchema.NumFields() {
+			s := sb(c)
+			var set bool
+			switch c {
+			case cpTxn:
+				if set = a.Txn != nil; set {
+					appendTxn(s, a.Txn)
+				}
+			case cpAdd:
+				if set = a.Add != nil; set {
+					appendAdd(s, a.Add)
+				}
+			case cpRemove:
+				if set = a.Remove != nil; set {
+					appendRemove(s, a.Remove)
+				}
+			case cpMetaData:
+				if set = a.MetaData != nil; set {
+					appendMetadata(s, a.MetaData)
+				}
+			case cpProtocol:
+				if set = a.Protocol != nil; set {
+					appendProtocol(s, a.Protocol)
+				}
+			case cpDomain:
+				if set = a.DomainMetadata != nil; set {
+					appendDomain(s, a.DomainMetadata)
+				}
+			}
+			if !set {
+				s.AppendNull()
+			}
+		}
+		if a.count() != 1 || a.CommitInfo != nil || a.CDC != nil {
+			return nil, errors.New("checkpoint rows hold one txn, add, remove, metaData, protocol or domainMetadata each")
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+func appendTxn(s *array.StructBuilder, t *Txn) {
+	s.Append(true)
+	s.FieldBuilder(0).(*array.StringBuilder).Append(t.AppID)
+	s.FieldBuilder(1).(*array.Int64Builder).Append(t.Version)
+	appendI64p(s.FieldBuilder(2), t.LastUpdated)
+}
+
+func appendAdd(s *array.StructBuilder, a *Add) {
+	s.Append(true)
+	s.FieldBuilder(0).(*array.StringBuilder).Append(a.Path)
+	appendStrMap(s.FieldBuilder(1), a.PartitionValues, true)
+	s.FieldBuilder(2).(*array.Int64Builder).Append(a.Size)
+	s.FieldBuilder(3).(*array.Int64Builder).Append(a.ModificationTime)
+	s.FieldBuilder(4).(*array.BooleanBuilder).Append(a.DataChange)
+	appendStrMap(s.FieldBuilder(5), a.Tags, false)
+	appendDV(s.FieldBuilder(6), a.DeletionVector)
+	appendI64p(s.FieldBuilder(7), a.BaseRowID)
+	appendI64p(s.FieldBuilder(8), a.DefaultRowCommitVersion)
+	appendStr(s.FieldBuilder(9), a.ClusteringProvider)
+	appendStr(s.FieldBuilder(10), a.Stats)
+}
+
+func appendRemove(s *array.StructBuilder, r *Remove) {
+	s.Append(true)
+	s.FieldBuilder(0).(*array.StringBuilder).Append(r.Path)
+	appendI64p(s.FieldBuilder(1), r.DeletionTimestamp)
+	s.FieldBuilder(2).(*array.BooleanBuilder).Append(r.DataChange)
+	if r.ExtendedFileMetadata != nil {
+		s.FieldBuilder(3).(*array.BooleanBuilder).Append(*r.ExtendedFileMetadata)
+	} else {
+		s.FieldBuilder(3).AppendNull()
+	}
+	appendStrMap(s.FieldBuilder(4), r.PartitionValues, false)
+	appendI64p(s.FieldBuilder(5), r.Size)
+	appendDV(s.FieldBuilder(6), r.DeletionVector)
+	appendI64p(s.FieldBuilder(7), r.BaseRowID)
+	appendI64p(s.FieldBuilder(8), r.DefaultRowCommitVersion)
+}
+
+func appendMetadata(s *array.StructBuilder, m *Metadata) {
+	s.Append(true)
+	s.FieldBuilder(0).(*array.StringBuilder).Append(m.ID)
+	appendStr(s.FieldBuilder(1), m.Name)
+	appendStr(s.FieldBuilder(2), m.Description)
+	f := s.FieldBuilder(3).(*array.StructBuilder)
+	f.Append(true)
+	provider := m.Format.Provider
+	if provider == "" {
+		provider = "parquet"
+	}
+	f.FieldBuilder(0).(*array.StringBuilder).Append(provider)
+	appendStrMap(f.FieldBuilder(1), m.Format.Options, true)
+	s.FieldBuilder(4).(*array.StringBuilder).Append(m.SchemaString)
+	appendStrList(s.FieldBuilder(5), m.PartitionColumns, true)
+	appendI64p(s.FieldBuilder(6), m.CreatedTime)
+	appendStrMap(s.FieldBuilder(7), m.Configuration, true)
+}
+
+// appendProtocol writes the feature lists only at reader 3 / writer 7, where they are
+// required and must be non-null (PROTOCOL.md § Checkpoint Schema); null otherwise.
+func appendProtocol(s *array.StructBuilder, p *Protocol) {
+	s.Append(true)
+	s.FieldBuilder(0).(*array.Int32Builder).Append(int32(p.MinReaderVersion))
+	s.FieldBuilder(1).(*array.Int32Builder).Append(int32(p.MinWriterVersion))
+	if p.MinReaderVersion >= 3 {
+		appendStrList(s.FieldBuilder(2), p.ReaderFeatures, true)
+	} else {
+		s.FieldBuilder(2).AppendNull()
+	}
+	if p.MinWriterVersion >= 7 {
+		appendStrList(s.FieldBuilder(3), p.WriterFeatures, true)
+	} else {
+		s.FieldBuilder(3).AppendNull()
+	}
+}
+
+func appendDomain(s *array.StructBuilder, d *DomainMetadata) {
+	s.Append(true)
+	s.FieldBuilder(0).(*array.StringBuilder).Append(d.Domain)
+	s.FieldBuilder(1).(*array.StringBuilder).Append(d.Configuration)
+	s.FieldBuilder(2).(*array.BooleanBuilder).Append(d.Removed)
+}
+
+func appendDV(b array.Builder, dv *DeletionVector) {
+	s := b.(*array.StructBuilder)
+	if dv == nil {
+		s.AppendNull()
+		return
+	}
+	s.Append(true)
+	s.FieldBuilder(0).(*array.StringBuilder).Append(dv.StorageType)
+	s.FieldBuilder(1).(*array.StringBuilder).Append(dv.PathOrInlineDv)
+	if dv.Offset != nil {
+		s.FieldBuilder(2).(*array.Int32Builder).Append(*dv.Offset)
+	} else {
+		s.FieldBuilder(2).AppendNull()
+	}
+	s.FieldBuilder(3).(*array.Int32Builder).Append(dv.SizeInBytes)
+	s.FieldBuilder(4).(*array.Int64Builder).Append(dv.Cardinality)
+}
+
+func appendStr(b array.Builder, v string) {
+	if v == "" {
+		b.AppendNull()
+		return
+	}
+	b.(*array.StringBuilder).Append(v)
+}
+
+func appendI64p(b array.Builder, v *int64) {
+	if v == nil {
+		b.AppendNull()
+		return
+	}
+	b.(*array.Int64Builder).Append(*v)
+}
+
+// appendStrMap writes m with sorted keys; an empty value is written as null (PROTOCOL.md
+// § Partition Value Serialization: empty means null). A nil map is null unless required,
+// in which case it is an empty map.
+func appendStrMap(b array.Builder, m map[string]string, required bool) {
+	mb := b.(*array.MapBuilder)
+	if m == nil && !required {
+		mb.AppendNull()
+		return
+	}
+	mb.Append(true)
+	kb := mb.KeyBuilder().(*array.StringBuilder)
+	ib := mb.ItemBuilder().(*array.StringBuilder)
+	for _, k := range sortedKeys(m) {
+		kb.Append(k)
+		if v := m[k]; v == "" {
+			ib.AppendNull()
+		} else {
+			ib.Append(v)
+		}
+	}
+}
+
+func appendStrList(b array.Builder, l []string, required bool) {
+	lb := b.(*array.ListBuilder)
+	if l == nil && !required {
+		lb.AppendNull()
+		return
+	}
+	lb.Append(true)
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	for _, v := range l {
+		vb.Append(v)
+	}
+}
