@@ -1,0 +1,63 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/internal/commitlog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// Latest recovers the newest entry when it is incomplete, then lists the log (from the
+// newest version known) and returns the newest commit, or -1. When no entries exist (TTL
+// removed them) the listing alone decides.
+func (l *LogStore) Latest(ctx context.Context) (int64, error) {
+	e, found, err := l.newestEntry(ctx)
+	if err != nil {
+		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
+	}
+	hint := l.hint()
+	if found {
+		if err := l.recover(ctx, e); err != nil {
+			return 0, err
+		}
+		hint = max(hint, e.Version)
+	}
+	listedAt := l.opts.Now()
+	v, err := commitlog.Latest(ctx, l.store, hint)
+	if err != nil {
+		return 0, wrap("latest: after", hint, err)
+	}
+	if found && v == e.Version {
+		// Entry v is complete and v+1.json was absent when listed.
+		l.observe(v, listedAt)
+	}
+	return v, nil
+}
+
+// Read returns version v's commit file. When it is missing and entry v is incomplete, the
+// entry is recovered first.
+func (l *LogStore) Read(ctx context.Context, v int64) ([]byte, error) {
+	b, err := commitlog.Read(ctx, l.store, v)
+	if err == nil || !errors.Is(err, storage.ErrNotFound) || v < 0 {
+		if err != nil {
+			return nil, wrap("read", v, err)
+		}
+		return b, nil
+	}
+	e, found, gerr := l.getEntry(ctx, v)
+	if gerr != nil {
+		return nil, wrap("read: get entry of", v, gerr)
+	}
+	if !found || e.Complete {
+		return nil, wrap("read", v, err)
+	}
+	if err := l.recover(ctx, e); err != nil {
+		return nil, err
+	}
+	b, err = commitlog.Read(ctx, l.store, v)
+	if err != nil {
+		return nil, wrap("read", v, err)
+	}
+	return b, nil
+}
