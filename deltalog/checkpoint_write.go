@@ -25,7 +25,7 @@ const checkpointBatchRows = 50_000
 // and partitionValues_parsed are not written (delta.checkpoint.writeStatsAsStruct is
 // optional for readers, and every reader handles the stats string).
 var (
-	cpStrMap = func() *arrow.MapType { return arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String) }
+	cpStrMap  = func() *arrow.MapType { return arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String) }
 	cpStrList = func() *arrow.ListType {
 		return arrow.ListOfField(arrow.Field{Name: "element", Type: arrow.BinaryTypes.String, Nullable: true})
 	}
