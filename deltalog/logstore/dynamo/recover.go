@@ -109,4 +109,3 @@ func (l *LogStore) newestEntry(ctx context.Context) (entry, bool, error) {
 	e, err := parseEntry(out.Items[0])
 	return e, err == nil, err
 }
-
