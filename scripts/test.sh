@@ -11,7 +11,7 @@ if [ ! -x node_modules/.bin/dynalite ] || [ package-lock.json -nt node_modules/.
 fi
 
 port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-node_modules/.bin/dynalite --host 127.0.0.1 --port "$port" >/tmp/mssqlcdc-dynalite.$$.log 2>&1 &
+node_modules/.bin/dynalite --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >/tmp/mssqlcdc-dynalite.$$.log 2>&1 &
 dynalite_pid=$!
 cleanup() { kill "$dynalite_pid" 2>/dev/null || true; wait "$dynalite_pid" 2>/dev/null || true; }
 trap cleanup EXIT
