@@ -1,0 +1,122 @@
+package sourcetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+)
+
+// simHarness runs the contract suite against the simulator, with a capture job that lags
+// (ManualCapture): Exec and WaitCaptured run capture, like waiting for the job.
+type simHarness struct{}
+
+type simEnv struct {
+	db *cdcsim.DB
+}
+
+func (simHarness) Open(t *testing.T) Env {
+	loc, err := time.LoadLocation("America/Sao_Paulo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := cdcsim.New(cdcsim.Config{Seed: 7, Location: loc, ManualCapture: true})
+	t.Cleanup(func() { db.Close() })
+	return &simEnv{db: db}
+}
+
+func (e *simEnv) Source() source.Source       { return e.db }
+func (e *simEnv) Name(logical string) string { return logical }
+
+func (e *simEnv) CreateTable(_ context.Context, spec Table) error {
+	var cols []source.Column
+	for _, c := range spec.Columns {
+		nullable := true
+		for _, k := range spec.Key {
+			if k == c[0] {
+				nullable = false
+			}
+		}
+		col, err := ParseColumn(c[0], c[1], nullable)
+		if err != nil {
+			return err
+		}
+		cols = append(cols, col)
+	}
+	if err := e.db.CreateTable(cdcsim.TableSpec{Name: spec.Name, Columns: cols, Key: spec.Key}); err != nil {
+		return err
+	}
+	return e.EnableCapture(context.Background(), spec.Name, spec.Instance)
+}
+
+func (e *simEnv) EnableCapture(_ context.Context, table, instance string) error {
+	_, err := e.db.EnableCapture(table, cdcsim.CaptureOptions{Name: instance})
+	return err
+}
+
+type simTx struct{ tx *cdcsim.Txn }
+
+func (e *simEnv) Begin(context.Context) (Tx, error) { return &simTx{tx: e.db.Begin()}, nil }
+
+func (x *simTx) Exec(_ context.Context, stmts ...Stmt) error {
+	for _, s := range stmts {
+		var err error
+		switch {
+		case s.Insert != nil:
+			_, err = x.tx.Insert(s.Table, cdcsim.Row(s.Insert))
+		case s.Delete:
+			err = x.tx.Delete(s.Table, s.Key)
+		default:
+			err = x.tx.Update(s.Table, s.Key, cdcsim.Row(s.Update))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *simTx) Commit(context.Context) error {
+	_, err := x.tx.Commit()
+	return err
+}
+
+func (e *simEnv) Exec(ctx context.Context, stmts ...Stmt) error {
+	tx, _ := e.Begin(ctx)
+	if err := tx.Exec(ctx, stmts...); err != nil {
+		tx.(*simTx).tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	e.db.Advance(10 * time.Millisecond)
+	return e.WaitCaptured(ctx)
+}
+
+func (e *simEnv) WaitCaptured(context.Context) error {
+	e.db.RunCapture()
+	return nil
+}
+
+func (e *simEnv) Idle(context.Context) error {
+	e.db.Advance(time.Second)
+	e.db.Idle()
+	return nil
+}
+
+func (e *simEnv) Sleep(_ context.Context, d time.Duration) error {
+	e.db.Advance(d)
+	return nil
+}
+
+func (e *simEnv) Cleanup(_ context.Context, instance string, low lsn.LSN) error {
+	return e.db.Cleanup(instance, low)
+}
+
+func TestContractCDCSim(t *testing.T) {
+	Run(t, simHarness{})
+}

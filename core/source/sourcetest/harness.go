@@ -1,0 +1,127 @@
+// Package sourcetest is the contract suite of source.Source: one named test per SQL Server
+// behaviour the engine relies on (reference: shared/reference/original-snapshots-and-sql.md
+// §6 and §7). Run calls it against any implementation through a Harness that can also make
+// writes happen: the simulator's write API for core/source/cdcsim, T-SQL for a real SQL
+// Server.
+package sourcetest
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// Harness makes a fresh environment for each test.
+type Harness interface {
+	// Open returns an environment with no tables of its own yet. The harness cleans it up
+	// with t.Cleanup.
+	Open(t *testing.T) Env
+}
+
+// Env is one test's database: the Source under test and the writes the tests need. Names
+// given to Env methods are logical; Name maps them to the physical names the Source sees
+// (a real server shares one database between tests).
+type Env interface {
+	Source() source.Source
+	// Name is the physical name of a logical table or capture instance name.
+	Name(logical string) string
+	// CreateTable creates a table in schema dbo and enables CDC on it with one capture
+	// instance named by spec.Instance (all columns captured).
+	CreateTable(ctx context.Context, spec Table) error
+	// EnableCapture adds a capture instance to a table.
+	EnableCapture(ctx context.Context, table, instance string) error
+	// Begin opens a transaction.
+	Begin(ctx context.Context) (Tx, error)
+	// Exec runs the statements as one transaction and returns once capture has
+	// processed it.
+	Exec(ctx context.Context, stmts ...Stmt) error
+	// WaitCaptured returns once capture has processed every committed transaction.
+	WaitCaptured(ctx context.Context) error
+	// Idle returns once capture has written an idle entry: max LSN moved with no commit.
+	Idle(ctx context.Context) error
+	// Sleep lets d pass on the server's clock (simulated or real).
+	Sleep(ctx context.Context, d time.Duration) error
+	// Cleanup runs sys.sp_cdc_cleanup_change_table on an instance.
+	Cleanup(ctx context.Context, instance string, lowWater lsn.LSN) error
+}
+
+// Tx is an open transaction of an Env.
+type Tx interface {
+	Exec(ctx context.Context, stmts ...Stmt) error
+	Commit(ctx context.Context) error
+}
+
+// Table is a table to create. Column types are T-SQL text: "int", "nvarchar(20)",
+// "decimal(18,2)", "varchar(10) COLLATE Latin1_General_CI_AS". Key columns are NOT NULL
+// and form the primary key; other columns are nullable.
+type Table struct {
+	Name     string
+	Columns  [][2]string // name, type
+	Key      []string
+	Instance string
+}
+
+// Stmt is one statement: exactly one of Insert, Update or Delete.
+type Stmt struct {
+	Table string
+	// Insert is the new row (column → value).
+	Insert map[string]any
+	// Update sets columns of the row with Key.
+	Update map[string]any
+	// Delete removes the row with Key.
+	Delete bool
+	// Key names the row for Update and Delete, in key order.
+	Key []any
+}
+
+// Insert, Update and Delete build statements.
+func Insert(table string, row map[string]any) Stmt { return Stmt{Table: table, Insert: row} }
+func Update(table string, key []any, set map[string]any) Stmt {
+	return Stmt{Table: table, Key: key, Update: set}
+}
+func Delete(table string, key ...any) Stmt { return Stmt{Table: table, Key: key, Delete: true} }
+
+var typeRE = regexp.MustCompile(`^\s*([a-zA-Z0-9]+)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(?:COLLATE\s+([A-Za-z0-9_]+))?\s*$`)
+
+// ParseColumn turns a T-SQL column type into a source.Column (Present true).
+func ParseColumn(name, sqlType string, nullable bool) (source.Column, error) {
+	m := typeRE.FindStringSubmatch(sqlType)
+	if m == nil {
+		return source.Column{}, fmt.Errorf("column %s: cannot parse type %q", name, sqlType)
+	}
+	c := source.Column{Name: name, DataType: strings.ToLower(m[1]), Collation: m[4], Present: true, Nullable: nullable}
+	n := -1
+	if m[2] != "" && m[2] != "max" {
+		n, _ = strconv.Atoi(m[2])
+	}
+	switch c.DataType {
+	case "decimal", "numeric":
+		c.Precision, c.Scale = 18, 0
+		if n > 0 {
+			c.Precision = n
+		}
+		if m[3] != "" {
+			c.Scale, _ = strconv.Atoi(m[3])
+		}
+	case "datetime2", "datetimeoffset", "time":
+		c.DatetimePrecision = 7
+		if n >= 0 && m[2] != "" {
+			c.DatetimePrecision = n
+		}
+	case "char", "varchar", "nchar", "nvarchar", "binary", "varbinary":
+		c.MaxLength = 1
+		if m[2] == "max" {
+			c.MaxLength = -1
+		} else if n > 0 {
+			c.MaxLength = n
+		}
+	}
+	return c, nil
+}
