@@ -28,7 +28,7 @@ func (simHarness) Open(t *testing.T) Env {
 	return &simEnv{db: db}
 }
 
-func (e *simEnv) Source() source.Source       { return e.db }
+func (e *simEnv) Source() source.Source      { return e.db }
 func (e *simEnv) Name(logical string) string { return logical }
 
 func (e *simEnv) CreateTable(_ context.Context, spec Table) error {
