@@ -1,0 +1,164 @@
+// Package location opens a table URL as the storage.Store and logstore.LogStore under it:
+//
+//	/data/lake/orders, ./orders, file:///data/lake/orders  → local disk (localstore + localfs)
+//	s3://bucket/prefix (or s3a://)                          → S3 (s3store), committing through
+//	                                                          DynamoDB (logstore/dynamo) when
+//	                                                          Config.DynamoTable is set, else by
+//	                                                          S3 conditional put (logstore/condput)
+//
+// AWS clients are built from the default credential chain (environment, shared config,
+// instance or task role) unless Config.Credentials is set. Open does no network I/O.
+package location
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
+)
+
+// DefaultRegion is used when neither Config.Region nor the environment names one. It is
+// also Spark's default region for the DynamoDB log table (ddb.region).
+const DefaultRegion = "us-east-1"
+
+// Config tells Open how to reach S3 and DynamoDB. The zero Config uses AWS defaults and
+// commits on S3 by conditional put.
+type Config struct {
+	// Region of the bucket; empty: from the environment / shared config, else DefaultRegion.
+	Region string
+	// Endpoint overrides the S3 endpoint ("http://127.0.0.1:9000" for an emulator).
+	Endpoint string
+	// PathStyle addresses buckets as <endpoint>/<bucket> (emulators need it).
+	PathStyle bool
+	// DynamoTable is the DynamoDB log table (e.g. dynamo.DefaultTable, "delta_log");
+	// empty commits by S3 conditional put instead.
+	DynamoTable string
+	// DynamoRegion is the log table's region; empty: Region. Spark defaults it to
+	// us-east-1 whatever the bucket's region: every writer must use the same one.
+	DynamoRegion string
+	// DynamoEndpoint overrides the DynamoDB endpoint (an emulator).
+	DynamoEndpoint string
+	// TablePathScheme is the scheme of the DynamoDB tablePath key; it must match the Spark
+	// writers' ("s3a" for OSS Spark). Empty: the URL's own scheme ("s3" for s3://).
+	TablePathScheme string
+	// Credentials overrides the default credential chain (static keys in tests).
+	Credentials aws.CredentialsProvider
+}
+
+// UnsupportedSchemeError is returned by Open for a URL whose scheme it cannot open.
+type UnsupportedSchemeError struct {
+	URL    string
+	Scheme string
+}
+
+func (e *UnsupportedSchemeError) Error() string {
+	return fmt.Sprintf("location: %s: unsupported scheme %q (want a path, file://, s3:// or s3a://)", e.URL, e.Scheme)
+}
+
+// Open returns the Store rooted at the table and the LogStore that commits it.
+func Open(ctx context.Context, rawURL string, cfg Config) (storage.Store, logstore.LogStore, error) {
+	scheme, _, hasScheme := strings.Cut(rawURL, "://")
+	if !hasScheme {
+		if strings.HasPrefix(rawURL, "file:") {
+			return nil, nil, fmt.Errorf("location: %s: want file:///absolute/path", rawURL)
+		}
+		return openLocal(rawURL)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("location: parse %s: %w", rawURL, err)
+	}
+	switch strings.ToLower(scheme) {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, nil, fmt.Errorf("location: %s: file URLs on another host are not supported", rawURL)
+		}
+		return openLocal(filepath.FromSlash(u.Path))
+	case "s3", "s3a":
+		return openS3(ctx, rawURL, u, cfg)
+	}
+	return nil, nil, &UnsupportedSchemeError{URL: rawURL, Scheme: scheme}
+}
+
+func openLocal(dir string) (storage.Store, logstore.LogStore, error) {
+	if dir == "" {
+		return nil, nil, fmt.Errorf("location: empty path")
+	}
+	l, err := localfs.New(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("location: %w", err)
+	}
+	return l.Store(), l, nil
+}
+
+func openS3(ctx context.Context, rawURL string, u *url.URL, cfg Config) (storage.Store, logstore.LogStore, error) {
+	if u.Host == "" {
+		return nil, nil, fmt.Errorf("location: %s: no bucket", rawURL)
+	}
+	awsCfg, err := loadAWS(ctx, cfg.Region, cfg.Credentials)
+	if err != nil {
+		return nil, nil, err
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+	})
+	// The key prefix as Hadoop reads it: the URL path, un-escaped.
+	store := s3store.New(client, u.Host, u.Path)
+	if cfg.DynamoTable == "" {
+		return store, condput.New(store), nil
+	}
+	ddbCfg := awsCfg
+	if cfg.DynamoRegion != "" && cfg.DynamoRegion != awsCfg.Region {
+		if ddbCfg, err = loadAWS(ctx, cfg.DynamoRegion, cfg.Credentials); err != nil {
+			return nil, nil, err
+		}
+	}
+	ddb := dynamodb.NewFromConfig(ddbCfg, func(o *dynamodb.Options) {
+		if cfg.DynamoEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.DynamoEndpoint)
+		}
+	})
+	tableScheme := cfg.TablePathScheme
+	if tableScheme == "" {
+		tableScheme = strings.ToLower(u.Scheme)
+	}
+	logs, err := dynamo.New(ddb, store, dynamo.Options{Table: cfg.DynamoTable, Scheme: tableScheme})
+	if err != nil {
+		return nil, nil, fmt.Errorf("location: %w", err)
+	}
+	return store, logs, nil
+}
+
+func loadAWS(ctx context.Context, region string, creds aws.CredentialsProvider) (aws.Config, error) {
+	var opts []func(*config.LoadOptions) error
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
+	if creds != nil {
+		opts = append(opts, config.WithCredentialsProvider(creds))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("location: load AWS config: %w", err)
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = DefaultRegion
+	}
+	return awsCfg, nil
+}

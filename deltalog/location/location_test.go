@@ -1,0 +1,125 @@
+package location_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+)
+
+// roundTrip commits version 0 through the log store and reads it through the store.
+func roundTrip(t *testing.T, s storage.Store, l logstore.LogStore) {
+	t.Helper()
+	ctx := t.Context()
+	if err := l.Write(ctx, 0, []byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.GetRange(ctx, "_delta_log/00000000000000000000.json", 0, -1)
+	if err != nil || string(b) != "{}\n" {
+		t.Fatalf("commit file = %q, %v", b, err)
+	}
+}
+
+func TestLocal(t *testing.T) {
+	dir := t.TempDir()
+	for _, u := range []string{filepath.Join(dir, "a"), "file://" + filepath.ToSlash(filepath.Join(dir, "b c")), "file://localhost" + filepath.ToSlash(filepath.Join(dir, "d"))} {
+		s, l, err := location.Open(t.Context(), u, location.Config{})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", u, err)
+		}
+		if _, ok := l.(*localfs.LogStore); !ok {
+			t.Fatalf("Open(%q) log store is %T", u, l)
+		}
+		roundTrip(t, s, l)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b c", "_delta_log")); err != nil {
+		t.Fatalf("file URL path not unescaped: %v", err)
+	}
+}
+
+func TestRelativePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s, _, err := location.Open(t.Context(), "lake/orders", location.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.URL(), "file:///") || !strings.HasSuffix(s.URL(), "/lake/orders") {
+		t.Fatalf("URL = %q", s.URL())
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	for _, u := range []string{"gs://bucket/t", "abfss://c@a.dfs.core.windows.net/t", "http://x/y"} {
+		_, _, err := location.Open(t.Context(), u, location.Config{})
+		var use *location.UnsupportedSchemeError
+		if !errors.As(err, &use) {
+			t.Errorf("Open(%q): err = %v, want *UnsupportedSchemeError", u, err)
+		}
+	}
+	for _, u := range []string{"file://otherhost/x", "s3:///prefix", "file:relative"} {
+		if _, _, err := location.Open(t.Context(), u, location.Config{}); err == nil {
+			t.Errorf("Open(%q) succeeded", u)
+		}
+	}
+}
+
+func TestS3ConditionalPut(t *testing.T) {
+	srv := emulators.StartS3(t)
+	bucket := srv.Bucket(t)
+	cfg := location.Config{Endpoint: srv.URL, PathStyle: true, Credentials: emulators.Credentials}
+	s, l, err := location.Open(t.Context(), "s3://"+bucket+"/lake/my%20orders/", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.(*condput.LogStore); !ok {
+		t.Fatalf("log store is %T, want condput", l)
+	}
+	if s.URL() != "s3://"+bucket+"/lake/my orders" {
+		t.Fatalf("URL = %q", s.URL())
+	}
+	roundTrip(t, s, l)
+}
+
+func TestS3DynamoDB(t *testing.T) {
+	srv := emulators.StartS3(t)
+	ddbEndpoint := emulators.DynamoDBEndpoint(t)
+	table := emulators.UniqueName("delta_log_")
+	ctx := t.Context()
+	if err := dynamo.CreateTable(ctx, emulators.DynamoDB(t), table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	bucket := srv.Bucket(t)
+	cfg := location.Config{
+		Endpoint: srv.URL, PathStyle: true, Credentials: emulators.Credentials,
+		DynamoTable: table, DynamoEndpoint: ddbEndpoint, DynamoRegion: emulators.Region,
+	}
+	for _, tc := range []struct{ url, scheme, want string }{
+		{"s3://" + bucket + "/t1", "", "s3://" + bucket + "/t1"},
+		{"s3://" + bucket + "/t2", "s3a", "s3a://" + bucket + "/t2"},
+		{"s3a://" + bucket + "/t3", "", "s3a://" + bucket + "/t3"},
+	} {
+		cfg.TablePathScheme = tc.scheme
+		s, l, err := location.Open(ctx, tc.url, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := l.(*dynamo.LogStore)
+		if !ok {
+			t.Fatalf("log store is %T, want dynamo", l)
+		}
+		if d.TablePathKey() != tc.want {
+			t.Fatalf("tablePath = %q, want %q", d.TablePathKey(), tc.want)
+		}
+		roundTrip(t, s, l)
+	}
+}
