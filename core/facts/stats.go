@@ -130,3 +130,74 @@ func (s *BatchStats) UserMetadata(appID string, batchID int64) string {
 	}{s.Rows, str(s.MinLSN), str(s.MaxLSN), ts(s.MinCommitTS), ts(s.MaxCommitTS), s.Deletes, s.Inserts, s.Updates, batchID, appID})
 	return string(b)
 }
+
+// ParseUserMetadata reads back what UserMetadata wrote: the batch's facts, its app_id and
+// batch id. Bytes is not recorded and reads as 0.
+func ParseUserMetadata(s string) (st BatchStats, appID string, batchID int64, err error) {
+	var md struct {
+		Rows        int64   `json:"rows"`
+		MinLSN      *string `json:"min_lsn"`
+		MaxLSN      *string `json:"max_lsn"`
+		MinCommitTS *string `json:"min_commit_ts"`
+		MaxCommitTS *string `json:"max_commit_ts"`
+		Deletes     int64   `json:"deletes"`
+		Inserts     int64   `json:"inserts"`
+		Updates     int64   `json:"updates"`
+		BatchID     *int64  `json:"batch_id"`
+		AppID       string  `json:"app_id"`
+	}
+	if err := json.Unmarshal([]byte(s), &md); err != nil {
+		return st, "", 0, fmt.Errorf("batch userMetadata: %w", err)
+	}
+	if md.BatchID == nil {
+		return st, "", 0, fmt.Errorf("batch userMetadata: no batch_id")
+	}
+	ts := func(p *string) (*time.Time, error) {
+		if p == nil {
+			return nil, nil
+		}
+		t, err := time.Parse("2006-01-02T15:04:05.999999999", *p)
+		if err != nil {
+			return nil, fmt.Errorf("batch userMetadata time %q: %w", *p, err)
+		}
+		return &t, nil
+	}
+	st.Rows, st.Deletes, st.Inserts, st.Updates = md.Rows, md.Deletes, md.Inserts, md.Updates
+	if md.MinLSN != nil {
+		st.MinLSN = *md.MinLSN
+	}
+	if md.MaxLSN != nil {
+		st.MaxLSN = *md.MaxLSN
+	}
+	if st.MinCommitTS, err = ts(md.MinCommitTS); err != nil {
+		return st, "", 0, err
+	}
+	if st.MaxCommitTS, err = ts(md.MaxCommitTS); err != nil {
+		return st, "", 0, err
+	}
+	return st, md.AppID, *md.BatchID, nil
+}
+
+// Merge adds o's counts and widens the ranges by o's.
+func (s *BatchStats) Merge(o BatchStats) {
+	if o.Rows == 0 {
+		return
+	}
+	if s.MinLSN == "" || (o.MinLSN != "" && o.MinLSN < s.MinLSN) {
+		s.MinLSN = o.MinLSN
+	}
+	if o.MaxLSN > s.MaxLSN {
+		s.MaxLSN = o.MaxLSN
+	}
+	if s.MinCommitTS == nil || (o.MinCommitTS != nil && o.MinCommitTS.Before(*s.MinCommitTS)) {
+		s.MinCommitTS = o.MinCommitTS
+	}
+	if s.MaxCommitTS == nil || (o.MaxCommitTS != nil && o.MaxCommitTS.After(*s.MaxCommitTS)) {
+		s.MaxCommitTS = o.MaxCommitTS
+	}
+	s.Rows += o.Rows
+	s.Deletes += o.Deletes
+	s.Inserts += o.Inserts
+	s.Updates += o.Updates
+	s.Bytes += o.Bytes
+}

@@ -1,0 +1,272 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+)
+
+// env is one table streamed from a cdcsim database into Delta tables on local disk.
+type env struct {
+	t    *testing.T
+	db   *cdcsim.DB
+	dir  string
+	spec *config.Spec
+	// wrap, when set, wraps every store and the source (fault injection).
+	wrapStore func(storage.Store) storage.Store
+	wrapLogs  func(logstore.LogStore) logstore.LogStore
+	wrapSrc   func(source.Source) source.Source
+	logs      bytes.Buffer
+}
+
+func ordersColumns() []source.Column {
+	return []source.Column{
+		{Name: "id", DataType: "int"},
+		{Name: "amount", DataType: "decimal", Precision: 18, Scale: 2, Nullable: true},
+		{Name: "note", DataType: "nvarchar", MaxLength: 50, Nullable: true},
+	}
+}
+
+func newEnv(t *testing.T, cfg cdcsim.Config) *env {
+	t.Helper()
+	db := cdcsim.New(cfg)
+	if err := db.CreateTable(cdcsim.TableSpec{Name: "orders", Columns: ordersColumns(), Key: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.EnableCapture("orders", cdcsim.CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	spec := &config.Spec{
+		AppID:      "orders-test",
+		Source:     config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_orders"},
+		Bronze:     filepath.Join(dir, "bronze"),
+		Checkpoint: filepath.Join(dir, "checkpoint"),
+		FactsTable: filepath.Join(dir, "facts"),
+	}
+	spec.Defaults()
+	spec.Options.NumPartitions = 2
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, db: db, dir: dir, spec: spec}
+}
+
+func (e *env) store(dir string) storage.Store {
+	s, err := localstore.New(dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if e.wrapStore != nil {
+		return e.wrapStore(s)
+	}
+	return s
+}
+
+func (e *env) table(dir string) *deltalog.Table {
+	ls, err := localfs.New(dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var l logstore.LogStore = ls
+	if e.wrapLogs != nil {
+		l = e.wrapLogs(l)
+	}
+	return deltalog.Open(e.store(dir), l, deltalog.Options{RetryBaseDelay: 1})
+}
+
+func (e *env) deps() Deps {
+	var src source.Source = e.db
+	if e.wrapSrc != nil {
+		src = e.wrapSrc(src)
+	}
+	return Deps{
+		Source:     src,
+		Bronze:     e.table(e.spec.Bronze),
+		Facts:      e.table(e.spec.FactsTable),
+		Checkpoint: checkpoint.New(e.store(e.spec.Checkpoint), e.spec.AppID),
+	}
+}
+
+// run runs one invocation.
+func (e *env) run(opts Options) (Result, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(&e.logs, nil))
+	}
+	if opts.Now == nil {
+		opts.Now = e.db.Now
+	}
+	return Run(context.Background(), e.spec, e.deps(), opts)
+}
+
+// mustDrain runs invocations until caught up.
+func (e *env) mustDrain(opts Options) Result {
+	e.t.Helper()
+	var total Result
+	for i := 0; i < 1000; i++ {
+		res, err := e.run(opts)
+		if err != nil {
+			e.t.Fatalf("run: %v", err)
+		}
+		total.Batches += res.Batches
+		total.Rows += res.Rows
+		total.Offset = res.Offset
+		if res.CaughtUp {
+			total.CaughtUp = true
+			return total
+		}
+	}
+	e.t.Fatal("never caught up")
+	return total
+}
+
+func (e *env) exec(fn func(tx *cdcsim.Txn) error) lsn.LSN {
+	e.t.Helper()
+	l, err := e.db.Exec(fn)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
+// bronzeState rebuilds the current state from bronze.
+func (e *env) bronzeState() (*rebuild.State, *rebuild.Log) {
+	e.t.Helper()
+	snap, err := deltalog.Open(e.store(e.spec.Bronze), mustLocalfs(e.t, e.spec.Bronze), deltalog.Options{}).Snapshot(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	st, lg, err := rebuild.FromBronze(context.Background(), snap, []string{"id"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st, lg
+}
+
+// sourceState reads the simulator's table.
+func (e *env) sourceState() *rebuild.State {
+	e.t.Helper()
+	cols, err := e.db.Columns("orders")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rows, err := e.db.ReadTable(context.Background(), source.TableRead{Table: source.Table{Schema: "dbo", Name: "orders"}, Columns: cols})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	st, err := rebuild.FromRows(context.Background(), rows, []string{"id"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// sourceChangeRows counts the change rows of every capture instance of orders that
+// stream reads: each instance's rows below the next instance's start LSN.
+func (e *env) sourceChangeRows() int64 {
+	e.t.Helper()
+	ctx := context.Background()
+	list, err := e.db.CaptureInstances(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	insts := source.InstancesOf(list, "dbo", "orders")
+	max, _ := e.db.MaxLSN(ctx)
+	var n int64
+	for _, s := range spans(insts, lsn.Zero, max) {
+		rows, err := e.db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: s.CI.Name, From: s.From, To: s.To})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for {
+			rec, err := rows.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			n += rec.NumRows()
+			rec.Release()
+		}
+		rows.Close()
+	}
+	return n
+}
+
+func (e *env) factsRows() []facts.Row {
+	e.t.Helper()
+	snap, err := deltalog.Open(e.store(e.spec.FactsTable), mustLocalfs(e.t, e.spec.FactsTable), deltalog.Options{}).Snapshot(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rows, err := facts.ReadRows(context.Background(), snap, e.spec.AppID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rows
+}
+
+func mustLocalfs(t *testing.T, dir string) logstore.LogStore {
+	ls, err := localfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
+}
+
+// assertConverged checks bronze against the source: every change exactly once, the
+// rebuilt state equal to the table, one facts row per batch.
+func (e *env) assertConverged() {
+	e.t.Helper()
+	st, lg := e.bronzeState()
+	if lg.Duplicates != 0 {
+		e.t.Errorf("bronze has %d duplicate changes", lg.Duplicates)
+	}
+	if got, want := lg.ChangeRows(), e.sourceChangeRows(); got != want {
+		e.t.Errorf("bronze holds %d change rows, the source %d", got, want)
+	}
+	if d := rebuild.Diff(e.sourceState(), st, 10); len(d) > 0 {
+		e.t.Errorf("rebuilt state differs from the table:\n%s", joinLines(d))
+	}
+	seen := map[int64]int{}
+	for _, r := range e.factsRows() {
+		if r.Event == "" {
+			seen[*r.BatchID]++
+		}
+	}
+	for b, n := range seen {
+		if n != 1 {
+			e.t.Errorf("batch %d has %d facts rows", b, n)
+		}
+	}
+	for b := int64(0); b < int64(len(seen)); b++ {
+		if seen[b] != 1 {
+			e.t.Errorf("batch %d has no facts row (batches %v)", b, seen)
+		}
+	}
+}
+
+func joinLines(s []string) string {
+	var b bytes.Buffer
+	for _, l := range s {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,98 @@
+package stream
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
+
+// DataLossError: changes the stream has not read are gone from the change table, because
+// CDC cleanup purged them or because the capture instance that alone held them was
+// disabled (reference original-stream-and-tables.md §12.1, §12.2). A rerun fails the
+// same way: the checkpoint still points before the gap. Step Functions matches the name.
+type DataLossError struct {
+	CaptureInstance string
+	// From is the first LSN the stream still had to read; MinLSN the instance's low
+	// watermark that is now above it.
+	From, MinLSN lsn.LSN
+	// DuringRead is true when cleanup moved past From while the range was being read
+	// (the check after the read), false when found at planning.
+	DuringRead bool
+}
+
+func (e *DataLossError) Error() string {
+	when := ""
+	if e.DuringRead {
+		when = " while it was read"
+	}
+	return fmt.Sprintf("%s: change data from %s is gone%s (min_lsn is now %s): purged by CDC cleanup, "+
+		"or held only by an older capture instance disabled before the stream read it. "+
+		"A re-snapshot is required. Set failOnDataLoss=false to skip ahead (loses changes).",
+		e.CaptureInstance, e.From, when, e.MinLSN)
+}
+
+// SchemaChangedError: the source's captured columns changed in a way bronze cannot take:
+// a column's type changed (an ALTER COLUMN inside the batch, or two capture instances
+// typing a column differently). Bronze columns are never retyped; adding a column is not
+// an error (the stream adds it to bronze as a nullable column). Step Functions matches the
+// name.
+type SchemaChangedError struct {
+	CaptureInstance string
+	Column          string
+	// Was is the column's bronze type, Now the type the source now reports.
+	Was, Now string
+	// At is the DDL's LSN when known.
+	At lsn.LSN
+}
+
+func (e *SchemaChangedError) Error() string {
+	at := ""
+	if !e.At.IsZero() {
+		at = " at " + e.At.String()
+	}
+	return fmt.Sprintf("%s: the type of captured column %s changed%s (bronze has %s, the source now %s): "+
+		"bronze cannot retype a column; write to a new bronze table (new app_id and checkpoint) or rewrite it",
+		e.CaptureInstance, e.Column, at, e.Was, e.Now)
+}
+
+// SourceUnavailableError: SQL Server could not be reached or refused the login, or a
+// transient failure outlasted the source's retries. The batch is not committed; a retry
+// later resumes it. Step Functions matches the name (and retries it).
+type SourceUnavailableError struct {
+	Op  string
+	Err error
+}
+
+func (e *SourceUnavailableError) Error() string {
+	return "source unavailable (" + e.Op + "): " + e.Err.Error()
+}
+
+func (e *SourceUnavailableError) Unwrap() error { return e.Err }
+
+// NoSnapshotError: bootstrap=true, the checkpoint is fresh and the facts table holds no
+// snapshot of this app_id to start from: run the bootstrap (or backfill) machine first.
+type NoSnapshotError struct {
+	AppID string
+}
+
+func (e *NoSnapshotError) Error() string {
+	return fmt.Sprintf("app_id %s: bootstrap=true and no snapshot found in the facts table: run the bootstrap machine (or mssqlcdc snapshot) before the stream", e.AppID)
+}
+
+// CheckpointRewoundError: the facts table already holds a batch of this app_id at or
+// above the batch the checkpoint would run: the checkpoint was deleted or rewound under
+// the same app_id, and the batches would be silently skipped by their txn (reference
+// §7.1). Start a new checkpoint with a new app_id.
+type CheckpointRewoundError struct {
+	AppID      string
+	Next       int64
+	FactsBatch int64
+}
+
+func (e *CheckpointRewoundError) Error() string {
+	return fmt.Sprintf("app_id %s: the checkpoint's next batch is %d but the facts table already has batch %d: "+
+		"the checkpoint was deleted or rewound; a new checkpoint needs a new app_id", e.AppID, e.Next, e.FactsBatch)
+}
+
+func joinNames(names []string) string { return strings.Join(names, ", ") }

@@ -1,0 +1,161 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// instances resolves the configured capture instance and returns every instance of its
+// table, oldest first (at most two). A configured instance that no longer exists resolves
+// through the table's default name <schema>_<table> to the table's newest instance
+// (reference §4.4 step 2).
+func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
+	list, err := r.src.CaptureInstances(ctx)
+	if err != nil {
+		return nil, r.sourceErr("list capture instances", err)
+	}
+	ci, err := source.Resolve(list, r.spec.Source.CaptureInstance)
+	if err != nil {
+		var nf *source.CaptureInstanceNotFoundError
+		if !errors.As(err, &nf) || r.table.name == "" {
+			return nil, err
+		}
+		insts := source.InstancesOf(list, r.table.schema, r.table.name)
+		if len(insts) == 0 {
+			return nil, err
+		}
+		return insts, nil
+	}
+	r.table.schema, r.table.name = ci.SourceSchema, ci.SourceTable
+	return source.InstancesOf(list, ci.SourceSchema, ci.SourceTable), nil
+}
+
+// initialOffset is where a fresh checkpoint starts (reference §3.2).
+func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance, maxLSN lsn.LSN) (checkpoint.Offset, error) {
+	if r.spec.Bootstrap {
+		return r.bootstrapOffset(ctx)
+	}
+	kind, at := r.spec.Starting()
+	switch kind {
+	case config.StartEarliest:
+		oldest := insts[0]
+		min, err := r.src.MinLSN(ctx, oldest.Name)
+		if err != nil {
+			return checkpoint.Offset{}, r.sourceErr("min_lsn", err)
+		}
+		return r.offsetAt(ctx, min.Prev())
+	case config.StartLatest:
+		newest := insts[len(insts)-1]
+		switch {
+		case !maxLSN.IsZero() && !maxLSN.Less(newest.StartLSN):
+			return r.offsetAt(ctx, maxLSN)
+		case !newest.StartLSN.IsZero():
+			// Capture has not reached the just-enabled instance: start just before it, as
+			// a snapshot would be stamped (bug-log B.6).
+			return r.offsetAt(ctx, newest.StartLSN.Prev())
+		}
+		return checkpoint.Offset{}, &config.ConfigError{Problems: []config.Problem{{Field: "options.startingLsn",
+			Reason: "latest: neither max_lsn nor the capture instance's start LSN is known yet; retry once the capture job has run"}}}
+	default:
+		return r.offsetAt(ctx, at)
+	}
+}
+
+// offsetAt is l with its commit time ("" when l is no commit's).
+func (r *run) offsetAt(ctx context.Context, l lsn.LSN) (checkpoint.Offset, error) {
+	o := checkpoint.Offset{LSN: l}
+	if l.IsZero() {
+		return o, nil
+	}
+	t, ok, err := r.src.CommitTime(ctx, l)
+	if err != nil {
+		return o, r.sourceErr("commit time", err)
+	}
+	if ok {
+		o.CommitTS = t.UTC()
+	}
+	return o, nil
+}
+
+// planEnd is the end of the next batch after start (reference §4.2): the target recorded
+// at the invocation's start, or the maxCommitsPerBatch-th commit after start when that is
+// below. ok is false when nothing is new.
+func (r *run) planEnd(ctx context.Context, start lsn.LSN, target lsn.LSN) (lsn.LSN, bool, error) {
+	if !start.Less(target) {
+		return start, false, nil
+	}
+	upper := target
+	if n := r.spec.Options.MaxCommitsPerBatch; n != nil {
+		nth, ok, err := r.src.NthCommitAfter(ctx, start, *n)
+		if err != nil {
+			return start, false, r.sourceErr("n-th commit", err)
+		}
+		if ok && nth.Less(upper) {
+			upper = nth
+		}
+	}
+	return upper, start.Less(upper), nil
+}
+
+// span is one capture instance's part of a batch: the closed range [From, To].
+type span struct {
+	CI       source.CaptureInstance
+	From, To lsn.LSN
+}
+
+// spans cuts the batch range [from, to] at each newer instance's start LSN S: the older
+// instance for [from, S-1], the newer for [S, to] (reference §4.4 step 9; bug-log C.7,
+// C.8). Empty spans are left out. A newer instance whose S is above to is not read.
+func spans(insts []source.CaptureInstance, from, to lsn.LSN) []span {
+	var out []span
+	for i, ci := range insts {
+		if i > 0 && to.Less(ci.StartLSN) {
+			continue // capture has not reached the newer instance inside this range
+		}
+		lo := from
+		if i > 0 {
+			lo = lsn.MaxOf(from, ci.StartLSN)
+		}
+		hi := to
+		if i+1 < len(insts) {
+			if s := insts[i+1].StartLSN; !s.IsZero() && s.Compare(to) <= 0 {
+				hi = s.Prev()
+			}
+		}
+		if hi.Less(lo) {
+			continue
+		}
+		out = append(out, span{CI: ci, From: lo, To: hi})
+	}
+	return out
+}
+
+// ciLabel is the _capture_instance value: the configured spelling when the instance is
+// the configured one, else the instance's own name (reference §6.1).
+func (r *run) ciLabel(ci source.CaptureInstance) string {
+	if strings.EqualFold(ci.Name, r.spec.Source.CaptureInstance) {
+		return r.spec.Source.CaptureInstance
+	}
+	return ci.Name
+}
+
+// sourceErr maps a Source failure: connection and login failures become
+// *SourceUnavailableError (retried by Step Functions); typed errors the caller branches
+// on pass through.
+func (r *run) sourceErr(op string, err error) error {
+	var login *source.LoginError
+	if source.IsTransient(err) || errors.As(err, &login) {
+		return &SourceUnavailableError{Op: op, Err: err}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

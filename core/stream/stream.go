@@ -1,0 +1,322 @@
+// Package stream is the stream job: it reads every commit after the checkpoint from SQL
+// Server's change tables and appends the change rows to bronze, batch after batch, each
+// exactly once, with one facts row per batch (DESIGN.md §6.1; reference
+// original-stream-and-tables.md §3–§9, §12).
+//
+// One invocation (Run):
+//
+//  1. Records max_lsn as its target and resumes from the checkpoint: a batch whose
+//     offsets exist without a commit is re-run with the same range; otherwise the next
+//     batch starts at the last end offset, or at startingLsn on a fresh checkpoint.
+//  2. Plans the batch: [next(start), end] with end <= target and at most
+//     maxCommitsPerBatch commits (invariant 2: every batch ends on a commit boundary).
+//     Writes offsets/<n> with a conditional put before anything is read; a second stream
+//     on the same checkpoint loses it (*checkpoint.ConcurrentStreamError).
+//  3. Cuts the range at a newer capture instance's start LSN, checks retention (before
+//     and after the read: a purged range reads as empty, never as an error), records
+//     DDL as schema_change rows, and reads the change rows in ranges of at least
+//     MinRowsPerRange rows over numPartitions connections, streaming them into Parquet
+//     files (memory bounded by the writers' row groups, whatever the batch size).
+//  4. Commits bronze with txn(app_id, batch) — skipped on a replay — then the facts row
+//     and the batch's event rows in one commit with txn(<app_id>#facts, batch), then
+//     writes commits/<n>. An empty batch writes no bronze commit but still its facts row
+//     and its commit, so a quiet table's offset advances (bug-log D.9).
+//  5. Goes on until the target is reached (caught_up) or the time budget is spent.
+//
+// Schema changes: a column a capture instance captures that bronze lacks is added to
+// bronze as a nullable column (Delta schema evolution; older rows read NULL). A captured
+// column whose type differs from bronze's is a *SchemaChangedError before the batch is
+// read: bronze never retypes a column.
+//
+// A crash at any instruction is safe: offsets are written before the read, bronze and
+// facts are txn-keyed, and commits/<n> is written last, so a rerun replays the same range
+// and converges on the same tables (invariants 4 and 5).
+package stream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+)
+
+// Deps are the stream's connections: the source database, the bronze and facts tables
+// and the checkpoint. The caller opens and closes them.
+type Deps struct {
+	Source     source.Source
+	Bronze     *deltalog.Table
+	Facts      *deltalog.Table
+	Checkpoint *checkpoint.Checkpoint
+}
+
+// Defaults of Options.
+const (
+	// DefaultMargin is the time kept free before the invocation's deadline: no batch
+	// starts later than deadline − margin − the last batch's duration.
+	DefaultMargin = 30 * time.Second
+	// DefaultMinRowsPerRange is the original's MIN_ROWS_PER_PARTITION: a read range holds
+	// at least this many change rows, so a batch below ~100,000 rows is one connection.
+	DefaultMinRowsPerRange = 50_000
+	// DefaultRowGroupBytes bounds each writer's buffered row group: numPartitions writers
+	// run at once, so the default of parquetio (64 MiB) would be too much in a Lambda.
+	DefaultRowGroupBytes = 16 << 20
+)
+
+// Options tune a run. The zero value is usable.
+type Options struct {
+	// Margin before the ctx deadline; DefaultMargin when 0.
+	Margin time.Duration
+	// MinRowsPerRange; DefaultMinRowsPerRange when 0.
+	MinRowsPerRange int64
+	// Writer options for bronze and facts files; RowGroupBytes defaults to
+	// DefaultRowGroupBytes.
+	Writer parquetio.WriterOptions
+	// Read bounds the record batches of a change read.
+	Read source.ReadOptions
+	// MaxBatches stops after this many batches (0: no bound). Tests and the CLI use it.
+	MaxBatches int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Logger receives one structured line per batch; slog.Default() when nil.
+	Logger *slog.Logger
+	// OnBatch, when set, is called after each batch is committed.
+	OnBatch func(BatchReport)
+}
+
+// Result is what one invocation did.
+type Result struct {
+	// CaughtUp is true when the stream reached the max_lsn recorded at the start.
+	CaughtUp bool `json:"caught_up"`
+	// Batches committed by this invocation (empty ones included) and the change rows
+	// they appended.
+	Batches int   `json:"batches"`
+	Rows    int64 `json:"rows"`
+	// Offset is the stream's position after the invocation: the last committed end.
+	Offset checkpoint.Offset `json:"offset"`
+}
+
+// BatchReport describes one committed batch (for progress lines, logs and metrics).
+type BatchReport struct {
+	Batch      int64
+	Start, End checkpoint.Offset
+	Rows       int64
+	// Bytes is the Arrow size of the change rows read.
+	Bytes    int64
+	Duration time.Duration
+	// Replayed is true when bronze already held the batch (a rerun after a crash).
+	Replayed bool
+	// Events are the event kinds written with the batch.
+	Events []string
+	// Lag and headroom of the facts row (nil when unknown).
+	IngestionLagSeconds    *float64
+	CaptureLagSeconds      *float64
+	RetentionHeadroomHours *float64
+}
+
+// run is one invocation's state.
+type run struct {
+	spec  *config.Spec
+	deps  Deps
+	src   source.Source
+	opts  Options
+	log   *slog.Logger
+	table struct{ schema, name string }
+}
+
+func (o Options) withDefaults() Options {
+	if o.Margin == 0 {
+		o.Margin = DefaultMargin
+	}
+	if o.MinRowsPerRange == 0 {
+		o.MinRowsPerRange = DefaultMinRowsPerRange
+	}
+	if o.Writer.RowGroupBytes == 0 {
+		o.Writer.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Run runs one invocation of the stream for spec (validated). It returns the result so
+// far together with any error; errors callers branch on are *DataLossError,
+// *SchemaChangedError, *SourceUnavailableError, *config.ConfigError,
+// *checkpoint.ConcurrentStreamError, *CheckpointRewoundError and *NoSnapshotError.
+func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	r := &run{spec: spec, deps: deps, src: deps.Source, opts: opts,
+		log: opts.Logger.With("app_id", spec.AppID)}
+	return r.invoke(ctx)
+}
+
+func (r *run) invoke(ctx context.Context) (Result, error) {
+	var res Result
+	began := r.opts.Now()
+	stopAt := r.stopTime(ctx, began)
+
+	target, err := r.src.MaxLSN(ctx)
+	if err != nil {
+		return res, r.sourceErr("max_lsn", err)
+	}
+	insts, err := r.instances(ctx)
+	if err != nil {
+		return res, err
+	}
+	state, err := r.deps.Checkpoint.Resume(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := r.checkNotRewound(ctx, state); err != nil {
+		return res, err
+	}
+
+	var start checkpoint.Offset
+	switch {
+	case state.Pending != nil:
+		start = state.Pending.Start
+	case state.Last != nil:
+		start = state.Last.End
+	default:
+		if start, err = r.initialOffset(ctx, insts, target); err != nil {
+			return res, err
+		}
+	}
+	res.Offset = start
+	if state.Pending == nil && state.Last != nil {
+		res.Offset = state.Last.End
+	}
+
+	next := state.Next
+	var lastDur time.Duration
+	for {
+		var b checkpoint.Batch
+		if state.Pending != nil {
+			b = *state.Pending
+			state.Pending = nil
+		} else {
+			end, ok, err := r.planEnd(ctx, start.LSN, target)
+			if err != nil {
+				return res, err
+			}
+			if !ok {
+				res.CaughtUp = true
+				return res, nil
+			}
+			endOff, err := r.offsetAt(ctx, end)
+			if err != nil {
+				return res, err
+			}
+			b = checkpoint.Batch{ID: next, Start: start, End: endOff}
+			if err := r.deps.Checkpoint.WriteOffsets(ctx, b); err != nil {
+				return res, err
+			}
+		}
+		t0 := r.opts.Now()
+		rep, err := r.batch(ctx, b, insts)
+		if err != nil {
+			return res, err
+		}
+		lastDur = r.opts.Now().Sub(t0)
+		res.Batches++
+		res.Rows += rep.Rows
+		res.Offset = b.End
+		start, next = b.End, b.ID+1
+		if r.opts.OnBatch != nil {
+			r.opts.OnBatch(rep)
+		}
+		if err := r.deps.Checkpoint.Clean(ctx, b.ID); err != nil {
+			r.log.Warn("checkpoint clean-up failed", "err", err)
+		}
+		if !b.End.LSN.Less(target) {
+			res.CaughtUp = true
+			return res, nil
+		}
+		if r.opts.MaxBatches > 0 && res.Batches >= r.opts.MaxBatches {
+			return res, nil
+		}
+		if !stopAt.IsZero() && r.opts.Now().Add(lastDur).After(stopAt) {
+			return res, nil
+		}
+		// A newer capture instance may appear between batches.
+		if insts, err = r.instances(ctx); err != nil {
+			return res, err
+		}
+	}
+}
+
+// stopTime is when no further batch may start: the ctx deadline minus the margin, or
+// began + max_seconds, whichever is first; zero when neither bounds the run.
+func (r *run) stopTime(ctx context.Context, began time.Time) time.Time {
+	var stop time.Time
+	if d, ok := ctx.Deadline(); ok {
+		stop = d.Add(-r.opts.Margin)
+	}
+	if s := r.spec.MaxSeconds; s > 0 {
+		m := began.Add(time.Duration(s * float64(time.Second)))
+		if stop.IsZero() || m.Before(stop) {
+			stop = m
+		}
+	}
+	return stop
+}
+
+// checkNotRewound refuses a checkpoint that is behind the facts table of the same app_id
+// (reference §7.1): its batches would be skipped by their txn, silently.
+func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
+	snap, err := r.deps.Facts.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("read facts table: %w", err)
+	}
+	v, ok := snap.TxnVersion(facts.TxnFacts(r.spec.AppID))
+	if !ok {
+		return nil
+	}
+	limit := st.Next // the next new batch must be above every recorded one
+	if st.Pending != nil {
+		limit = st.Pending.ID + 1 // a pending batch may already be in the facts
+	}
+	if v >= limit {
+		return &CheckpointRewoundError{AppID: r.spec.AppID, Next: st.Next, FactsBatch: v}
+	}
+	return nil
+}
+
+// bootstrapOffset is where a fresh checkpoint with bootstrap=true starts: the newest
+// snapshot of this app_id in the facts table (a bootstrap/resnapshot row's LSN), or an
+// open chunked snapshot's S (the stream starts at S at once, DESIGN.md §6.3).
+func (r *run) bootstrapOffset(ctx context.Context) (checkpoint.Offset, error) {
+	snap, err := r.deps.Facts.Snapshot(ctx)
+	if err != nil {
+		return checkpoint.Offset{}, fmt.Errorf("read facts table: %w", err)
+	}
+	rows, err := facts.ReadRows(ctx, snap, r.spec.AppID)
+	if err != nil {
+		return checkpoint.Offset{}, err
+	}
+	var start lsn.LSN
+	found := false
+	if l, ok := facts.LatestSnapshotLSN(rows, r.spec.AppID); ok {
+		start, found = l, true
+	}
+	for _, o := range facts.OpenSnapshots(rows, r.spec.AppID, lsn.Zero) {
+		if o.Mode == config.SnapshotChunked && (!found || start.Less(o.S)) {
+			start, found = o.S, true
+		}
+	}
+	if !found {
+		return checkpoint.Offset{}, &NoSnapshotError{AppID: r.spec.AppID}
+	}
+	return r.offsetAt(ctx, start)
+}
