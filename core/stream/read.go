@@ -189,4 +189,3 @@ func (r *run) readOne(ctx context.Context, batch int64, rr readRange, cols []sou
 		rec.Release()
 	}
 }
-
