@@ -1,6 +1,8 @@
 package condput_test
 
 import (
+	"context"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
@@ -16,4 +18,44 @@ func TestConformanceOnS3(t *testing.T) {
 		store := s3store.New(srv.Client(), srv.Bucket(t), "warehouse/orders")
 		return logstoretest.Table{Store: store, New: func() logstore.LogStore { return condput.New(store) }}
 	})
+}
+
+// An uncontended commit is one request: PutObject If-None-Match: *.
+func TestUncontendedCommitRequests(t *testing.T) {
+	srv := emulators.StartS3(t)
+	s := storagetest.NewCounting(s3store.New(srv.Client(), srv.Bucket(t), "t"), nil)
+	l := condput.New(s)
+	for v := range int64(3) {
+		s.Counter.Reset()
+		if err := l.Write(t.Context(), v, logstoretest.Commit(0, int(v))); err != nil {
+			t.Fatal(err)
+		}
+		if s.Counter.Total() != 1 || s.Counter.Count("PutIfAbsent") != 1 {
+			t.Fatalf("Write(%d): %v, want one PutIfAbsent", v, s.Counter.Counts())
+		}
+	}
+}
+
+// BenchmarkCommitRequests reports the S3 requests of an uncontended commit (requests/op);
+// ns/op is against the in-process emulator, not AWS.
+func BenchmarkCommitRequests(b *testing.B) {
+	srv := emulators.StartS3(b)
+	for _, mode := range []string{"write", "latest+write"} {
+		b.Run(mode, func(b *testing.B) {
+			s := storagetest.NewCounting(s3store.New(srv.Client(), srv.Bucket(b), "t"), nil)
+			l := condput.New(s)
+			ctx := context.Background()
+			for i := range b.N {
+				if mode == "latest+write" {
+					if _, err := l.Latest(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := l.Write(ctx, int64(i), logstoretest.Commit(0, i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.Counter.Total())/float64(b.N), "requests/op")
+		})
+	}
 }

@@ -27,11 +27,13 @@ type env struct {
 	store storage.Store
 }
 
-func newEnv(t *testing.T, srv *emulators.S3Server) env {
+func newEnv(t *testing.T, srv *emulators.S3Server) env { return newEnvTB(t, srv) }
+
+func newEnvTB(t testing.TB, srv *emulators.S3Server) env {
 	t.Helper()
 	ddb := emulators.DynamoDB(t)
 	table := emulators.UniqueName("delta_log_")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := dynamo.CreateTable(ctx, ddb, table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
