@@ -1,0 +1,273 @@
+package deltalog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// Commit defaults, used when Options leaves them zero.
+const (
+	// DefaultMaxCommitAttempts bounds the Write calls of one Commit; delta-rs allows 15
+	// retries. Each lost race costs a read of the winning commits, so the bound also caps
+	// the work done under contention.
+	DefaultMaxCommitAttempts = 15
+	// DefaultRetryBaseDelay is the first backoff after a lost race; the n-th waits a
+	// random time in [0, base·2^(n-1)], capped by DefaultRetryMaxDelay ("full jitter": the
+	// losers of a race spread out instead of colliding again at the next version).
+	DefaultRetryBaseDelay = 10 * time.Millisecond
+	// DefaultRetryMaxDelay caps one backoff wait.
+	DefaultRetryMaxDelay = time.Second
+	// resolveAttempts is how many times an undecided Write is read back before the
+	// outcome is reported as unknown.
+	resolveAttempts = 3
+)
+
+// CommitResult is what Commit did. Version is the version the commit created; when
+// Skipped is true nothing was written, because the table already records the
+// transaction's txn(appId) at or above its version, and Version is the table version at
+// which that was seen.
+type CommitResult struct {
+	Version int64
+	Skipped bool
+}
+
+// Commit writes the transaction as the next version of the table (PROTOCOL.md § Overview,
+// optimistic concurrency):
+//
+//  1. Refuse a table this package may not write (Snapshot.CanWrite: unknown writer
+//     features, deletion vectors, column mapping, ...). Creating a table needs SetSchema
+//     (ErrNoSchema).
+//  2. Skip when SetAppTxn's version is not above the snapshot's recorded version for the
+//     app id: CommitResult{Skipped: true}, nothing written.
+//  3. logstore.Write the actions at snapshot version + 1. On ErrVersionExists another
+//     writer won that version: wait a jittered backoff, read every commit from the lost
+//     version to the latest and check each against this transaction (see
+//     checkWinner): a winner that records the app id's txn at or above ours makes the
+//     commit skipped; one that changed the protocol or metadata (or created the table
+//     this transaction meant to create) is *ConcurrentModificationError; one that moved
+//     the app id's txn below ours is *ConcurrentTxnError. Otherwise — blind appends only —
+//     retry at latest + 1. After MaxCommitAttempts lost races: *CommitAttemptsError.
+//  4. Any other Write error leaves the version undecided (logstore contract); Commit reads
+//     the version back: our bytes mean committed, other bytes a lost race, no file a free
+//     version to try again. When it cannot tell: *CommitUnknownError; retrying with the
+//     same txn(appId, version) is then safe (a landed commit is skipped).
+//  5. After a successful commit at a multiple of the checkpoint interval
+//     (Options.CheckpointInterval, else the table's delta.checkpointInterval, else
+//     DefaultCheckpointInterval), write a checkpoint of that version (WriteCheckpoint).
+//     A failed checkpoint never fails the commit: the next one is tried 'interval'
+//     commits later and readers replay the JSON commits meanwhile.
+//
+// A committed version is never reported as failed: once Write returned nil (or the
+// version reads back as our bytes) Commit returns it. The commit always carries
+// commitInfo (timestamp, operation, operationParameters, readVersion, isolationLevel
+// Serializable, isBlindAppend true, userMetadata, engineInfo, txnId) as its first action.
+func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
+	if tx.done {
+		return CommitResult{}, ErrTxnDone
+	}
+	snap := tx.snap
+	if err := snap.CanWrite(); err != nil {
+		return CommitResult{}, err
+	}
+	if snap.Version() < 0 && tx.metadata == nil {
+		return CommitResult{}, ErrNoSchema
+	}
+	if tx.hasApp {
+		if v, ok := snap.TxnVersion(tx.appID); ok && tx.appVersion <= v {
+			tx.done = true
+			return CommitResult{Version: snap.Version(), Skipped: true}, nil
+		}
+	}
+	data, err := EncodeActions(tx.actions(randomUUID()))
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("encode commit: %w", err)
+	}
+
+	logs := tx.table.logs
+	version := snap.Version() + 1
+	maxAttempts := tx.table.opts.MaxCommitAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultMaxCommitAttempts
+	}
+	for attempt := 1; ; attempt++ {
+		err := logs.Write(ctx, version, data)
+		won := err == nil
+		if err != nil && !errors.Is(err, logstore.ErrVersionExists) {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return CommitResult{}, &CommitUnknownError{Version: version, Err: err}
+			}
+			var free bool
+			won, free, err = tx.resolve(ctx, version, data, err)
+			if err != nil {
+				return CommitResult{}, err
+			}
+			if free {
+				if attempt >= maxAttempts {
+					return CommitResult{}, &CommitUnknownError{Version: version, Err: errors.New("write kept failing")}
+				}
+				if err := sleep(ctx, tx.table.backoff(attempt)); err != nil {
+					return CommitResult{}, err
+				}
+				continue
+			}
+		}
+		if won {
+			tx.done = true
+			tx.table.maybeCheckpoint(ctx, version, tx.snap.CheckpointVersion(), tx.commitMetadata())
+			return CommitResult{Version: version}, nil
+		}
+		if attempt >= maxAttempts {
+			return CommitResult{}, &CommitAttemptsError{Attempts: attempt, LastVersion: version}
+		}
+		if err := sleep(ctx, tx.table.backoff(attempt)); err != nil {
+			return CommitResult{}, err
+		}
+		next, won, skip, err := tx.rebase(ctx, version, data)
+		switch {
+		case err != nil:
+			return CommitResult{}, err
+		case won:
+			tx.done = true
+			tx.table.maybeCheckpoint(ctx, next, tx.snap.CheckpointVersion(), tx.commitMetadata())
+			return CommitResult{Version: next}, nil
+		case skip != nil:
+			tx.done = true
+			return *skip, nil
+		}
+		version = next
+	}
+}
+
+// resolve learns the outcome of a Write that failed with writeErr (neither success nor
+// ErrVersionExists) by reading the version back (the log store completes a half-done
+// commit on Read): won when it holds our bytes, free when it does not exist (nobody holds
+// it, Write may be retried), neither when another writer holds it.
+func (tx *Transaction) resolve(ctx context.Context, version int64, data []byte, writeErr error) (won, free bool, err error) {
+	readErr := writeErr
+	for i := range resolveAttempts {
+		if i > 0 {
+			if err := sleep(ctx, tx.table.backoff(i)); err != nil {
+				return false, false, &CommitUnknownError{Version: version, Err: writeErr}
+			}
+		}
+		got, err := tx.table.logs.Read(ctx, version)
+		switch {
+		case err == nil:
+			return bytes.Equal(got, data), false, nil
+		case errors.Is(err, storage.ErrNotFound):
+			return false, true, nil
+		}
+		readErr = err
+	}
+	return false, false, &CommitUnknownError{Version: version, Err: errors.Join(writeErr, readErr)}
+}
+
+// rebase reads the commits from lost (the version this transaction failed to take) to the
+// latest and checks them against the transaction: it returns the next version to try, or
+// won (one of them is this transaction's own bytes: an earlier undecided Write landed
+// after all), or a skip result, or the conflict.
+func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (next int64, won bool, skip *CommitResult, err error) {
+	latest, err := tx.table.logs.Latest(ctx)
+	if err != nil {
+		return 0, false, nil, fmt.Errorf("latest version: %w", err)
+	}
+	latest = max(latest, lost)
+	winners := make([][]Action, 0, latest-lost+1)
+	for v := lost; v <= latest; v++ {
+		got, err := tx.table.logs.Read(ctx, v)
+		if err != nil {
+			return 0, false, nil, fmt.Errorf("read winning commit %d: %w", v, err)
+		}
+		if bytes.Equal(got, data) {
+			return v, true, nil, nil
+		}
+		actions, err := DecodeActions(got)
+		if err != nil {
+			return 0, false, nil, &CorruptLogError{Version: v, Reason: "unparsable commit", Err: err}
+		}
+		winners = append(winners, actions)
+	}
+	for _, actions := range winners {
+		if tx.winnerRecordsUs(actions) {
+			return 0, false, &CommitResult{Version: latest, Skipped: true}, nil
+		}
+	}
+	for i, actions := range winners {
+		if err := tx.checkWinner(lost+int64(i), actions); err != nil {
+			return 0, false, nil, err
+		}
+	}
+	return latest + 1, false, nil, nil
+}
+
+// backoff is the wait before the attempt-th retry: full jitter over
+// [0, base·2^(attempt-1)], capped at DefaultRetryMaxDelay.
+func (t *Table) backoff(attempt int) time.Duration {
+	base := t.opts.RetryBaseDelay
+	if base <= 0 {
+		base = DefaultRetryBaseDelay
+	}
+	ceiling := base << min(attempt-1, 20)
+	if ceiling <= 0 || ceiling > DefaultRetryMaxDelay {
+		ceiling = max(DefaultRetryMaxDelay, base)
+	}
+	return rand.N(ceiling + 1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// checkpointInterval is the number of commits between checkpoints for a table with
+// metadata md: Options.CheckpointInterval, else delta.checkpointInterval, else
+// DefaultCheckpointInterval; <= 0 disables checkpoints.
+func (t *Table) checkpointInterval(md Metadata) int64 {
+	if n := t.opts.CheckpointInterval; n != 0 {
+		return int64(n)
+	}
+	if s, ok := md.Configuration["delta.checkpointInterval"]; ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return DefaultCheckpointInterval
+}
+
+// maybeCheckpoint writes a checkpoint of version when it is a multiple of the checkpoint
+// interval, as Spark does, or when one is overdue: the snapshot the transaction read was
+// built from checkpoint lastCP (-1: none) and version is more than an interval past it,
+// so an earlier checkpoint failed (a writer died, a request failed); without this rule a
+// table whose checkpoint at 10 failed would replay 20 commits until the one at 20.
+// The checkpoint is built from a full snapshot read at version (never from partial state:
+// a checkpoint must list every live file). Errors are dropped: a checkpoint is an
+// optimisation and never fails the commit that triggered it.
+func (t *Table) maybeCheckpoint(ctx context.Context, version, lastCP int64, md Metadata) {
+	n := t.checkpointInterval(md)
+	if n <= 0 || version == 0 || (version%n != 0 && version-max(lastCP, 0) <= n) {
+		return
+	}
+	snap, err := t.SnapshotAt(ctx, version)
+	if err != nil {
+		return
+	}
+	_ = WriteCheckpoint(ctx, snap)
+}
