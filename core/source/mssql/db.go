@@ -1,0 +1,191 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	// The driver registers "sqlserver" with database/sql.
+	_ "github.com/microsoft/go-mssqldb"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+var _ source.Source = (*DB)(nil)
+
+// DB is source.Source over one SQL Server database with CDC enabled. It is safe for
+// concurrent use; each call takes a connection from the pool, and a source-table read
+// holds its own until its Rows are closed.
+type DB struct {
+	db       *sql.DB
+	opts     Options
+	database string
+	user     string
+	log      *slog.Logger
+	closed   atomic.Bool
+
+	zoneMu sync.Mutex
+	zone   *zone // resolved source time zone, nil until first needed
+}
+
+// Open validates o and prepares a connection pool. It does no I/O: the first call
+// connects (a refused login is then a *source.LoginError). Bad options are the joined
+// *source.InvalidArgumentError of Options.Validate.
+func Open(o Options) (*DB, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlserver", o.dsn())
+	if err != nil {
+		return nil, fmt.Errorf("open sql server: %w", err)
+	}
+	if o.MaxOpenConns > 0 {
+		db.SetMaxOpenConns(o.MaxOpenConns)
+	}
+	d := &DB{db: db, opts: o, log: o.Logger}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	d.database, d.user = o.databaseAndUser()
+	if z, ok, _ := parseZoneOption(o.SourceTimeZone); ok {
+		d.zone = &z
+	}
+	return d, nil
+}
+
+// Close closes the pool. Calls after Close return source.ErrClosed.
+func (d *DB) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	return d.db.Close()
+}
+
+func (d *DB) ec(op string) errContext {
+	return errContext{Op: op, Database: d.database, User: d.user}
+}
+
+func (d *DB) readOptions(o source.ReadOptions) source.ReadOptions {
+	if o.BatchRows == 0 {
+		o.BatchRows = d.opts.BatchRows
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = d.opts.BatchBytes
+	}
+	return o
+}
+
+// queryRow runs a one-row statement with retries. found is false on no row.
+func (d *DB) queryRow(ctx context.Context, ec errContext, q string, args []any, dest ...any) (found bool, err error) {
+	if d.closed.Load() {
+		return false, source.ErrClosed
+	}
+	err = d.opts.Retry.do(ctx, func() error {
+		err := d.db.QueryRowContext(ctx, q, args...).Scan(dest...)
+		if errors.Is(err, sql.ErrNoRows) {
+			found = false
+			return nil
+		}
+		found = err == nil
+		return mapError(err, ec)
+	})
+	return found, err
+}
+
+// record is one result row by lowercase column name.
+type record map[string]any
+
+// queryRecords runs a small metadata statement (a procedure's result set) with retries and
+// returns its rows by column name.
+func (d *DB) queryRecords(ctx context.Context, ec errContext, q string, args []any) ([]record, error) {
+	if d.closed.Load() {
+		return nil, source.ErrClosed
+	}
+	var out []record
+	err := d.opts.Retry.do(ctx, func() error {
+		out = nil
+		rows, err := d.db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return mapError(err, ec)
+		}
+		defer rows.Close()
+		recs, err := scanRecords(rows)
+		if err != nil {
+			return mapError(err, ec)
+		}
+		out = recs
+		return nil
+	})
+	return out, err
+}
+
+func scanRecords(rows *sql.Rows) ([]record, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		r := make(record, len(cols))
+		for i, c := range cols {
+			r[strings.ToLower(c)] = vals[i]
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// sourceSession runs fn on a connection of its own after the lock-timeout and isolation
+// prefix of t, and resets the session afterwards, with retries of the whole read.
+func (d *DB) sourceSession(ctx context.Context, t source.Table, ec errContext, fn func(*sql.Conn) error) error {
+	if d.closed.Load() {
+		return source.ErrClosed
+	}
+	prefix, err := sessionPrefix(t)
+	if err != nil {
+		return err
+	}
+	return d.opts.Retry.do(ctx, func() error {
+		conn, err := d.db.Conn(ctx)
+		if err != nil {
+			return mapError(err, ec)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, prefix); err != nil {
+			return mapError(err, ec)
+		}
+		ferr := fn(conn)
+		if _, err := conn.ExecContext(ctx, sessionReset); err != nil {
+			// Settings of unknown state must not reach the pool.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		return mapError(ferr, ec)
+	})
+}
+
+// parseLSNText reads a varchar(22) LSN; NULL is the zero LSN.
+func parseLSNText(s sql.NullString) (lsn.LSN, error) {
+	if !s.Valid {
+		return lsn.Zero, nil
+	}
+	l, err := lsn.Parse(s.String)
+	if err != nil {
+		return lsn.Zero, fmt.Errorf("read lsn: %w", err)
+	}
+	return l, nil
+}
