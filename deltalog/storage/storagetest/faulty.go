@@ -25,6 +25,7 @@ type Faults struct {
 	opSeen int      // calls of op (or of any op) since the rule was set
 	at     int      // fail when opSeen reaches at; 0 disarms
 	sticky bool     // keep failing every later call (the process died)
+	after  bool     // the failing call reaches the backend; only its answer is lost
 	err    error
 }
 
@@ -36,6 +37,16 @@ func (f *Faults) FailAt(k int, err error) { f.set("", k, false, err) }
 // died at that call.
 func (f *Faults) FailFrom(k int, err error) { f.set("", k, true, err) }
 
+// KillAt makes the writer die at its k-th call from now: that call fails, and so does every
+// later one. With after, the k-th call still reaches the backend and only its answer is
+// lost (the request was served, the process died before reading the response).
+func (f *Faults) KillAt(k int, after bool, err error) {
+	f.set("", k, true, err)
+	f.mu.Lock()
+	f.after = after
+	f.mu.Unlock()
+}
+
 // FailOp makes the k-th call of op (a method name such as "PutIfAbsent") from now fail.
 func (f *Faults) FailOp(op string, k int, err error) { f.set(op, k, false, err) }
 
@@ -45,14 +56,14 @@ func (f *Faults) set(op string, k int, sticky bool, err error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.op, f.at, f.sticky, f.err, f.opSeen = op, k, sticky, err, 0
+	f.op, f.at, f.sticky, f.err, f.opSeen, f.after = op, k, sticky, err, 0, false
 }
 
 // Disarm stops injecting faults.
 func (f *Faults) Disarm() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.at, f.sticky = 0, false
+	f.at, f.sticky, f.after = 0, false, false
 }
 
 // Calls is the number of calls checked so far.
@@ -70,14 +81,33 @@ func (f *Faults) Ops() []string {
 }
 
 // Check records a call of op and returns the injected error when this call must fail.
-// Wrappers call it before passing the call on.
+// Wrappers that cannot run the call themselves call it before passing the call on; it
+// treats a KillAt(…, after=true) call as failing before it is made.
 func (f *Faults) Check(op string) error {
+	err, _ := f.check(op)
+	return err
+}
+
+// Do records a call of op and runs call unless the fault plan fails it first. Wrappers
+// route each call through it.
+func (f *Faults) Do(op string, call func() error) error {
+	err, runAnyway := f.check(op)
+	if err == nil {
+		return call()
+	}
+	if runAnyway {
+		_ = call()
+	}
+	return err
+}
+
+func (f *Faults) check(op string) (err error, runAnyway bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	f.ops = append(f.ops, op)
 	if f.at == 0 {
-		return nil
+		return nil, false
 	}
 	if f.op == "" || f.op == op {
 		f.opSeen++
@@ -85,13 +115,13 @@ func (f *Faults) Check(op string) error {
 	switch {
 	case f.opSeen == f.at && (f.op == "" || f.op == op):
 		if !f.sticky {
-			defer func() { f.at = 0 }()
+			f.at = 0
 		}
-		return fmt.Errorf("%s (call %d, %s): %w", "storagetest", f.calls, op, f.err)
+		return fmt.Errorf("storagetest (call %d, %s): %w", f.calls, op, f.err), f.after
 	case f.sticky && f.opSeen > f.at:
-		return fmt.Errorf("%s (call %d, %s): %w", "storagetest", f.calls, op, f.err)
+		return fmt.Errorf("storagetest (call %d, %s): %w", f.calls, op, f.err), false
 	}
-	return nil
+	return nil, false
 }
 
 // Faulty wraps a Store and fails the calls its Faults chooses, before they reach the store.
@@ -111,52 +141,49 @@ func NewFaulty(s storage.Store, f *Faults) *Faulty {
 }
 
 func (s *Faulty) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	if err := s.Faults.Check("Get"); err != nil {
+	var rc io.ReadCloser
+	err := s.Faults.Do("Get", func() (err error) { rc, err = s.Store.Get(ctx, key); return err })
+	if err != nil {
+		if rc != nil {
+			rc.Close()
+		}
 		return nil, err
 	}
-	return s.Store.Get(ctx, key)
+	return rc, nil
 }
 
 func (s *Faulty) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	if err := s.Faults.Check("GetRange"); err != nil {
+	var b []byte
+	err := s.Faults.Do("GetRange", func() (err error) { b, err = s.Store.GetRange(ctx, key, offset, length); return err })
+	if err != nil {
 		return nil, err
 	}
-	return s.Store.GetRange(ctx, key, offset, length)
+	return b, nil
 }
 
 func (s *Faulty) Head(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	if err := s.Faults.Check("Head"); err != nil {
+	var info storage.ObjectInfo
+	err := s.Faults.Do("Head", func() (err error) { info, err = s.Store.Head(ctx, key); return err })
+	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	return s.Store.Head(ctx, key)
+	return info, nil
 }
 
 func (s *Faulty) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	if err := s.Faults.Check("Put"); err != nil {
-		return err
-	}
-	return s.Store.Put(ctx, key, r, size)
+	return s.Faults.Do("Put", func() error { return s.Store.Put(ctx, key, r, size) })
 }
 
 func (s *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := s.Faults.Check("PutIfAbsent"); err != nil {
-		return err
-	}
-	return s.Store.PutIfAbsent(ctx, key, data)
+	return s.Faults.Do("PutIfAbsent", func() error { return s.Store.PutIfAbsent(ctx, key, data) })
 }
 
 func (s *Faulty) Copy(ctx context.Context, src, dst string) error {
-	if err := s.Faults.Check("Copy"); err != nil {
-		return err
-	}
-	return s.Store.Copy(ctx, src, dst)
+	return s.Faults.Do("Copy", func() error { return s.Store.Copy(ctx, src, dst) })
 }
 
 func (s *Faulty) CopyIfAbsent(ctx context.Context, src, dst string) error {
-	if err := s.Faults.Check("CopyIfAbsent"); err != nil {
-		return err
-	}
-	return s.Store.CopyIfAbsent(ctx, src, dst)
+	return s.Faults.Do("CopyIfAbsent", func() error { return s.Store.CopyIfAbsent(ctx, src, dst) })
 }
 
 func (s *Faulty) List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.ObjectInfo, error] {
@@ -174,8 +201,5 @@ func (s *Faulty) List(ctx context.Context, prefix, startAfter string) iter.Seq2[
 }
 
 func (s *Faulty) Delete(ctx context.Context, key string) error {
-	if err := s.Faults.Check("Delete"); err != nil {
-		return err
-	}
-	return s.Store.Delete(ctx, key)
+	return s.Faults.Do("Delete", func() error { return s.Store.Delete(ctx, key) })
 }

@@ -87,3 +87,25 @@ func TestCounting(t *testing.T) {
 		t.Fatal("Reset did not clear")
 	}
 }
+
+func TestKillAtAfterRunsTheCall(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		f := storagetest.NewFaulty(newLocal(t), nil)
+		ctx := t.Context()
+		f.Faults.KillAt(2, after, nil)
+		if err := f.PutIfAbsent(ctx, "a", []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.PutIfAbsent(ctx, "b", []byte("2")); !errors.Is(err, storagetest.ErrInjected) {
+			t.Fatalf("killing call: %v", err)
+		}
+		if _, err := f.Head(ctx, "a"); !errors.Is(err, storagetest.ErrInjected) {
+			t.Fatalf("call after the kill: %v", err)
+		}
+		f.Faults.Disarm()
+		_, err := f.Head(ctx, "b")
+		if landed := err == nil; landed != after {
+			t.Fatalf("after=%v: the killing call landed = %v", after, landed)
+		}
+	}
+}
