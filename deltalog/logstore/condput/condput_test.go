@@ -59,3 +59,14 @@ func BenchmarkCommitRequests(b *testing.B) {
 		})
 	}
 }
+
+// 8 writers × 50 commits each on one table: versions 0..399 are contiguous and every
+// commit is present exactly once (issue 3's acceptance, at the log store level).
+func TestEightWritersFiftyCommits(t *testing.T) {
+	srv := emulators.StartS3(t)
+	store := s3store.New(srv.Client(), srv.Bucket(t), "t")
+	logstoretest.ConcurrentWriters(t, logstoretest.Table{
+		Store: store,
+		New:   func() logstore.LogStore { return condput.New(store) },
+	}, 8, 50)
+}
