@@ -1,0 +1,83 @@
+// Package deltalog reads and writes Delta Lake tables (the Delta transaction log protocol,
+// delta-io/delta PROTOCOL.md) on an object store, so that Spark, Databricks, delta-rs,
+// Trino, Athena and DuckDB read what mssqlcdc writes, and mssqlcdc reads what they write.
+//
+// # Layout
+//
+// A table is a directory (storage.Store root). Version v is the commit file
+// _delta_log/<v:020>.json: newline-delimited JSON, one action per line (Action). Versions
+// start at 0 and have no gaps. Checkpoints (_delta_log/<v:020>.checkpoint.parquet, or
+// multi-part <v>.checkpoint.<part:010>.<parts:010>.parquet) hold the reconciled state of
+// version v; _delta_log/_last_checkpoint is a hint naming the newest one.
+//
+// # The commit contract
+//
+// A commit is the creation of _delta_log/<v>.json, exactly once, through a
+// logstore.LogStore (DynamoDB compatible with Spark's S3DynamoDBLogStore, S3 conditional
+// put, or an exclusive create on local disk):
+//
+//   - A commit file is never overwritten or deleted while its version is reachable.
+//     Once logstore.Write returns nil, version v is those bytes for every reader; once it
+//     returns logstore.ErrVersionExists, v belongs to another writer; any other error
+//     leaves v undecided and the writer reads v back to learn the outcome.
+//   - A writer reads snapshot v_read, writes its data files (names unique per attempt,
+//     never reused), then tries v_read+1. On a lost race it reads every winning commit and
+//     applies the conflict rules (PROTOCOL.md § Overview; Spark's ConflictChecker): blind
+//     appends proceed at latest+1; a changed protocol or metaData, or a moved txn of the
+//     same app id, aborts with a typed error.
+//   - Version 0 carries protocol and metaData. Each commit carries at most one metaData,
+//     one protocol, one txn per app id, and one add or remove per (path, DV id). mssqlcdc
+//     writes commitInfo first with isBlindAppend=true for appends.
+//   - Idempotence: an append carries txn(appId, version); an append whose version is not
+//     above the snapshot's recorded version for that app id is skipped, never doubled.
+//   - A checkpoint of version v is written only after v.json exists, every
+//     Options.CheckpointInterval commits (default 10, Spark's delta.checkpointInterval),
+//     then _last_checkpoint is overwritten. Writing one twice is harmless.
+//
+// # Reading (log.go, replay.go, checkpoint_read.go)
+//
+// Table.Snapshot reads _last_checkpoint (a hint only), lists _delta_log from its version
+// (or from 0 when it is missing, stale or newer than a time-travel target), takes the
+// newest complete checkpoint at or below the target (a multi-part set missing a part is
+// ignored; an unreadable checkpoint falls back to an older one, then to version 0), and
+// replays the JSON commits after it, read through LogStore.Read so that half-done
+// DynamoDB commits are completed first. Reconciliation (PROTOCOL.md § Action
+// Reconciliation): the latest protocol and metaData win; the latest txn per app id; the
+// latest domainMetadata per domain (removed deletes it); per logical file, keyed by
+// (decoded path, deletion vector unique id), the latest add (live) or remove (tombstone).
+// commitInfo comes only from JSON commits, never checkpoints. Unknown action types and
+// fields are ignored (PROTOCOL.md § Protocol Evolution).
+//
+// # Protocol and table features (protocol.go)
+//
+// The protocol is checked before the rest of a snapshot is trusted. Reading refuses, with
+// *UnsupportedFeatureError naming the feature, any reader feature outside timestampNtz,
+// deletionVectors, columnMapping and vacuumProtocolCheck, then any minReaderVersion above
+// 3 (*UnsupportedVersionError). The log of a table with deletion vectors or column
+// mapping is read (files, stats, versions), but Snapshot.CanReadData refuses to scan its
+// rows. Writing (Snapshot.CanWrite) refuses every feature not implemented, including
+// legacy writer versions read as the feature bundles they imply (2: appendOnly,
+// invariants; 3: checkConstraints; 4: changeDataFeed, generatedColumns; 5: columnMapping;
+// 6: identityColumns), deletion vectors and column mapping in any form, and features that
+// are supported only while inactive (invariants, CHECK constraints, generated, identity
+// and default columns) once the metadata uses them. New tables get reader 1 / writer 2,
+// or reader 3 / writer 7 with timestampNtz in both feature lists when a column is
+// timestamp_ntz (ProtocolFor, UpgradeProtocol).
+//
+// # Checkpoints (checkpoint_write.go)
+//
+// WriteCheckpoint writes a classic V1 checkpoint with the columns txn, add, remove,
+// metaData, protocol and domainMetadata in Spark's order and field names, every field
+// nullable as Spark writes them, add.stats as the JSON string and no stats_parsed or
+// partitionValues_parsed; the protocol's feature lists are non-null exactly at reader 3 /
+// writer 7. It carries the live adds, the tombstones younger than
+// delta.deletedFileRetentionDuration (default one week), every txn and live domain, never
+// commitInfo, cdc or remove.stats/tags. _last_checkpoint gets version, size, sizeInBytes
+// and numOfAddFiles (parts omitted) and never moves back to an older checkpoint.
+//
+// # Schemas (schema.go)
+//
+// metaData.schemaString is Delta's JSON schema (StructType). ToArrow and FromArrow map it
+// to Arrow: timestamp is timestamp[us, UTC], timestamp_ntz is timestamp[us] with no zone,
+// decimal(p,s) is decimal128(p,s), date is date32, byte/short/integer/long are int8..int64.
+package deltalog
