@@ -115,7 +115,7 @@ func newCommitTS(p *params, z zone, offset *int, drops []drop) commitTS {
 		return c
 	}
 	if offset != nil {
-		c.offsetParam = p.add(int64(*offset))
+		c.offsetParam = p.add(int32(*offset)) // DATEADD takes an int
 		return c
 	}
 	c.zoneParam = p.add(z.name)
