@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -138,6 +139,7 @@ func (e *env) mustDrain(opts Options) Result {
 
 func (e *env) exec(fn func(tx *cdcsim.Txn) error) lsn.LSN {
 	e.t.Helper()
+	e.db.Advance(time.Second)
 	l, err := e.db.Exec(fn)
 	if err != nil {
 		e.t.Fatal(err)

@@ -24,16 +24,18 @@ func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 	ci, err := source.Resolve(list, r.spec.Source.CaptureInstance)
 	if err != nil {
 		var nf *source.CaptureInstanceNotFoundError
-		if !errors.As(err, &nf) || r.table.name == "" {
+		if !errors.As(err, &nf) {
 			return nil, err
 		}
-		insts := source.InstancesOf(list, r.table.schema, r.table.name)
-		if len(insts) == 0 {
-			return nil, err
+		// A disabled instance resolves through its table's default name <schema>_<table>
+		// to the table's instances (reference §4.4 step 2, §13.2).
+		for _, c := range list {
+			if strings.EqualFold(c.SourceSchema+"_"+c.SourceTable, r.spec.Source.CaptureInstance) {
+				return source.InstancesOf(list, c.SourceSchema, c.SourceTable), nil
+			}
 		}
-		return insts, nil
+		return nil, err
 	}
-	r.table.schema, r.table.name = ci.SourceSchema, ci.SourceTable
 	return source.InstancesOf(list, ci.SourceSchema, ci.SourceTable), nil
 }
 

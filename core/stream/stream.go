@@ -128,7 +128,6 @@ type run struct {
 	src   source.Source
 	opts  Options
 	log   *slog.Logger
-	table struct{ schema, name string }
 }
 
 func (o Options) withDefaults() Options {
