@@ -123,11 +123,11 @@ type BatchReport struct {
 
 // run is one invocation's state.
 type run struct {
-	spec  *config.Spec
-	deps  Deps
-	src   source.Source
-	opts  Options
-	log   *slog.Logger
+	spec *config.Spec
+	deps Deps
+	src  source.Source
+	opts Options
+	log  *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
