@@ -5,12 +5,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // Transaction is one optimistic transaction on a table, begun from a snapshot (PROTOCOL.md
@@ -53,6 +56,19 @@ func (tx *Transaction) Snapshot() *Snapshot { return tx.snap }
 // unique (PROTOCOL.md § Data Files: never reuse a name); DataChange should be true for new
 // rows. AddFromParquet builds an Add from a written file.
 func (tx *Transaction) Add(files ...Add) { tx.adds = append(tx.adds, files...) }
+
+// AddFromParquet is the add action for a data file parquetio wrote: its path
+// percent-encoded as the log requires (PROTOCOL.md § Add File and Remove File), size,
+// modification time in milliseconds, dataChange true (new rows) and its statistics.
+func AddFromParquet(f parquetio.File) Add {
+	return Add{
+		Path:             (&url.URL{Path: f.Path}).EscapedPath(),
+		Size:             f.Size,
+		ModificationTime: f.ModTime.UnixMilli(),
+		DataChange:       true,
+		Stats:            f.Stats,
+	}
+}
 
 // SetAppTxn records txn(appID, version) in the commit (PROTOCOL.md § Transaction
 // Identifiers). Commit skips the whole transaction, successfully, when the table already
