@@ -108,14 +108,20 @@ const (
 // and largest rows when extremes is set; the rest are ordinary rows. Every value is a pure
 // function of the row number, so benchmarks and tests see the same data.
 func bronzeRecord(mem memory.Allocator, s *arrow.Schema, n int, extremes bool) arrow.RecordBatch {
+	return bronzeRecordFrom(mem, s, 0, n, extremes)
+}
+
+// bronzeRecordFrom is bronzeRecord with row numbers start..start+n-1.
+func bronzeRecordFrom(mem memory.Allocator, s *arrow.Schema, start, n int, extremes bool) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, s)
 	defer b.Release()
-	for i := range n {
+	fields := s.Fields()
+	for i := start; i < start+n; i++ {
 		kind := rowPlain
 		if extremes && i < 3 {
 			kind = rowKind(i)
 		}
-		for c, f := range s.Fields() {
+		for c, f := range fields {
 			appendValue(b.Field(c), f, i, kind)
 		}
 	}
