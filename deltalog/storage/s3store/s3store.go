@@ -10,10 +10,12 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,14 +113,16 @@ func (s *Store) Head(ctx context.Context, key string) (storage.ObjectInfo, error
 	}, nil
 }
 
-// Put writes the object with one PutObject (S3 makes it atomic). With a known size and a
-// reader that can seek, the body streams; otherwise it is read into memory first, since
-// the SDK signs the payload. One PutObject holds at most 5 GiB.
+// Put writes the object with one PutObject (S3 makes it atomic; at most 5 GiB). With a known
+// size and a reader that can seek (a file, a bytes.Reader) the body streams. Other readers
+// are spooled first, since the SDK must rewind the body to sign it: in memory up to
+// spoolInMemory bytes, beyond that to a temporary file.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	body, n, err := seekable(r, size)
+	body, n, cleanup, err := seekable(r, size)
 	if err != nil {
 		return fmt.Errorf("s3store: put %s: %w", key, err)
 	}
+	defer cleanup()
 	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: &s.bucket, Key: aws.String(s.key(key)), Body: body, ContentLength: &n,
 	})
@@ -128,18 +132,40 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	return nil
 }
 
-func seekable(r io.Reader, size int64) (io.ReadSeeker, int64, error) {
+// spoolInMemory is how much of an unseekable body Put holds in memory before it spools the
+// body to a temporary file instead.
+const spoolInMemory = 32 << 20
+
+func seekable(r io.Reader, size int64) (io.ReadSeeker, int64, func(), error) {
+	nop := func() {}
 	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 {
-		return rs, size, nil
+		return rs, size, nop, nil
 	}
 	var buf bytes.Buffer
-	if size > 0 {
+	if size > 0 && size <= spoolInMemory {
 		buf.Grow(int(size))
 	}
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, 0, err
+	n, err := io.CopyN(&buf, r, spoolInMemory+1)
+	if errors.Is(err, io.EOF) {
+		return bytes.NewReader(buf.Bytes()), n, nop, nil
 	}
-	return bytes.NewReader(buf.Bytes()), int64(buf.Len()), nil
+	if err != nil {
+		return nil, 0, nop, err
+	}
+	f, err := os.CreateTemp("", "s3store-spool-*")
+	if err != nil {
+		return nil, 0, nop, err
+	}
+	cleanup := func() { f.Close(); os.Remove(f.Name()) }
+	total, err := io.Copy(f, io.MultiReader(&buf, r))
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		cleanup()
+		return nil, 0, nop, err
+	}
+	return f, total, cleanup, nil
 }
 
 // PutIfAbsent is PutObject with If-None-Match: *.

@@ -3,6 +3,7 @@ package s3store_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -76,5 +77,27 @@ func TestMissingBucketIsNotNotFound(t *testing.T) {
 	_, err := s.Get(t.Context(), "x")
 	if err == nil || errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Get on a missing bucket: err = %v, want an error that is not ErrNotFound", err)
+	}
+}
+
+type pipeOnly struct{ r io.Reader }
+
+func (p pipeOnly) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// A reader that cannot seek and is larger than the in-memory spool goes through a file.
+func TestPutLargeUnseekable(t *testing.T) {
+	srv := emulators.StartS3(t)
+	s := s3store.New(srv.Client(), srv.Bucket(t), "")
+	data := bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, (33<<20)/8)
+	if err := s.Put(t.Context(), "big", pipeOnly{bytes.NewReader(data)}, -1); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Head(t.Context(), "big")
+	if err != nil || info.Size != int64(len(data)) {
+		t.Fatalf("Head = %+v, %v; want size %d", info, err, len(data))
+	}
+	tail, err := s.GetRange(t.Context(), "big", int64(len(data))-3, -1)
+	if err != nil || !bytes.Equal(tail, []byte{6, 7, 8}) {
+		t.Fatalf("tail = %v, %v", tail, err)
 	}
 }
