@@ -103,7 +103,7 @@ func (db *DB) CommitAtOrBefore(ctx context.Context, l lsn.LSN) (source.Commit, b
 // LSNAtOrBefore implements source.Source like sys.fn_cdc_map_time_to_lsn('largest less
 // than or equal'): t is truncated to whole seconds and turned into the server's local clock
 // biased earlier (the smaller of local(t) and local(t+1h)-1h, so a fall-back never moves it
-// later); the answer is the last mapping row whose tran_end_time is at or before that.
+// later); the answer is the largest LSN whose tran_end_time is at or before that.
 func (db *DB) LSNAtOrBefore(ctx context.Context, t time.Time) (lsn.LSN, bool, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -115,15 +115,13 @@ func (db *DB) LSNAtOrBefore(ctx context.Context, t time.Time) (lsn.LSN, bool, er
 	if alt := db.wall(t.Add(time.Hour)).Add(-time.Hour); alt.Before(bound) {
 		bound = alt
 	}
+	// MAX(start_lsn) WHERE tran_end_time <= bound, as the function computes it.
 	var out lsn.LSN
 	ok := false
 	for _, e := range db.mapping() {
-		if e.local.After(bound) {
-			// tran_end_time follows LSN order in normal operation; the function scans in
-			// LSN order and stops at the first later time.
-			break
+		if !e.local.After(bound) {
+			out, ok = e.lsn, true
 		}
-		out, ok = e.lsn, true
 	}
 	return out, ok, nil
 }
