@@ -1,0 +1,301 @@
+package mssql_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/microsoft/go-mssqldb"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/mssql"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcetest"
+)
+
+// The contract suite against a real SQL Server (localstack/run-contract.sh brings one up).
+//
+//	MSSQL_TEST_DSN         sqlserver:// URL of a login that may create tables and enable
+//	                       CDC on them (db_owner) in a CDC-enabled database, Agent running.
+//	MSSQL_TEST_READER_DSN  optional: the least-privilege login the Source under test uses
+//	                       (default MSSQL_TEST_DSN). It needs the grants of docs/permissions.md;
+//	                       the harness grants them on each table it creates.
+//	MSSQL_TEST_REQUIRED    when set, a missing MSSQL_TEST_DSN fails instead of skipping.
+func TestContractSQLServer(t *testing.T) {
+	dsn := os.Getenv("MSSQL_TEST_DSN")
+	if dsn == "" {
+		if os.Getenv("MSSQL_TEST_REQUIRED") != "" {
+			t.Fatal("MSSQL_TEST_REQUIRED is set but MSSQL_TEST_DSN is empty")
+		}
+		t.Skip("MSSQL_TEST_DSN is not set: no SQL Server here. The same contract suite runs against cdcsim in core/source/sourcetest; run localstack/run-contract.sh to run it against SQL Server 2022")
+	}
+	admin, err := sql.Open("sqlserver", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	readerDSN := os.Getenv("MSSQL_TEST_READER_DSN")
+	if readerDSN == "" {
+		readerDSN = dsn
+	}
+	h := &sqlHarness{admin: admin, readerDSN: readerDSN}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.ensureMarker(ctx); err != nil {
+		t.Fatalf("marker table: %v", err)
+	}
+	sourcetest.Run(t, h)
+}
+
+// markerTable is a CDC-tracked table the harness writes a token to; once the token is in
+// its change table, capture has processed every earlier commit (LSN order is commit order).
+const markerTable = "mssqlcdc_marker"
+
+type sqlHarness struct {
+	admin     *sql.DB
+	readerDSN string
+	seq       atomic.Int64
+	reader    string // the reader's database user, for GRANTs
+}
+
+func (h *sqlHarness) ensureMarker(ctx context.Context) error {
+	_, err := h.admin.ExecContext(ctx, `IF OBJECT_ID(N'dbo.`+markerTable+`') IS NULL
+BEGIN
+  CREATE TABLE dbo.`+markerTable+` (token nvarchar(40) NOT NULL PRIMARY KEY);
+  EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'`+markerTable+`', @role_name = NULL, @capture_instance = N'dbo_`+markerTable+`';
+END`)
+	if err != nil {
+		return err
+	}
+	if h.readerDSN == "" {
+		return nil
+	}
+	rdb, err := sql.Open("sqlserver", h.readerDSN)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	return rdb.QueryRowContext(ctx, "SELECT USER_NAME()").Scan(&h.reader)
+}
+
+func (h *sqlHarness) Open(t *testing.T) sourcetest.Env {
+	src, err := mssql.Open(mssql.Options{DSN: h.readerDSN, Retry: mssql.Retry{Base: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &sqlEnv{h: h, src: src, prefix: fmt.Sprintf("ct%d%d_", time.Now().Unix()%100000, h.seq.Add(1)), tables: map[string]sourcetest.Table{}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for name := range e.tables {
+			if _, err := h.admin.ExecContext(ctx, "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = @p1, @capture_instance = N'all'", name); err != nil {
+				t.Logf("disable cdc on %s: %v", name, err)
+			}
+			if _, err := h.admin.ExecContext(ctx, "DROP TABLE dbo.["+name+"]"); err != nil {
+				t.Logf("drop %s: %v", name, err)
+			}
+		}
+		src.Close()
+	})
+	return e
+}
+
+type sqlEnv struct {
+	h      *sqlHarness
+	src    *mssql.DB
+	prefix string
+	tables map[string]sourcetest.Table // physical name → spec
+}
+
+func (e *sqlEnv) Source() source.Source { return e.src }
+
+func (e *sqlEnv) Name(logical string) string { return e.prefix + logical }
+
+func (e *sqlEnv) CreateTable(ctx context.Context, spec sourcetest.Table) error {
+	name := e.Name(spec.Name)
+	var defs []string
+	for _, c := range spec.Columns {
+		if _, err := sourcetest.ParseColumn(c[0], c[1], true); err != nil {
+			return err
+		}
+		null := " NULL"
+		for _, k := range spec.Key {
+			if k == c[0] {
+				null = " NOT NULL"
+			}
+		}
+		defs = append(defs, "["+c[0]+"] "+c[1]+null)
+	}
+	keys := make([]string, len(spec.Key))
+	for i, k := range spec.Key {
+		keys[i] = "[" + k + "]"
+	}
+	ddl := "CREATE TABLE dbo.[" + name + "] (" + strings.Join(defs, ", ") + ", CONSTRAINT [pk_" + name + "] PRIMARY KEY (" + strings.Join(keys, ", ") + "))"
+	if _, err := e.h.admin.ExecContext(ctx, ddl); err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	s := spec
+	s.Name = name
+	e.tables[name] = s
+	if e.h.reader != "" && e.h.reader != "dbo" {
+		if _, err := e.h.admin.ExecContext(ctx, "GRANT SELECT ON dbo.["+name+"] TO ["+e.h.reader+"]"); err != nil {
+			return fmt.Errorf("grant on %s: %w", name, err)
+		}
+	}
+	return e.EnableCapture(ctx, spec.Name, spec.Instance)
+}
+
+func (e *sqlEnv) EnableCapture(ctx context.Context, table, instance string) error {
+	name, ci := e.Name(table), e.Name(instance)
+	if _, err := e.h.admin.ExecContext(ctx, "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = @p1, @role_name = NULL, @capture_instance = @p2", name, ci); err != nil {
+		return fmt.Errorf("enable cdc on %s as %s: %w", name, ci, err)
+	}
+	if e.h.reader != "" && e.h.reader != "dbo" {
+		if _, err := e.h.admin.ExecContext(ctx, "GRANT SELECT ON cdc.["+ci+"_CT] TO ["+e.h.reader+"]"); err != nil {
+			return fmt.Errorf("grant on the change table of %s: %w", ci, err)
+		}
+	}
+	return nil
+}
+
+type sqlTx struct {
+	e  *sqlEnv
+	tx *sql.Tx
+}
+
+func (e *sqlEnv) Begin(ctx context.Context) (sourcetest.Tx, error) {
+	tx, err := e.h.admin.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlTx{e: e, tx: tx}, nil
+}
+
+func (x *sqlTx) Exec(ctx context.Context, stmts ...sourcetest.Stmt) error {
+	for _, s := range stmts {
+		q, args, err := x.e.render(s)
+		if err != nil {
+			return err
+		}
+		if _, err := x.tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+func (x *sqlTx) Commit(context.Context) error { return x.tx.Commit() }
+
+// render turns a statement into T-SQL with parameters.
+func (e *sqlEnv) render(s sourcetest.Stmt) (string, []any, error) {
+	name := e.Name(s.Table)
+	spec, ok := e.tables[name]
+	if !ok {
+		return "", nil, fmt.Errorf("unknown table %s", s.Table)
+	}
+	var args []any
+	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("@p%d", len(args)) }
+	where := func() string {
+		var w []string
+		for i, k := range spec.Key {
+			w = append(w, "["+k+"] = "+arg(s.Key[i]))
+		}
+		return " WHERE " + strings.Join(w, " AND ")
+	}
+	switch {
+	case s.Insert != nil:
+		var cols, vals []string
+		for c, v := range s.Insert {
+			cols = append(cols, "["+c+"]")
+			vals = append(vals, arg(v))
+		}
+		return "INSERT INTO dbo.[" + name + "] (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(vals, ", ") + ")", args, nil
+	case s.Delete:
+		return "DELETE FROM dbo.[" + name + "]" + where(), args, nil
+	default:
+		var set []string
+		for c, v := range s.Update {
+			set = append(set, "["+c+"] = "+arg(v))
+		}
+		q := "UPDATE dbo.[" + name + "] SET " + strings.Join(set, ", ")
+		return q + where(), args, nil
+	}
+}
+
+func (e *sqlEnv) Exec(ctx context.Context, stmts ...sourcetest.Stmt) error {
+	tx, err := e.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := tx.Exec(ctx, stmts...); err != nil {
+		tx.(*sqlTx).tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	return e.WaitCaptured(ctx)
+}
+
+// WaitCaptured commits a marker token and waits until capture has written it.
+func (e *sqlEnv) WaitCaptured(ctx context.Context) error {
+	token := fmt.Sprintf("%s%d", e.prefix, time.Now().UnixNano())
+	if _, err := e.h.admin.ExecContext(ctx, "INSERT INTO dbo."+markerTable+" (token) VALUES (@p1)", token); err != nil {
+		return fmt.Errorf("write marker: %w", err)
+	}
+	for {
+		var n int
+		if err := e.h.admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM cdc.[dbo_"+markerTable+"_CT] WHERE token = @p1", token).Scan(&n); err != nil {
+			return fmt.Errorf("read marker: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		if err := e.Sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// Idle waits until max LSN moves without a commit of ours: capture's idle entry (about
+// every five minutes on SQL Server 2022).
+func (e *sqlEnv) Idle(ctx context.Context) error {
+	m0, err := e.src.MaxLSN(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := e.Sleep(ctx, 2*time.Second); err != nil {
+			return fmt.Errorf("wait for an idle entry: %w", err)
+		}
+		m, err := e.src.MaxLSN(ctx)
+		if err != nil {
+			return err
+		}
+		if m0.Less(m) {
+			return nil
+		}
+	}
+}
+
+func (e *sqlEnv) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (e *sqlEnv) Cleanup(ctx context.Context, instance string, low lsn.LSN) error {
+	_, err := e.h.admin.ExecContext(ctx, "DECLARE @lw binary(10) = CONVERT(binary(10), @p2, 1); "+
+		"EXEC sys.sp_cdc_cleanup_change_table @capture_instance = @p1, @low_water_mark = @lw, @threshold = 5000;", instance, low.String())
+	return err
+}
