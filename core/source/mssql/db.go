@@ -46,6 +46,11 @@ func Open(o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sql server: %w", err)
 	}
+	return newDB(db, o), nil
+}
+
+// newDB wraps an open pool (tests hand in one on a scripted driver).
+func newDB(db *sql.DB, o Options) *DB {
 	if o.MaxOpenConns > 0 {
 		db.SetMaxOpenConns(o.MaxOpenConns)
 	}
@@ -57,7 +62,7 @@ func Open(o Options) (*DB, error) {
 	if z, ok, _ := parseZoneOption(o.SourceTimeZone); ok {
 		d.zone = &z
 	}
-	return d, nil
+	return d
 }
 
 // Close closes the pool. Calls after Close return source.ErrClosed.

@@ -1,0 +1,375 @@
+package mssql
+
+import (
+	"bytes"
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	mssqldrv "github.com/microsoft/go-mssqldb"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcetest"
+)
+
+var ctx = context.Background()
+
+// A source-table read sends the session prefix on its own connection, then the SELECT on
+// the same connection, then the reset; rows come in batches of BatchRows.
+func TestReadTableSessionAndBatches(t *testing.T) {
+	d, s := newScripted(t, Options{}, func(q string, _ []any) result {
+		if strings.HasPrefix(q, "SELECT") {
+			r := result{cols: []string{"id", "code"}}
+			for i := int64(1); i <= 5; i++ {
+				r.rows = append(r.rows, []driver.Value{i, "k" + string(rune('a'+i))})
+			}
+			return r
+		}
+		return result{}
+	})
+	lt := 250 * time.Millisecond
+	rows, err := d.ReadTable(ctx, source.TableRead{
+		Table:       source.Table{Schema: "dbo", Name: "orders", Isolation: source.Snapshot, LockTimeout: &lt},
+		Columns:     []source.Column{colI, {Name: "code", DataType: "nvarchar", MaxLength: 10, Present: true}},
+		Keys:        []source.Column{colI},
+		Range:       source.KeyRange{Lo: source.Key{int64(1)}},
+		ReadOptions: source.ReadOptions{BatchRows: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for {
+		rec, err := rows.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, rec.NumRows())
+		rec.Release()
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 3 || sizes[0] != 2 || sizes[1] != 2 || sizes[2] != 1 {
+		t.Errorf("batch sizes %v, want [2 2 1]", sizes)
+	}
+	log := s.log()
+	if len(log) != 3 {
+		t.Fatalf("statements %v", log)
+	}
+	if log[0].query != "SET LOCK_TIMEOUT 250; SET TRANSACTION ISOLATION LEVEL SNAPSHOT;" || len(log[0].args) != 0 {
+		t.Errorf("prefix %q (parameterless batch expected)", log[0].query)
+	}
+	if !strings.HasPrefix(log[1].query, "SELECT [id], [code] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int)") {
+		t.Errorf("query %q", log[1].query)
+	}
+	if log[2].query != sessionReset {
+		t.Errorf("reset %q", log[2].query)
+	}
+	if log[0].conn != log[1].conn || log[1].conn != log[2].conn {
+		t.Errorf("prefix, read and reset on different connections: %v", log)
+	}
+}
+
+func TestReadTableByteCap(t *testing.T) {
+	d, _ := newScripted(t, Options{}, func(q string, _ []any) result {
+		if strings.HasPrefix(q, "SELECT") {
+			return result{cols: []string{"s"}, rows: [][]driver.Value{{strings.Repeat("x", 100)}, {strings.Repeat("y", 100)}, {"z"}}}
+		}
+		return result{}
+	})
+	rows, err := d.ReadTable(ctx, source.TableRead{Table: tbl, Columns: []source.Column{{Name: "s", DataType: "varchar", MaxLength: -1, Present: true}}, ReadOptions: source.ReadOptions{BatchBytes: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for {
+		rec, err := rows.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.NumRows() != 1 {
+			t.Errorf("batch of %d rows over a 50-byte cap", rec.NumRows())
+		}
+		rec.Release()
+		n++
+	}
+	if n != 3 {
+		t.Errorf("%d batches, want 3", n)
+	}
+}
+
+func TestReadTableLockTimeout(t *testing.T) {
+	d, _ := newScripted(t, Options{}, func(q string, _ []any) result {
+		if strings.HasPrefix(q, "SELECT") {
+			return result{err: mssqldrv.Error{Number: 1222, Message: "Lock request time out period exceeded."}}
+		}
+		return result{}
+	})
+	_, err := d.ReadTable(ctx, source.TableRead{Table: tbl, Columns: []source.Column{colI}})
+	var lt *source.LockTimeoutError
+	if !errors.As(err, &lt) || lt.Table != "[dbo].[orders]" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// Metadata and change-table reads take no session prefix.
+func TestReadChangesNoPrefixAndAbsentColumns(t *testing.T) {
+	d, s := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
+		switch {
+		case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
+			return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "ordinal_position", "data_type"},
+				rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), int64(1), "int"}}}
+		case strings.HasPrefix(q, "SELECT c.name"):
+			return result{cols: []string{"name", "column_id", "is_computed", "collation_name", "is_nullable"},
+				rows: [][]driver.Value{{"id", int64(1), false, nil, false}}}
+		case strings.Contains(q, "FROM cdc.[dbo_orders_CT]"):
+			ts := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+			return result{cols: []string{"_start_lsn", "_seqval", "_operation", "_command_id", "_commit_ts", "id", "note"},
+				rows: [][]driver.Value{{lsnA.String(), lsnA.String(), int64(2), int64(1), ts, int64(7), nil}}}
+		}
+		return result{err: errors.New("unexpected " + q)}
+	})
+	cols := []source.Column{colI, {Name: "note", DataType: "nvarchar", MaxLength: 40, Present: true}}
+	rows, err := d.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsnA, To: lsnB, Columns: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sourcetest.Drain(ctx, t, rows)
+	if len(got) != 1 || got[0]["_start_lsn"] != lsnA.String() || got[0]["_operation"] != int64(2) || got[0]["id"] != int64(7) || got[0]["note"] != nil {
+		t.Errorf("rows %v", got)
+	}
+	if ts := got[0]["_commit_ts"].(time.Time); !ts.Equal(time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)) {
+		t.Errorf("commit ts %v", ts)
+	}
+	for _, c := range s.log() {
+		if strings.Contains(c.query, "SET ") {
+			t.Errorf("change read sent %q", c.query)
+		}
+		if strings.Contains(c.query, "FROM cdc.[dbo_orders_CT]") && !strings.Contains(c.query, "NULL AS [note]") {
+			t.Errorf("a column the instance lacks must be read as NULL: %s", c.query)
+		}
+	}
+}
+
+func TestReadChangesPermissionProbe(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		probe driver.Value
+		check func(error) bool
+	}{
+		{"no grant", int64(0), func(err error) bool {
+			var pe *source.PermissionError
+			return errors.As(err, &pe) && pe.Grant == "GRANT SELECT ON cdc.[dbo_orders_CT] TO [reader]"
+		}},
+		{"instance gone", nil, func(err error) bool {
+			var nf *source.CaptureInstanceNotFoundError
+			return errors.As(err, &nf) && nf.Name == "dbo_orders"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, _ := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
+				switch {
+				case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
+					return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "data_type"}, rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), "int"}}}
+				case strings.HasPrefix(q, "SELECT c.name"):
+					return result{cols: []string{"name", "column_id"}}
+				case strings.Contains(q, "HAS_PERMS_BY_NAME"):
+					return result{cols: []string{"p", "u"}, rows: [][]driver.Value{{c.probe, "reader"}}}
+				}
+				return result{err: mssqldrv.Error{Number: 229, Message: "The SELECT permission was denied on the object 'dbo_orders_CT', database 'shop', schema 'cdc'."}}
+			})
+			_, err := d.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsnA, To: lsnB, Columns: []source.Column{colI}})
+			if !c.check(err) {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}
+
+func TestTransientRetried(t *testing.T) {
+	calls := 0
+	d, _ := newScripted(t, Options{}, func(string, []any) result {
+		calls++
+		if calls < 3 {
+			return result{err: mssqldrv.Error{Number: 1205, Message: "deadlock victim"}}
+		}
+		return one("m", lsnB.String())
+	})
+	got, err := d.MaxLSN(ctx)
+	if err != nil || got != lsnB || calls != 3 {
+		t.Fatalf("MaxLSN = %v, %v after %d calls", got, err, calls)
+	}
+	calls = -10
+	if _, err := d.MaxLSN(ctx); !source.IsTransient(err) || calls != -6 {
+		t.Fatalf("after 4 attempts: %v, calls %d", err, calls+10)
+	}
+}
+
+func TestMinLSNZeroIsNotFound(t *testing.T) {
+	for _, v := range []driver.Value{nil, "0x00000000000000000000"} {
+		d, _ := newScripted(t, Options{}, func(string, []any) result { return one("m", v) })
+		_, err := d.MinLSN(ctx, "dbo_orders")
+		var nf *source.CaptureInstanceNotFoundError
+		if !errors.As(err, &nf) {
+			t.Errorf("min lsn %v: %v", v, err)
+		}
+	}
+}
+
+func TestCaptureInstancesParsedAndSorted(t *testing.T) {
+	d, _ := newScripted(t, Options{}, func(string, []any) result {
+		return result{cols: []string{"source_schema", "source_table", "capture_instance", "start_lsn", "create_date", "index_column_list"},
+			rows: [][]driver.Value{
+				{"dbo", "orders", "dbo_orders_v2", lsnB.Bytes(), time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), "[id], [line]"},
+				{"dbo", "orders", "dbo_orders", lsnA.Bytes(), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "[id]"},
+			}}
+	})
+	list, err := d.CaptureInstances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "dbo_orders" || list[0].StartLSN != lsnA || list[1].IndexColumns[1] != "line" {
+		t.Errorf("got %+v", list)
+	}
+}
+
+func TestCDCNotEnabled(t *testing.T) {
+	d, _ := newScripted(t, Options{Host: "h", Database: "shop"}, func(string, []any) result {
+		return result{err: mssqldrv.Error{Number: 22901, Message: "The database 'shop' is not enabled for Change Data Capture."}}
+	})
+	_, err := d.CaptureInstances(ctx)
+	var ce *source.CDCNotEnabledError
+	if !errors.As(err, &ce) || ce.Database != "shop" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// Detection by version first: before 2022 the fallback offset is used with a warning,
+// and CURRENT_TIMEZONE_ID() is never sent.
+func TestZoneDetection(t *testing.T) {
+	t.Run("before 2022", func(t *testing.T) {
+		var logBuf bytes.Buffer
+		d, s := newScripted(t, Options{Logger: slog.New(slog.NewTextHandler(&logBuf, nil))}, func(q string, _ []any) result {
+			switch q {
+			case sqlCanNameZone:
+				return one("c", int64(0))
+			case sqlServerOffset:
+				return one("o", int64(-180))
+			}
+			return result{cols: []string{"l", "t"}, rows: [][]driver.Value{{lsnA.String(), time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)}}}
+		})
+		if _, ok, err := d.CommitTime(ctx, lsnA); err != nil || !ok {
+			t.Fatal(err)
+		}
+		for _, c := range s.log() {
+			if strings.Contains(c.query, "CURRENT_TIMEZONE_ID") {
+				t.Error("CURRENT_TIMEZONE_ID() sent to a server before 2022")
+			}
+		}
+		if !strings.Contains(logBuf.String(), "UTC-03:00") {
+			t.Errorf("no warning with the offset: %q", logBuf.String())
+		}
+		last := s.log()[len(s.log())-1]
+		if !strings.Contains(last.query, "SYSDATETIMEOFFSET()") {
+			t.Errorf("fixed-offset conversion not used: %s", last.query)
+		}
+	})
+	t.Run("2022 named zone uses the range offset", func(t *testing.T) {
+		d, s := newScripted(t, Options{}, func(q string, _ []any) result {
+			switch {
+			case q == sqlCanNameZone:
+				return one("c", int64(1))
+			case q == sqlZoneID:
+				return one("z", "E. South America Standard Time")
+			case strings.HasPrefix(q, "SELECT CASE WHEN DATEDIFF"):
+				return one("o", int64(-180))
+			}
+			return result{cols: []string{"l", "t"}, rows: [][]driver.Value{{lsnA.String(), time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)}}}
+		})
+		if _, ok, err := d.CommitTime(ctx, lsnA); err != nil || !ok {
+			t.Fatal(err)
+		}
+		last := s.log()[len(s.log())-1]
+		if !strings.Contains(last.query, "DATEADD(minute, -@p1, m.tran_end_time)") || last.args[0] != int32(-180) {
+			t.Errorf("range offset not used: %s %v", last.query, last.args)
+		}
+	})
+	t.Run("fall-back range reads the drops", func(t *testing.T) {
+		d, s := newScripted(t, Options{SourceTimeZone: "Central Europe Standard Time"}, func(q string, _ []any) result {
+			switch {
+			case strings.HasPrefix(q, "SELECT CASE WHEN DATEDIFF"):
+				return one("o", nil)
+			case strings.Contains(q, "LAG(m.tran_end_time)"):
+				return result{cols: []string{"l", "t"}, rows: [][]driver.Value{{lsnA.String(), "2026-10-25 02:01:00.000"}}}
+			}
+			return result{cols: []string{"l", "t"}, rows: [][]driver.Value{{lsnA.String(), time.Date(2026, 10, 25, 1, 30, 0, 0, time.UTC)}}}
+		})
+		c, ok, err := d.CommitTime(ctx, lsnA)
+		if err != nil || !ok || !c.Equal(time.Date(2026, 10, 25, 1, 30, 0, 0, time.UTC)) {
+			t.Fatalf("%v %v %v", c, ok, err)
+		}
+		last := s.log()[len(s.log())-1]
+		if !strings.Contains(last.query, "(VALUES (CONVERT(binary(10), @p2, 1), CONVERT(datetime, @p3, 121)))") || last.args[2] != "2026-10-25 02:01:00.000" {
+			t.Errorf("drops not bound: %s %v", last.query, last.args)
+		}
+	})
+}
+
+func TestSplitChangesMergesSharedEnds(t *testing.T) {
+	d, _ := newScripted(t, Options{}, func(string, []any) result {
+		return result{cols: []string{"l", "n"}, rows: [][]driver.Value{
+			{lsnA.String(), int64(10)}, {lsnA.String(), int64(10)}, {lsnB.String(), int64(7)},
+		}}
+	})
+	tiles, err := d.SplitChanges(ctx, "dbo_orders", lsn.Zero, lsnB, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tiles) != 2 || tiles[0].Rows != 20 || tiles[0].Next != lsnA.Next() || tiles[1].Last != lsnB {
+		t.Errorf("tiles %+v", tiles)
+	}
+}
+
+func TestKeyBoundAndBuckets(t *testing.T) {
+	d, s := newScripted(t, Options{}, func(q string, _ []any) result {
+		switch {
+		case strings.Contains(q, "OFFSET"):
+			return result{cols: []string{"code", "id"}, rows: [][]driver.Value{{"N", int64(3)}}}
+		case strings.Contains(q, "[__$b]"):
+			return result{cols: []string{"b", "n"}, rows: [][]driver.Value{{int64(-1), int64(4)}, {int64(2), int64(9)}}}
+		}
+		return result{}
+	})
+	k, ok, err := d.KeyBound(ctx, tbl, []source.Column{colS, colI}, source.KeyRange{Lo: source.Key{"n", int64(1)}}, 10)
+	if err != nil || !ok || k[0] != "N" || k[1] != int64(3) {
+		t.Fatalf("KeyBound = %v %v %v", k, ok, err)
+	}
+	b, err := d.KeyBuckets(ctx, tbl, colI, 100, nil, nil)
+	if err != nil || len(b) != 2 || b[0] != (source.Bucket{Index: -1, Rows: 4}) {
+		t.Fatalf("KeyBuckets = %v %v", b, err)
+	}
+	// Both are source-table reads: each after its own prefix.
+	prefixes := 0
+	for _, c := range s.log() {
+		if strings.HasPrefix(c.query, "SET LOCK_TIMEOUT -1; SET TRANSACTION ISOLATION LEVEL READ COMMITTED;") {
+			prefixes++
+		}
+	}
+	if prefixes != 4 {
+		t.Errorf("%d prefix/reset batches, want 4", prefixes)
+	}
+}
