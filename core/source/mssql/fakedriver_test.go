@@ -62,9 +62,11 @@ type fakeConn struct {
 	id int64
 }
 
-func (c *fakeConn) Prepare(string) (driver.Stmt, error) { return nil, fmt.Errorf("prepare not supported") }
-func (c *fakeConn) Close() error                        { return nil }
-func (c *fakeConn) Begin() (driver.Tx, error)           { return nil, fmt.Errorf("no transactions") }
+func (c *fakeConn) Prepare(string) (driver.Stmt, error) {
+	return nil, fmt.Errorf("prepare not supported")
+}
+func (c *fakeConn) Close() error              { return nil }
+func (c *fakeConn) Begin() (driver.Tx, error) { return nil, fmt.Errorf("no transactions") }
 
 func (c *fakeConn) run(q string, nv []driver.NamedValue) result {
 	args := make([]any, len(nv))
