@@ -70,12 +70,18 @@ func newEnv(t *testing.T, cfg cdcsim.Config) *env {
 }
 
 func (e *env) store(dir string) storage.Store {
+	s := e.rawStore(dir)
+	if e.wrapStore != nil {
+		return e.wrapStore(s)
+	}
+	return s
+}
+
+// rawStore is the store at dir without any wrapper (for checks).
+func (e *env) rawStore(dir string) storage.Store {
 	s, err := localstore.New(dir)
 	if err != nil {
 		e.t.Fatal(err)
-	}
-	if e.wrapStore != nil {
-		return e.wrapStore(s)
 	}
 	return s
 }
@@ -150,7 +156,7 @@ func (e *env) exec(fn func(tx *cdcsim.Txn) error) lsn.LSN {
 // bronzeState rebuilds the current state from bronze.
 func (e *env) bronzeState() (*rebuild.State, *rebuild.Log) {
 	e.t.Helper()
-	snap, err := deltalog.Open(e.store(e.spec.Bronze), mustLocalfs(e.t, e.spec.Bronze), deltalog.Options{}).Snapshot(context.Background())
+	snap, err := deltalog.Open(e.rawStore(e.spec.Bronze), mustLocalfs(e.t, e.spec.Bronze), deltalog.Options{}).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -214,7 +220,7 @@ func (e *env) sourceChangeRows() int64 {
 
 func (e *env) factsRows() []facts.Row {
 	e.t.Helper()
-	snap, err := deltalog.Open(e.store(e.spec.FactsTable), mustLocalfs(e.t, e.spec.FactsTable), deltalog.Options{}).Snapshot(context.Background())
+	snap, err := deltalog.Open(e.rawStore(e.spec.FactsTable), mustLocalfs(e.t, e.spec.FactsTable), deltalog.Options{}).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}

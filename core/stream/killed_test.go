@@ -1,0 +1,76 @@
+package stream
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// killedEnv is a table with a little history, streamed with every store, log store and
+// source call routed through f.
+func killedEnv(t *testing.T, f *deltatest.Faults) *env {
+	e := newEnv(t, cdcsim.Config{Seed: 11})
+	two := 2
+	e.spec.Options.MaxCommitsPerBatch = &two
+	e.exec(insert(1, 1))
+	e.exec(insert(2, 2))
+	e.exec(func(tx *cdcsim.Txn) error {
+		if err := tx.Update("orders", []any{1}, cdcsim.Row{"id": 10}); err != nil {
+			return err
+		}
+		return tx.Delete("orders", []any{2})
+	})
+	e.db.Idle()
+	e.wrapStore = func(s storage.Store) storage.Store { return f.Store(s) }
+	e.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
+	e.wrapSrc = func(s source.Source) source.Source { return &faultSource{Source: s, f: f} }
+	return e
+}
+
+// Kill the invocation at every external call (each store put, copy, get and list, each
+// log store call, each SQL call), before the call takes effect or after it (the answer
+// lost), then run again: bronze holds each change exactly once and the facts one row
+// per batch (invariants 4 and 5).
+func TestKilledAtEveryCallConverges(t *testing.T) {
+	clean := &deltatest.Faults{}
+	e := killedEnv(t, clean)
+	if res := e.mustDrain(Options{}); res.Batches < 2 {
+		t.Fatalf("clean run: %+v", res)
+	}
+	e.assertConverged()
+	ops := clean.Ops()
+	t.Logf("a clean drain makes %d external calls", len(ops))
+	for _, after := range []bool{false, true} {
+		for k := 1; k <= len(ops); k++ {
+			if after && !mutates(ops[k-1]) {
+				continue // a lost answer to a read is a kill before the next call
+			}
+			f := &deltatest.Faults{KillAt: k, After: after}
+			e := killedEnv(t, f)
+			if _, err := e.run(Options{}); err == nil && f.Killed() {
+				t.Errorf("kill at %d (after=%v) went unnoticed", k, after)
+			}
+			e.wrapStore, e.wrapLogs, e.wrapSrc = nil, nil, nil
+			e.mustDrain(Options{})
+			e.assertConverged()
+			if t.Failed() {
+				t.Fatalf("kill at call %d (after=%v, %s) did not converge", k, after, ops[k-1])
+			}
+		}
+	}
+}
+
+// mutates reports whether a call named by deltatest.Faults.Ops changes state.
+func mutates(op string) bool {
+	for _, w := range []string{"Put", "Copy", "Delete", "Write"} {
+		if strings.Contains(op, w) {
+			return true
+		}
+	}
+	return false
+}
