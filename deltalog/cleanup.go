@@ -1,0 +1,183 @@
+package deltalog
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultLogRetention is delta.logRetentionDuration's default, "interval 30 days"
+// (PROTOCOL.md § Metadata Cleanup; Delta docs § table properties).
+const DefaultLogRetention = 30 * 24 * time.Hour
+
+// CleanupOptions tune CleanupLog.
+type CleanupOptions struct {
+	// Retention is how long log history is kept; 0 means the table's
+	// delta.logRetentionDuration, else DefaultLogRetention.
+	Retention time.Duration
+	// DryRun lists what would be deleted without deleting it.
+	DryRun bool
+}
+
+// CleanupResult is what CleanupLog did.
+type CleanupResult struct {
+	// Checkpoint is the version of the checkpoint that the kept log starts from, -1 when
+	// no checkpoint is old enough and nothing was deleted.
+	Checkpoint int64
+	// Deleted are the keys deleted (or, with DryRun, that would be), oldest first.
+	Deleted []string
+}
+
+// CleanupLog deletes expired log files (PROTOCOL.md § Metadata Cleanup), as Spark does
+// after a checkpoint:
+//
+//  1. The cutoff is midnight UTC of the day Retention ago. Commit times are the commit
+//     files' modification times, made increasing along versions (a commit is never older
+//     than its predecessor plus 1 ms, as Spark's BufferingLogDeletionIterator does) so
+//     clock skew never expires a newer commit before an older one.
+//  2. The cutoff commit is the newest commit at or before the cutoff; the cutoff
+//     checkpoint is the newest complete checkpoint at or below it. With none, nothing is
+//     deleted. The cutoff checkpoint must read back as a snapshot (it becomes the oldest
+//     state the table can rebuild), else nothing is deleted.
+//  3. Commits, checkpoints, .crc files and compacted files whose (start) version is below
+//     the cutoff checkpoint are deleted, oldest first, so an interrupted clean-up leaves
+//     a log that still starts at a checkpoint. The cutoff checkpoint, its commit and all
+//     later files are kept, as are _last_checkpoint and every other file.
+//
+// Versions older than the cutoff checkpoint can no longer be read by time travel.
+func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupResult, error) {
+	res := CleanupResult{Checkpoint: -1}
+	snap, err := t.Snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	if snap.Version() < 0 {
+		return res, nil
+	}
+	retention := opts.Retention
+	if retention == 0 {
+		if retention, err = retentionProperty(snap.Metadata(), "delta.logRetentionDuration", DefaultLogRetention); err != nil {
+			return res, err
+		}
+	}
+	cutoff := t.opts.now().Add(-retention).UTC().Truncate(24 * time.Hour)
+
+	type logEntry struct {
+		key     string
+		version int64
+	}
+	var entries []logEntry // every file of a version kind, for deletion
+	commitTimes := map[int64]time.Time{}
+	listing, err := listLog(ctx, t.store, 0)
+	if err != nil {
+		return res, err
+	}
+	for oi, err := range t.store.List(ctx, LogDir, "") {
+		if err != nil {
+			return res, fmt.Errorf("list log: %w", err)
+		}
+		f := parseLogFile(oi.Key)
+		v, ok := f.version, f.kind != kindOther
+		if !ok {
+			v, ok = otherLogFileVersion(oi.Key)
+		}
+		if !ok {
+			continue
+		}
+		if f.kind == kindCommit {
+			commitTimes[v] = oi.ModTime
+		}
+		entries = append(entries, logEntry{key: oi.Key, version: v})
+	}
+
+	versions := slices.Sorted(func(yield func(int64) bool) {
+		for v := range commitTimes {
+			if !yield(v) {
+				return
+			}
+		}
+	})
+	cutoffCommit := int64(-1)
+	var prev time.Time
+	for i, v := range versions {
+		ts := commitTimes[v]
+		if i > 0 && !ts.After(prev) {
+			ts = prev.Add(time.Millisecond)
+		}
+		prev = ts
+		if ts.After(cutoff) {
+			break
+		}
+		cutoffCommit = v
+	}
+	cp := listing.newestCheckpoint(cutoffCommit)
+	if cutoffCommit < 0 || cp == nil || cp.version <= 0 {
+		return res, nil
+	}
+	// The checkpoint that will be the oldest state must be readable.
+	if s, err := t.SnapshotAt(ctx, cp.version); err != nil || s.CheckpointVersion() != cp.version {
+		if err == nil {
+			err = fmt.Errorf("checkpoint %d is not readable", cp.version)
+		}
+		return res, fmt.Errorf("clean up log: %w", err)
+	}
+	res.Checkpoint = cp.version
+	slices.SortStableFunc(entries, func(a, b logEntry) int {
+		if a.version != b.version {
+			return int(a.version - b.version)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, e := range entries {
+		if e.version >= cp.version {
+			break
+		}
+		if !opts.DryRun {
+			if err := t.store.Delete(ctx, e.key); err != nil {
+				return res, fmt.Errorf("clean up log: %w", err)
+			}
+		}
+		res.Deleted = append(res.Deleted, e.key)
+	}
+	return res, nil
+}
+
+// otherLogFileVersion is the version of a .crc file (<v:020>.crc) or the start version of
+// a compacted file (<x:020>.<y:020>.compacted.json) (PROTOCOL.md § Version Checksum File,
+// § Log Compaction Files).
+func otherLogFileVersion(key string) (int64, bool) {
+	name, ok := strings.CutPrefix(key, LogDir)
+	if !ok || len(name) < 21 || name[20] != '.' || strings.Contains(name, "/") {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(name[:20], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	rest := name[21:]
+	if rest == "crc" {
+		return v, true
+	}
+	if len(rest) == 20+len(".compacted.json") && strings.HasSuffix(rest, ".compacted.json") {
+		if _, err := strconv.ParseInt(rest[:20], 10, 64); err == nil {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// retentionProperty parses an interval table property, or returns def when it is unset.
+func retentionProperty(md Metadata, key string, def time.Duration) (time.Duration, error) {
+	v, ok := md.Configuration[key]
+	if !ok {
+		return def, nil
+	}
+	d, err := ParseInterval(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", key, err)
+	}
+	return d, nil
+}

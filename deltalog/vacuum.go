@@ -1,0 +1,116 @@
+package deltalog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// VacuumOptions tune Vacuum.
+type VacuumOptions struct {
+	// Retention is the minimum age of a file Vacuum deletes, and how long removed files
+	// stay protected for time travel; 0 means the table's
+	// delta.deletedFileRetentionDuration, else DefaultTombstoneRetention (7 days).
+	Retention time.Duration
+	// DryRun lists what would be deleted without deleting it.
+	DryRun bool
+}
+
+// VacuumResult is what Vacuum did.
+type VacuumResult struct {
+	// Version is the snapshot version whose references were protected.
+	Version int64
+	// Deleted are the keys deleted (or, with DryRun, that would be), in key order.
+	Deleted []string
+	// Protected counts the files kept because the snapshot references them (live files
+	// and removes younger than the retention); TooNew counts unreferenced files kept
+	// because they are younger than the retention (possibly a writer's uncommitted file).
+	Protected, TooNew int
+}
+
+// Vacuum deletes the data files under the table root that the latest snapshot does not
+// reference and that are older than the retention (PROTOCOL.md § Overview; Delta docs
+// § vacuum, "FULL" mode):
+//   - it lists the whole table root, skipping _delta_log and every hidden path: a path
+//     segment starting with "." or with "_" unless it contains "=" (a partition
+//     directory of a column named _x), as Spark's hidden-file rule does — so
+//     _change_data, _delta_log and temporary files are never touched;
+//   - referenced are the live files and the files of removes whose deletionTimestamp is
+//     within the retention, so a snapshot time travel can still reach within the retention
+//     keeps its files;
+//   - an unreferenced file is deleted only when its modification time is older than the
+//     retention: a file a writer uploaded but has not committed yet is younger than that.
+//
+// The table must be writable by this package (Snapshot.CanWrite, the vacuumProtocolCheck
+// rule): a table with deletion vectors keeps files Vacuum would not recognise. The log
+// itself is cleaned by CleanupLog, never by Vacuum. Versions older than the retention
+// may no longer be readable afterwards.
+func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, error) {
+	res := VacuumResult{Version: -1}
+	snap, err := t.Snapshot(ctx)
+	if err != nil {
+		return res, err
+	}
+	if snap.Version() < 0 {
+		return res, nil
+	}
+	if err := snap.CanWrite(); err != nil {
+		return res, err
+	}
+	res.Version = snap.Version()
+	retention := opts.Retention
+	if retention == 0 {
+		if retention, err = retentionProperty(snap.Metadata(), "delta.deletedFileRetentionDuration", DefaultTombstoneRetention); err != nil {
+			return res, err
+		}
+	}
+	now := t.opts.now()
+	cutoff := now.Add(-retention)
+
+	referenced := make(map[string]bool, len(snap.Files()))
+	for i := range snap.Files() {
+		referenced[snap.Files()[i].DecodedPath()] = true
+	}
+	for _, r := range snap.Tombstones() {
+		if r.DeletionTimestamp == nil || *r.DeletionTimestamp > cutoff.UnixMilli() {
+			// A remove without a timestamp is kept: its age is unknown.
+			referenced[r.DecodedPath()] = true
+		}
+	}
+
+	for oi, err := range t.store.List(ctx, "", "") {
+		if err != nil {
+			return res, fmt.Errorf("vacuum: list: %w", err)
+		}
+		if hiddenPath(oi.Key) {
+			continue
+		}
+		if referenced[oi.Key] {
+			res.Protected++
+			continue
+		}
+		if oi.ModTime.After(cutoff) {
+			res.TooNew++
+			continue
+		}
+		if !opts.DryRun {
+			if err := t.store.Delete(ctx, oi.Key); err != nil {
+				return res, fmt.Errorf("vacuum: %w", err)
+			}
+		}
+		res.Deleted = append(res.Deleted, oi.Key)
+	}
+	return res, nil
+}
+
+// hiddenPath reports whether any segment of key is hidden from VACUUM: it starts with "."
+// or starts with "_" and contains no "=" (Spark's DeltaTableUtils.isHiddenDirectory).
+func hiddenPath(key string) bool {
+	for seg := range strings.SplitSeq(key, "/") {
+		if strings.HasPrefix(seg, ".") || (strings.HasPrefix(seg, "_") && !strings.Contains(seg, "=")) {
+			return true
+		}
+	}
+	return false
+}
