@@ -179,7 +179,10 @@ func TestVacuum(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.t = day0.Add(20 * 24 * time.Hour)
-	ts := func(daysAgo int) *int64 { v := c.t.Add(-time.Duration(daysAgo) * 24 * time.Hour).UnixMilli(); return &v }
+	ts := func(daysAgo int) *int64 {
+		v := c.t.Add(-time.Duration(daysAgo) * 24 * time.Hour).UnixMilli()
+		return &v
+	}
 	data, err := EncodeActions([]Action{
 		{Remove: &Remove{Path: "part-removed-recent.parquet", DeletionTimestamp: ts(1), DataChange: true}},
 		{Remove: &Remove{Path: "part-removed-old.parquet", DeletionTimestamp: ts(10), DataChange: true}},
