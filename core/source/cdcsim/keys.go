@@ -101,22 +101,23 @@ func (t *table) ordered(k keySpec, lo, hi []any) []*row {
 		}
 		return all[i:j:j]
 	}
+	if len(k.ids) == 0 {
+		return t.order() // no keys: the whole table, in index (or row id) order
+	}
 	var out []*row
 	for _, r := range t.order() {
 		if k.inRange(r, lo, hi) {
 			out = append(out, r)
 		}
 	}
-	if len(k.ids) > 0 {
-		slices.SortStableFunc(out, func(a, b *row) int {
-			for j, id := range k.ids {
-				if c := compareValues(k.cols[j], a.value(id), b.value(id)); c != 0 {
-					return c
-				}
+	slices.SortStableFunc(out, func(a, b *row) int {
+		for j, id := range k.ids {
+			if c := compareValues(k.cols[j], a.value(id), b.value(id)); c != 0 {
+				return c
 			}
-			return 0
-		})
-	}
+		}
+		return 0
+	})
 	return out
 }
 

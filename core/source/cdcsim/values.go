@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
@@ -210,7 +211,7 @@ func normalize(c source.Column, v any) (any, error) {
 		if !ok {
 			return nil, valueErr(c, "want a string, got %T", v)
 		}
-		n := len([]rune(s))
+		n := utf8.RuneCountInString(s)
 		if c.MaxLength > 0 && n > c.MaxLength {
 			return nil, valueErr(c, "%d characters, more than %d", n, c.MaxLength)
 		}
