@@ -189,3 +189,26 @@ func TestFormatMillisTruncatesDown(t *testing.T) {
 		}
 	}
 }
+
+func TestStatsDecimalsAreExactNumbers(t *testing.T) {
+	typ := &arrow.Decimal128Type{Precision: 10, Scale: 2}
+	s := arrow.NewSchema([]arrow.Field{{Name: "d", Type: typ, Nullable: true}}, nil)
+	b := array.NewDecimal128Builder(memory.DefaultAllocator, typ)
+	for _, v := range []string{"-5", "5", "1", "-12345", "0"} {
+		b.Append(decimalOf(v))
+	}
+	rec := array.NewRecordBatch(s, []arrow.Array{b.NewArray()}, 5)
+	fs := newFileStats(s, -1, 32)
+	fs.add(rec)
+	if got := fs.json(); got != `{"numRecords":5,"minValues":{"d":-123.45},"maxValues":{"d":0.05},"nullCount":{"d":0}}` {
+		t.Errorf("got %s", got)
+	}
+	fs = newFileStats(s, -1, 32)
+	b.Append(decimalOf("-5"))
+	b.Append(decimalOf("-1"))
+	rec = array.NewRecordBatch(s, []arrow.Array{b.NewArray()}, 2)
+	fs.add(rec)
+	if got := fs.json(); got != `{"numRecords":2,"minValues":{"d":-0.05},"maxValues":{"d":-0.01},"nullCount":{"d":0}}` {
+		t.Errorf("got %s", got)
+	}
+}

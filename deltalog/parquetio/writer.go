@@ -48,13 +48,14 @@ func (e *SchemaMismatchError) Error() string {
 // TargetFileSize. Files are uploaded as they are finished; Close uploads the last one and
 // returns them all. A Writer is not safe for concurrent use.
 //
-// Memory: the open row group, which is flushed to a temporary file once RowGroupBytes of
-// Arrow data went into it (its encoded, compressed pages are no larger, apart from each
-// column's dictionary of at most 1 MiB), and the statistics (a few values per column).
+// Memory: the rows of the open row group, kept as the caller's Arrow batches (retained,
+// not copied) until RowGroupBytes of Arrow data are held; then they are encoded as one row
+// group, one column at a time, into a temporary file and released. The encoder's buffers
+// are one column chunk's. The statistics are a few values per column.
 //
-// Size: a file is rolled once its flushed bytes plus the finished pages of its open row
-// group reach TargetFileSize, checked every few thousand rows; the pages still open when
-// it rolls (up to 1 MiB per column before compression) come on top.
+// Size: a row group is also cut early, and the file rolled after it, when the file's
+// bytes plus the held rows' estimated encoded size (at the ratio of the row groups
+// written so far) reach TargetFileSize; checked every few thousand rows.
 type Writer struct {
 	store  storage.Store
 	schema *arrow.Schema
@@ -63,6 +64,8 @@ type Writer struct {
 
 	cur    *openFile
 	part   int
+	// arrowBytes and encodedBytes of the row groups written, for encodedRatio.
+	arrowBytes, encodedBytes int64
 	files  []File
 	closed bool
 }
@@ -74,8 +77,9 @@ type openFile struct {
 	cw    *countingWriter
 	fw    *pqarrow.FileWriter
 	stats *fileStats
-	// groupInput is the Arrow bytes written into the open row group.
-	groupInput int64
+	// held are the rows of the open row group, heldBytes their Arrow size.
+	held      []arrow.RecordBatch
+	heldBytes int64
 }
 
 // NewWriter returns a writer of schema's records into store. It does no I/O; an invalid
@@ -85,8 +89,8 @@ func NewWriter(store storage.Store, schema *arrow.Schema, opts WriterOptions) *W
 	return &Writer{store: store, schema: schema, opts: o, optErr: err}
 }
 
-// Write appends the record's rows. The caller keeps ownership of rec. An error leaves the
-// writer unusable: call Abort.
+// Write appends the record's rows. The caller keeps its reference to rec and may release
+// it; the writer retains what it holds. An error leaves the writer unusable: call Abort.
 func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	if w.closed {
 		return ErrClosed
@@ -118,8 +122,8 @@ func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
 	return nil
 }
 
-// writePiece encodes a few thousand rows, then flushes the row group or rolls the file when
-// a bound is reached.
+// writePiece adds a few thousand rows to the open row group, then writes the row group
+// and rolls the file when a bound is reached.
 func (w *Writer) writePiece(ctx context.Context, rec arrow.RecordBatch) error {
 	if w.cur == nil {
 		if err := w.openFile(); err != nil {
@@ -127,21 +131,51 @@ func (w *Writer) writePiece(ctx context.Context, rec arrow.RecordBatch) error {
 		}
 	}
 	f := w.cur
-	if err := f.fw.WriteBuffered(rec); err != nil {
-		return fmt.Errorf("encode parquet: %w", err)
-	}
+	rec.Retain()
+	f.held = append(f.held, rec)
+	f.heldBytes += recordBytes(rec)
 	f.stats.add(rec)
-	f.groupInput += recordBytes(rec)
-	if f.groupInput >= w.opts.RowGroupBytes {
-		if err := f.fw.NewBufferedRowGroupChecked(); err != nil {
-			return fmt.Errorf("flush row group: %w", err)
-		}
-		f.groupInput = 0
+	full := f.cw.n+int64(float64(f.heldBytes)*w.encodedRatio()) >= w.opts.TargetFileSize
+	if f.heldBytes < w.opts.RowGroupBytes && !full {
+		return nil
 	}
-	// The bytes on disk plus the finished pages of the open row group: a lower bound of
-	// the file's size (each column's open page is not counted).
-	if f.cw.n+f.fw.RowGroupTotalBytesWritten() >= w.opts.TargetFileSize {
+	if err := w.flushRowGroup(); err != nil {
+		return err
+	}
+	if full || f.cw.n >= w.opts.TargetFileSize {
 		return w.finishFile(ctx)
+	}
+	return nil
+}
+
+// encodedRatio is the encoded bytes per Arrow byte of the row groups written so far; 1
+// (Parquet is rarely larger than Arrow) before the first.
+func (w *Writer) encodedRatio() float64 {
+	if w.arrowBytes == 0 {
+		return 1
+	}
+	return float64(w.encodedBytes) / float64(w.arrowBytes)
+}
+
+// flushRowGroup encodes the held rows as one row group, column after column, into the
+// temporary file, and releases them.
+func (w *Writer) flushRowGroup() error {
+	f := w.cur
+	if len(f.held) == 0 {
+		return nil
+	}
+	tbl := array.NewTableFromRecords(w.schema, f.held)
+	before := f.cw.n
+	err := f.fw.WriteTable(tbl, max(tbl.NumRows(), 1))
+	tbl.Release()
+	for _, r := range f.held {
+		r.Release()
+	}
+	w.arrowBytes += f.heldBytes
+	w.encodedBytes += f.cw.n - before
+	f.held, f.heldBytes = f.held[:0], 0
+	if err != nil {
+		return fmt.Errorf("encode parquet: %w", err)
 	}
 	return nil
 }
@@ -179,9 +213,13 @@ func (w *Writer) openFile() error {
 // finishFile closes the current file, uploads it and records it.
 func (w *Writer) finishFile(ctx context.Context) error {
 	f := w.cur
-	w.cur = nil
 	defer os.Remove(f.tmp.Name())
 	defer f.tmp.Close()
+	if err := w.flushRowGroup(); err != nil {
+		w.cur = nil
+		return err
+	}
+	w.cur = nil
 	if err := f.fw.Close(); err != nil {
 		return fmt.Errorf("close parquet writer: %w", err)
 	}
@@ -223,6 +261,9 @@ func (w *Writer) Abort(ctx context.Context) error {
 	w.closed = true
 	if f := w.cur; f != nil {
 		w.cur = nil
+		for _, r := range f.held {
+			r.Release()
+		}
 		_ = f.fw.Close()
 		f.tmp.Close()
 		os.Remove(f.tmp.Name())
