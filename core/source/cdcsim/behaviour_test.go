@@ -184,7 +184,11 @@ func TestKeyUpdateShapes(t *testing.T) {
 func TestDDL(t *testing.T) {
 	ctx := context.Background()
 	db := ordersDB(t, Config{})
-	insert(t, db, 1)
+	_, err := db.Exec(func(tx *Txn) error {
+		_, err := tx.Insert("orders", Row{"id": 1, "amount": 1, "note": "kept"})
+		return err
+	})
+	mustT(t, err)
 	addLSN, err := db.AddColumn("orders", source.Column{Name: "extra", DataType: "int", Nullable: true})
 	mustT(t, err)
 	_, err = db.Exec(func(tx *Txn) error { return tx.Update("orders", []any{1}, Row{"extra": 5}) })
@@ -209,7 +213,18 @@ func TestDDL(t *testing.T) {
 	}
 	_, err = db.AlterColumn("orders", source.Column{Name: "amount", DataType: "decimal", Precision: 20, Scale: 4, Nullable: true})
 	mustT(t, err)
-	rows := changes(t, db, "dbo_orders")
+	// The change table still has the column: read it (Present true) to see its values.
+	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: lsn.Max, Columns: cols})
+	mustT(t, err)
+	rows := readAll(t, r)
+	if rows[0]["note"] != "kept" || rows[1]["note"] != nil || rows[2]["note"] != nil {
+		t.Fatalf("a dropped column is NULL from the drop on: %v", rows)
+	}
+	cols[2].Present = false
+	rows = changes(t, db, "dbo_orders")
+	if rows[0]["note"] != nil {
+		t.Fatalf("a column read with Present false is NULL: %v", rows[0])
+	}
 	if rows[0]["amount"] != "1.0000" || rows[2]["amount"] != "3.0000" {
 		t.Fatalf("change rows not converted by ALTER: %v", rows)
 	}

@@ -25,6 +25,8 @@ type instance struct {
 	// differently (reference §7 item 4).
 	cmdOffset int32
 	changes   []change // in (start_lsn, command_id, seqval, operation) order
+	// present[j] is whether the table still has cols[j] (by column_id); refreshed on DDL.
+	present []bool
 	ddl       []source.DDLEvent
 	dropped   bool
 }
@@ -43,12 +45,20 @@ type change struct {
 func (ci *instance) image(r *row) []any {
 	out := make([]any, len(ci.cols))
 	for j, c := range ci.cols {
-		if c.Computed {
+		if c.Computed || !ci.present[j] {
 			continue
 		}
 		out[j] = r.value(c.ColumnID)
 	}
 	return out
+}
+
+// refresh recomputes which captured columns the table still has.
+func (ci *instance) refresh() {
+	ci.present = make([]bool, len(ci.cols))
+	for j, c := range ci.cols {
+		_, ci.present[j] = ci.tbl.colByID(c.ColumnID)
+	}
 }
 
 func (ci *instance) capturesAny(ids []int) bool {
@@ -133,6 +143,7 @@ func (db *DB) EnableCapture(tableName string, opt CaptureOptions) (source.Captur
 		c.Ordinal = len(ci.cols) + 1
 		ci.cols = append(ci.cols, c)
 	}
+	ci.refresh()
 	// Pending commits were logged before the enable, so capture finishes them first.
 	db.captureLocked()
 	ci.start = db.allocLSN()

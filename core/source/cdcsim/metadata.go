@@ -91,6 +91,11 @@ func (db *DB) ddlLocked(t *table, command string, typeChange bool) lsn.LSN {
 	}
 	t.idsCache = nil
 	t.sorted = nil
+	for _, ci := range db.instances {
+		if ci.tbl == t {
+			ci.refresh()
+		}
+	}
 	return at
 }
 
