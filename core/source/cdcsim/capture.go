@@ -27,8 +27,8 @@ type instance struct {
 	changes   []change // in (start_lsn, command_id, seqval, operation) order
 	// present[j] is whether the table still has cols[j] (by column_id); refreshed on DDL.
 	present []bool
-	ddl       []source.DDLEvent
-	dropped   bool
+	ddl     []source.DDLEvent
+	dropped bool
 }
 
 // change is one row of cdc.[<ci>_CT].
