@@ -1,0 +1,117 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
+
+// TxnAppID is the Delta txn appId of a full snapshot's commit (DESIGN.md §4.2): version 0.
+func TxnAppID(appID, snapshot string) string { return appID + "#full." + snapshot }
+
+// Commit appends every range's files of snapshot snap to bronze in one Delta commit keyed
+// txn(<app_id>#full.<L>, 0), so the snapshot appears at once and a rerun adds nothing; then
+// (unless Standalone) the bootstrap facts row, keyed so it is written once. An empty table
+// commits nothing (rows 0). A snapshot without staging state that bronze already holds
+// (Open found it) only offers the bootstrap row, with rows unknown.
+func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
+	st, ok, err := j.loadOpen(ctx, snap.LSN)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	var ps planState
+	pok := false
+	if ok {
+		if pok, err = getJSON(ctx, j.Staging, planKey(snap.LSN), &ps); err != nil {
+			return CommitResult{}, err
+		}
+	}
+	if !pok {
+		return j.commitFound(ctx, snap)
+	}
+	var files []DataFile
+	var rows, bytes int64
+	for _, r := range ps.Ranges {
+		var m manifest
+		ok, err := getJSON(ctx, j.Staging, manifestKey(snap.LSN, r.Index), &m)
+		if err != nil {
+			return CommitResult{}, err
+		}
+		if !ok {
+			return CommitResult{}, &MissingRangeError{Snapshot: snap.LSN, Range: r.Index}
+		}
+		files = append(files, m.Files...)
+		rows += m.Rows
+		bytes += m.Bytes
+	}
+	res := CommitResult{Version: -1, Rows: &rows}
+	if len(files) > 0 {
+		_, cols, _, err := j.columns(ctx, st.CaptureInstance)
+		if err != nil {
+			return CommitResult{}, err
+		}
+		schema, err := j.targetSchema(ctx, cols)
+		if err != nil {
+			return CommitResult{}, err
+		}
+		meta, _ := json.Marshal(map[string]any{"snapshot": st.CaptureInstance, "lsn": snap.LSN, "commit_ts": snap.CommitTS, "rows": rows})
+		a := Append{
+			AppID: TxnAppID(j.AppID, snap.LSN), Version: 0, Schema: schema, Files: files,
+			UserMetadata: string(meta), Operation: "WRITE",
+			OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN, "rows": strconv.FormatInt(rows, 10), "bytes": strconv.FormatInt(bytes, 10)},
+		}
+		v, skipped, err := j.Bronze.AppendOnce(ctx, a)
+		if err != nil {
+			return CommitResult{}, fmt.Errorf("commit snapshot to bronze: %w", err)
+		}
+		res.Version, res.Skipped = v, skipped
+	}
+	if err := j.bootstrapRow(ctx, snap, &rows, &st.StartedAt); err != nil {
+		return CommitResult{}, err
+	}
+	return res, nil
+}
+
+// commitFound handles a snapshot Open found in bronze: nothing to commit; the bootstrap
+// row is offered (a crash between a snapshot's commit and its row only delays the row).
+func (j *Job) commitFound(ctx context.Context, snap Offset) (CommitResult, error) {
+	o, ok, err := j.Find(ctx)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	if !ok || o.LSN != snap.LSN {
+		return CommitResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
+	}
+	if err := j.bootstrapRow(ctx, snap, nil, nil); err != nil {
+		return CommitResult{}, err
+	}
+	return CommitResult{Version: -1, Skipped: true}, nil
+}
+
+func (j *Job) bootstrapRow(ctx context.Context, snap Offset, rows *int64, started *time.Time) error {
+	if j.Facts == nil || j.Standalone {
+		return nil
+	}
+	l, err := lsn.Parse(snap.LSN)
+	if err != nil {
+		return err
+	}
+	ts, err := ParseCommitTS(snap.CommitTS)
+	if err != nil {
+		return err
+	}
+	ev := Event{AppID: j.AppID, Target: j.Target, LSN: l.String(), CommitTS: ts, Rows: rows}
+	if started != nil && !started.IsZero() {
+		s := *started
+		d := j.now().Sub(s).Milliseconds()
+		ev.StartedAt, ev.DurationMs = &s, &d
+	}
+	if err := j.Facts.Bootstrapped(ctx, ev); err != nil {
+		return fmt.Errorf("write bootstrap row: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package snapshot takes full snapshots of a source table into bronze, as the short,
+// idempotent steps of the bootstrap state machine (DESIGN.md §6.2; seed/bootstrap.md "How it
+// behaves", "A snapshot without the stream", "One mode per run").
+//
+// The snapshot-LSN rule (reference/original-snapshots-and-sql.md §2.0, invariant 1): the
+// stamp L is recorded before the table is read. L is max(sys.fn_cdc_get_max_lsn(),
+// start_lsn − 1 of a capture instance capture has not reached yet), so every commit at or
+// before L is in what the read returns. A commit the read also sees has an LSN above L: the
+// stream replays it after L, and keeping the latest image per key ordered by (_start_lsn,
+// _command_id, _seqval, _operation) absorbs the overlap, because every snapshot row
+// (_operation 0, _start_lsn L, NULL _command_id and _seqval) sorts before the changes after
+// it.
+//
+// The steps, each resumable from what storage holds:
+//
+//   - Open: the mode lock (an open chunked snapshot of the stream refuses a full one), then
+//     a snapshot already in bronze (operation-0 rows without a chunk under any capture
+//     instance of the table, names matched ignoring case) is returned and nothing is read;
+//     else a checkpoint with offsets resumes; else L is stamped and a snapshot_open facts
+//     row written.
+//   - Plan: key ranges for numPartitions (§2.1 and §3 "Whole-snapshot partitions").
+//   - Read: one range into Parquet files in the bronze table's folder, without a log entry,
+//     recorded in a staging manifest under the checkpoint prefix
+//     (snapshots/<L>/ranges/<i>.json). A rerun replaces its manifest; the files of an
+//     earlier attempt are orphans left for VACUUM.
+//   - Commit: one Delta commit of every range's files keyed txn(<app_id>#full.<L>, 0), then
+//     the bootstrap facts row, keyed so it is written once.
+//   - Close: the offset {lsn, commit_ts} the stream starts from, written as the
+//     checkpoint's initial offset when the checkpoint has none.
+package snapshot

@@ -1,0 +1,60 @@
+package snapshot
+
+import (
+	"fmt"
+)
+
+// ModeLockError: the stream has an open snapshot of the other mode (seed "One mode per
+// run"). A full snapshot cannot open while a chunked one is open: finish it with the
+// backfill machine, or take another target or app_id.
+type ModeLockError struct {
+	AppID      string
+	Snapshot   string // the open snapshot's LSN
+	Mode       string // its mode
+	Generation int
+}
+
+func (e *ModeLockError) Error() string {
+	return fmt.Sprintf("app_id %s has an open %s snapshot %s (generation %d): one snapshot mode per run; finish it first (backfill until done) or use another target and app_id",
+		e.AppID, e.Mode, e.Snapshot, e.Generation)
+}
+
+// MissingRangeError: Commit found no staging manifest for a planned range: its read did
+// not finish. Rerun the read of that range.
+type MissingRangeError struct {
+	Snapshot string
+	Range    int
+}
+
+func (e *MissingRangeError) Error() string {
+	return fmt.Sprintf("snapshot %s: range %d has no manifest; its read has not finished", e.Snapshot, e.Range)
+}
+
+// PlanNotFoundError: a step after Plan ran for a snapshot whose plan is not in the staging
+// area (Plan did not run for this LSN, or the checkpoint prefix changed).
+type PlanNotFoundError struct {
+	Snapshot string
+}
+
+func (e *PlanNotFoundError) Error() string {
+	return fmt.Sprintf("snapshot %s: no plan in the checkpoint's staging area; run the plan step first", e.Snapshot)
+}
+
+// KeyError: a key column (snapshotKeys or the unique index) cannot bound ranges: it is not
+// a present captured column, or a bound does not fit its type.
+type KeyError struct {
+	Column string
+	Reason string
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("snapshot key %s: %s", e.Column, e.Reason) }
+
+// NoLSNError: neither max_lsn nor the capture instance's start LSN is known (capture has
+// never run): retry once the capture job has run.
+type NoLSNError struct {
+	CaptureInstance string
+}
+
+func (e *NoLSNError) Error() string {
+	return fmt.Sprintf("capture instance %s: no max_lsn and no start_lsn yet; retry once the capture job has run", e.CaptureInstance)
+}

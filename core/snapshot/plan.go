@@ -1,0 +1,120 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"reflect"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// keyColumns are the columns ranges are cut on: snapshotKeys when given, else the capture
+// instance's unique index (reference §2.1 step 4), matched to the captured columns by
+// name ignoring case. ok is false when there are none or one is not a present captured
+// column: the table is then read as one range.
+func keyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []string) (keys []source.Column, ok bool) {
+	names := snapshotKeys
+	if len(names) == 0 {
+		names = ci.IndexColumns
+	}
+	if len(names) == 0 {
+		return nil, false
+	}
+	for _, n := range names {
+		found := false
+		for _, c := range cols {
+			if strings.EqualFold(c.Name, n) && c.Present && !c.Computed {
+				keys = append(keys, c)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return keys, true
+}
+
+// planRanges cuts the table into up to n key ranges (reference §2.1 and §3 "Whole-snapshot
+// partitions"):
+//   - one integer key: MIN and MAX, then n' = min(n, MAX − MIN + 1) uniform ranges, bound i
+//     at MIN + (MAX − MIN + 1)·i / n' (floor) for i = 1..n'−1;
+//   - a composite or non-integer key: NTILE(n) bounds (Source.KeyTiles), ranges of about
+//     equal rows;
+//   - no usable key, n ≤ 1, an empty table or MIN = MAX: one range.
+//
+// The first range is open below (it holds NULL keys), the last open above (it holds keys
+// written above MAX meanwhile).
+func planRanges(ctx context.Context, src source.Source, t source.Table, keys []source.Column, n int) ([]Range, error) {
+	whole := []Range{{Index: 0}}
+	if n <= 1 || len(keys) == 0 {
+		return whole, nil
+	}
+	var bounds []source.Key
+	if len(keys) == 1 && integerTypes[keys[0].DataType] {
+		lo, hi, ok, err := src.KeyExtent(ctx, t, keys[0], nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read key extent: %w", err)
+		}
+		if !ok {
+			return whole, nil
+		}
+		mn, ok1 := lo.(int64)
+		mx, ok2 := hi.(int64)
+		if !ok1 || !ok2 {
+			return nil, &KeyError{Column: keys[0].Name, Reason: fmt.Sprintf("extent %T..%T is not integer", lo, hi)}
+		}
+		for _, b := range uniformBounds(mn, mx, n) {
+			bounds = append(bounds, source.Key{b})
+		}
+	} else {
+		tiles, err := src.KeyTiles(ctx, t, keys, n)
+		if err != nil {
+			return nil, fmt.Errorf("read key tiles: %w", err)
+		}
+		for _, k := range tiles {
+			if len(bounds) > 0 && reflect.DeepEqual(bounds[len(bounds)-1], k) {
+				continue
+			}
+			bounds = append(bounds, k)
+		}
+	}
+	ranges := make([]Range, 0, len(bounds)+1)
+	var lo []any
+	for i, b := range bounds {
+		hi, err := encodeKey(b)
+		if err != nil {
+			return nil, &KeyError{Column: joinNames(keys), Reason: err.Error()}
+		}
+		ranges = append(ranges, Range{Index: i, Lo: lo, Hi: hi})
+		lo = hi
+	}
+	ranges = append(ranges, Range{Index: len(bounds), Lo: lo})
+	return ranges, nil
+}
+
+// uniformBounds are the n'−1 inner bounds of uniform ranges over [mn, mx]:
+// mn + (mx − mn + 1)·i / n' with n' = min(n, mx − mn + 1), computed without overflow.
+func uniformBounds(mn, mx int64, n int) []int64 {
+	if mx <= mn {
+		return nil
+	}
+	span := new(big.Int).Sub(big.NewInt(mx), big.NewInt(mn))
+	span.Add(span, big.NewInt(1))
+	parts := big.NewInt(int64(n))
+	if span.Cmp(parts) < 0 {
+		parts.Set(span)
+	}
+	np := parts.Int64()
+	out := make([]int64, 0, np-1)
+	for i := int64(1); i < np; i++ {
+		b := new(big.Int).Mul(span, big.NewInt(i))
+		b.Quo(b, parts) // span and i are positive: Quo is floor
+		b.Add(b, big.NewInt(mn))
+		out = append(out, b.Int64())
+	}
+	return out
+}

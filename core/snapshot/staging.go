@@ -1,0 +1,73 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// Staging keys under the checkpoint prefix, per snapshot LSN L. Plain puts: a rerun of a
+// step replaces its own file.
+func openKey(l string) string            { return "snapshots/" + l + "/open.json" }
+func planKey(l string) string            { return "snapshots/" + l + "/plan.json" }
+func manifestKey(l string, i int) string { return fmt.Sprintf("snapshots/%s/ranges/%d.json", l, i) }
+
+// openState is snapshots/<L>/open.json: what Open decided, for the later steps.
+type openState struct {
+	AppID           string    `json:"app_id"`
+	CaptureInstance string    `json:"capture_instance"`
+	Snapshot        Offset    `json:"snapshot"`
+	StartedAt       time.Time `json:"started_at"`
+}
+
+// planState is snapshots/<L>/plan.json.
+type planState struct {
+	Keys   []string `json:"keys"`
+	Ranges []Range  `json:"ranges"`
+}
+
+// manifest is snapshots/<L>/ranges/<i>.json: the files one read of range i wrote.
+type manifest struct {
+	Range  int        `json:"range"`
+	Rows   int64      `json:"rows"`
+	Bytes  int64      `json:"bytes"`
+	Files  []DataFile `json:"files"`
+	ReadAt time.Time  `json:"read_at"`
+}
+
+func putJSON(ctx context.Context, st storage.Store, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := st.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}
+
+// getJSON reads key into v; ok is false when it does not exist.
+func getJSON(ctx context.Context, st storage.Store, key string, v any) (ok bool, err error) {
+	rc, err := st.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return true, nil
+}

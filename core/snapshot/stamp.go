@@ -1,0 +1,44 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// StampLSN is the snapshot LSN L recorded before a read (reference
+// original-snapshots-and-sql.md §2.0): the larger of sys.fn_cdc_get_max_lsn() and
+// start_lsn − 1 of ci. The second covers a capture instance capture has not reached yet:
+// on a quiet database max_lsn stays below its first LSN for minutes, and every commit
+// before that LSN is in the table. Neither known is a *NoLSNError.
+func StampLSN(ctx context.Context, src source.Source, ci source.CaptureInstance) (lsn.LSN, error) {
+	maxLSN, err := src.MaxLSN(ctx)
+	if err != nil {
+		return lsn.Zero, fmt.Errorf("read max_lsn: %w", err)
+	}
+	l := maxLSN
+	if !ci.StartLSN.IsZero() {
+		l = lsn.MaxOf(l, ci.StartLSN.Prev())
+	}
+	if l.IsZero() {
+		return lsn.Zero, &NoLSNError{CaptureInstance: ci.Name}
+	}
+	return l, nil
+}
+
+// commitTime is the UTC commit time of l, nil when l is no commit's (a decremented start
+// LSN): the snapshot rows' _commit_ts is then NULL.
+func commitTime(ctx context.Context, src source.Source, l lsn.LSN) (*time.Time, error) {
+	t, ok, err := src.CommitTime(ctx, l)
+	if err != nil {
+		return nil, fmt.Errorf("read commit time of %s: %w", l, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	t = t.UTC()
+	return &t, nil
+}

@@ -1,0 +1,100 @@
+package snapshot
+
+import (
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
+
+// Offset is a stream position (DESIGN.md §4.1): the last processed commit LSN and its UTC
+// commit time with milliseconds, "" when the LSN is no commit's.
+type Offset struct {
+	LSN      string `json:"lsn"`
+	CommitTS string `json:"commit_ts"`
+}
+
+// commitTSLayout is the offset's commit_ts format: UTC, always three fractional digits.
+const commitTSLayout = "2006-01-02T15:04:05.000"
+
+// MakeOffset is the offset of l with its commit time t (nil: unknown, "").
+func MakeOffset(l lsn.LSN, t *time.Time) Offset {
+	o := Offset{LSN: l.String()}
+	if t != nil {
+		o.CommitTS = t.UTC().Format(commitTSLayout)
+	}
+	return o
+}
+
+// ParseCommitTS reads an offset's commit_ts ("" is nil). Values without fractional
+// seconds are accepted.
+func ParseCommitTS(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse("2006-01-02T15:04:05.999999999", s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Status is what Open found.
+type Status string
+
+// Open's outcomes.
+const (
+	// Opened: no snapshot in bronze and no checkpoint offsets; L was stamped, read the table.
+	Opened Status = "opened"
+	// Found: bronze already holds a whole snapshot of the table; nothing is read again.
+	Found Status = "found"
+	// Resume: the checkpoint already has offsets; the stream resumes from them, no snapshot.
+	Resume Status = "resume"
+)
+
+// OpenResult is the output of Open.
+type OpenResult struct {
+	Status Status `json:"status"`
+	// Snapshot is the snapshot's offset (Opened, Found), or the checkpoint's latest (Resume).
+	Snapshot Offset `json:"snapshot"`
+	// CaptureInstance is the instance the snapshot is taken for (as SQL Server names it).
+	CaptureInstance string `json:"capture_instance,omitempty"`
+	// StartedAt is when Open stamped L (Opened), UTC.
+	StartedAt *time.Time `json:"started_at,omitempty"`
+}
+
+// Range is one key range of a plan: [Lo, Hi) in key order, nil ends open. Bounds are JSON
+// lists with one value per key column (reference original-stream-and-tables.md §9.5 key
+// values: types JSON lacks as text, binary as 0x hex).
+type Range struct {
+	Index int   `json:"index"`
+	Lo    []any `json:"lo"`
+	Hi    []any `json:"hi"`
+}
+
+// PlanResult is the output of Plan.
+type PlanResult struct {
+	// NumPartitions is the most ranges read at once (the Map's MaxConcurrency).
+	NumPartitions int `json:"numPartitions"`
+	// Keys are the key columns the ranges are cut on; empty with one open range.
+	Keys   []string `json:"keys"`
+	Ranges []Range  `json:"ranges"`
+}
+
+// ReadResult is the output of Read for one range.
+type ReadResult struct {
+	Range int   `json:"range"`
+	Rows  int64 `json:"rows"`
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// CommitResult is the output of Commit.
+type CommitResult struct {
+	// Version is the bronze version holding the snapshot; -1 for an empty table
+	// (no commit).
+	Version int64 `json:"version"`
+	// Rows are the snapshot's rows (nil when a found snapshot's count is unknown).
+	Rows *int64 `json:"rows"`
+	// Skipped is true when bronze already held the commit (a rerun).
+	Skipped bool `json:"skipped"`
+}
