@@ -17,9 +17,37 @@ type Protocol struct {
 	MinReaderVersion int `json:"minReaderVersion"`
 	MinWriterVersion int `json:"minWriterVersion"`
 	// ReaderFeatures is present only when MinReaderVersion is 3.
-	ReaderFeatures []string `json:"readerFeatures,omitempty"`
+	ReaderFeatures []string `json:"readerFeatures"`
 	// WriterFeatures is present only when MinWriterVersion is 7.
-	WriterFeatures []string `json:"writerFeatures,omitempty"`
+	WriterFeatures []string `json:"writerFeatures"`
+}
+
+// MarshalJSON writes readerFeatures exactly when minReaderVersion is 3 and writerFeatures
+// exactly when minWriterVersion is 7, as [] when empty: the lists are required there and
+// absent below (PROTOCOL.md § Protocol Evolution).
+func (p Protocol) MarshalJSON() ([]byte, error) {
+	type lists struct {
+		MinReaderVersion int       `json:"minReaderVersion"`
+		MinWriterVersion int       `json:"minWriterVersion"`
+		ReaderFeatures   *[]string `json:"readerFeatures,omitempty"`
+		WriterFeatures   *[]string `json:"writerFeatures,omitempty"`
+	}
+	out := lists{MinReaderVersion: p.MinReaderVersion, MinWriterVersion: p.MinWriterVersion}
+	if p.MinReaderVersion >= 3 {
+		rf := p.ReaderFeatures
+		if rf == nil {
+			rf = []string{}
+		}
+		out.ReaderFeatures = &rf
+	}
+	if p.MinWriterVersion >= 7 {
+		wf := p.WriterFeatures
+		if wf == nil {
+			wf = []string{}
+		}
+		out.WriterFeatures = &wf
+	}
+	return json.Marshal(out)
 }
 
 // Format is metaData.format: the data file format, "parquet" in practice.

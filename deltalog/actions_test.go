@@ -89,3 +89,16 @@ func TestDeletionVectorUniqueID(t *testing.T) {
 		t.Error("nil DV id")
 	}
 }
+
+func TestProtocolJSON(t *testing.T) {
+	for p, want := range map[*Protocol]string{
+		{MinReaderVersion: 1, MinWriterVersion: 2, ReaderFeatures: []string{"x"}}:          `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}`,
+		{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly"}}: `{"protocol":{"minReaderVersion":1,"minWriterVersion":7,"writerFeatures":["appendOnly"]}}`,
+		{MinReaderVersion: 3, MinWriterVersion: 7}:                                         `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":[],"writerFeatures":[]}}`,
+	} {
+		out, err := EncodeActions([]Action{{Protocol: p}})
+		if err != nil || string(out) != want+"\n" {
+			t.Errorf("got %s, %v; want %s", out, err, want)
+		}
+	}
+}

@@ -215,13 +215,22 @@ func (t *Table) readCommits(ctx context.Context, from, to int64, fromZero bool, 
 	}
 	close(next)
 	wg.Wait()
+	if err := parent.Err(); err != nil {
+		return nil, err
+	}
+	// The first failure cancelled the other reads: report it, not their cancellation.
+	var canceled error
 	for _, err := range errs {
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled):
+			canceled = err
+		default:
 			return nil, err
 		}
 	}
-	if err := parent.Err(); err != nil {
-		return nil, err
+	if canceled != nil {
+		return nil, canceled
 	}
 	return out, nil
 }
