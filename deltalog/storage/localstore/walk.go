@@ -35,26 +35,43 @@ func (w *walker) dir(rel string) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	des, err := os.ReadDir(filepath.Join(w.root, filepath.FromSlash(rel)))
+	f, err := os.Open(filepath.Join(w.root, filepath.FromSlash(rel)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	ents := make([]entry, 0, len(des))
+	des, err := f.ReadDir(-1) // unsorted; only the survivors of the bounds below are sorted
+	f.Close()
+	if err != nil {
+		return err
+	}
+	// Every key here starts with rel, so the bounds apply to the names: the part of the
+	// prefix and of startAfter past rel (the walk only enters rel when they fit it).
+	after, prefix := "", ""
+	if strings.HasPrefix(w.startAfter, rel) {
+		after = w.startAfter[len(rel):]
+	}
+	if strings.HasPrefix(w.prefix, rel) {
+		prefix = w.prefix[len(rel):]
+	}
+	ents := make([]entry, 0, min(len(des), 64))
 	for _, de := range des {
-		name := rel + de.Name()
+		name := de.Name()
 		if de.IsDir() {
-			ents = append(ents, entry{name + "/", true})
+			name += "/"
+		} else if strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix) || !de.Type().IsRegular() {
 			continue
 		}
-		if strings.HasPrefix(de.Name(), tempPrefix) && strings.HasSuffix(de.Name(), tempSuffix) {
+		// Skip names wholly before startAfter or outside the prefix, before allocating.
+		if name < after && !strings.HasPrefix(after, name) {
 			continue
 		}
-		if de.Type().IsRegular() {
-			ents = append(ents, entry{name, false})
+		if !strings.HasPrefix(name, prefix) && !(de.IsDir() && strings.HasPrefix(prefix, name)) {
+			continue
 		}
+		ents = append(ents, entry{rel + name, de.IsDir()})
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
 	for _, e := range ents {
