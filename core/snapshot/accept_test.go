@@ -1,0 +1,265 @@
+package snapshot_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+)
+
+// keyCase is one table shape: its columns, unique index (nil: heap), snapshotKeys, the
+// key columns rows are told apart by, and the i-th row.
+type keyCase struct {
+	name         string
+	cols         []source.Column
+	index        []string
+	snapshotKeys []string
+	keys         []string
+	row          func(i int) cdcsim.Row
+	key          func(i int) []any
+}
+
+func guid(i int) string { return fmt.Sprintf("%08X-0000-0000-0000-%012X", i*7919, i) }
+
+var keyCases = []keyCase{
+	{name: "integer", cols: []source.Column{{Name: "id", DataType: "int"}, {Name: "v", DataType: "nvarchar", MaxLength: 40, Nullable: true}},
+		index: []string{"id"}, keys: []string{"id"},
+		row: func(i int) cdcsim.Row { return cdcsim.Row{"id": int64(i), "v": fmt.Sprint("v", i)} },
+		key: func(i int) []any { return []any{int64(i)} }},
+	{name: "composite", cols: []source.Column{{Name: "a", DataType: "int"}, {Name: "b", DataType: "nvarchar", MaxLength: 10}, {Name: "v", DataType: "nvarchar", MaxLength: 40, Nullable: true}},
+		index: []string{"a", "b"}, keys: []string{"a", "b"},
+		row: func(i int) cdcsim.Row { return cdcsim.Row{"a": int64(i % 7), "b": fmt.Sprint("k", i), "v": fmt.Sprint("v", i)} },
+		key: func(i int) []any { return []any{int64(i % 7), fmt.Sprint("k", i)} }},
+	{name: "string", cols: []source.Column{{Name: "code", DataType: "nvarchar", MaxLength: 20}, {Name: "v", DataType: "nvarchar", MaxLength: 40, Nullable: true}},
+		index: []string{"code"}, keys: []string{"code"},
+		row: func(i int) cdcsim.Row { return cdcsim.Row{"code": fmt.Sprintf("c%04d", i), "v": fmt.Sprint("v", i)} },
+		key: func(i int) []any { return []any{fmt.Sprintf("c%04d", i)} }},
+	{name: "uniqueidentifier", cols: []source.Column{{Name: "g", DataType: "uniqueidentifier"}, {Name: "v", DataType: "nvarchar", MaxLength: 40, Nullable: true}},
+		index: []string{"g"}, keys: []string{"g"},
+		row: func(i int) cdcsim.Row { return cdcsim.Row{"g": guid(i), "v": fmt.Sprint("v", i)} },
+		key: func(i int) []any { return []any{guid(i)} }},
+	{name: "heap", cols: []source.Column{{Name: "id", DataType: "bigint", Nullable: true}, {Name: "v", DataType: "nvarchar", MaxLength: 40, Nullable: true}},
+		snapshotKeys: []string{"id"}, keys: []string{"id"},
+		row: func(i int) cdcsim.Row { return cdcsim.Row{"id": int64(i), "v": fmt.Sprint("v", i)} },
+		key: func(i int) []any { return []any{int64(i)} }},
+}
+
+type env struct {
+	t    *testing.T
+	db   *cdcsim.DB
+	spec *config.Spec
+	kc   keyCase
+}
+
+func newEnv(t *testing.T, kc keyCase, rows int) *env {
+	t.Helper()
+	db := cdcsim.New(cdcsim.Config{Seed: 7})
+	if err := db.CreateTable(cdcsim.TableSpec{Name: "t", Columns: kc.cols, Key: kc.index}); err != nil {
+		t.Fatal(err)
+	}
+	// Rows written before CDC is enabled: only a snapshot holds them.
+	if _, err := db.Exec(func(tx *cdcsim.Txn) error {
+		for i := 1; i <= rows; i++ {
+			if _, err := tx.Insert("t", kc.row(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Advance(time.Second)
+	if _, err := db.EnableCapture("t", cdcsim.CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	spec := &config.Spec{AppID: "t-v1", Bootstrap: true,
+		Source:     config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_t"},
+		Bronze:     filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "checkpoint"), FactsTable: filepath.Join(dir, "facts")}
+	spec.Defaults()
+	spec.Options.NumPartitions = 3
+	spec.Options.SnapshotKeys = kc.snapshotKeys
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, db: db, spec: spec, kc: kc}
+}
+
+func (e *env) table(dir string) *deltalog.Table {
+	st, err := localstore.New(dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ls, err := localfs.New(dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return deltalog.Open(st, ls, deltalog.Options{RetryBaseDelay: 1})
+}
+
+func (e *env) job() *snapshot.Job {
+	cp, err := localstore.New(e.spec.Checkpoint)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	j := snapshot.FromSpec(e.spec, e.db, snapshot.Tables{Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: cp})
+	j.Now = e.db.Now
+	return j
+}
+
+func (e *env) stream() {
+	e.t.Helper()
+	cp, _ := localstore.New(e.spec.Checkpoint)
+	deps := stream.Deps{Source: e.db, Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: checkpoint.New(cp, e.spec.AppID)}
+	for i := 0; i < 100; i++ {
+		res, err := stream.Run(context.Background(), e.spec, deps, stream.Options{Now: e.db.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			e.t.Fatalf("stream: %v", err)
+		}
+		if res.CaughtUp {
+			return
+		}
+	}
+	e.t.Fatal("stream never caught up")
+}
+
+func (e *env) exec(fn func(tx *cdcsim.Txn) error) {
+	e.t.Helper()
+	e.db.Advance(time.Second)
+	if _, err := e.db.Exec(fn); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) check() {
+	e.t.Helper()
+	ctx := context.Background()
+	snap, err := e.table(e.spec.Bronze).Snapshot(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	got, _, err := rebuild.FromBronze(ctx, snap, e.kc.keys)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cols, err := e.db.Columns("t")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rows, err := e.db.ReadTable(ctx, source.TableRead{Table: source.Table{Schema: "dbo", Name: "t"}, Columns: cols})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	want, err := rebuild.FromRows(ctx, rows, e.kc.keys)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if d := rebuild.Diff(want, got, 10); len(d) > 0 {
+		e.t.Fatalf("bronze rebuilds to a different table:\n%v", d)
+	}
+}
+
+func (e *env) factsRows() []facts.Row {
+	e.t.Helper()
+	snap, err := e.table(e.spec.FactsTable).Snapshot(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rows, err := facts.ReadRows(context.Background(), snap, e.spec.AppID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rows
+}
+
+func count(rows []facts.Row, event string) int {
+	n := 0
+	for _, r := range rows {
+		if r.Event == event {
+			n++
+		}
+	}
+	return n
+}
+
+// The bootstrap then the stream rebuild the source table exactly, with writes landing
+// between the stamp and the read, deletes of rows the snapshot read and key updates.
+func TestBootstrapThenStreamRebuildsTheTable(t *testing.T) {
+	for _, kc := range keyCases {
+		t.Run(kc.name, func(t *testing.T) {
+			e := newEnv(t, kc, 60)
+			e.exec(func(tx *cdcsim.Txn) error { return tx.Update("t", kc.key(1), cdcsim.Row{"v": "changed before"}) })
+			// Commits between the stamp and the read: an update, a delete, an insert.
+			tx := e.db.Begin()
+			if err := tx.Update("t", kc.key(2), cdcsim.Row{"v": "during"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Delete("t", kc.key(3)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Insert("t", kc.row(1000)); err != nil {
+				t.Fatal(err)
+			}
+			e.db.CommitBeforeRead(tx)
+
+			off, err := e.job().Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if off.LSN == "" {
+				t.Fatal("no offset")
+			}
+			// After the snapshot: a delete of a row it read, a key update, an insert.
+			e.exec(func(tx *cdcsim.Txn) error { return tx.Delete("t", kc.key(4)) })
+			e.exec(func(tx *cdcsim.Txn) error {
+				if err := tx.Delete("t", kc.key(5)); err != nil {
+					return err
+				}
+				_, err := tx.Insert("t", kc.row(2000))
+				return err
+			})
+			e.exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("t", kc.row(3000)); return err })
+			e.stream()
+			e.check()
+
+			// A rerun of the whole flow reads nothing and writes no second row.
+			reads := e.db.Calls("ReadTable")
+			if _, err := e.job().Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if e.db.Calls("ReadTable") != reads {
+				t.Fatalf("the rerun read the table")
+			}
+			fr := e.factsRows()
+			if count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
+				t.Fatalf("bootstrap rows %d, open rows %d", count(fr, facts.EventBootstrap), count(fr, facts.EventSnapshotOpen))
+			}
+			e.check()
+		})
+	}
+}
+
+func TestBootstrapWithStartingLsnIsConfigError(t *testing.T) {
+	spec := &config.Spec{AppID: "a", Bootstrap: true, Source: config.Source{DSN: "sqlserver://h?database=d", CaptureInstance: "dbo_t"},
+		Bronze: "/tmp/b", Checkpoint: "/tmp/c", FactsTable: "/tmp/f", Options: config.Options{StartingLsn: "0x00000020000000100001"}}
+	spec.Defaults()
+	err := spec.Validate()
+	if _, ok := err.(*config.ConfigError); !ok {
+		t.Fatalf("err %v, want *config.ConfigError", err)
+	}
+}

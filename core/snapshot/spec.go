@@ -1,0 +1,82 @@
+package snapshot
+
+import (
+	"context"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// Tables are the opened tables and stores a Job writes: bronze, the facts table (nil
+// without one) and the checkpoint prefix.
+type Tables struct {
+	Bronze     *deltalog.Table
+	Facts      *deltalog.Table
+	Checkpoint storage.Store
+	Writer     parquetio.WriterOptions
+}
+
+// FromSpec is the Job of a validated table spec. The caller sets Standalone and
+// Resnapshot for snapshot(target).
+func FromSpec(spec *config.Spec, src source.Source, t Tables) *Job {
+	j := &Job{
+		AppID:           spec.AppID,
+		Target:          spec.Bronze,
+		CaptureInstance: spec.Source.CaptureInstance,
+		NumPartitions:   spec.Options.NumPartitions,
+		SnapshotKeys:    spec.Options.SnapshotKeys,
+		Isolation:       source.ReadCommitted,
+		Source:          src,
+		Bronze:          &DeltaBronze{Table: t.Bronze, Writer: t.Writer},
+		Staging:         t.Checkpoint,
+		Checkpoint:      &StreamCheckpoint{C: checkpoint.New(t.Checkpoint, spec.AppID)},
+	}
+	if spec.EffectiveIsolation() == config.IsolationSnapshot {
+		j.Isolation = source.Snapshot
+	}
+	if ms := spec.Options.LockTimeoutMs; ms != nil {
+		d := time.Duration(*ms) * time.Millisecond
+		j.LockTimeout = &d
+	}
+	if spec.Options.SnapshotLsn != "" {
+		j.SnapshotLSN, _ = lsn.Parse(spec.Options.SnapshotLsn) // validated by config
+	}
+	if t.Facts != nil {
+		j.Facts = &FactsTable{Table: t.Facts, Writer: t.Writer}
+	}
+	return j
+}
+
+// StreamCheckpoint is Checkpoint on the stream's checkpoint (core/checkpoint).
+type StreamCheckpoint struct {
+	C *checkpoint.Checkpoint
+}
+
+// Latest implements Checkpoint: the last committed batch's end, else the pending batch's
+// start.
+func (c *StreamCheckpoint) Latest(ctx context.Context) (Offset, bool, error) {
+	st, err := c.C.Resume(ctx)
+	if err != nil {
+		return Offset{}, false, err
+	}
+	var o checkpoint.Offset
+	switch {
+	case st.Last != nil:
+		o = st.Last.End
+	case st.Pending != nil:
+		o = st.Pending.Start
+	default:
+		return Offset{}, false, nil
+	}
+	var ts *time.Time
+	if o.HasTime() {
+		ts = &o.CommitTS
+	}
+	return MakeOffset(o.LSN, ts), true, nil
+}
