@@ -43,7 +43,9 @@ var keyCases = []keyCase{
 		key: func(i int) []any { return []any{int64(i)} }},
 	{name: "composite", cols: []source.Column{{Name: "a", DataType: "int"}, {Name: "b", DataType: "nvarchar", MaxLength: 10}, {Name: "v", DataType: "nvarchar", MaxLength: 40, Nullable: true}},
 		index: []string{"a", "b"}, keys: []string{"a", "b"},
-		row: func(i int) cdcsim.Row { return cdcsim.Row{"a": int64(i % 7), "b": fmt.Sprint("k", i), "v": fmt.Sprint("v", i)} },
+		row: func(i int) cdcsim.Row {
+			return cdcsim.Row{"a": int64(i % 7), "b": fmt.Sprint("k", i), "v": fmt.Sprint("v", i)}
+		},
 		key: func(i int) []any { return []any{int64(i % 7), fmt.Sprint("k", i)} }},
 	{name: "string", cols: []source.Column{{Name: "code", DataType: "nvarchar", MaxLength: 20}, {Name: "v", DataType: "nvarchar", MaxLength: 40, Nullable: true}},
 		index: []string{"code"}, keys: []string{"code"},
@@ -89,8 +91,8 @@ func newEnv(t *testing.T, kc keyCase, rows int) *env {
 	}
 	dir := t.TempDir()
 	spec := &config.Spec{AppID: "t-v1", Bootstrap: true,
-		Source:     config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_t"},
-		Bronze:     filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "checkpoint"), FactsTable: filepath.Join(dir, "facts")}
+		Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_t"},
+		Bronze: filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "checkpoint"), FactsTable: filepath.Join(dir, "facts")}
 	spec.Defaults()
 	spec.Options.NumPartitions = 3
 	spec.Options.SnapshotKeys = kc.snapshotKeys
