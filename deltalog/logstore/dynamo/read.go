@@ -39,11 +39,11 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 // entry is recovered first.
 func (l *LogStore) Read(ctx context.Context, v int64) ([]byte, error) {
 	b, err := commitlog.Read(ctx, l.store, v)
-	if err == nil || !errors.Is(err, storage.ErrNotFound) || v < 0 {
-		if err != nil {
-			return nil, wrap("read", v, err)
-		}
+	if err == nil {
 		return b, nil
+	}
+	if !errors.Is(err, storage.ErrNotFound) || v < 0 {
+		return nil, wrap("read", v, err)
 	}
 	e, found, gerr := l.getEntry(ctx, v)
 	if gerr != nil {

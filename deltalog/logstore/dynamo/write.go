@@ -54,8 +54,8 @@ func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 		return nil // left incomplete; the next reader or writer recovers it
 	}
 	if !mine {
-		// v.json held other bytes before our claim: our entry outlived nothing, it was
-		// created after an older entry for v expired. The file is the truth.
+		// v.json already held other bytes: the entry of its writer had expired, so our
+		// conditional put succeeded although v was taken. The file is the truth.
 		return wrap("write", v, logstore.ErrVersionExists)
 	}
 	l.observe(v, claimedAt)
