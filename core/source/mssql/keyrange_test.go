@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -205,7 +206,45 @@ func FuzzKeyRange(f *testing.F) {
 		rows := allKeys(kinds)
 		checkRange(t, kinds, lo, hi, rows)
 		checkTiling(t, kinds, bounds, rows)
+		checkRendered(t, kinds, lo, hi)
 	})
+}
+
+// checkRendered renders the range as the S5 statement: no panic, one UNION ALL branch per
+// piece, and every placeholder bound.
+func checkRendered(t *testing.T, kinds []colKind, lo, hi source.Key) {
+	t.Helper()
+	keys := make([]source.Column, len(kinds))
+	for i, k := range kinds {
+		switch k {
+		case kindInt:
+			keys[i] = source.Column{Name: fmt.Sprintf("k%d", i), DataType: "int", Present: true}
+		case kindCIText:
+			keys[i] = source.Column{Name: fmt.Sprintf("k%d", i), DataType: "varchar", MaxLength: 10, Collation: "Latin1_General_CI_AS", Present: true}
+		default:
+			keys[i] = source.Column{Name: fmt.Sprintf("k%d", i), DataType: "nvarchar", MaxLength: 10, Collation: "Latin1_General_100_BIN2", Present: true}
+		}
+	}
+	q, args, err := readTableSQL(source.Table{Schema: "dbo", Name: "t"}, keys, keys, source.KeyRange{Lo: lo, Hi: hi})
+	if err != nil {
+		t.Fatalf("readTableSQL: %v", err)
+	}
+	pieces, _ := rangePieces(len(kinds), lo, hi)
+	want := len(pieces)
+	if want == 0 {
+		want = 1 // WHERE 1 = 0
+	}
+	if got := strings.Count(q, "SELECT "); got != want {
+		t.Fatalf("%d SELECTs for %d pieces:\n%s", got, len(pieces), q)
+	}
+	for i := range args {
+		if !strings.Contains(q, fmt.Sprintf("@p%d ", i+1)) {
+			t.Fatalf("@p%d unused in %s", i+1, q)
+		}
+	}
+	if strings.Contains(q, fmt.Sprintf("@p%d ", len(args)+1)) {
+		t.Fatalf("@p%d unbound in %s", len(args)+1, q)
+	}
 }
 
 // allKeys is every key over the test value sets.
