@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +89,8 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			return CommitResult{Version: snap.Version(), Skipped: true}, nil
 		}
 	}
-	data, err := EncodeActions(tx.actions(randomUUID()))
+	actions := tx.actions(randomUUID())
+	data, err := EncodeActions(actions)
 	if err != nil {
 		return CommitResult{}, fmt.Errorf("encode commit: %w", err)
 	}
@@ -122,7 +125,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		}
 		if won {
 			tx.done = true
-			tx.table.maybeCheckpoint(ctx, version, tx.snap.CheckpointVersion(), tx.commitMetadata())
+			tx.maybeCheckpoint(ctx, version, actions)
 			return CommitResult{Version: version}, nil
 		}
 		if attempt >= maxAttempts {
@@ -137,7 +140,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			return CommitResult{}, err
 		case won:
 			tx.done = true
-			tx.table.maybeCheckpoint(ctx, next, tx.snap.CheckpointVersion(), tx.commitMetadata())
+			tx.maybeCheckpoint(ctx, next, actions)
 			return CommitResult{Version: next}, nil
 		case skip != nil:
 			tx.done = true
@@ -188,6 +191,7 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 			return 0, false, nil, fmt.Errorf("read winning commit %d: %w", v, err)
 		}
 		if bytes.Equal(got, data) {
+			tx.winners = append(tx.winners, winners...)
 			return v, true, nil, nil
 		}
 		actions, err := DecodeActions(got)
@@ -196,6 +200,7 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 		}
 		winners = append(winners, actions)
 	}
+	tx.winners = append(tx.winners, winners...)
 	for _, actions := range winners {
 		if tx.winnerRecordsUs(actions) {
 			return 0, false, &CommitResult{Version: latest, Skipped: true}, nil
@@ -253,21 +258,59 @@ func (t *Table) checkpointInterval(md Metadata) int64 {
 }
 
 // maybeCheckpoint writes a checkpoint of version when it is a multiple of the checkpoint
-// interval, as Spark does, or when one is overdue: the snapshot the transaction read was
-// built from checkpoint lastCP (-1: none) and version is more than an interval past it,
-// so an earlier checkpoint failed (a writer died, a request failed); without this rule a
-// table whose checkpoint at 10 failed would replay 20 commits until the one at 20.
-// The checkpoint is built from a full snapshot read at version (never from partial state:
-// a checkpoint must list every live file). Errors are dropped: a checkpoint is an
-// optimisation and never fails the commit that triggered it.
-func (t *Table) maybeCheckpoint(ctx context.Context, version, lastCP int64, md Metadata) {
-	n := t.checkpointInterval(md)
-	if n <= 0 || version == 0 || (version%n != 0 && version-max(lastCP, 0) <= n) {
+// interval, as Spark does, or when one is overdue: version is more than an interval past
+// the checkpoint the transaction's snapshot was built from, so an earlier checkpoint
+// failed (a writer died, a request failed); without this rule a table whose checkpoint at
+// 10 failed would replay 20 commits until the one at 20.
+//
+// The checkpoint is built from the full state at version — never from partial state, a
+// checkpoint must list every live file: the snapshot the transaction read, plus the
+// winning commits it read while rebasing (every version between), plus its own actions.
+// When that chain is incomplete the snapshot is read from the log instead. Errors are
+// dropped: a checkpoint is an optimisation and never fails the commit that triggered it.
+func (tx *Transaction) maybeCheckpoint(ctx context.Context, version int64, actions []Action) {
+	t := tx.table
+	n := t.checkpointInterval(tx.commitMetadata())
+	if n <= 0 || version == 0 || (version%n != 0 && version-max(tx.snap.CheckpointVersion(), 0) <= n) {
 		return
 	}
-	snap, err := t.SnapshotAt(ctx, version)
-	if err != nil {
-		return
+	snap := tx.postCommitSnapshot(version, actions)
+	if snap == nil {
+		var err error
+		if snap, err = t.SnapshotAt(ctx, version); err != nil {
+			return
+		}
 	}
 	_ = WriteCheckpoint(ctx, snap)
+}
+
+// postCommitSnapshot is the state at version, the transaction's own commit: its snapshot
+// with the winners and its actions applied (PROTOCOL.md § Action Reconciliation), or nil
+// when the winners do not cover every version in between.
+func (tx *Transaction) postCommitSnapshot(version int64, actions []Action) *Snapshot {
+	base := tx.snap
+	if base.Version() < 0 || int64(len(tx.winners)) != version-base.Version()-1 {
+		return nil
+	}
+	s := &Snapshot{
+		table:       tx.table,
+		version:     version,
+		files:       maps.Clone(base.files),
+		tombstones:  maps.Clone(base.tombstones),
+		txns:        maps.Clone(base.txns),
+		domains:     maps.Clone(base.domains),
+		commitInfos: map[int64]CommitInfo{},
+		checkpoint:  base.checkpoint,
+	}
+	proto, meta := &base.protocol, &base.metadata
+	for _, commit := range append(slices.Clone(tx.winners), actions) {
+		for _, a := range commit {
+			if a.CommitInfo == nil {
+				s.applyAction(a, &proto, &meta)
+			}
+		}
+	}
+	s.protocol, s.metadata = *proto, *meta
+	s.sortFiles()
+	return s
 }

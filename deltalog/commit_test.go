@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -429,5 +430,59 @@ func TestBackoffBounds(t *testing.T) {
 				t.Fatalf("attempt %d: %v outside [0, %v]", attempt, d, ceiling)
 			}
 		}
+	}
+}
+
+// The checkpoint a commit writes after losing races is built from its snapshot, the
+// winners and its own actions; it must equal the state replayed from the log.
+func TestCheckpointAfterLostRaces(t *testing.T) {
+	ctx := context.Background()
+	tbl, s := newMemTable(Options{CheckpointInterval: 3})
+	createTable(t, tbl)
+	base := snapshot(t, tbl)
+	for i := range 2 { // versions 1, 2 win against ours
+		tx := tbl.Begin(base)
+		tx.Add(testAdd(fmt.Sprint("winner", i)))
+		tx.SetAppTxn(fmt.Sprint("w", i), 7)
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := tbl.Begin(base)
+	tx.Add(testAdd("ours"))
+	tx.SetAppTxn("ours", 1)
+	if res, err := tx.Commit(ctx); err != nil || res.Version != 3 {
+		t.Fatalf("commit: %+v %v", res, err)
+	}
+	if _, err := s.Head(ctx, CheckpointFileKey(3)); err != nil {
+		t.Fatalf("no checkpoint at 3: %v", err)
+	}
+	fromCP := snapshotAt(t, tbl, 3)
+	if fromCP.CheckpointVersion() != 3 {
+		t.Fatalf("snapshot built from checkpoint %d", fromCP.CheckpointVersion())
+	}
+	// Replay from JSON only, by hiding the checkpoint.
+	if err := s.Delete(ctx, CheckpointFileKey(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, LastCheckpointKey); err != nil {
+		t.Fatal(err)
+	}
+	fromJSON := snapshotAt(t, tbl, 3)
+	if fromJSON.CheckpointVersion() != -1 {
+		t.Fatal("checkpoint still used")
+	}
+	state := func(s *Snapshot) string {
+		b, err := json.Marshal([]any{s.Files(), s.Txns(), s.Protocol(), s.Metadata()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got, want := state(fromCP), state(fromJSON); got != want {
+		t.Fatalf("checkpoint state\n%s\nreplayed\n%s", got, want)
+	}
+	if len(fromCP.Files()) != 4 || len(fromCP.Txns()) != 3 {
+		t.Fatalf("%d files %d txns", len(fromCP.Files()), len(fromCP.Txns()))
 	}
 }

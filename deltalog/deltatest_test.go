@@ -48,3 +48,29 @@ func TestFaultCommitsCondPut(t *testing.T) {
 		return fs, f.LogStore(condput.New(fs))
 	})
 }
+
+// Uncontended commits on local disk: requests per commit and commits/s.
+//
+//	go test ./deltalog/ -run '^$' -bench Commits -benchtime 300x
+func BenchmarkCommitsLocal(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		interval int
+	}{{"no-checkpoints", -1}, {"checkpoint-every-10", 10}} {
+		b.Run("localfs/"+c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			deltatest.BenchmarkCommits(b, func(f *deltatest.Faults) (storage.Store, logstore.LogStore) {
+				s, l := localTable(b, dir)
+				return f.Store(s), f.LogStore(l)
+			}, c.interval)
+		})
+		b.Run("condput/"+c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			deltatest.BenchmarkCommits(b, func(f *deltatest.Faults) (storage.Store, logstore.LogStore) {
+				s, _ := localTable(b, dir)
+				fs := f.Store(s)
+				return fs, condput.New(fs)
+			}, c.interval)
+		})
+	}
+}

@@ -40,6 +40,10 @@ type Transaction struct {
 	metadata *Metadata
 	protocol *Protocol
 
+	// winners are the actions of the commits that won races against this transaction,
+	// in version order from its snapshot's version + 1 (see rebase).
+	winners [][]Action
+
 	done bool
 }
 
