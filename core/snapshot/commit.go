@@ -104,7 +104,7 @@ func (j *Job) bootstrapRow(ctx context.Context, snap Offset, rows *int64, starte
 	if err != nil {
 		return err
 	}
-	ev := Event{AppID: j.AppID, Target: j.Target, LSN: l.String(), CommitTS: ts, Rows: rows}
+	ev := FactsEvent{AppID: j.AppID, Target: j.Target, LSN: l.String(), CommitTS: ts, Rows: rows}
 	if started != nil && !started.IsZero() {
 		s := *started
 		d := j.now().Sub(s).Milliseconds()

@@ -208,20 +208,20 @@ func (f *FactsTable) OpenSnapshots(ctx context.Context, appID string) ([]OpenSna
 // SnapshotOpened implements Facts. A full snapshot's open row has no key of its own in
 // the original (one per run); here it is keyed txn(<app_id>#open.<L>, 0), which is still
 // one per run (each run stamps its own L) and keeps a retried Open from writing two.
-func (f *FactsTable) SnapshotOpened(ctx context.Context, ev Event) error {
+func (f *FactsTable) SnapshotOpened(ctx context.Context, ev FactsEvent) error {
 	r := f.row(ev, facts.EventSnapshotOpen)
 	_, err := facts.Append(ctx, f.Table, ev.AppID+"#open."+ev.LSN, 0, []facts.Row{r}, f.Writer)
 	return err
 }
 
 // Bootstrapped implements Facts: txn(<app_id>#events, 0), written once.
-func (f *FactsTable) Bootstrapped(ctx context.Context, ev Event) error {
+func (f *FactsTable) Bootstrapped(ctx context.Context, ev FactsEvent) error {
 	r := f.row(ev, facts.EventBootstrap)
 	_, err := facts.Append(ctx, f.Table, facts.TxnEvents(ev.AppID), 0, []facts.Row{r}, f.Writer)
 	return err
 }
 
-func (f *FactsTable) row(ev Event, kind string) facts.Row {
+func (f *FactsTable) row(ev FactsEvent, kind string) facts.Row {
 	now := time.Now
 	if f.Now != nil {
 		now = f.Now

@@ -74,10 +74,10 @@ type Facts interface {
 	// a bootstrap or resnapshot row of the same app_id with max_lsn >= its LSN.
 	OpenSnapshots(ctx context.Context, appID string) ([]OpenSnapshot, error)
 	// SnapshotOpened appends a snapshot_open row (mode full: unkeyed, one per run).
-	SnapshotOpened(ctx context.Context, ev Event) error
+	SnapshotOpened(ctx context.Context, ev FactsEvent) error
 	// Bootstrapped appends the bootstrap row keyed txn(<app_id>#events, 0): a second call
 	// for the same app_id writes nothing.
-	Bootstrapped(ctx context.Context, ev Event) error
+	Bootstrapped(ctx context.Context, ev FactsEvent) error
 }
 
 // OpenSnapshot is an open snapshot in the facts.
@@ -87,9 +87,9 @@ type OpenSnapshot struct {
 	Generation int
 }
 
-// Event is a snapshot facts row: min_lsn = max_lsn = end_lsn = LSN, the commit-time
+// FactsEvent is a snapshot facts row: min_lsn = max_lsn = end_lsn = LSN, the commit-time
 // columns CommitTS.
-type Event struct {
+type FactsEvent struct {
 	AppID      string
 	Target     string
 	LSN        string

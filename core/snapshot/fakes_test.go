@@ -280,23 +280,23 @@ func (w *fakeWriter) Abort(ctx context.Context) {}
 // fakeFacts records event rows in memory.
 type fakeFacts struct {
 	mu        sync.Mutex
-	opens     []Event
-	boots     map[string]Event
+	opens     []FactsEvent
+	boots     map[string]FactsEvent
 	openSnaps []OpenSnapshot
 }
 
-func newFakeFacts() *fakeFacts { return &fakeFacts{boots: map[string]Event{}} }
+func newFakeFacts() *fakeFacts { return &fakeFacts{boots: map[string]FactsEvent{}} }
 
 func (f *fakeFacts) OpenSnapshots(ctx context.Context, appID string) ([]OpenSnapshot, error) {
 	return f.openSnaps, nil
 }
-func (f *fakeFacts) SnapshotOpened(ctx context.Context, ev Event) error {
+func (f *fakeFacts) SnapshotOpened(ctx context.Context, ev FactsEvent) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.opens = append(f.opens, ev)
 	return nil
 }
-func (f *fakeFacts) Bootstrapped(ctx context.Context, ev Event) error {
+func (f *fakeFacts) Bootstrapped(ctx context.Context, ev FactsEvent) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.boots[ev.AppID]; !ok {

@@ -173,7 +173,7 @@ func (j *Job) Open(ctx context.Context) (OpenResult, error) {
 		if j.Resnapshot {
 			kind = "resnapshot"
 		}
-		ev := Event{AppID: j.AppID, Target: j.Target, LSN: off.LSN, CommitTS: ts,
+		ev := FactsEvent{AppID: j.AppID, Target: j.Target, LSN: off.LSN, CommitTS: ts,
 			Detail: fmt.Sprintf(`{"mode":"full","kind":%q,"generation":0,"lost_from_ts":null,"lost_to_ts":null}`, kind)}
 		if err := j.Facts.SnapshotOpened(ctx, ev); err != nil {
 			return OpenResult{}, fmt.Errorf("write snapshot_open row: %w", err)

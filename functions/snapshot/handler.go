@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+)
+
+// Opener opens the snapshot job of a spec for one invocation; close releases it.
+type Opener func(ctx context.Context, spec *config.Spec) (job *snapshot.Job, close func(), err error)
+
+// Handler runs one step of a full snapshot for one table spec.
+type Handler struct {
+	Spec *config.Spec
+	Open Opener
+	Log  *slog.Logger
+}
+
+// Handle decodes nothing itself (aws-lambda-go does): it opens the job, runs the step
+// the event names (snapshot.Job.Handle) and returns its output or the named error
+// (snapshot.Named) Step Functions matches.
+func (h *Handler) Handle(ctx context.Context, ev snapshot.Event) (any, error) {
+	job, closeJob, err := h.Open(ctx, h.Spec)
+	if err != nil {
+		return nil, snapshot.Named(err)
+	}
+	defer closeJob()
+	out, err := job.Handle(ctx, ev)
+	if err != nil {
+		h.Log.Error("snapshot step failed", "app_id", h.Spec.AppID, "step", ev.Step, "err", err.Error())
+		return nil, err
+	}
+	h.Log.Info("snapshot step done", "app_id", h.Spec.AppID, "step", ev.Step)
+	return out, nil
+}
