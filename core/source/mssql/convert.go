@@ -191,7 +191,7 @@ func newAppender(name string, dt arrow.DataType, sqlType string, prec int) (appe
 			default:
 				return 0, bad(v)
 			}
-			n, err := decimal128.FromString(s, t.Precision, t.Scale)
+			n, err := parseDecimal(s, t.Precision, t.Scale)
 			if err != nil {
 				return 0, fmt.Errorf("column %s: decimal %q: %w", name, s, err)
 			}
@@ -255,4 +255,68 @@ func newAppender(name string, dt arrow.DataType, sqlType string, prec int) (appe
 		}, nil
 	}
 	return nil, fmt.Errorf("column %s: no reader for bronze type %s", name, dt)
+}
+
+// parseDecimal reads fixed-point text (as go-mssqldb renders decimal and money) into a
+// decimal128 of the given scale. Up to 18 digits take an allocation-free path; longer
+// values go through decimal128.FromString.
+func parseDecimal(s string, prec, scale int32) (decimal128.Num, error) {
+	if v, ok := parseSmallDecimal(s, scale); ok {
+		return decimal128.FromI64(v), nil
+	}
+	return decimal128.FromString(s, prec, scale)
+}
+
+// parseSmallDecimal parses [-]digits[.digits] with at most 18 digits after scaling to
+// scale fractional digits, without rounding: ok is false for anything else.
+func parseSmallDecimal(s string, scale int32) (int64, bool) {
+	neg := false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" {
+		return 0, false
+	}
+	var v int64
+	digits, frac := 0, int32(-1)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '.' && frac < 0:
+			frac = 0
+			continue
+		case c < '0' || c > '9':
+			return 0, false
+		}
+		if frac >= 0 {
+			if frac == scale {
+				if c != '0' {
+					return 0, false // more fractional digits than the scale: let FromString decide
+				}
+				continue
+			}
+			frac++
+		}
+		if v != 0 || c != '0' {
+			digits++
+		}
+		if digits > 18 {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if frac < 0 {
+		frac = 0
+	}
+	for ; frac < scale; frac++ {
+		if digits++; digits > 18 {
+			return 0, false
+		}
+		v *= 10
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }

@@ -116,3 +116,25 @@ func TestAppendersFillBronzeTypes(t *testing.T) {
 		t.Error("wrong value type accepted")
 	}
 }
+
+func TestParseDecimal(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		scale int32
+		want  string
+	}{
+		{"1234.56", 2, "1234.56"}, {"-0.5", 2, "-0.50"}, {"7", 4, "7.0000"}, {"922337203685477.5807", 4, "922337203685477.5807"},
+		{"12345678901234567890.12", 2, "12345678901234567890.12"}, {"0.10", 1, "0.1"}, {"+3.25", 2, "3.25"},
+		{"99999999999999999999999999999999999999", 0, "99999999999999999999999999999999999999"},
+	} {
+		n, err := parseDecimal(c.in, 38, c.scale)
+		if err != nil || n.ToString(c.scale) != c.want {
+			t.Errorf("parseDecimal(%q, %d) = %s, %v; want %s", c.in, c.scale, n.ToString(c.scale), err, c.want)
+		}
+	}
+	for _, in := range []string{"", "-", "1.2.3", "abc"} {
+		if _, err := parseDecimal(in, 10, 2); err == nil {
+			t.Errorf("parseDecimal(%q): no error", in)
+		}
+	}
+}

@@ -18,7 +18,10 @@ import (
 type result struct {
 	cols []string
 	rows [][]driver.Value
-	err  error
+	// gen, when set, produces n rows on the fly instead of rows (benchmarks).
+	gen func(i int, dest []driver.Value)
+	n   int
+	err error
 }
 
 type call struct {
@@ -106,6 +109,14 @@ type fakeRows struct {
 func (r *fakeRows) Columns() []string { return r.r.cols }
 func (r *fakeRows) Close() error      { return nil }
 func (r *fakeRows) Next(dest []driver.Value) error {
+	if r.r.gen != nil {
+		if r.i >= r.r.n {
+			return io.EOF
+		}
+		r.r.gen(r.i, dest)
+		r.i++
+		return nil
+	}
 	if r.i >= len(r.r.rows) {
 		return io.EOF
 	}
@@ -115,7 +126,7 @@ func (r *fakeRows) Next(dest []driver.Value) error {
 }
 
 // newScripted returns a DB on the scripted driver.
-func newScripted(t *testing.T, o Options, handler func(q string, args []any) result) (*DB, *script) {
+func newScripted(t testing.TB, o Options, handler func(q string, args []any) result) (*DB, *script) {
 	t.Helper()
 	s := &script{handler: handler}
 	name := fmt.Sprintf("script-%d", scriptSeq.Add(1))
