@@ -79,8 +79,7 @@ func mapError(err error, c errContext) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", c.Op, err)
 	}
-	var se mssqldrv.Error
-	if errors.As(err, &se) {
+	if se, ok := serverError(err); ok {
 		switch n := se.Number; {
 		case n == errLockTimeout:
 			return &source.LockTimeoutError{Table: c.Table}
@@ -110,6 +109,31 @@ func mapError(err error, c errContext) error {
 		return &source.TransientError{Op: c.Op, Err: err}
 	}
 	return fmt.Errorf("%s: %w", c.Op, err)
+}
+
+// knownNumber reports the error numbers mapError branches on.
+func knownNumber(n int32) bool {
+	switch n {
+	case errLockTimeout, errLoginFailed, errCDCNotEnabledDB, errCDCObjectNotFound, errSelectDenied, errColumnDenied, errInvalidObject:
+		return true
+	}
+	return transientNumbers[n]
+}
+
+// serverError finds the SQL Server error in err. A batch can raise several (go-mssqldb
+// reports the last and keeps all in All, first to last); the first one this package
+// knows wins, so a 229 followed by a generic "statement could not be prepared" still maps.
+func serverError(err error) (mssqldrv.Error, bool) {
+	var se mssqldrv.Error
+	if !errors.As(err, &se) {
+		return se, false
+	}
+	for _, e := range se.All {
+		if knownNumber(e.Number) {
+			return e, true
+		}
+	}
+	return se, true
 }
 
 // grantText is the statement a DBA runs to give user SELECT on obj.
@@ -158,8 +182,8 @@ func isTyped(err error) bool {
 // P6 probe decides: a permission error (229/230) or an invalid object name (208) naming
 // cdc.<ci>_CT.
 func isChangeTableDenied(err error, ci string) bool {
-	var se mssqldrv.Error
-	if !errors.As(err, &se) {
+	se, ok := serverError(err)
+	if !ok {
 		return false
 	}
 	switch se.Number {

@@ -181,3 +181,18 @@ func TestRetry(t *testing.T) {
 		}
 	})
 }
+
+// A batch that raised several errors maps on the first known one.
+func TestMapErrorChain(t *testing.T) {
+	e := mssqldrv.Error{Number: 8180, Message: "Statement(s) could not be prepared.", All: []mssqldrv.Error{
+		{Number: 229, Message: "The SELECT permission was denied on the object 'dbo_orders_CT', database 'shop', schema 'cdc'."},
+		{Number: 8180, Message: "Statement(s) could not be prepared."},
+	}}
+	var pe *source.PermissionError
+	if err := mapError(e, errContext{Op: "read", CaptureInstance: "dbo_orders"}); !errors.As(err, &pe) || pe.Object != "cdc.[dbo_orders_CT]" {
+		t.Fatalf("got %v", err)
+	}
+	if !isChangeTableDenied(e, "dbo_orders") {
+		t.Error("chain not searched for the change-table denial")
+	}
+}
