@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"reflect"
+	"sync"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/stream"
+)
+
+func init() {
+	register(command{
+		name:    "invoke",
+		summary: "run one Lambda handler (snapshot, stream) on an event JSON from stdin, as Step Functions would",
+		run:     runInvoke,
+	})
+}
+
+// invokeFailure is the Lambda runtime's error shape: errorType is the Go type name of
+// the error value (what Step Functions' ErrorEquals matches), errorMessage its text.
+type invokeFailure struct {
+	ErrorType    string `json:"errorType"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// errInvokeFailed makes the command exit 1 after it printed the failure on stdout.
+var errInvokeFailed = errors.New("handler failed")
+
+func failureOf(err error) invokeFailure {
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return invokeFailure{ErrorType: t.Name(), ErrorMessage: err.Error()}
+}
+
+func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("invoke", stderr)
+	specPath := fs.String("spec", "", "table spec JSON file; default: the MSSQLCDC_SPEC environment variable, as in Lambda")
+	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
+	serve := fs.Bool("serve", false, "serve many invocations: one JSON request per stdin line, {\"id\", \"function\", \"event\"}, one response line each")
+	simSteps := fs.Int("sim-steps", 0, "with --sim --serve: workload transactions committed before each invocation (writes landing during the snapshot)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if (*serve && fs.NArg() != 0) || (!*serve && fs.NArg() != 1) {
+		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]"}
+	}
+	var data []byte
+	var err error
+	if *specPath != "" {
+		data, err = os.ReadFile(*specPath)
+	} else {
+		data = []byte(os.Getenv("MSSQLCDC_SPEC"))
+	}
+	if err != nil {
+		return fmt.Errorf("read spec: %w", err)
+	}
+	spec, err := config.Parse(data)
+	if err != nil {
+		return err
+	}
+	src, ds, err := openSource(ctx, spec, *sim, stderr)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	inv := &invoker{spec: spec, src: src, ds: ds, simSteps: *simSteps}
+	if *serve {
+		return inv.serve(ctx, os.Stdin, stdout)
+	}
+	ev, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return err
+	}
+	out, err := inv.invoke(ctx, fs.Arg(0), ev)
+	enc := json.NewEncoder(stdout)
+	if err != nil {
+		_ = enc.Encode(failureOf(err))
+		return errInvokeFailed
+	}
+	return enc.Encode(out)
+}
+
+// invoker runs handlers against one opened source, as a warm Lambda container does.
+type invoker struct {
+	spec     *config.Spec
+	src      source.Source
+	ds       *demoSource // with --sim
+	simSteps int
+	mu       sync.Mutex // the workload generator is single-threaded
+}
+
+// invoke runs function on the raw event and returns its output or a named error.
+func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (any, error) {
+	if inv.ds != nil && inv.simSteps > 0 {
+		inv.mu.Lock()
+		err := inv.ds.gen.Step(inv.simSteps)
+		inv.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("workload: %w", err)
+		}
+	}
+	switch function {
+	case "snapshot":
+		var ev snapshot.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, &snapshot.EventError{Reason: "not a snapshot event: " + err.Error()}
+		}
+		job, err := openSnapshotJob(ctx, inv.spec, inv.src)
+		if err != nil {
+			return nil, snapshot.Named(err)
+		}
+		return job.Handle(ctx, ev)
+	case "stream":
+		var ev struct {
+			MaxSeconds *float64 `json:"max_seconds"`
+			MaxBatches int      `json:"max_batches"`
+		}
+		_ = json.Unmarshal(raw, &ev) // every field optional, as the Lambda's
+		spec := *inv.spec
+		if ev.MaxSeconds != nil {
+			spec.MaxSeconds = *ev.MaxSeconds
+		}
+		deps, err := openStreamDeps(ctx, &spec, inv.src)
+		if err != nil {
+			return nil, err
+		}
+		res, err := stream.Run(ctx, &spec, deps, stream.Options{MaxBatches: ev.MaxBatches, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		if err != nil {
+			return nil, namedStreamError(err)
+		}
+		return res, nil
+	case "_verify":
+		return inv.verify(ctx)
+	}
+	return nil, &usageError{msg: fmt.Sprintf("unknown function %q (snapshot, stream)", function)}
+}
+
+// namedStreamError unwraps the stream's typed errors as functions/stream does.
+func namedStreamError(err error) error {
+	var (
+		dl *stream.DataLossError
+		su *stream.SourceUnavailableError
+		ns *stream.NoSnapshotError
+		ce *config.ConfigError
+		cs *checkpoint.ConcurrentStreamError
+	)
+	switch {
+	case errors.As(err, &dl):
+		return dl
+	case errors.As(err, &su):
+		return su
+	case errors.As(err, &ns):
+		return ns
+	case errors.As(err, &ce):
+		return ce
+	case errors.As(err, &cs):
+		return cs
+	}
+	return err
+}
+
+// verify (only with --sim) rebuilds bronze and compares it with the simulated table, as
+// the demo's final check does.
+func (inv *invoker) verify(ctx context.Context) (any, error) {
+	if inv.ds == nil {
+		return nil, &usageError{msg: "_verify needs --sim"}
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	sum, err := verifyDemo(ctx, inv.ds, inv.spec)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"ok": len(sum.Diffs) == 0 && sum.Duplicates == 0, "diffs": sum.Diffs, "table_rows": sum.TableRows,
+		"duplicates": sum.Duplicates, "table_reads": inv.ds.db.Calls("ReadTable")}, nil
+}
+
+type serveRequest struct {
+	ID       int64           `json:"id"`
+	Function string          `json:"function"`
+	Event    json.RawMessage `json:"event"`
+}
+
+type serveResponse struct {
+	ID     int64 `json:"id"`
+	Output any   `json:"output,omitempty"`
+	*invokeFailure
+}
+
+// serve answers one request per line, concurrently (a Map runs its reads at once), one
+// response line each, until stdin closes.
+func (inv *invoker) serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var wmu sync.Mutex
+	enc := json.NewEncoder(out)
+	var wg sync.WaitGroup
+	for sc.Scan() {
+		var req serveRequest
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			return fmt.Errorf("invoke --serve: bad request line: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := inv.invoke(ctx, req.Function, req.Event)
+			resp := serveResponse{ID: req.ID, Output: o}
+			if err != nil {
+				f := failureOf(err)
+				resp = serveResponse{ID: req.ID, invokeFailure: &f}
+			}
+			wmu.Lock()
+			defer wmu.Unlock()
+			_ = enc.Encode(resp)
+		}()
+	}
+	wg.Wait()
+	return sc.Err()
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+)
+
+func init() {
+	register(command{
+		name:    "snapshot",
+		summary: "take a full snapshot of the table into bronze (or find the one there) and print its offset",
+		run:     runSnapshot,
+	})
+	register(command{
+		name:    "bootstrap",
+		summary: "run the bootstrap machine's steps in-process (open, plan, read, commit, close), then the stream once",
+		run:     runBootstrap,
+	})
+}
+
+// simRows is the size of the simulated orders table --sim starts with.
+const simRows = 10_000
+
+// openSource opens the spec's SQL Server, or with sim the demo's simulated database.
+func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer) (source.Source, *demoSource, error) {
+	if sim {
+		ds, err := setupDemoSource(demoOptions{Rows: simRows, Seed: 1}, out)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ds.db, ds, nil
+	}
+	db, err := openSQLServer(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, nil, nil
+}
+
+// openSnapshotJob opens the spec's bronze, facts and checkpoint around src.
+func openSnapshotJob(ctx context.Context, spec *config.Spec, src source.Source) (*snapshot.Job, error) {
+	cfg := locationConfig(spec)
+	var t snapshot.Tables
+	var err error
+	if t.Bronze, err = openTable(ctx, spec.Bronze, cfg); err != nil {
+		return nil, err
+	}
+	if spec.FactsTable != "" {
+		if t.Facts, err = openTable(ctx, spec.FactsTable, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if t.Checkpoint, _, err = location.Open(ctx, spec.Checkpoint, cfg); err != nil {
+		return nil, err
+	}
+	return snapshot.FromSpec(spec, src, t), nil
+}
+
+func printOffset(out io.Writer, o snapshot.Offset) {
+	b, _ := json.Marshal(o)
+	fmt.Fprintln(out, string(b))
+}
+
+func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("snapshot", stderr)
+	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
+	resnapshot := fs.Bool("resnapshot", false, "take a new snapshot even when bronze holds one (manual recovery)")
+	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *specPath == "" || fs.NArg() > 0 {
+		return &usageError{msg: "usage: mssqlcdc snapshot --spec FILE [--resnapshot] [--sim]"}
+	}
+	spec, err := loadSpec(*specPath)
+	if err != nil {
+		return err
+	}
+	src, _, err := openSource(ctx, spec, *sim, stderr)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	job, err := openSnapshotJob(ctx, spec, src)
+	if err != nil {
+		return err
+	}
+	// snapshot(target): no facts rows of its own, and no checkpoint to resume from: its
+	// offset starts a new checkpoint (seed "A snapshot without the stream").
+	job.Standalone, job.Resnapshot, job.Checkpoint = true, *resnapshot, nil
+	off, err := job.Run(ctx)
+	if err != nil {
+		return err
+	}
+	printOffset(stdout, off)
+	return nil
+}
+
+func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bootstrap", stderr)
+	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md), with bootstrap: true")
+	noStream := fs.Bool("no-stream", false, "stop after the snapshot; do not run the stream")
+	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *specPath == "" || fs.NArg() > 0 {
+		return &usageError{msg: "usage: mssqlcdc bootstrap --spec FILE [--no-stream] [--sim]"}
+	}
+	spec, err := loadSpec(*specPath)
+	if err != nil {
+		return err
+	}
+	if !spec.Bootstrap {
+		return &config.ConfigError{Problems: []config.Problem{{Field: "bootstrap", Reason: "mssqlcdc bootstrap needs bootstrap: true in the spec (the stream then starts at the snapshot)"}}}
+	}
+	src, _, err := openSource(ctx, spec, *sim, stderr)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	job, err := openSnapshotJob(ctx, spec, src)
+	if err != nil {
+		return err
+	}
+	off, err := job.Run(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, "snapshot: ")
+	printOffset(stdout, off)
+	if *noStream {
+		return nil
+	}
+	deps, err := openStreamDeps(ctx, spec, src)
+	if err != nil {
+		return err
+	}
+	opts := stream.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OnBatch: func(r stream.BatchReport) { printBatch(stdout, r) }}
+	return streamLoop(ctx, spec, deps, opts, true, stdout)
+}
