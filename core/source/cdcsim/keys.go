@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
@@ -119,13 +118,4 @@ func (t *table) ordered(k keySpec, lo, hi []any) []*row {
 		return 0
 	})
 	return out
-}
-
-// keyNames lists key columns for messages.
-func keyNames(keys []source.Column) string {
-	var names []string
-	for _, c := range keys {
-		names = append(names, c.Name)
-	}
-	return strings.Join(names, ", ")
 }
