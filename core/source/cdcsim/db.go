@@ -16,8 +16,9 @@ var _ source.Source = (*DB)(nil)
 const (
 	// DefaultDatabase is the database name errors report.
 	DefaultDatabase = "cdcsim"
-	// DefaultStart is the simulated clock's start (UTC).
-	DefaultStartUnix = 1_790_000_000 // 2026-09-22T...Z
+	// DefaultStartUnix is the simulated clock's first reading when Config.Start is zero,
+	// in Unix seconds: 2026-09-21T14:13:20Z.
+	DefaultStartUnix = 1_790_000_000
 )
 
 // DefaultFirstLSN is the first LSN the simulator hands out, in the shape of a real one
