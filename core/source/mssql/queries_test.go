@@ -29,7 +29,6 @@ type statement struct {
 	name string
 	sql  string
 	args []any
-	err  error
 }
 
 func allStatements(t *testing.T) []statement {
