@@ -60,8 +60,10 @@ type CommitResult struct {
 //     retry at latest + 1. After MaxCommitAttempts lost races: *CommitAttemptsError.
 //  4. Any other Write error leaves the version undecided (logstore contract); Commit reads
 //     the version back: our bytes mean committed, other bytes a lost race, no file a free
-//     version to try again. When it cannot tell: *CommitUnknownError; retrying with the
-//     same txn(appId, version) is then safe (a landed commit is skipped).
+//     version to try again (and later rebases recognise our bytes should the first Write
+//     land late). When it cannot tell, and for any failure after an undecided Write:
+//     *CommitUnknownError; retrying with the same txn(appId, version) is then safe (a
+//     landed commit is skipped).
 //  5. After a successful commit at a multiple of the checkpoint interval
 //     (Options.CheckpointInterval, else the table's delta.checkpointInterval, else
 //     DefaultCheckpointInterval), write a checkpoint of that version (WriteCheckpoint).
@@ -101,24 +103,35 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 	if maxAttempts <= 0 {
 		maxAttempts = DefaultMaxCommitAttempts
 	}
+	// undecided is the version of a Write that failed without a verdict: its bytes
+	// might still land (a slow request), so a later failure is reported as unknown.
+	undecided := int64(-1)
+	fail := func(err error) (CommitResult, error) {
+		var cue *CommitUnknownError
+		if undecided >= 0 && !errors.As(err, &cue) {
+			err = &CommitUnknownError{Version: undecided, Err: err}
+		}
+		return CommitResult{}, err
+	}
 	for attempt := 1; ; attempt++ {
 		err := logs.Write(ctx, version, data)
 		won := err == nil
 		if err != nil && !errors.Is(err, logstore.ErrVersionExists) {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return CommitResult{}, &CommitUnknownError{Version: version, Err: err}
+			undecided = version
+			if ctx.Err() != nil {
+				return fail(err)
 			}
 			var free bool
 			won, free, err = tx.resolve(ctx, version, data, err)
 			if err != nil {
-				return CommitResult{}, err
+				return fail(err)
 			}
 			if free {
 				if attempt >= maxAttempts {
-					return CommitResult{}, &CommitUnknownError{Version: version, Err: errors.New("write kept failing")}
+					return fail(errors.New("write kept failing"))
 				}
 				if err := sleep(ctx, tx.table.backoff(attempt)); err != nil {
-					return CommitResult{}, err
+					return fail(err)
 				}
 				continue
 			}
@@ -129,15 +142,15 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			return CommitResult{Version: version}, nil
 		}
 		if attempt >= maxAttempts {
-			return CommitResult{}, &CommitAttemptsError{Attempts: attempt, LastVersion: version}
+			return fail(&CommitAttemptsError{Attempts: attempt, LastVersion: version})
 		}
 		if err := sleep(ctx, tx.table.backoff(attempt)); err != nil {
-			return CommitResult{}, err
+			return fail(err)
 		}
 		next, won, skip, err := tx.rebase(ctx, version, data)
 		switch {
 		case err != nil:
-			return CommitResult{}, err
+			return fail(err)
 		case won:
 			tx.done = true
 			tx.maybeCheckpoint(ctx, next, actions)

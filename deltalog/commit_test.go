@@ -486,3 +486,23 @@ func TestCheckpointAfterLostRaces(t *testing.T) {
 		t.Fatalf("%d files %d txns", len(fromCP.Files()), len(fromCP.Txns()))
 	}
 }
+
+// deadLog fails every Write and Read: the outcome cannot be learned.
+type deadLog struct{ logstore.LogStore }
+
+func (deadLog) Write(context.Context, int64, []byte) error { return errFlaky }
+func (deadLog) Read(context.Context, int64) ([]byte, error) { return nil, errFlaky }
+
+func TestCommitUnknownOutcome(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore()
+	tbl := Open(s, &memLogStore{s: s}, Options{})
+	createTable(t, tbl)
+	dead := Open(s, deadLog{&memLogStore{s: s}}, Options{RetryBaseDelay: time.Microsecond})
+	tx := dead.Begin(snapshot(t, tbl))
+	tx.Add(testAdd("x"))
+	var cue *CommitUnknownError
+	if _, err := tx.Commit(ctx); !errors.As(err, &cue) || cue.Version != 1 || !errors.Is(err, errFlaky) {
+		t.Fatalf("commit: %v", err)
+	}
+}
