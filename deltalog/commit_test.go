@@ -490,7 +490,7 @@ func TestCheckpointAfterLostRaces(t *testing.T) {
 // deadLog fails every Write and Read: the outcome cannot be learned.
 type deadLog struct{ logstore.LogStore }
 
-func (deadLog) Write(context.Context, int64, []byte) error { return errFlaky }
+func (deadLog) Write(context.Context, int64, []byte) error  { return errFlaky }
 func (deadLog) Read(context.Context, int64) ([]byte, error) { return nil, errFlaky }
 
 func TestCommitUnknownOutcome(t *testing.T) {
