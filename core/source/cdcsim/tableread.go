@@ -16,16 +16,22 @@ import (
 // the lock wait. It returns with db.mu held (the caller unlocks). lo and hi (normalised,
 // nil open) and k bound the rows the read touches, for lock conflicts.
 func (db *DB) sourceRead(ctx context.Context, method string, st source.Table, keys []source.Column, r source.KeyRange, streaming bool) (*table, keySpec, []any, []any, *Fault, error) {
-	for {
-		db.mu.Lock()
+	db.mu.Lock()
+	f, err := db.enter(method)
+	if err == nil {
+		err = f.callError(method, st.Schema+"."+st.Name, streaming)
+	}
+	if err != nil {
+		return nil, keySpec{}, nil, nil, nil, err
+	}
+	for first := true; ; first = false {
+		if !first {
+			db.mu.Lock()
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, keySpec{}, nil, nil, nil, err
 		}
-		f, err := db.enter(method)
-		if err == nil {
-			err = f.callError(method, st.Schema+"."+st.Name, streaming)
-		}
-		if err == nil && db.cfg.CDCDisabled {
+		if db.cfg.CDCDisabled {
 			err = &source.CDCNotEnabledError{Database: db.cfg.Database}
 		}
 		if err == nil && st.Isolation != "" && st.Isolation != source.ReadCommitted && st.Isolation != source.Snapshot {
