@@ -61,7 +61,7 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 	ec.CaptureInstance = r.CaptureInstance
 	mapErr := func(err error) error { return d.changeTableError(ctx, err, ec) }
 	var rows *sql.Rows
-	err = d.opts.Retry.do(ctx, func() error {
+	err = d.retry().do(ctx, func() error {
 		var err error
 		rows, err = d.db.QueryContext(ctx, q, p.args...)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	// The driver registers "sqlserver" with database/sql.
 	_ "github.com/microsoft/go-mssqldb"
@@ -73,6 +74,18 @@ func (d *DB) Close() error {
 	return d.db.Close()
 }
 
+// retry is the options' policy with a warning per retry (reference §1.0: each retry is
+// logged).
+func (d *DB) retry() Retry {
+	r := d.opts.Retry
+	if r.OnRetry == nil {
+		r.OnRetry = func(attempt int, wait time.Duration, err error) {
+			d.log.Warn("sql server: transient error, retrying", "attempt", attempt, "wait", wait, "err", err)
+		}
+	}
+	return r
+}
+
 func (d *DB) ec(op string) errContext {
 	return errContext{Op: op, Database: d.database, User: d.user}
 }
@@ -92,7 +105,7 @@ func (d *DB) queryRow(ctx context.Context, ec errContext, q string, args []any, 
 	if d.closed.Load() {
 		return false, source.ErrClosed
 	}
-	err = d.opts.Retry.do(ctx, func() error {
+	err = d.retry().do(ctx, func() error {
 		err := d.db.QueryRowContext(ctx, q, args...).Scan(dest...)
 		if errors.Is(err, sql.ErrNoRows) {
 			found = false
@@ -114,7 +127,7 @@ func (d *DB) queryRecords(ctx context.Context, ec errContext, q string, args []a
 		return nil, source.ErrClosed
 	}
 	var out []record
-	err := d.opts.Retry.do(ctx, func() error {
+	err := d.retry().do(ctx, func() error {
 		out = nil
 		rows, err := d.db.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -165,7 +178,7 @@ func (d *DB) sourceSession(ctx context.Context, t source.Table, ec errContext, f
 	if err != nil {
 		return err
 	}
-	return d.opts.Retry.do(ctx, func() error {
+	return d.retry().do(ctx, func() error {
 		conn, err := d.db.Conn(ctx)
 		if err != nil {
 			return mapError(err, ec)

@@ -196,3 +196,12 @@ func TestMapErrorChain(t *testing.T) {
 		t.Error("chain not searched for the change-table denial")
 	}
 }
+
+func TestRetryNotifies(t *testing.T) {
+	var seen []int
+	r := Retry{Base: time.Nanosecond, OnRetry: func(a int, _ time.Duration, _ error) { seen = append(seen, a) }}
+	_ = r.do(context.Background(), func() error { return &source.TransientError{Op: "x", Err: io.EOF} })
+	if fmt.Sprint(seen) != "[1 2 3]" {
+		t.Errorf("retries seen %v", seen)
+	}
+}

@@ -100,7 +100,7 @@ func (d *DB) queryPositional(ctx context.Context, ec errContext, q string, args 
 		return nil, source.ErrClosed
 	}
 	var out [][]any
-	err := d.opts.Retry.do(ctx, func() error {
+	err := d.retry().do(ctx, func() error {
 		out = nil
 		rows, err := d.db.QueryContext(ctx, q, args...)
 		if err != nil {

@@ -26,6 +26,8 @@ type Retry struct {
 	Base time.Duration
 	// Jitter returns a value in [0.5, 1); nil uses math/rand/v2.
 	Jitter func() float64
+	// OnRetry, when set, is told of each retry before its wait (DB logs a warning).
+	OnRetry func(attempt int, wait time.Duration, err error)
 }
 
 func (r Retry) retries() int {
@@ -60,7 +62,11 @@ func (r Retry) do(ctx context.Context, fn func() error) error {
 		if err == nil || !source.IsTransient(err) || attempt >= n {
 			return err
 		}
-		t := time.NewTimer(r.backoff(attempt))
+		wait := r.backoff(attempt)
+		if r.OnRetry != nil {
+			r.OnRetry(attempt+1, wait, err)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -36,7 +36,7 @@ func (d *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, er
 	ec := d.ec("read source table")
 	ec.Table = tn
 	var out source.Rows
-	err = d.opts.Retry.do(ctx, func() error {
+	err = d.retry().do(ctx, func() error {
 		conn, err := d.db.Conn(ctx)
 		if err != nil {
 			return mapError(err, ec)
