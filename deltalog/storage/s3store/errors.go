@@ -47,3 +47,9 @@ func mapErr(op, key string, err error) error {
 	}
 	return fmt.Errorf("s3store: %s %s: %w", op, key, err)
 }
+
+// isConflict reports S3's 409 ConditionalRequestConflict.
+func isConflict(err error) bool {
+	var apiErr smithy.APIError
+	return err != nil && errors.As(err, &apiErr) && apiErr.ErrorCode() == "ConditionalRequestConflict"
+}

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -168,12 +169,17 @@ func seekable(r io.Reader, size int64) (io.ReadSeeker, int64, func(), error) {
 	return f, total, cleanup, nil
 }
 
-// PutIfAbsent is PutObject with If-None-Match: *.
+// PutIfAbsent is PutObject with If-None-Match: *. A 409 ConditionalRequestConflict (a
+// concurrent write to the key was in flight) is retried, as S3 advises, so that the answer
+// is 412 (storage.ErrExists) or success; after conflictRetries it is storage.ErrExists.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	n := int64(len(data))
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-		Bucket: &s.bucket, Key: aws.String(s.key(key)), Body: bytes.NewReader(data),
-		ContentLength: &n, IfNoneMatch: aws.String("*"),
+	err := retryConflict(ctx, func() error {
+		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: &s.bucket, Key: aws.String(s.key(key)), Body: bytes.NewReader(data),
+			ContentLength: &n, IfNoneMatch: aws.String("*"),
+		})
+		return err
 	})
 	if err != nil {
 		return mapErr("put if absent", key, err)
@@ -205,11 +211,15 @@ func (s *Store) Copy(ctx context.Context, src, dst string) error {
 	return nil
 }
 
-// CopyIfAbsent is CopyObject with If-None-Match: * (supported by S3 since 2025).
+// CopyIfAbsent is CopyObject with If-None-Match: * (supported by S3 since 2025); 409s are
+// retried as in PutIfAbsent.
 func (s *Store) CopyIfAbsent(ctx context.Context, src, dst string) error {
-	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
-		Bucket: &s.bucket, Key: aws.String(s.key(dst)), CopySource: s.copySource(src),
-		IfNoneMatch: aws.String("*"),
+	err := retryConflict(ctx, func() error {
+		_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+			Bucket: &s.bucket, Key: aws.String(s.key(dst)), CopySource: s.copySource(src),
+			IfNoneMatch: aws.String("*"),
+		})
+		return err
 	})
 	if err != nil {
 		return mapErr("copy if absent", src+" to "+dst, err)
@@ -260,4 +270,23 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return mapErr("delete", key, err)
 	}
 	return nil
+}
+
+// conflictRetries is how many times a conditional write answered 409 is tried again.
+const conflictRetries = 3
+
+// retryConflict runs a conditional write, again after a 409 ConditionalRequestConflict.
+func retryConflict(ctx context.Context, call func() error) error {
+	err := call()
+	for i := 0; i < conflictRetries && isConflict(err); i++ {
+		t := time.NewTimer(time.Duration(10<<i) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		err = call()
+	}
+	return err
 }

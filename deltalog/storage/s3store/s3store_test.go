@@ -2,7 +2,10 @@ package s3store_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 	"io"
 	"strings"
 	"testing"
@@ -99,5 +102,51 @@ func TestPutLargeUnseekable(t *testing.T) {
 	tail, err := s.GetRange(t.Context(), "big", int64(len(data))-3, -1)
 	if err != nil || !bytes.Equal(tail, []byte{6, 7, 8}) {
 		t.Fatalf("tail = %v, %v", tail, err)
+	}
+}
+
+// conflicting answers the first n conditional writes with S3's 409, then passes through.
+type conflicting struct {
+	s3store.Client
+	n int
+}
+
+var errConflict = &smithy.GenericAPIError{Code: "ConditionalRequestConflict", Message: "A conflicting conditional operation is in progress"}
+
+func (c *conflicting) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if in.IfNoneMatch != nil && c.n > 0 {
+		c.n--
+		return nil, errConflict
+	}
+	return c.Client.PutObject(ctx, in, o...)
+}
+
+func (c *conflicting) CopyObject(ctx context.Context, in *s3.CopyObjectInput, o ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	if in.IfNoneMatch != nil && c.n > 0 {
+		c.n--
+		return nil, errConflict
+	}
+	return c.Client.CopyObject(ctx, in, o...)
+}
+
+func TestConflictIsRetried(t *testing.T) {
+	srv := emulators.StartS3(t)
+	c := &conflicting{Client: srv.Client(), n: 2}
+	s := s3store.New(c, srv.Bucket(t), "")
+	ctx := t.Context()
+	if err := s.PutIfAbsent(ctx, "a", []byte("1")); err != nil {
+		t.Fatalf("PutIfAbsent after two 409s: %v", err)
+	}
+	c.n = 2
+	if err := s.CopyIfAbsent(ctx, "a", "b"); err != nil {
+		t.Fatalf("CopyIfAbsent after two 409s: %v", err)
+	}
+	c.n = 1
+	if err := s.PutIfAbsent(ctx, "a", []byte("2")); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("409 then 412: %v, want ErrExists", err)
+	}
+	c.n = 100
+	if err := s.PutIfAbsent(ctx, "c", []byte("3")); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("409 every time: %v, want ErrExists", err)
 	}
 }
