@@ -2,13 +2,13 @@ package condput_test
 
 import (
 	"context"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/logstoretest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
