@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +32,9 @@ import (
 //
 //	go test -run '^$' -bench Write -benchtime=1x -cpu 1 ./deltalog/parquetio/ -parquetio.10m
 //
-// MB/s is Arrow input bytes per second on one core (-cpu 1). peak-heap-MiB is the
+// MB/s is Arrow input bytes per wall-clock second with -cpu 1; MB/cpu-s is per second of
+// the process's CPU time (user+system, GC included), the rate per core that does not
+// depend on other load on the machine. peak-heap-MiB is the
 // largest HeapInuse sampled every 5 ms during the op, minus HeapInuse before it (the
 // input batches are excluded).
 
@@ -66,6 +69,16 @@ func loadBenchInput(b *testing.B) benchInput {
 		benchIn.bytes = total / benchDistinct
 	})
 	return benchIn
+}
+
+// cpuSeconds is the process's user and system CPU time: MB per CPU second is the write
+// rate per core even on a machine whose cores other processes share.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // heapPeak samples HeapInuse until stop is closed and returns the peak above the
@@ -168,6 +181,7 @@ func runWriteBench(b *testing.B, rows int, write func(*testing.B, benchInput, in
 	b.ReportAllocs()
 	var peak float64
 	out := &countingWriter{w: io.Discard}
+	cpu0 := cpuSeconds()
 	b.ResetTimer()
 	for range b.N {
 		stop := make(chan struct{})
@@ -177,6 +191,10 @@ func runWriteBench(b *testing.B, rows int, write func(*testing.B, benchInput, in
 		}
 		close(stop)
 		peak = max(peak, result())
+	}
+	b.StopTimer()
+	if cpu := cpuSeconds() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(in.bytes*int64(rows/benchBatchRows)*int64(b.N))/1e6/cpu, "MB/cpu-s")
 	}
 	b.ReportMetric(peak, "peak-heap-MiB")
 	b.ReportMetric(float64(out.n)/float64(b.N)/(1<<20), "file-MiB/op")

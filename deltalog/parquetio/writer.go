@@ -62,12 +62,12 @@ type Writer struct {
 	opts   WriterOptions
 	optErr error
 
-	cur    *openFile
-	part   int
+	cur  *openFile
+	part int
 	// arrowBytes and encodedBytes of the row groups written, for encodedRatio.
 	arrowBytes, encodedBytes int64
-	files  []File
-	closed bool
+	files                    []File
+	closed                   bool
 }
 
 // openFile is the file being written.
