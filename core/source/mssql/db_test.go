@@ -373,3 +373,43 @@ func TestKeyBoundAndBuckets(t *testing.T) {
 		t.Errorf("%d prefix/reset batches, want 4", prefixes)
 	}
 }
+
+// A caller that stops after the first batch still resets the session on Close, and a
+// lock timeout met while fetching is a *source.LockTimeoutError.
+func TestReadTableEarlyCloseAndFetchError(t *testing.T) {
+	d, s := newScripted(t, Options{}, func(q string, _ []any) result {
+		if strings.HasPrefix(q, "SELECT") {
+			return result{cols: []string{"id"}, n: 10, gen: func(i int, dest []driver.Value) { dest[0] = int64(i) },
+				failAt: 4, failErr: mssqldrv.Error{Number: 1222, Message: "Lock request time out period exceeded."}}
+		}
+		return result{}
+	})
+	read := func(batch int) (source.Rows, error) {
+		rows, err := d.ReadTable(ctx, source.TableRead{Table: tbl, Columns: []source.Column{colI}, ReadOptions: source.ReadOptions{BatchRows: batch}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := rows.Next(ctx)
+		if rec != nil {
+			rec.Release()
+		}
+		return rows, err
+	}
+	rows, err := read(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log := s.log()
+	if last := log[len(log)-1]; last.query != sessionReset {
+		t.Errorf("early close did not reset the session: %q", last.query)
+	}
+	rows, err = read(5)
+	var lt *source.LockTimeoutError
+	if !errors.As(err, &lt) {
+		t.Errorf("fetch error: %v", err)
+	}
+	rows.Close()
+}

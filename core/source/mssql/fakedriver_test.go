@@ -22,6 +22,9 @@ type result struct {
 	gen func(i int, dest []driver.Value)
 	n   int
 	err error
+	// failAt, when above zero, fails the fetch of row failAt (1-based) with failErr.
+	failAt  int
+	failErr error
 }
 
 type call struct {
@@ -109,6 +112,9 @@ type fakeRows struct {
 func (r *fakeRows) Columns() []string { return r.r.cols }
 func (r *fakeRows) Close() error      { return nil }
 func (r *fakeRows) Next(dest []driver.Value) error {
+	if r.r.failAt > 0 && r.i+1 == r.r.failAt {
+		return r.r.failErr
+	}
 	if r.r.gen != nil {
 		if r.i >= r.r.n {
 			return io.EOF
