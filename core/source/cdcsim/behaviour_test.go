@@ -414,3 +414,35 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 		t.Fatalf("%d change rows, want 1200", got)
 	}
 }
+
+func TestBoundsDecodedFromJSON(t *testing.T) {
+	cases := []struct {
+		col  source.Column
+		in   any
+		want any
+	}{
+		{source.Column{Name: "i", DataType: "int"}, float64(42), int64(42)},
+		{source.Column{Name: "i", DataType: "bigint"}, "-7", int64(-7)},
+		{source.Column{Name: "d", DataType: "decimal", Precision: 10, Scale: 2}, "3.5", "3.50"},
+		{source.Column{Name: "t", DataType: "datetime2", DatetimePrecision: 7}, "2026-01-02T03:04:05.123456", time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)},
+		{source.Column{Name: "dt", DataType: "date"}, "2026-01-02", time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)},
+		{source.Column{Name: "g", DataType: "uniqueidentifier"}, "6f9619ff-8b86-d011-b42d-00c04fc964ff", "6F9619FF-8B86-D011-B42D-00C04FC964FF"},
+	}
+	for _, tc := range cases {
+		got, err := normalize(tc.col, tc.in)
+		if err != nil || compareValues(tc.col, got, tc.want) != 0 {
+			t.Errorf("%s(%v) = %v, %v; want %v", tc.col.DataType, tc.in, got, err, tc.want)
+		}
+	}
+	b, err := normalize(source.Column{DataType: "varbinary"}, "0x0A0b")
+	if err != nil || string(b.([]byte)) != "\x0a\x0b" {
+		t.Errorf("binary from hex: %v %v", b, err)
+	}
+	var ve *ValueError
+	if _, err := normalize(source.Column{DataType: "int"}, 1.5); !errors.As(err, &ve) {
+		t.Errorf("1.5 as int: %v", err)
+	}
+	if _, err := normalize(source.Column{DataType: "tinyint"}, 300); !errors.As(err, &ve) {
+		t.Errorf("300 as tinyint: %v", err)
+	}
+}

@@ -2,6 +2,8 @@ package cdcsim
 
 import (
 	"bytes"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -129,6 +131,17 @@ func normalize(c source.Column, v any) (any, error) {
 			n = int64(x)
 		case uint32:
 			n = int64(x)
+		case float64: // a bound decoded from JSON
+			if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+				return nil, valueErr(c, "%v is not an integer", x)
+			}
+			n = int64(x)
+		case string, json.Number:
+			p, err := strconv.ParseInt(fmt.Sprint(x), 10, 64)
+			if err != nil {
+				return nil, valueErr(c, "%q is not an integer", x)
+			}
+			n = p
 		default:
 			return nil, valueErr(c, "want an integer, got %T", v)
 		}
@@ -145,6 +158,10 @@ func normalize(c source.Column, v any) (any, error) {
 			return x != 0, nil
 		case int64:
 			return x != 0, nil
+		case string:
+			if b, err := strconv.ParseBool(x); err == nil {
+				return b, nil
+			}
 		}
 		return nil, valueErr(c, "want a bool, got %T", v)
 	case kindFloat:
@@ -158,6 +175,12 @@ func normalize(c source.Column, v any) (any, error) {
 			f = float64(x)
 		case int64:
 			f = float64(x)
+		case string, json.Number:
+			p, err := strconv.ParseFloat(fmt.Sprint(x), 64)
+			if err != nil {
+				return nil, valueErr(c, "%q is not a number", x)
+			}
+			f = p
 		default:
 			return nil, valueErr(c, "want a float, got %T", v)
 		}
@@ -171,16 +194,16 @@ func normalize(c source.Column, v any) (any, error) {
 	case kindDecimal:
 		return normDecimal(c, v)
 	case kindDate:
-		t, ok := v.(time.Time)
+		t, ok := asTime(v)
 		if !ok {
-			return nil, valueErr(c, "want a time.Time, got %T", v)
+			return nil, valueErr(c, "want a time.Time or ISO 8601 text, got %T %v", v, v)
 		}
 		y, m, d := t.Date()
 		return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), nil
 	case kindDateTime:
-		t, ok := v.(time.Time)
+		t, ok := asTime(v)
 		if !ok {
-			return nil, valueErr(c, "want a time.Time, got %T", v)
+			return nil, valueErr(c, "want a time.Time or ISO 8601 text, got %T %v", v, v)
 		}
 		if c.DataType != "datetimeoffset" {
 			// Zoneless types keep the wall clock as given.
@@ -231,8 +254,15 @@ func normalize(c source.Column, v any) (any, error) {
 		return g, nil
 	case kindBinary:
 		b, ok := v.([]byte)
+		if s, isText := v.(string); isText && (strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X")) {
+			d, err := hex.DecodeString(s[2:])
+			if err != nil {
+				return nil, valueErr(c, "%q is not 0x hex", s)
+			}
+			b, ok = d, true
+		}
 		if !ok {
-			return nil, valueErr(c, "want []byte, got %T", v)
+			return nil, valueErr(c, "want []byte or 0x hex text, got %T", v)
 		}
 		if c.MaxLength > 0 && len(b) > c.MaxLength {
 			return nil, valueErr(c, "%d bytes, more than %d", len(b), c.MaxLength)
@@ -246,6 +276,22 @@ func normalize(c source.Column, v any) (any, error) {
 	return v, nil
 }
 
+// asTime reads a time.Time, or ISO 8601 text as a bound decoded from JSON carries it (a
+// text without a zone is read as UTC wall time).
+func asTime(v any) (time.Time, bool) {
+	switch x := v.(type) {
+	case time.Time:
+		return x, true
+	case string:
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05.999999999 -07:00", "2006-01-02"} {
+			if t, err := time.Parse(layout, x); err == nil {
+				return t, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
 // roundDatetime rounds to datetime's 1/300 s ticks, as SQL Server's datetime does.
 func roundDatetime(t time.Time) time.Time {
 	day := t.Truncate(24 * time.Hour)
@@ -257,6 +303,9 @@ func roundDatetime(t time.Time) time.Time {
 func normDecimal(c source.Column, v any) (any, error) {
 	prec, scale := decimalScale(c)
 	var r big.Rat
+	if n, ok := v.(json.Number); ok {
+		v = string(n)
+	}
 	switch x := v.(type) {
 	case string:
 		if _, ok := r.SetString(strings.TrimSpace(x)); !ok {
