@@ -21,8 +21,10 @@
 //  2. Put the bytes in the temp file.
 //  3. PutItem with attribute_not_exists(fileName): the linearization point. A failed
 //     condition is logstore.ErrVersionExists. From here on version N is ours.
-//  4. Publish: copy temp → N.json with If-None-Match: * (412 means someone recovered it
-//     already, which counts as done), then mark the item complete with its expireTime.
+//  4. Publish: copy temp → N.json with If-None-Match: * (on 412 the file is read back: our
+//     bytes mean someone recovered our entry already, which counts as done; other bytes
+//     mean an expired entry let us claim a taken version: ErrVersionExists), then mark the
+//     item complete with its expireTime.
 //     Failures here are retried and then left for recovery; Write still succeeds.
 //
 // Latest and Read recover the newest entry when it is incomplete (copy, then mark
@@ -30,7 +32,13 @@
 // incomplete, since every writer recovers N-1 before claiming N.
 //
 // Only safe when every writer of the table uses a DynamoDB log store with the same table,
-// region and tablePath (scheme included).
+// region and tablePath (scheme included). Operating it:
+//   - create the table with CreateTable (or the same key schema in Terraform) and enable
+//     TTL on expireTime, or complete entries pile up;
+//   - use the Spark jobs' region (Spark defaults ddb.region to us-east-1 whatever the
+//     bucket's region) and scheme (Options.Scheme, "s3a" for OSS Spark);
+//   - expire <table>/_delta_log/.tmp/ with an S3 lifecycle rule (e.g. 30 days): temp files
+//     are kept, as Spark keeps them, since a recovering reader may still need the newest.
 package dynamo
 
 import (
