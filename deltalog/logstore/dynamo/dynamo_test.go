@@ -302,3 +302,26 @@ func TestSchemeSeparatesKeys(t *testing.T) {
 	}
 	_ = s3store.New
 }
+
+// delta-rs moves the temp file (copy, then delete) and may die before marking the entry
+// complete: the commit file is there, the temp file is not. Recovery marks it complete.
+func TestRecoverAMovedTempFile(t *testing.T) {
+	srv := emulators.StartS3(t)
+	e := newEnv(t, srv)
+	l := e.logStore(t, dynamo.Options{})
+	ctx := t.Context()
+	claim(t, e, l.TablePathKey(), 0, "_commit_moved.json.tmp", nil)
+	if err := e.store.PutIfAbsent(ctx, logKey(0), []byte("v0 from delta-rs\n")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := l.Latest(ctx); err != nil || v != 0 {
+		t.Fatalf("Latest = %d, %v", v, err)
+	}
+	item := getItem(t, e, l.TablePathKey(), "00000000000000000000.json")
+	if str(item, "complete") != "true" || item["expireTime"] == nil {
+		t.Fatalf("entry after recovery = %v, want complete with expireTime", item)
+	}
+	if err := l.Write(ctx, 1, []byte("v1\n")); err != nil {
+		t.Fatal(err)
+	}
+}
