@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -74,6 +75,7 @@ type Writer struct {
 type openFile struct {
 	name  string
 	tmp   *os.File
+	buf   *bufio.Writer
 	cw    *countingWriter
 	fw    *pqarrow.FileWriter
 	stats *fileStats
@@ -185,7 +187,8 @@ func (w *Writer) openFile() error {
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)
 	}
-	cw := &countingWriter{w: tmp}
+	buf := bufio.NewWriterSize(tmp, 1<<20)
+	cw := &countingWriter{w: buf}
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(w.opts.Codec.compression()),
 		parquet.WithStoreDecimalAsInteger(true), // INT32/INT64 up to precision 18, as Spark
@@ -202,6 +205,7 @@ func (w *Writer) openFile() error {
 	w.cur = &openFile{
 		name:  fileName(w.part, w.opts.Codec),
 		tmp:   tmp,
+		buf:   buf,
 		cw:    cw,
 		fw:    fw,
 		stats: newFileStats(w.schema, w.opts.NumIndexedCols, w.opts.StringPrefixLength),
@@ -222,6 +226,9 @@ func (w *Writer) finishFile(ctx context.Context) error {
 	w.cur = nil
 	if err := f.fw.Close(); err != nil {
 		return fmt.Errorf("close parquet writer: %w", err)
+	}
+	if err := f.buf.Flush(); err != nil {
+		return fmt.Errorf("write temporary file: %w", err)
 	}
 	if _, err := f.tmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind temporary file: %w", err)
