@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -145,16 +146,7 @@ func claim(t *testing.T, e env, tablePath string, v int64, tempPath string, data
 	}
 }
 
-func logKey(v int64) string {
-	return "_delta_log/" + strings.Repeat("0", 20-len(itoa(v))) + itoa(v) + ".json"
-}
-
-func itoa(v int64) string {
-	if v < 10 {
-		return string(rune('0' + v))
-	}
-	return itoa(v/10) + itoa(v%10)
-}
+func logKey(v int64) string { return fmt.Sprintf("_delta_log/%020d.json", v) }
 
 func TestLatestCompletesAHalfDoneEntry(t *testing.T) {
 	srv := emulators.StartS3(t)
@@ -300,7 +292,6 @@ func TestSchemeSeparatesKeys(t *testing.T) {
 	if _, err := dynamo.New(e.ddb, e.store, dynamo.Options{TablePath: "s3a://x/y"}); err != nil {
 		t.Fatal(err)
 	}
-	_ = s3store.New
 }
 
 // delta-rs moves the temp file (copy, then delete) and may die before marking the entry
