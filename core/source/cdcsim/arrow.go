@@ -105,6 +105,11 @@ type rowSource interface {
 	fill(fields []array.Builder) (size int, ok bool, err error)
 }
 
+// reserver is a rowSource that knows the size of some variable-width values.
+type reserver interface {
+	reserve(fields []array.Builder, rows int)
+}
+
 // rows is a source.Rows over a rowSource, built lazily in bounded record batches.
 type rows struct {
 	schema     *arrow.Schema
@@ -154,6 +159,10 @@ func (r *rows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(r.mem, r.schema)
 	defer b.Release()
 	fields := b.Fields()
+	b.Reserve(min(r.batchRows, 4096))
+	if rs, ok := r.src.(reserver); ok {
+		rs.reserve(fields, min(r.batchRows, 4096))
+	}
 	size, n := 0, 0
 	for n < r.batchRows && size < r.batchBytes {
 		sz, ok, err := r.src.fill(fields)

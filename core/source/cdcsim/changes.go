@@ -104,6 +104,17 @@ type changeSource struct {
 	mapping []commitEntry
 	cols    []colMap
 	pos, k  int
+	// The commit of the last row: its LSN, LSN text and commit time (nil without a
+	// mapping row).
+	cur    lsn.LSN
+	curStr string
+	curTS  *arrow.Timestamp
+}
+
+// reserve sizes the two LSN columns, whose values are always 22 characters.
+func (s *changeSource) reserve(fields []array.Builder, rows int) {
+	fields[0].(*array.StringBuilder).ReserveData(rows * 22)
+	fields[1].(*array.StringBuilder).ReserveData(rows * 22)
 }
 
 func (s *changeSource) fill(fields []array.Builder) (int, bool, error) {
@@ -112,16 +123,24 @@ func (s *changeSource) fill(fields []array.Builder) (int, bool, error) {
 	}
 	ch := &s.rows[s.pos]
 	s.pos++
-	for s.k < len(s.mapping) && s.mapping[s.k].lsn.Compare(ch.start) < 0 {
-		s.k++
+	if ch.start != s.cur || s.curStr == "" {
+		// A new commit: its LSN text and commit time, shared by its rows.
+		s.cur, s.curStr, s.curTS = ch.start, ch.start.String(), nil
+		for s.k < len(s.mapping) && s.mapping[s.k].lsn.Compare(ch.start) < 0 {
+			s.k++
+		}
+		if s.k < len(s.mapping) && s.mapping[s.k].lsn == ch.start {
+			ts := arrow.Timestamp(msUTC(s.mapping[s.k].utc).UnixMicro())
+			s.curTS = &ts
+		}
 	}
-	fields[0].(*array.StringBuilder).Append(ch.start.String())
+	fields[0].(*array.StringBuilder).Append(s.curStr)
 	fields[1].(*array.StringBuilder).Append(ch.seq.String())
 	fields[2].(*array.Int32Builder).Append(int32(ch.op))
 	fields[3].(*array.Int32Builder).Append(ch.cmd)
 	ts := fields[4].(*array.TimestampBuilder)
-	if s.k < len(s.mapping) && s.mapping[s.k].lsn == ch.start {
-		ts.Append(arrow.Timestamp(msUTC(s.mapping[s.k].utc).UnixMicro()))
+	if s.curTS != nil {
+		ts.Append(*s.curTS)
 	} else {
 		ts.AppendNull()
 	}
