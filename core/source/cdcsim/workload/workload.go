@@ -371,3 +371,8 @@ func (g *Generator) value(c source.Column) any {
 	}
 	return nil
 }
+
+// RunFor runs transactions for d of simulated time at the configured rate (at least one).
+func (g *Generator) RunFor(d time.Duration) error {
+	return g.Step(max(1, int(d.Seconds()*g.cfg.Rate)))
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -134,5 +135,23 @@ func TestSameSeedSameHistory(t *testing.T) {
 	mc, _ := c.MaxLSN(context.Background())
 	if gc.Stats == ga.Stats && mc == ma {
 		t.Fatalf("another seed wrote the same history")
+	}
+}
+
+func TestRunForAdvancesTheClockAtTheRate(t *testing.T) {
+	db := cdcsim.New(cdcsim.Config{Seed: 5})
+	g := New(db, Config{Seed: 5, Rate: 4, Tables: []string{"orders"}})
+	if err := g.Create(Orders(), Events()); err != nil {
+		t.Fatal(err)
+	}
+	start := db.Now()
+	if err := g.RunFor(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if g.Stats.Transactions != 40 || !db.Now().Equal(start.Add(10*time.Second)) {
+		t.Fatalf("%d transactions, clock +%v", g.Stats.Transactions, db.Now().Sub(start))
+	}
+	if n, _ := db.RowCount("events"); n != 0 {
+		t.Fatalf("events got %d rows though Tables names only orders", n)
 	}
 }
