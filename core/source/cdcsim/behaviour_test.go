@@ -446,3 +446,23 @@ func TestBoundsDecodedFromJSON(t *testing.T) {
 		t.Errorf("300 as tinyint: %v", err)
 	}
 }
+
+func TestSplitChangesCountsWholeCommits(t *testing.T) {
+	db := ordersDB(t, Config{})
+	var commits []lsn.LSN
+	for c := 0; c < 4; c++ {
+		commits = append(commits, insert(t, db, c*10+1, c*10+2, c*10+3, c*10+4, c*10+5))
+	}
+	// NTILE(3) over 20 rows is 7, 7, 6: tile 1 ends inside commit 2, which it keeps whole.
+	tiles, err := db.SplitChanges(context.Background(), "dbo_orders", lsn.Zero, lsn.Max, 3)
+	mustT(t, err)
+	want := []source.Tile{{Last: commits[1], Rows: 10}, {Last: commits[2], Rows: 5}, {Last: commits[3], Rows: 5}}
+	if len(tiles) != len(want) {
+		t.Fatalf("tiles %+v", tiles)
+	}
+	for i, w := range want {
+		if tiles[i].Last != w.Last || tiles[i].Rows != w.Rows || tiles[i].Next != w.Last.Next() {
+			t.Fatalf("tile %d = %+v, want %+v", i, tiles[i], w)
+		}
+	}
+}
