@@ -18,8 +18,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // keyCase is one table shape: its columns, unique index (nil: heap), snapshotKeys, the
@@ -66,9 +66,14 @@ type env struct {
 	db   *cdcsim.DB
 	spec *config.Spec
 	kc   keyCase
+	aws  *awsBackend
+	// f, when set, routes every store, log store and source call of the jobs through it.
+	f *deltatest.Faults
 }
 
-func newEnv(t *testing.T, kc keyCase, rows int) *env {
+func newEnv(t *testing.T, kc keyCase, rows int) *env { return newEnvOn(t, backendLocal, kc, rows) }
+
+func newEnvOn(t *testing.T, backend string, kc keyCase, rows int) *env {
 	t.Helper()
 	db := cdcsim.New(cdcsim.Config{Seed: 7})
 	if err := db.CreateTable(cdcsim.TableSpec{Name: "t", Columns: kc.cols, Key: kc.index}); err != nil {
@@ -93,40 +98,49 @@ func newEnv(t *testing.T, kc keyCase, rows int) *env {
 	spec := &config.Spec{AppID: "t-v1", Bootstrap: true,
 		Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_t"},
 		Bronze: filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "checkpoint"), FactsTable: filepath.Join(dir, "facts")}
+	ab := useBackend(t, backend, spec)
 	spec.Defaults()
 	spec.Options.NumPartitions = 3
 	spec.Options.SnapshotKeys = kc.snapshotKeys
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, db: db, spec: spec, kc: kc}
+	return &env{t: t, db: db, spec: spec, kc: kc, aws: ab}
 }
 
-func (e *env) table(dir string) *deltalog.Table {
-	st, err := localstore.New(dir)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ls, err := localfs.New(dir)
-	if err != nil {
-		e.t.Fatal(err)
+func (e *env) table(url string) *deltalog.Table {
+	st, ls := e.stores(url)
+	if e.f != nil {
+		st, ls = e.f.Store(st), e.f.LogStore(ls)
 	}
 	return deltalog.Open(st, ls, deltalog.Options{RetryBaseDelay: 1})
 }
 
-func (e *env) job() *snapshot.Job {
-	cp, err := localstore.New(e.spec.Checkpoint)
-	if err != nil {
-		e.t.Fatal(err)
+func (e *env) checkpointStore() storage.Store {
+	st, _ := e.stores(e.spec.Checkpoint)
+	if e.f != nil {
+		return e.f.Store(st)
 	}
-	j := snapshot.FromSpec(e.spec, e.db, snapshot.Tables{Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: cp})
+	return st
+}
+
+// job is the snapshot job of one invocation (fresh tables, as a new Lambda would open).
+func (e *env) job() *snapshot.Job {
+	var src source.Source = e.db
+	if e.f != nil {
+		src = &faultSource{Source: e.db, f: e.f}
+	}
+	j := snapshot.FromSpec(e.spec, src, snapshot.Tables{Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: e.checkpointStore()})
 	j.Now = e.db.Now
 	return j
 }
 
 func (e *env) stream() {
 	e.t.Helper()
-	cp, _ := localstore.New(e.spec.Checkpoint)
+	cp, _ := e.stores(e.spec.Checkpoint)
+	f := e.f
+	e.f = nil
+	defer func() { e.f = f }()
 	deps := stream.Deps{Source: e.db, Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: checkpoint.New(cp, e.spec.AppID)}
 	for i := 0; i < 100; i++ {
 		res, err := stream.Run(context.Background(), e.spec, deps, stream.Options{Now: e.db.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -150,6 +164,9 @@ func (e *env) exec(fn func(tx *cdcsim.Txn) error) {
 
 func (e *env) check() {
 	e.t.Helper()
+	f := e.f
+	e.f = nil
+	defer func() { e.f = f }()
 	ctx := context.Background()
 	snap, err := e.table(e.spec.Bronze).Snapshot(ctx)
 	if err != nil {
@@ -178,6 +195,9 @@ func (e *env) check() {
 
 func (e *env) factsRows() []facts.Row {
 	e.t.Helper()
+	f := e.f
+	e.f = nil
+	defer func() { e.f = f }()
 	snap, err := e.table(e.spec.FactsTable).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
@@ -203,57 +223,66 @@ func count(rows []facts.Row, event string) int {
 // between the stamp and the read, deletes of rows the snapshot read and key updates.
 func TestBootstrapThenStreamRebuildsTheTable(t *testing.T) {
 	for _, kc := range keyCases {
-		t.Run(kc.name, func(t *testing.T) {
-			e := newEnv(t, kc, 60)
-			e.exec(func(tx *cdcsim.Txn) error { return tx.Update("t", kc.key(1), cdcsim.Row{"v": "changed before"}) })
-			// Commits between the stamp and the read: an update, a delete, an insert.
-			tx := e.db.Begin()
-			if err := tx.Update("t", kc.key(2), cdcsim.Row{"v": "during"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Delete("t", kc.key(3)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Insert("t", kc.row(1000)); err != nil {
-				t.Fatal(err)
-			}
-			e.db.CommitBeforeRead(tx)
-
-			off, err := e.job().Run(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if off.LSN == "" {
-				t.Fatal("no offset")
-			}
-			// After the snapshot: a delete of a row it read, a key update, an insert.
-			e.exec(func(tx *cdcsim.Txn) error { return tx.Delete("t", kc.key(4)) })
-			e.exec(func(tx *cdcsim.Txn) error {
-				if err := tx.Delete("t", kc.key(5)); err != nil {
-					return err
-				}
-				_, err := tx.Insert("t", kc.row(2000))
-				return err
-			})
-			e.exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("t", kc.row(3000)); return err })
-			e.stream()
-			e.check()
-
-			// A rerun of the whole flow reads nothing and writes no second row.
-			reads := e.db.Calls("ReadTable")
-			if _, err := e.job().Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if e.db.Calls("ReadTable") != reads {
-				t.Fatalf("the rerun read the table")
-			}
-			fr := e.factsRows()
-			if count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
-				t.Fatalf("bootstrap rows %d, open rows %d", count(fr, facts.EventBootstrap), count(fr, facts.EventSnapshotOpen))
-			}
-			e.check()
-		})
+		t.Run(kc.name, func(t *testing.T) { testBootstrapThenStream(t, backendLocal, kc) })
 	}
+}
+
+// The same on S3 (gofakes3) with the DynamoDB log store (dynalite).
+func TestBootstrapThenStreamOnEmulators(t *testing.T) {
+	for _, kc := range keyCases[:2] {
+		t.Run(kc.name, func(t *testing.T) { testBootstrapThenStream(t, backendAWS, kc) })
+	}
+}
+
+func testBootstrapThenStream(t *testing.T, backend string, kc keyCase) {
+	e := newEnvOn(t, backend, kc, 60)
+	e.exec(func(tx *cdcsim.Txn) error { return tx.Update("t", kc.key(1), cdcsim.Row{"v": "changed before"}) })
+	// Commits between the stamp and the read: an update, a delete, an insert.
+	tx := e.db.Begin()
+	if err := tx.Update("t", kc.key(2), cdcsim.Row{"v": "during"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Delete("t", kc.key(3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Insert("t", kc.row(1000)); err != nil {
+		t.Fatal(err)
+	}
+	e.db.CommitBeforeRead(tx)
+
+	off, err := e.job().Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.LSN == "" {
+		t.Fatal("no offset")
+	}
+	// After the snapshot: a delete of a row it read, a key update, an insert.
+	e.exec(func(tx *cdcsim.Txn) error { return tx.Delete("t", kc.key(4)) })
+	e.exec(func(tx *cdcsim.Txn) error {
+		if err := tx.Delete("t", kc.key(5)); err != nil {
+			return err
+		}
+		_, err := tx.Insert("t", kc.row(2000))
+		return err
+	})
+	e.exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("t", kc.row(3000)); return err })
+	e.stream()
+	e.check()
+
+	// A rerun of the whole flow reads nothing and writes no second row.
+	reads := e.db.Calls("ReadTable")
+	if _, err := e.job().Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if e.db.Calls("ReadTable") != reads {
+		t.Fatalf("the rerun read the table")
+	}
+	fr := e.factsRows()
+	if count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
+		t.Fatalf("bootstrap rows %d, open rows %d", count(fr, facts.EventBootstrap), count(fr, facts.EventSnapshotOpen))
+	}
+	e.check()
 }
 
 func TestBootstrapWithStartingLsnIsConfigError(t *testing.T) {

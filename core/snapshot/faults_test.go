@@ -1,0 +1,216 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+)
+
+// faultSource routes the Source calls the snapshot makes through f.
+type faultSource struct {
+	source.Source
+	f *deltatest.Faults
+}
+
+func hit[T any](f *deltatest.Faults, op string, call func() (T, error)) (T, error) {
+	var v T
+	err := f.Hit("source."+op, func() error {
+		var err error
+		v, err = call()
+		return err
+	})
+	return v, err
+}
+
+func (s *faultSource) MaxLSN(ctx context.Context) (lsn.LSN, error) {
+	return hit(s.f, "MaxLSN", func() (lsn.LSN, error) { return s.Source.MaxLSN(ctx) })
+}
+
+func (s *faultSource) CommitTime(ctx context.Context, l lsn.LSN) (time.Time, bool, error) {
+	type tok struct {
+		t  time.Time
+		ok bool
+	}
+	v, err := hit(s.f, "CommitTime", func() (tok, error) {
+		t, ok, err := s.Source.CommitTime(ctx, l)
+		return tok{t, ok}, err
+	})
+	return v.t, v.ok, err
+}
+
+func (s *faultSource) CaptureInstances(ctx context.Context) ([]source.CaptureInstance, error) {
+	return hit(s.f, "CaptureInstances", func() ([]source.CaptureInstance, error) { return s.Source.CaptureInstances(ctx) })
+}
+
+func (s *faultSource) CapturedColumns(ctx context.Context, ci string) ([]source.Column, error) {
+	return hit(s.f, "CapturedColumns", func() ([]source.Column, error) { return s.Source.CapturedColumns(ctx, ci) })
+}
+
+func (s *faultSource) KeyExtent(ctx context.Context, t source.Table, key source.Column, lo, hi *int64) (any, any, bool, error) {
+	type ext struct {
+		mn, mx any
+		ok     bool
+	}
+	v, err := hit(s.f, "KeyExtent", func() (ext, error) {
+		mn, mx, ok, err := s.Source.KeyExtent(ctx, t, key, lo, hi)
+		return ext{mn, mx, ok}, err
+	})
+	return v.mn, v.mx, v.ok, err
+}
+
+func (s *faultSource) KeyTiles(ctx context.Context, t source.Table, keys []source.Column, n int) ([]source.Key, error) {
+	return hit(s.f, "KeyTiles", func() ([]source.Key, error) { return s.Source.KeyTiles(ctx, t, keys, n) })
+}
+
+func (s *faultSource) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {
+	rows, err := hit(s.f, "ReadTable", func() (source.Rows, error) { return s.Source.ReadTable(ctx, r) })
+	if err != nil {
+		return nil, err
+	}
+	return &faultRows{Rows: rows, f: s.f}, nil
+}
+
+type faultRows struct {
+	source.Rows
+	f *deltatest.Faults
+}
+
+func (r *faultRows) Next(ctx context.Context) (rec arrow.RecordBatch, err error) {
+	return hit(r.f, "Rows.Next", func() (arrow.RecordBatch, error) { return r.Rows.Next(ctx) })
+}
+
+// machine runs the bootstrap machine's steps one after the other, each as a fresh
+// invocation; a step that fails is run again without faults (Step Functions' Retry: a new
+// invocation after the failed one died), and so is every step after it.
+func machine(t *testing.T, e *env) snapshot.Offset {
+	t.Helper()
+	ctx := context.Background()
+	failed := false
+	step := func(name string, fn func(j *snapshot.Job) error) {
+		t.Helper()
+		if err := fn(e.job()); err != nil {
+			if failed || !errors.Is(err, deltatest.ErrKilled) {
+				t.Fatalf("%s: %v", name, err)
+			}
+			failed = true
+			e.f = nil
+			if err := fn(e.job()); err != nil {
+				t.Fatalf("%s rerun: %v", name, err)
+			}
+		}
+	}
+	var open snapshot.OpenResult
+	step("open", func(j *snapshot.Job) (err error) { open, err = j.Open(ctx); return })
+	if open.Status == snapshot.Opened {
+		var plan snapshot.PlanResult
+		step("plan", func(j *snapshot.Job) (err error) { plan, err = j.Plan(ctx, open.Snapshot); return })
+		for _, r := range plan.Ranges {
+			step("read", func(j *snapshot.Job) error { _, err := j.Read(ctx, open.Snapshot, r); return err })
+		}
+	}
+	if open.Status != snapshot.Resume {
+		step("commit", func(j *snapshot.Job) error { _, err := j.Commit(ctx, open.Snapshot); return err })
+	}
+	var off snapshot.Offset
+	step("close", func(j *snapshot.Job) (err error) { off, err = j.Close(ctx, open); return })
+	return off
+}
+
+// snapshotRows counts bronze's operation-0 rows per _start_lsn.
+func snapshotRows(t *testing.T, e *env) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	f := e.f
+	e.f = nil
+	defer func() { e.f = f }()
+	snap, err := e.table(e.spec.Bronze).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	if snap.Version() < 0 {
+		return out
+	}
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{Columns: []string{bronze.ColStartLSN}, Filter: deltalog.Eq(bronze.ColOperation, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for {
+		rec, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := rec.Column(0).(interface{ Value(int) string })
+		for i := 0; i < int(rec.NumRows()); i++ {
+			out[col.Value(i)]++
+		}
+		rec.Release()
+	}
+}
+
+func mutates(op string) bool {
+	for _, w := range []string{"Put", "Copy", "Delete", "Write"} {
+		if strings.Contains(op, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Kill the machine at every external call of every step (each store, log store and
+// source call; before it takes effect, and after for writes), rerun the failed step and
+// the rest: bronze holds the one snapshot, and the facts one snapshot_open and one
+// bootstrap row.
+func TestKilledAtEveryCallConverges(t *testing.T) { testKilled(t, backendLocal, 1) }
+
+// On the emulators (S3 on gofakes3, DynamoDB log store on dynalite), every fifth call.
+func TestKilledOnEmulatorsConverges(t *testing.T) { testKilled(t, backendAWS, 5) }
+
+func testKilled(t *testing.T, backend string, every int) {
+	kc := keyCases[0]
+	clean := &deltatest.Faults{}
+	e := newEnvOn(t, backend, kc, 20)
+	e.spec.Options.NumPartitions = 2
+	e.f = clean
+	want := machine(t, e)
+	wantRows := snapshotRows(t, e)
+	ops := clean.Ops()
+	if len(wantRows) != 1 || wantRows[want.LSN] != 20 {
+		t.Fatalf("clean run: %v", wantRows)
+	}
+	t.Logf("a clean bootstrap makes %d external calls", len(ops))
+	for _, after := range []bool{false, true} {
+		for k := 1; k <= len(ops); k += every {
+			if after && !mutates(ops[k-1]) {
+				continue
+			}
+			e := newEnvOn(t, backend, kc, 20)
+			e.spec.Options.NumPartitions = 2
+			e.f = &deltatest.Faults{KillAt: k, After: after}
+			got := machine(t, e)
+			rows := snapshotRows(t, e)
+			fr := e.factsRows()
+			if got != want || len(rows) != 1 || rows[want.LSN] != 20 || count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
+				t.Fatalf("killed at %d (%s, after %v): offset %+v, snapshot rows %v, bootstrap rows %d, open rows %d",
+					k, ops[k-1], after, got, rows, count(fr, facts.EventBootstrap), count(fr, facts.EventSnapshotOpen))
+			}
+		}
+	}
+}
