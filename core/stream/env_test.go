@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
@@ -16,24 +18,49 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
-// env is one table streamed from a cdcsim database into Delta tables on local disk.
+// Backends the end-to-end tests run on: Delta on local disk with the local log store, and
+// Delta on S3 (gofakes3, in process) with the DynamoDB log store (dynalite, started by
+// scripts/test.sh; without it the aws subtests skip, and fail when CI is set).
+const (
+	backendLocal = "local"
+	backendAWS   = "aws"
+)
+
+var backends = []string{backendLocal, backendAWS}
+
+// env is one table streamed from a cdcsim database into Delta tables.
 type env struct {
-	t    *testing.T
-	db   *cdcsim.DB
-	dir  string
-	spec *config.Spec
+	t       *testing.T
+	db      *cdcsim.DB
+	dir     string
+	spec    *config.Spec
+	backend string
+	aws     *awsBackend
 	// wrap, when set, wraps every store and the source (fault injection).
 	wrapStore func(storage.Store) storage.Store
 	wrapLogs  func(logstore.LogStore) logstore.LogStore
 	wrapSrc   func(source.Source) source.Source
+	wrapDDB   func(dynamo.Client) dynamo.Client
 	logs      bytes.Buffer
+}
+
+// awsBackend is an S3 bucket on gofakes3 and a DynamoDB log table on dynalite.
+type awsBackend struct {
+	s3     *emulators.S3Server
+	bucket string
+	ddb    *dynamodb.Client
+	table  string
 }
 
 func ordersColumns() []source.Column {
@@ -44,7 +71,9 @@ func ordersColumns() []source.Column {
 	}
 }
 
-func newEnv(t *testing.T, cfg cdcsim.Config) *env {
+func newEnv(t *testing.T, cfg cdcsim.Config) *env { return newEnvOn(t, backendLocal, cfg) }
+
+func newEnvOn(t *testing.T, backend string, cfg cdcsim.Config) *env {
 	t.Helper()
 	db := cdcsim.New(cfg)
 	if err := db.CreateTable(cdcsim.TableSpec{Name: "orders", Columns: ordersColumns(), Key: []string{"id"}}); err != nil {
@@ -61,12 +90,24 @@ func newEnv(t *testing.T, cfg cdcsim.Config) *env {
 		Checkpoint: filepath.Join(dir, "checkpoint"),
 		FactsTable: filepath.Join(dir, "facts"),
 	}
+	var ab *awsBackend
+	if backend == backendAWS {
+		ddb := emulators.DynamoDB(t)
+		srv := emulators.StartS3(t)
+		ab = &awsBackend{s3: srv, bucket: srv.Bucket(t), ddb: ddb, table: emulators.UniqueName("delta_log_")}
+		if err := dynamo.CreateTable(context.Background(), ddb, ab.table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 10 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		root := "s3://" + ab.bucket + "/"
+		spec.Bronze, spec.Checkpoint, spec.FactsTable = root+"bronze", root+"checkpoint", root+"facts"
+		spec.Storage = config.Storage{DynamoTable: ab.table}
+	}
 	spec.Defaults()
 	spec.Options.NumPartitions = 2
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, db: db, dir: dir, spec: spec}
+	return &env{t: t, db: db, dir: dir, spec: spec, backend: backend, aws: ab}
 }
 
 func (e *env) store(dir string) storage.Store {
@@ -77,25 +118,46 @@ func (e *env) store(dir string) storage.Store {
 	return s
 }
 
-// rawStore is the store at dir without any wrapper (for checks).
-func (e *env) rawStore(dir string) storage.Store {
-	s, err := localstore.New(dir)
+// rawStore is the store at url without any wrapper (for checks).
+func (e *env) rawStore(url string) storage.Store {
+	if e.aws != nil {
+		prefix := strings.TrimPrefix(url, "s3://"+e.aws.bucket+"/")
+		return s3store.New(e.aws.s3.Client(), e.aws.bucket, prefix)
+	}
+	s, err := localstore.New(url)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return s
 }
 
-func (e *env) table(dir string) *deltalog.Table {
-	ls, err := localfs.New(dir)
+// rawLogs is the log store of the table at url over st.
+func (e *env) rawLogs(url string, st storage.Store) logstore.LogStore {
+	if e.aws != nil {
+		var c dynamo.Client = e.aws.ddb
+		if e.wrapDDB != nil {
+			c = e.wrapDDB(c)
+		}
+		ls, err := dynamo.New(c, st, dynamo.Options{Table: e.aws.table})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return ls
+	}
+	ls, err := localfs.New(url)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var l logstore.LogStore = ls
+	return ls
+}
+
+func (e *env) table(url string) *deltalog.Table {
+	st := e.store(url)
+	l := e.rawLogs(url, st)
 	if e.wrapLogs != nil {
 		l = e.wrapLogs(l)
 	}
-	return deltalog.Open(e.store(dir), l, deltalog.Options{RetryBaseDelay: 1})
+	return deltalog.Open(st, l, deltalog.Options{RetryBaseDelay: 1})
 }
 
 func (e *env) deps() Deps {
@@ -156,7 +218,8 @@ func (e *env) exec(fn func(tx *cdcsim.Txn) error) lsn.LSN {
 // bronzeState rebuilds the current state from bronze.
 func (e *env) bronzeState() (*rebuild.State, *rebuild.Log) {
 	e.t.Helper()
-	snap, err := deltalog.Open(e.rawStore(e.spec.Bronze), mustLocalfs(e.t, e.spec.Bronze), deltalog.Options{}).Snapshot(context.Background())
+	store := e.rawStore(e.spec.Bronze)
+	snap, err := deltalog.Open(store, e.rawLogs(e.spec.Bronze, store), deltalog.Options{}).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -220,7 +283,8 @@ func (e *env) sourceChangeRows() int64 {
 
 func (e *env) factsRows() []facts.Row {
 	e.t.Helper()
-	snap, err := deltalog.Open(e.rawStore(e.spec.FactsTable), mustLocalfs(e.t, e.spec.FactsTable), deltalog.Options{}).Snapshot(context.Background())
+	st := e.rawStore(e.spec.FactsTable)
+	snap, err := deltalog.Open(st, e.rawLogs(e.spec.FactsTable, st), deltalog.Options{}).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -229,14 +293,6 @@ func (e *env) factsRows() []facts.Row {
 		e.t.Fatal(err)
 	}
 	return rows
-}
-
-func mustLocalfs(t *testing.T, dir string) logstore.LogStore {
-	ls, err := localfs.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ls
 }
 
 // assertConverged checks bronze against the source: every change exactly once, the

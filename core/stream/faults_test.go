@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 )
 
 // faultSource routes every Source call (and every Rows.Next of a read) through a
@@ -111,4 +113,26 @@ func (r *faultRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		return nil, err
 	}
 	return rec, err
+}
+
+// faultDDB routes every DynamoDB call of the log store through the fault plan.
+type faultDDB struct {
+	dynamo.Client
+	f *deltatest.Faults
+}
+
+func (c *faultDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return hit1(c.f, "ddb.GetItem", func() (*dynamodb.GetItemOutput, error) { return c.Client.GetItem(ctx, in, o...) })
+}
+
+func (c *faultDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return hit1(c.f, "ddb.PutItem", func() (*dynamodb.PutItemOutput, error) { return c.Client.PutItem(ctx, in, o...) })
+}
+
+func (c *faultDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return hit1(c.f, "ddb.UpdateItem", func() (*dynamodb.UpdateItemOutput, error) { return c.Client.UpdateItem(ctx, in, o...) })
+}
+
+func (c *faultDDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return hit1(c.f, "ddb.Query", func() (*dynamodb.QueryOutput, error) { return c.Client.Query(ctx, in, o...) })
 }

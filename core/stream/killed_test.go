@@ -8,13 +8,14 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // killedEnv is a table with a little history, streamed with every store, log store and
 // source call routed through f.
-func killedEnv(t *testing.T, f *deltatest.Faults) *env {
-	e := newEnv(t, cdcsim.Config{Seed: 11})
+func killedEnv(t *testing.T, backend string, f *deltatest.Faults) *env {
+	e := newEnvOn(t, backend, cdcsim.Config{Seed: 11})
 	two := 2
 	e.spec.Options.MaxCommitsPerBatch = &two
 	e.exec(insert(1, 1))
@@ -29,6 +30,7 @@ func killedEnv(t *testing.T, f *deltatest.Faults) *env {
 	e.wrapStore = func(s storage.Store) storage.Store { return f.Store(s) }
 	e.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
 	e.wrapSrc = func(s source.Source) source.Source { return &faultSource{Source: s, f: f} }
+	e.wrapDDB = func(c dynamo.Client) dynamo.Client { return &faultDDB{Client: c, f: f} }
 	return e
 }
 
@@ -37,8 +39,12 @@ func killedEnv(t *testing.T, f *deltatest.Faults) *env {
 // lost), then run again: bronze holds each change exactly once and the facts one row
 // per batch (invariants 4 and 5).
 func TestKilledAtEveryCallConverges(t *testing.T) {
+	forBackends(t, testKilledAtEveryCall)
+}
+
+func testKilledAtEveryCall(t *testing.T, backend string) {
 	clean := &deltatest.Faults{}
-	e := killedEnv(t, clean)
+	e := killedEnv(t, backend, clean)
 	if res := e.mustDrain(Options{}); res.Batches < 2 {
 		t.Fatalf("clean run: %+v", res)
 	}
@@ -51,11 +57,11 @@ func TestKilledAtEveryCallConverges(t *testing.T) {
 				continue // a lost answer to a read is a kill before the next call
 			}
 			f := &deltatest.Faults{KillAt: k, After: after}
-			e := killedEnv(t, f)
+			e := killedEnv(t, backend, f)
 			if _, err := e.run(Options{}); err == nil && f.Killed() {
 				t.Errorf("kill at %d (after=%v) went unnoticed", k, after)
 			}
-			e.wrapStore, e.wrapLogs, e.wrapSrc = nil, nil, nil
+			e.wrapStore, e.wrapLogs, e.wrapSrc, e.wrapDDB = nil, nil, nil, nil
 			e.mustDrain(Options{})
 			e.assertConverged()
 			if t.Failed() {
