@@ -87,8 +87,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 	}
 	if tx.hasApp {
 		if v, ok := snap.TxnVersion(tx.appID); ok && tx.appVersion <= v {
-			tx.done = true
-			return CommitResult{Version: snap.Version(), Skipped: true}, nil
+			return tx.finish(CommitResult{Version: snap.Version(), Skipped: true}, nil), nil
 		}
 	}
 	actions := tx.actions(randomUUID())
@@ -137,9 +136,9 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			}
 		}
 		if won {
-			tx.done = true
-			tx.maybeCheckpoint(ctx, version, actions)
-			return CommitResult{Version: version}, nil
+			res := tx.finish(CommitResult{Version: version}, actions)
+			tx.maybeCheckpoint(ctx)
+			return res, nil
 		}
 		if attempt >= maxAttempts {
 			return fail(&CommitAttemptsError{Attempts: attempt, LastVersion: version})
@@ -152,12 +151,11 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		case err != nil:
 			return fail(err)
 		case won:
-			tx.done = true
-			tx.maybeCheckpoint(ctx, next, actions)
-			return CommitResult{Version: next}, nil
+			res := tx.finish(CommitResult{Version: next}, actions)
+			tx.maybeCheckpoint(ctx)
+			return res, nil
 		case skip != nil:
-			tx.done = true
-			return *skip, nil
+			return tx.finish(*skip, nil), nil
 		}
 		version = next
 	}
@@ -270,39 +268,77 @@ func (t *Table) checkpointInterval(md Metadata) int64 {
 	return DefaultCheckpointInterval
 }
 
-// maybeCheckpoint writes a checkpoint of version when it is a multiple of the checkpoint
-// interval, as Spark does, or when one is overdue: version is more than an interval past
-// the checkpoint the transaction's snapshot was built from, so an earlier checkpoint
-// failed (a writer died, a request failed); without this rule a table whose checkpoint at
-// 10 failed would replay 20 commits until the one at 20.
+// finish records the outcome: res, and the actions committed (nil when skipped).
+func (tx *Transaction) finish(res CommitResult, committed []Action) CommitResult {
+	tx.done = true
+	tx.result = &res
+	tx.committed = committed
+	return res
+}
+
+// NextSnapshot is the table state at the version Commit returned: the snapshot the
+// transaction read, plus the commits that won races against it (which Commit read), plus
+// its own actions — built in memory without I/O when Commit read every version in
+// between, else read from the log (Table.SnapshotAt). A writer that appends repeatedly
+// begins its next transaction from it instead of re-reading the table; should others have
+// committed meanwhile, that commit loses the race and rebases on them as usual.
+// ErrTxnNotCommitted before a successful Commit.
+func (tx *Transaction) NextSnapshot(ctx context.Context) (*Snapshot, error) {
+	if tx.result == nil {
+		return nil, ErrTxnNotCommitted
+	}
+	if tx.next != nil {
+		return tx.next, nil
+	}
+	if tx.result.Version == tx.snap.Version() {
+		tx.next = tx.snap
+		return tx.next, nil
+	}
+	if s := tx.postCommitSnapshot(); s != nil {
+		tx.next = s
+		return s, nil
+	}
+	s, err := tx.table.SnapshotAt(ctx, tx.result.Version)
+	if err != nil {
+		return nil, err
+	}
+	tx.next = s
+	return s, nil
+}
+
+// maybeCheckpoint writes a checkpoint of the committed version when it is a multiple of
+// the checkpoint interval, as Spark does, or when one is overdue: the version is more
+// than an interval past the checkpoint the transaction's snapshot was built from, so an
+// earlier checkpoint failed (a writer died, a request failed); without this rule a table
+// whose checkpoint at 10 failed would replay 20 commits until the one at 20.
 //
-// The checkpoint is built from the full state at version — never from partial state, a
-// checkpoint must list every live file: the snapshot the transaction read, plus the
-// winning commits it read while rebasing (every version between), plus its own actions.
-// When that chain is incomplete the snapshot is read from the log instead. Errors are
-// dropped: a checkpoint is an optimisation and never fails the commit that triggered it.
-func (tx *Transaction) maybeCheckpoint(ctx context.Context, version int64, actions []Action) {
-	t := tx.table
-	n := t.checkpointInterval(tx.commitMetadata())
+// The checkpoint is built from the full state at that version (NextSnapshot) — never from
+// partial state: a checkpoint must list every live file. Errors are dropped: a checkpoint
+// is an optimisation and never fails the commit that triggered it.
+func (tx *Transaction) maybeCheckpoint(ctx context.Context) {
+	version := tx.result.Version
+	n := tx.table.checkpointInterval(tx.commitMetadata())
 	if n <= 0 || version == 0 || (version%n != 0 && version-max(tx.snap.CheckpointVersion(), 0) <= n) {
 		return
 	}
-	snap := tx.postCommitSnapshot(version, actions)
-	if snap == nil {
-		var err error
-		if snap, err = t.SnapshotAt(ctx, version); err != nil {
-			return
-		}
+	snap, err := tx.NextSnapshot(ctx)
+	if err != nil {
+		return
 	}
 	_ = WriteCheckpoint(ctx, snap)
 }
 
-// postCommitSnapshot is the state at version, the transaction's own commit: its snapshot
-// with the winners and its actions applied (PROTOCOL.md § Action Reconciliation), or nil
-// when the winners do not cover every version in between.
-func (tx *Transaction) postCommitSnapshot(version int64, actions []Action) *Snapshot {
+// postCommitSnapshot is the state at the result version built from the transaction's
+// snapshot, the winners and its committed actions (PROTOCOL.md § Action Reconciliation),
+// or nil when the winners do not cover every version in between.
+func (tx *Transaction) postCommitSnapshot() *Snapshot {
 	base := tx.snap
-	if base.Version() < 0 || int64(len(tx.winners)) != version-base.Version()-1 {
+	version := tx.result.Version
+	want := version - base.Version()
+	if tx.committed != nil {
+		want-- // our own commit is the last version
+	}
+	if int64(len(tx.winners)) != want {
 		return nil
 	}
 	s := &Snapshot{
@@ -312,15 +348,21 @@ func (tx *Transaction) postCommitSnapshot(version int64, actions []Action) *Snap
 		tombstones:  maps.Clone(base.tombstones),
 		txns:        maps.Clone(base.txns),
 		domains:     maps.Clone(base.domains),
-		commitInfos: map[int64]CommitInfo{},
+		commitInfos: maps.Clone(base.commitInfos),
 		checkpoint:  base.checkpoint,
 	}
 	proto, meta := &base.protocol, &base.metadata
-	for _, commit := range append(slices.Clone(tx.winners), actions) {
+	commits := tx.winners
+	if tx.committed != nil {
+		commits = append(slices.Clone(commits), tx.committed)
+	}
+	for i, commit := range commits {
 		for _, a := range commit {
-			if a.CommitInfo == nil {
-				s.applyAction(a, &proto, &meta)
+			if a.CommitInfo != nil {
+				s.commitInfos[base.Version()+1+int64(i)] = *a.CommitInfo
+				continue
 			}
+			s.applyAction(a, &proto, &meta)
 		}
 	}
 	s.protocol, s.metadata = *proto, *meta

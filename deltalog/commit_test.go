@@ -506,3 +506,103 @@ func TestCommitUnknownOutcome(t *testing.T) {
 		t.Fatalf("commit: %v", err)
 	}
 }
+
+// snapState is a snapshot's reconciled state as JSON, for comparing snapshots.
+func snapState(t *testing.T, s *Snapshot) string {
+	t.Helper()
+	b, err := json.Marshal([]any{s.Version(), s.Files(), s.Txns(), s.Protocol(), s.Metadata()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestNextSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore()
+	counted := &countingLog{LogStore: &memLogStore{s: s}}
+	tbl := Open(s, counted, Options{CheckpointInterval: -1})
+	check := func(name string, tx *Transaction, res CommitResult) *Snapshot {
+		t.Helper()
+		before := counted.n.Load()
+		next, err := tx.NextSnapshot(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := counted.n.Load() - before; n != 0 {
+			t.Fatalf("%s: NextSnapshot made %d log store calls, want none", name, n)
+		}
+		if got, want := snapState(t, next), snapState(t, snapshotAt(t, tbl, res.Version)); got != want {
+			t.Fatalf("%s: next snapshot\n%s\nlog\n%s", name, got, want)
+		}
+		return next
+	}
+
+	tx := tbl.Begin(snapshot(t, tbl))
+	if _, err := tx.NextSnapshot(ctx); !errors.Is(err, ErrTxnNotCommitted) {
+		t.Fatalf("before commit: %v", err)
+	}
+	if err := tx.SetSchema(testSchema); err != nil {
+		t.Fatal(err)
+	}
+	tx.Add(testAdd("0"))
+	res, _ := tx.Commit(ctx)
+	next := check("create", tx, res)
+	if ci, ok := next.CommitInfo(0); !ok || ci.Operation != "CREATE TABLE" {
+		t.Fatalf("commitInfo %+v %v", ci, ok)
+	}
+
+	// Two rivals win against a writer that keeps its own snapshot.
+	for i := range 2 {
+		rival := tbl.Begin(snapshot(t, tbl))
+		rival.Add(testAdd(fmt.Sprint("rival", i)))
+		rival.SetAppTxn("rival", int64(i+1))
+		if _, err := rival.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx = tbl.Begin(next)
+	tx.Add(testAdd("mine"))
+	tx.SetAppTxn("mine", 1)
+	res, err := tx.Commit(ctx)
+	if err != nil || res.Version != 3 {
+		t.Fatalf("commit: %+v %v", res, err)
+	}
+	next = check("after lost races", tx, res)
+
+	// Skipped by the snapshot, and after a lost race.
+	tx = tbl.Begin(next)
+	tx.SetAppTxn("mine", 1)
+	res, _ = tx.Commit(ctx)
+	check("skipped", tx, res)
+	rival := tbl.Begin(next)
+	rival.SetAppTxn("mine", 2)
+	rival.Add(testAdd("mine2"))
+	if _, err := rival.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx = tbl.Begin(next)
+	tx.SetAppTxn("mine", 2)
+	tx.Add(testAdd("mine2-replay"))
+	res, _ = tx.Commit(ctx)
+	if !res.Skipped || res.Version != 4 {
+		t.Fatalf("replay: %+v", res)
+	}
+	check("skipped after rebase", tx, res)
+}
+
+// countingLog counts Latest and Read calls.
+type countingLog struct {
+	logstore.LogStore
+	n atomic.Int64
+}
+
+func (c *countingLog) Latest(ctx context.Context) (int64, error) {
+	c.n.Add(1)
+	return c.LogStore.Latest(ctx)
+}
+
+func (c *countingLog) Read(ctx context.Context, v int64) ([]byte, error) {
+	c.n.Add(1)
+	return c.LogStore.Read(ctx, v)
+}

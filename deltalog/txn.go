@@ -44,7 +44,10 @@ type Transaction struct {
 	// in version order from its snapshot's version + 1 (see rebase).
 	winners [][]Action
 
-	done bool
+	done      bool
+	result    *CommitResult // set by a successful Commit
+	committed []Action      // the actions Commit wrote; nil when skipped
+	next      *Snapshot     // NextSnapshot's result, once built
 }
 
 // Begin starts a transaction that reads snap (a snapshot of t; Version() -1 to create the

@@ -80,3 +80,6 @@ var ErrNoSchema = errors.New("deltalog: creating a table needs SetSchema")
 
 // ErrTxnDone is returned by a second Commit on the same Txn.
 var ErrTxnDone = errors.New("deltalog: transaction already committed")
+
+// ErrTxnNotCommitted is returned by NextSnapshot before a successful Commit.
+var ErrTxnNotCommitted = errors.New("deltalog: transaction not committed")

@@ -17,7 +17,9 @@ import (
 // ConcurrentAppends runs writers goroutines that each append appends batches to one new
 // table, each batch one commit carrying txn("writer-<w>", batch). open is called once per
 // writer (as each Lambda opens the table itself) and must return handles on the same,
-// initially empty, table.
+// initially empty, table. Even writers begin each append from the previous commit's
+// Transaction.NextSnapshot (so nearly every commit loses races and rebases), odd writers
+// from a freshly read snapshot.
 //
 // It checks: the first commit creates the table (the losers of that race get
 // *ConcurrentModificationError and retry on the new table); the versions the writers got
@@ -43,13 +45,33 @@ func ConcurrentAppends(t *testing.T, open func() (storage.Store, logstore.LogSto
 			s, l := open()
 			tbl := deltalog.Open(s, l, opts)
 			app := fmt.Sprintf("writer-%d", w)
+			keep := w%2 == 0 // even writers go on from NextSnapshot, odd ones re-read
+			var snap *deltalog.Snapshot
 			for b := int64(1); b <= int64(appends); b++ {
 				path := fmt.Sprintf("w%03d-b%05d.parquet", w, b)
 				for try := 0; ; try++ {
-					res, err := appendOnce(ctx, tbl, tbl, app, b, path)
+					var err error
+					if snap == nil || !keep {
+						if snap, err = tbl.Snapshot(ctx); err != nil {
+							t.Errorf("%s batch %d: %v", app, b, err)
+							return
+						}
+					}
+					tx := tbl.Begin(snap)
+					if err := tx.SetSchema(Schema); err != nil {
+						t.Errorf("%s batch %d: %v", app, b, err)
+						return
+					}
+					tx.Add(fakeAdd(path))
+					tx.SetAppTxn(app, b)
+					res, err := tx.Commit(ctx)
+					if err == nil {
+						snap, err = tx.NextSnapshot(ctx)
+					}
 					var cme *deltalog.ConcurrentModificationError
 					var cae *deltalog.CommitAttemptsError
 					if (errors.As(err, &cme) && cme.Version == 0) || errors.As(err, &cae) {
+						snap = nil
 						if try > 100 {
 							t.Errorf("%s batch %d: still failing after %d tries: %v", app, b, try, err)
 							return
