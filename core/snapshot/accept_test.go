@@ -294,3 +294,63 @@ func TestBootstrapWithStartingLsnIsConfigError(t *testing.T) {
 		t.Fatalf("err %v, want *config.ConfigError", err)
 	}
 }
+
+// A rerun whose spec names another capture instance of the table, in another case, finds
+// the snapshot taken under the first one and reads nothing (seed "How it behaves": any
+// capture instance of the table, names matched ignoring case).
+func TestOpenUnderAnotherCaptureInstanceReadsNothing(t *testing.T) {
+	e := newEnv(t, keyCases[0], 30)
+	ctx := context.Background()
+	first, err := e.job().Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.db.Advance(time.Second)
+	if _, err := e.db.EnableCapture("t", cdcsim.CaptureOptions{Name: "DBO_T_V2"}); err != nil {
+		t.Fatal(err)
+	}
+	e.db.Idle()
+	reads := e.db.Calls("ReadTable")
+	for _, name := range []string{"DBO_T", "dbo_t_v2"} {
+		e.spec.Source.CaptureInstance = name
+		res, err := e.job().Open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != snapshot.Found || res.Snapshot != first {
+			t.Fatalf("open as %s: %+v, want found %+v", name, res, first)
+		}
+	}
+	if e.db.Calls("ReadTable") != reads {
+		t.Fatal("open read the table")
+	}
+}
+
+// A snapshot left open by a killed run (snapshot_open written, nothing committed) does
+// not block a full rerun, which reads the table and closes it with its bootstrap row.
+func TestKilledRunThenFullRerunOnDelta(t *testing.T) {
+	e := newEnv(t, keyCases[0], 30)
+	ctx := context.Background()
+	open, err := e.job().Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.job().Plan(ctx, open.Snapshot); err != nil {
+		t.Fatal(err)
+	}
+	// Killed. Capture moves on before the rerun, which stamps a new L.
+	e.exec(func(tx *cdcsim.Txn) error { return tx.Update("t", []any{int64(1)}, cdcsim.Row{"v": "later"}) })
+	off, err := e.job().Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.LSN <= open.Snapshot.LSN {
+		t.Fatalf("rerun stamp %s not after the killed run's %s", off.LSN, open.Snapshot.LSN)
+	}
+	fr := e.factsRows()
+	if count(fr, facts.EventSnapshotOpen) != 2 || count(fr, facts.EventBootstrap) != 1 {
+		t.Fatalf("open rows %d, bootstrap rows %d", count(fr, facts.EventSnapshotOpen), count(fr, facts.EventBootstrap))
+	}
+	e.stream()
+	e.check()
+}
