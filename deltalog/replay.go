@@ -63,6 +63,14 @@ func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, erro
 		return nil, err
 	}
 	if ok && lc.Version <= target {
+		// Fast path: read the checkpoint the hint names without listing the log. A hint
+		// behind a newer checkpoint only costs a few more commits to replay; one naming a
+		// missing or unreadable checkpoint falls back to listing.
+		s, err := t.build(ctx, hintedCheckpoint(lc), target, latest)
+		var cpErr *checkpointError
+		if err == nil || !errors.As(err, &cpErr) {
+			return s, err
+		}
 		from = lc.Version
 	}
 	listing, err := listLog(ctx, t.store, from)
@@ -103,6 +111,19 @@ func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, erro
 		}
 		cp = listing.newestCheckpoint(cp.version - 1)
 	}
+}
+
+// hintedCheckpoint is the checkpoint _last_checkpoint names: the classic file, or parts
+// 1..Parts of a multi-part set.
+func hintedCheckpoint(lc LastCheckpoint) *checkpointRef {
+	if lc.Parts == nil || *lc.Parts <= 1 {
+		return &checkpointRef{version: lc.Version, keys: []string{CheckpointFileKey(lc.Version)}}
+	}
+	keys := make([]string, *lc.Parts)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s%020d.checkpoint.%010d.%010d.parquet", LogDir, lc.Version, i+1, *lc.Parts)
+	}
+	return &checkpointRef{version: lc.Version, keys: keys}
 }
 
 // checkpointError marks a checkpoint that could not be read, so load can try an older one.

@@ -136,6 +136,13 @@ func TestLastCheckpointHint(t *testing.T) {
 	check("before hint", 7, 5)
 	check("before any checkpoint", 4, -1)
 
+	// A hint behind the newest checkpoint is used as it is (more commits to replay).
+	old := []byte(`{"version":5,"size":7}`)
+	if err := tbl.Store().Put(ctx, LastCheckpointKey, bytes.NewReader(old), int64(len(old))); err != nil {
+		t.Fatal(err)
+	}
+	check("old hint", 12, 5)
+
 	if err := tbl.Store().Delete(ctx, LastCheckpointKey); err != nil {
 		t.Fatal(err)
 	}
