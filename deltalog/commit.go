@@ -325,7 +325,12 @@ func (tx *Transaction) maybeCheckpoint(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	_ = WriteCheckpoint(ctx, snap)
+	if WriteCheckpoint(ctx, snap) == nil && snap != tx.snap {
+		// The next snapshot is now what a read from this checkpoint gives: a chained
+		// writer's next commit measures the interval from here.
+		snap.checkpoint = version
+		maps.DeleteFunc(snap.commitInfos, func(v int64, _ CommitInfo) bool { return v <= version })
+	}
 }
 
 // postCommitSnapshot is the state at the result version built from the transaction's

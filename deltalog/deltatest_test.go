@@ -56,13 +56,14 @@ func BenchmarkCommitsLocal(b *testing.B) {
 	for _, c := range []struct {
 		name     string
 		interval int
-	}{{"no-checkpoints", -1}, {"checkpoint-every-10", 10}} {
+		chain    bool
+	}{{"no-checkpoints", -1, false}, {"checkpoint-every-10", 10, false}, {"checkpoint-every-10/chained", 10, true}} {
 		b.Run("localfs/"+c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			deltatest.BenchmarkCommits(b, func(f *deltatest.Faults) (storage.Store, logstore.LogStore) {
 				s, l := localTable(b, dir)
 				return f.Store(s), f.LogStore(l)
-			}, c.interval)
+			}, c.interval, c.chain)
 		})
 		b.Run("condput/"+c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -70,7 +71,7 @@ func BenchmarkCommitsLocal(b *testing.B) {
 				s, _ := localTable(b, dir)
 				fs := f.Store(s)
 				return fs, condput.New(fs)
-			}, c.interval)
+			}, c.interval, c.chain)
 		})
 	}
 }

@@ -15,11 +15,13 @@ import (
 // the latest snapshot and commits one file with txn("bench", i). open must return handles
 // on an empty table with every external request routed through f (as for FaultCommits),
 // so f counts them. checkpointInterval is passed as Options.CheckpointInterval (-1: no
-// checkpoints, so the count is the commit protocol alone).
+// checkpoints, so the count is the commit protocol alone). With chain, each transaction
+// begins from the previous one's NextSnapshot instead of a Snapshot read, as a stream
+// writer that appends batch after batch does.
 //
 // Reported: commit-reqs/op, the requests Commit made (amortising the checkpoint every
 // interval commits); snapshot-reqs/op, the requests of the Snapshot before it; commits/s.
-func BenchmarkCommits(b *testing.B, open func(f *Faults) (storage.Store, logstore.LogStore), checkpointInterval int) {
+func BenchmarkCommits(b *testing.B, open func(f *Faults) (storage.Store, logstore.LogStore), checkpointInterval int, chain bool) {
 	ctx := context.Background()
 	f := &Faults{}
 	s, l := open(f)
@@ -29,13 +31,16 @@ func BenchmarkCommits(b *testing.B, open func(f *Faults) (storage.Store, logstor
 		b.Fatal(err)
 	}
 	var commitCalls, snapCalls int
+	var snap *deltalog.Snapshot
 	b.ResetTimer()
 	start := time.Now()
 	for i := 1; i <= b.N; i++ {
 		before := f.Calls()
-		snap, err := tbl.Snapshot(ctx)
-		if err != nil {
-			b.Fatal(err)
+		if snap == nil || !chain {
+			var err error
+			if snap, err = tbl.Snapshot(ctx); err != nil {
+				b.Fatal(err)
+			}
 		}
 		mid := f.Calls()
 		tx := tbl.Begin(snap)
@@ -44,6 +49,11 @@ func BenchmarkCommits(b *testing.B, open func(f *Faults) (storage.Store, logstor
 		res, err := tx.Commit(ctx)
 		if err != nil || res.Skipped {
 			b.Fatalf("commit %d: %+v %v", i, res, err)
+		}
+		if chain {
+			if snap, err = tx.NextSnapshot(ctx); err != nil {
+				b.Fatal(err)
+			}
 		}
 		snapCalls += mid - before
 		commitCalls += f.Calls() - mid
