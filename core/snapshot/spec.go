@@ -22,9 +22,17 @@ type Tables struct {
 	Writer     parquetio.WriterOptions
 }
 
+// DefaultRowGroupBytes bounds each range writer's buffered row group when Tables.Writer
+// leaves it 0: numPartitions writers run at once in one Lambda, so parquetio's default
+// (64 MiB) would be too much.
+const DefaultRowGroupBytes = 16 << 20
+
 // FromSpec is the Job of a validated table spec. The caller sets Standalone and
 // Resnapshot for snapshot(target).
 func FromSpec(spec *config.Spec, src source.Source, t Tables) *Job {
+	if t.Writer.RowGroupBytes == 0 {
+		t.Writer.RowGroupBytes = DefaultRowGroupBytes
+	}
 	j := &Job{
 		AppID:           spec.AppID,
 		Target:          spec.Bronze,
