@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -39,6 +42,8 @@ func Run(t *testing.T, h Harness) {
 		{"CaseInsensitiveRangesTileTable", testCaseInsensitiveTiles},
 		{"KeyBoundChainTilesTable", testKeyBoundChain},
 		{"UnknownCaptureInstanceIsNotFound", testUnknownInstance},
+		{"AbsentColumnsReadAsTypedNull", testAbsentColumns},
+		{"BatchesAreBounded", testBatchesBounded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -560,4 +565,70 @@ func testUnknownInstance(ctx context.Context, t *testing.T, env Env) {
 	if _, err := env.Source().MinLSN(ctx, env.Name("nope_ci")); !errors.As(err, &nf) {
 		t.Fatalf("MinLSN: %v", err)
 	}
+}
+
+// A column the instance lacks, or one marked not Present, reads as a typed NULL in change
+// rows and table rows.
+func testAbsentColumns(ctx context.Context, t *testing.T, env Env) {
+	tbl, ci := ordersTable(ctx, t, env)
+	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 7, "note": "x"})))
+	cols, err := env.Source().CapturedColumns(ctx, ci)
+	must(t, err)
+	ghost := source.Column{Name: "ghost", DataType: "bigint", Present: false, Nullable: true}
+	noteGone := cols[2]
+	noteGone.Present = false
+	read := append(cols[:2:2], noteGone, ghost)
+	rows, err := env.Source().ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: maxLSN(ctx, t, env.Source()), Columns: read})
+	must(t, err)
+	if f, ok := rows.Schema().FieldsByName("ghost"); !ok || f[0].Type.ID() != arrow.INT64 {
+		t.Fatalf("schema %v: want ghost as int64", rows.Schema())
+	}
+	got := Drain(ctx, t, rows)
+	if len(got) != 1 || got[0]["v"] != int64(7) || got[0]["note"] != nil || got[0]["ghost"] != nil {
+		t.Fatalf("change rows %v", got)
+	}
+	trows, err := env.Source().ReadTable(ctx, source.TableRead{Table: source.Table{Schema: "dbo", Name: env.Name(tbl)}, Columns: read})
+	must(t, err)
+	tgot := Drain(ctx, t, trows)
+	if len(tgot) != 1 || tgot[0]["v"] != int64(7) || tgot[0]["note"] != nil || tgot[0]["ghost"] != nil {
+		t.Fatalf("table rows %v", tgot)
+	}
+}
+
+// ReadOptions.BatchRows caps every record batch.
+func testBatchesBounded(ctx context.Context, t *testing.T, env Env) {
+	tbl, ci := ordersTable(ctx, t, env)
+	var stmts []Stmt
+	for i := 0; i < 25; i++ {
+		stmts = append(stmts, Insert(tbl, map[string]any{"id": i, "v": i}))
+	}
+	must(t, env.Exec(ctx, stmts...))
+	cols, err := env.Source().CapturedColumns(ctx, ci)
+	must(t, err)
+	check := func(what string, rows source.Rows, err error) {
+		t.Helper()
+		must(t, err)
+		defer rows.Close()
+		total := 0
+		for {
+			rec, err := rows.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			must(t, err)
+			if rec.NumRows() > 4 || rec.NumRows() == 0 {
+				t.Fatalf("%s: a batch of %d rows, cap 4", what, rec.NumRows())
+			}
+			total += int(rec.NumRows())
+			rec.Release()
+		}
+		if total != 25 {
+			t.Fatalf("%s: %d rows, want 25", what, total)
+		}
+	}
+	opt := source.ReadOptions{BatchRows: 4}
+	rows, err := env.Source().ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: maxLSN(ctx, t, env.Source()), Columns: cols, ReadOptions: opt})
+	check("ReadChanges", rows, err)
+	rows, err = env.Source().ReadTable(ctx, source.TableRead{Table: source.Table{Schema: "dbo", Name: env.Name(tbl)}, Columns: cols, ReadOptions: opt})
+	check("ReadTable", rows, err)
 }
