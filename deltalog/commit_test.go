@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -605,4 +606,36 @@ func (c *countingLog) Latest(ctx context.Context) (int64, error) {
 func (c *countingLog) Read(ctx context.Context, v int64) ([]byte, error) {
 	c.n.Add(1)
 	return c.LogStore.Read(ctx, v)
+}
+
+// A writer chaining NextSnapshot checkpoints every interval commits, not on every commit
+// after the first checkpoint.
+func TestChainedCheckpointCadence(t *testing.T) {
+	ctx := context.Background()
+	tbl, s := newMemTable(Options{CheckpointInterval: 10})
+	createTable(t, tbl)
+	snap := snapshot(t, tbl)
+	for i := 1; i <= 25; i++ {
+		tx := tbl.Begin(snap)
+		tx.Add(testAdd(fmt.Sprint(i)))
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if snap, err = tx.NextSnapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cps []string
+	for _, k := range keys(t, s, LogDir) {
+		if strings.Contains(k, "checkpoint.parquet") {
+			cps = append(cps, k)
+		}
+	}
+	if want := []string{CheckpointFileKey(10), CheckpointFileKey(20)}; !slices.Equal(cps, want) {
+		t.Fatalf("checkpoints %v, want %v", cps, want)
+	}
+	if snap.CheckpointVersion() != 20 || snap.Version() != 25 || len(snap.Files()) != 26 {
+		t.Fatalf("chained snapshot: version %d checkpoint %d files %d", snap.Version(), snap.CheckpointVersion(), len(snap.Files()))
+	}
 }
