@@ -29,6 +29,9 @@ type RecordIterator interface {
 }
 
 // ReadFile reads the Parquet file at key as record batches of at most ReadBatchRows rows.
+// Legacy INT96 timestamps (Spark's default before 3.x, Databricks, Impala) are read as
+// timestamp[us, UTC], the Delta timestamp, so years up to 9999 survive (Arrow's
+// nanosecond range ends in 2262).
 // columns selects top-level columns by name (exactly, else ignoring case), in that order;
 // nil reads every column. A requested column the file lacks is left out of the batches (an
 // older file of a table whose schema grew): the caller fills it with NULL. A missing key is
@@ -49,17 +52,24 @@ func ReadFile(ctx context.Context, store storage.Store, key string, columns []st
 		pf.Close()
 		return nil, fmt.Errorf("read parquet %s: %w", key, err)
 	}
-	var leaves []int
+	var fields []int // top-level fields to read, in order
 	if columns == nil {
 		for i := range fr.Manifest.Fields {
-			leaves = appendLeaves(leaves, &fr.Manifest.Fields[i])
+			fields = append(fields, i)
 		}
 	} else {
 		for _, name := range columns {
 			if i := fieldIndex(fr.Manifest.Fields, name); i >= 0 {
-				leaves = appendLeaves(leaves, &fr.Manifest.Fields[i])
+				fields = append(fields, i)
 			}
 		}
+	}
+	if hasInt96(pf, fr, fields) {
+		return newInt96Iterator(ctx, pf, fr, fields, src)
+	}
+	var leaves []int
+	for _, i := range fields {
+		leaves = appendLeaves(leaves, &fr.Manifest.Fields[i])
 	}
 	if len(leaves) == 0 {
 		// Nothing to read but the row count (GetRecordReader would read every column).

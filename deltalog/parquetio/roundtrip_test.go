@@ -50,6 +50,11 @@ func readAll(t *testing.T, st storage.Store, key string, columns []string) arrow
 		}
 		recs = append(recs, rec)
 	}
+	if len(recs) == 0 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, it.Schema())
+		defer b.Release()
+		return b.NewRecordBatch()
+	}
 	tbl := array.NewTableFromRecords(it.Schema(), recs)
 	defer tbl.Release()
 	for _, r := range recs {
