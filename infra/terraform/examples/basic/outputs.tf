@@ -1,0 +1,14 @@
+output "bootstrap_state_machines" {
+  description = "The bootstrap machine of each table: start it once before enabling the streams."
+  value       = { for k, t in module.table : k => t.state_machine_arns["bootstrap"] }
+}
+
+output "stream_functions" {
+  description = "The stream function of each table."
+  value       = { for k, t in module.table : k => t.stream_function_name }
+}
+
+output "delta_log_table" {
+  description = "The DynamoDB commit table the functions share with any Spark writer."
+  value       = module.shared.delta_log_table_name
+}

@@ -1,0 +1,132 @@
+# One SQL Server table captured into Delta Lake on S3 (DESIGN.md §2): the Lambda functions
+# built by `make build`, each reading this table's spec from MSSQLCDC_SPEC. The IAM roles are
+# in iam.tf, the stream's schedule in schedule.tf, the state machines in stepfunctions.tf.
+
+data "aws_partition" "current" {}
+data "aws_region" "current" {}
+data "aws_caller_identity" "current" {}
+
+locals {
+  repo_root        = "${path.module}/../../../.."
+  dist_dir         = coalesce(var.dist_dir, "${local.repo_root}/dist")
+  statemachine_dir = coalesce(var.statemachine_dir, "${local.repo_root}/statemachine")
+
+  partition = data.aws_partition.current.partition
+  region    = data.aws_region.current.name
+  account   = data.aws_caller_identity.current.account_id
+
+  # The spec as the functions read it (core/config.Parse): null attributes are left out so
+  # the functions apply their own defaults, and unknown names never reach the document
+  # (Parse refuses unknown fields).
+  spec_document = merge(
+    { for k, v in var.spec : k => v if v != null && !contains(["source", "options", "storage"], k) },
+    {
+      source  = { for k, v in var.spec.source : k => v if v != null }
+      options = { for k, v in var.spec.options : k => v if v != null }
+      storage = { for k, v in var.spec.storage : k => v if v != null }
+    },
+  )
+  spec_json = jsonencode(local.spec_document)
+
+  # Per-function defaults. The stream stops 30 s before its deadline (core/stream
+  # DefaultMargin) and is scheduled every few minutes, so 5 minutes keeps an invocation
+  # short and its retries cheap. The snapshot steps read one key range each and may use all
+  # of Lambda's 15 minutes (the bootstrap machine's TimeoutSeconds is 900).
+  function_defaults = {
+    stream          = { memory_size = 1024, timeout = 300, ephemeral_storage = 512 }
+    snapshot        = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
+    "backfill-wave" = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
+    seed            = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
+  }
+  functions = {
+    for name, f in var.functions : name => {
+      function_name     = "${var.name}-${name}"
+      memory_size       = coalesce(f.memory_size, local.function_defaults[name].memory_size)
+      timeout           = coalesce(f.timeout, local.function_defaults[name].timeout)
+      ephemeral_storage = coalesce(f.ephemeral_storage, local.function_defaults[name].ephemeral_storage)
+      zip               = coalesce(f.zip, "${local.dist_dir}/${name}.zip")
+    }
+  }
+
+  environment = merge(var.extra_environment, { MSSQLCDC_SPEC = local.spec_json })
+}
+
+resource "aws_cloudwatch_log_group" "function" {
+  for_each = local.functions
+
+  # The name Lambda logs to by default, created here so that retention applies and the
+  # role needs no logs:CreateLogGroup.
+  name              = "/aws/lambda/${each.value.function_name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.log_kms_key_arn
+  tags              = var.tags
+}
+
+resource "aws_lambda_function" "this" {
+  for_each = local.functions
+
+  function_name = each.value.function_name
+  description   = "mssqlcdc ${each.key} of ${var.spec.source.captureInstance} into ${var.spec.bronze}"
+  role          = aws_iam_role.lambda.arn
+
+  # make build: a static Go binary named bootstrap for the OS-only runtime on Graviton.
+  filename         = each.value.zip
+  source_code_hash = filebase64sha256(each.value.zip)
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  handler          = "bootstrap"
+
+  memory_size = each.value.memory_size
+  timeout     = each.value.timeout
+  ephemeral_storage {
+    size = each.value.ephemeral_storage
+  }
+
+  # One stream invocation at a time per table: a second one would find the checkpoint's
+  # offsets taken and stop with ConcurrentStreamError (DESIGN.md §4.5, §6.1).
+  reserved_concurrent_executions = each.key == "stream" ? 1 : -1
+
+  environment {
+    variables = local.environment
+  }
+
+  dynamic "vpc_config" {
+    for_each = var.vpc_config == null ? [] : [var.vpc_config]
+    content {
+      subnet_ids         = vpc_config.value.subnet_ids
+      security_group_ids = vpc_config.value.security_group_ids
+    }
+  }
+
+  tags = var.tags
+
+  depends_on = [
+    aws_cloudwatch_log_group.function,
+    aws_iam_role_policy.lambda,
+  ]
+
+  lifecycle {
+    precondition {
+      condition     = fileexists(each.value.zip)
+      error_message = "${each.value.zip} does not exist: run make build at the repository root (or set dist_dir / functions[\"${each.key}\"].zip)."
+    }
+    precondition {
+      condition     = each.key != "stream" || var.spec.max_seconds == null || try(var.spec.max_seconds < each.value.timeout - 30, true)
+      error_message = "spec.max_seconds must be less than the stream's timeout minus its 30 s margin (${each.value.timeout - 30} s); otherwise the deadline, not max_seconds, bounds each invocation."
+    }
+    precondition {
+      condition     = var.spec.source.password_env == null || contains(keys(var.extra_environment), coalesce(var.spec.source.password_env, "-"))
+      error_message = "spec.source.password_env names a variable that extra_environment does not set."
+    }
+  }
+}
+
+# The scheduler invokes the stream asynchronously. An event that finds the previous
+# invocation still running is throttled (reserved concurrency 1) and queued by Lambda; it is
+# dropped once older than one interval, since the next scheduled event supersedes it, and a
+# failed invocation is not retried for the same reason.
+resource "aws_lambda_function_event_invoke_config" "stream" {
+  function_name                = aws_lambda_function.this["stream"].function_name
+  maximum_event_age_in_seconds = max(60, min(21600, var.schedule_every_minutes * 60))
+  maximum_retry_attempts       = 0
+}

@@ -1,0 +1,32 @@
+# EventBridge Scheduler runs the stream every N minutes (DESIGN.md §6.1). An invocation
+# resumes from the checkpoint and works until caught up or out of time; reserved
+# concurrency 1 (main.tf) keeps one per table.
+
+resource "aws_scheduler_schedule" "stream" {
+  name        = "${var.name}-stream"
+  group_name  = var.schedule_group_name
+  description = "mssqlcdc stream of ${var.spec.app_id} every ${var.schedule_every_minutes} min"
+
+  schedule_expression = var.schedule_every_minutes == 1 ? "rate(1 minute)" : "rate(${var.schedule_every_minutes} minutes)"
+  state               = var.schedule_enabled ? "ENABLED" : "DISABLED"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = aws_lambda_function.this["stream"].arn
+    role_arn = aws_iam_role.scheduler.arn
+    # functions/stream Event: {} runs one invocation with the spec's settings.
+    input = jsonencode({})
+
+    # Retries cover a failed delivery to Lambda, not a failed invocation. An event older than
+    # one interval is superseded by the next one.
+    retry_policy {
+      maximum_event_age_in_seconds = max(60, min(86400, var.schedule_every_minutes * 60))
+      maximum_retry_attempts       = 3
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.scheduler]
+}

@@ -1,0 +1,359 @@
+# Inputs of one table's deployment. Validation blocks catch here, at plan time, what would
+# otherwise fail only when a Lambda starts (core/config Validate) or when AWS refuses a call.
+# Each condition refers only to its own variable (required before Terraform 1.9); checks
+# across variables are preconditions in main.tf.
+
+variable "name" {
+  description = "Prefix of every resource of this table (functions \"<name>-stream\", role \"<name>-lambda\", state machines \"<name>-bootstrap\", ...). Letters, digits, '-' and '_', at most 40 characters so that \"<name>-backfill-wave\" stays within Lambda's 64."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,40}$", var.name))
+    error_message = "The name must be 1 to 40 letters, digits, '-' or '_'."
+  }
+}
+
+variable "spec" {
+  description = <<-EOT
+    The table spec (DESIGN.md 4.6, core/config): the JSON document every function of this
+    table reads from its MSSQLCDC_SPEC environment variable. Attribute names are the JSON
+    names; unset (null) attributes are left out of the document so the functions apply their
+    own defaults. The bronze, checkpoint and facts_table URLs must be s3://bucket/prefix:
+    they also scope the functions' IAM policy. The password never goes in the spec: set
+    source.password_secret_arn (or source.password_env with extra_environment).
+  EOT
+  type = object({
+    app_id = string
+    source = object({
+      dsn                 = string
+      password_secret_arn = optional(string)
+      password_env        = optional(string)
+      captureInstance     = string
+    })
+    options = optional(object({
+      numPartitions      = optional(number)
+      maxCommitsPerBatch = optional(number)
+      startingLsn        = optional(string)
+      snapshotKeys       = optional(list(string))
+      isolationLevel     = optional(string)
+      lockTimeoutMs      = optional(number)
+      snapshotLsn        = optional(string)
+      sourceTimeZone     = optional(string)
+      failOnDataLoss     = optional(bool)
+    }), {})
+    bronze              = string
+    checkpoint          = string
+    facts_table         = string
+    bootstrap           = optional(bool)
+    snapshot            = optional(string)
+    chunk_rows          = optional(number)
+    max_seconds         = optional(number)
+    max_waves           = optional(number)
+    min_headroom_hours  = optional(number)
+    target_wave_seconds = optional(number)
+    isolation           = optional(string)
+    storage = optional(object({
+      region          = optional(string)
+      s3_endpoint     = optional(string)
+      s3_path_style   = optional(bool)
+      dynamo_table    = optional(string)
+      dynamo_endpoint = optional(string)
+    }), {})
+  })
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9._-]{1,200}$", var.spec.app_id))
+    error_message = "spec.app_id must be 1 to 200 letters, digits, '.', '-' or '_' (the '#' suffixes are reserved)."
+  }
+  validation {
+    condition     = can(regex("^sqlserver://[^/?#]+", var.spec.source.dsn))
+    error_message = "spec.source.dsn must be a go-mssqldb URL: sqlserver://user@host:1433?database=db."
+  }
+  validation {
+    condition     = !can(regex("^sqlserver://[^/?#@]*:[^/?#@]*@", var.spec.source.dsn))
+    error_message = "spec.source.dsn holds a password (user:password@host): it would sit in clear text in the Lambda environment. Put it in Secrets Manager and set spec.source.password_secret_arn."
+  }
+  validation {
+    condition     = var.spec.source.password_secret_arn == null || var.spec.source.password_env == null
+    error_message = "Set one of spec.source.password_secret_arn and spec.source.password_env, not both."
+  }
+  validation {
+    condition     = var.spec.source.password_secret_arn == null ? true : can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$", var.spec.source.password_secret_arn))
+    error_message = "spec.source.password_secret_arn must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>)."
+  }
+  validation {
+    condition     = var.spec.source.password_env == null ? true : can(regex("^[A-Za-z_][A-Za-z0-9_]*$", var.spec.source.password_env))
+    error_message = "spec.source.password_env must be an environment variable name."
+  }
+  validation {
+    condition     = can(regex("^[^\\]\\x00-\\x1f]{1,100}$", var.spec.source.captureInstance))
+    error_message = "spec.source.captureInstance must be 1 to 100 characters, without ']' or control characters."
+  }
+  validation {
+    condition = alltrue([
+      for u in [var.spec.bronze, var.spec.checkpoint, var.spec.facts_table] :
+      can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^/](.*[^/])?$", u))
+    ])
+    error_message = "spec.bronze, spec.checkpoint and spec.facts_table must be s3://bucket/prefix URLs with a non-empty prefix and no trailing '/': a Lambda has no local disk to keep tables on, and the prefixes scope the IAM policy."
+  }
+  validation {
+    condition     = length(distinct([var.spec.bronze, var.spec.checkpoint, var.spec.facts_table])) == 3
+    error_message = "spec.bronze, spec.checkpoint and spec.facts_table must be three different locations."
+  }
+  validation {
+    condition = alltrue([
+      for pair in setproduct([var.spec.bronze, var.spec.checkpoint, var.spec.facts_table], [var.spec.bronze, var.spec.checkpoint, var.spec.facts_table]) :
+      !startswith(pair[1], "${pair[0]}/")
+    ])
+    error_message = "spec.bronze, spec.checkpoint and spec.facts_table must not be nested inside one another (a Delta table's prefix holds only that table)."
+  }
+  validation {
+    condition     = var.spec.options.numPartitions == null ? true : (var.spec.options.numPartitions >= 1 && floor(var.spec.options.numPartitions) == var.spec.options.numPartitions)
+    error_message = "spec.options.numPartitions must be an integer >= 1."
+  }
+  validation {
+    condition     = var.spec.options.maxCommitsPerBatch == null ? true : (var.spec.options.maxCommitsPerBatch >= 1 && floor(var.spec.options.maxCommitsPerBatch) == var.spec.options.maxCommitsPerBatch)
+    error_message = "spec.options.maxCommitsPerBatch must be an integer >= 1 (leave it out for unlimited)."
+  }
+  validation {
+    condition     = var.spec.options.startingLsn == null ? true : can(regex("^(earliest|latest|0[xX][0-9A-Fa-f]{20})$", var.spec.options.startingLsn))
+    error_message = "spec.options.startingLsn must be earliest, latest or an LSN (0x + 20 hex digits)."
+  }
+  validation {
+    condition     = !(coalesce(var.spec.bootstrap, false) && var.spec.options.startingLsn != null)
+    error_message = "spec.options.startingLsn is not allowed with spec.bootstrap = true: the snapshot's LSN is where the stream starts."
+  }
+  validation {
+    condition     = var.spec.options.snapshotLsn == null ? true : can(regex("^0[xX][0-9A-Fa-f]{20}$", var.spec.options.snapshotLsn))
+    error_message = "spec.options.snapshotLsn must be an LSN (0x + 20 hex digits)."
+  }
+  validation {
+    condition     = var.spec.options.snapshotKeys == null ? true : alltrue([for k in var.spec.options.snapshotKeys : can(regex("^[^\\]\\x00-\\x1f]+$", k))])
+    error_message = "spec.options.snapshotKeys must be column names without ']' or control characters."
+  }
+  validation {
+    condition = alltrue([
+      for v in [var.spec.options.isolationLevel, var.spec.isolation] : v == null ? true : contains(["readCommitted", "snapshot"], v)
+    ])
+    error_message = "spec.options.isolationLevel and spec.isolation must be readCommitted or snapshot (never NOLOCK or READ UNCOMMITTED)."
+  }
+  validation {
+    condition     = var.spec.options.lockTimeoutMs == null ? true : var.spec.options.lockTimeoutMs >= 0
+    error_message = "spec.options.lockTimeoutMs must be >= 0 milliseconds (leave it out to wait for ever)."
+  }
+  validation {
+    condition     = var.spec.options.sourceTimeZone == null ? true : can(regex("^[^'\"\\[\\];\\x00-\\x1f]+$", var.spec.options.sourceTimeZone))
+    error_message = "spec.options.sourceTimeZone must be auto, UTC or a Windows time zone name."
+  }
+  validation {
+    condition     = var.spec.snapshot == null ? true : contains(["full", "chunked"], var.spec.snapshot)
+    error_message = "spec.snapshot must be full or chunked."
+  }
+  validation {
+    condition = alltrue([
+      for v in [var.spec.chunk_rows, var.spec.max_waves] : v == null ? true : (v >= 0 && floor(v) == v)
+    ])
+    error_message = "spec.chunk_rows and spec.max_waves must be non-negative integers."
+  }
+  validation {
+    condition     = var.spec.chunk_rows == null ? true : var.spec.chunk_rows >= 1
+    error_message = "spec.chunk_rows must be >= 1."
+  }
+  validation {
+    condition = alltrue([
+      for v in [var.spec.max_seconds, var.spec.min_headroom_hours, var.spec.target_wave_seconds] : v == null ? true : v >= 0
+    ])
+    error_message = "spec.max_seconds, spec.min_headroom_hours and spec.target_wave_seconds must be >= 0."
+  }
+  validation {
+    condition = alltrue([
+      for v in [var.spec.storage.s3_endpoint, var.spec.storage.dynamo_endpoint] : v == null ? true : can(regex("^https?://[^/]+", v))
+    ])
+    error_message = "spec.storage.s3_endpoint and spec.storage.dynamo_endpoint must be http(s):// URLs."
+  }
+  validation {
+    condition     = var.spec.storage.dynamo_table == null ? true : can(regex("^[A-Za-z0-9_.-]{3,255}$", var.spec.storage.dynamo_table))
+    error_message = "spec.storage.dynamo_table must be a DynamoDB table name (3 to 255 letters, digits, '_', '-' or '.'); leave it out to commit with S3 conditional puts."
+  }
+  validation {
+    condition     = var.spec.storage.region == null ? true : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", var.spec.storage.region))
+    error_message = "spec.storage.region must be an AWS region name such as eu-west-1."
+  }
+}
+
+variable "functions" {
+  description = <<-EOT
+    The Lambda functions to deploy, by name (the directory under functions/ and the zip
+    dist/<name>.zip that make build writes), each with optional overrides: memory_size (MB),
+    timeout (seconds), ephemeral_storage (MB of /tmp) and zip (a path to the zip). Unset
+    values take the defaults of local.function_defaults in main.tf (stream: 1024 MB, 300 s;
+    snapshot: 2048 MB, 900 s). stream is required; add backfill-wave or seed when their state
+    machines are deployed.
+  EOT
+  type = map(object({
+    memory_size       = optional(number)
+    timeout           = optional(number)
+    ephemeral_storage = optional(number)
+    zip               = optional(string)
+  }))
+  default = {
+    stream   = {}
+    snapshot = {}
+  }
+
+  validation {
+    condition     = contains(keys(var.functions), "stream")
+    error_message = "functions must include stream: the schedule runs it."
+  }
+  validation {
+    condition     = alltrue([for k in keys(var.functions) : contains(["stream", "snapshot", "backfill-wave", "seed"], k)])
+    error_message = "functions keys must be among stream, snapshot, backfill-wave and seed (the directories under functions/)."
+  }
+  validation {
+    condition     = alltrue([for f in values(var.functions) : f.memory_size == null ? true : (f.memory_size >= 128 && f.memory_size <= 10240)])
+    error_message = "functions[*].memory_size must be 128 to 10240 MB (Lambda's range)."
+  }
+  validation {
+    condition     = alltrue([for f in values(var.functions) : f.timeout == null ? true : (f.timeout >= 60 && f.timeout <= 900)])
+    error_message = "functions[*].timeout must be 60 to 900 seconds: Lambda stops at 15 minutes, and the stream keeps 30 s free before its deadline (core/stream DefaultMargin)."
+  }
+  validation {
+    condition     = alltrue([for f in values(var.functions) : f.ephemeral_storage == null ? true : (f.ephemeral_storage >= 512 && f.ephemeral_storage <= 10240)])
+    error_message = "functions[*].ephemeral_storage must be 512 to 10240 MB."
+  }
+}
+
+variable "state_machines" {
+  description = "Step Functions machines to deploy, by the file name under statemachine/ without .asl.json (\"bootstrap\" today; \"backfill\" and \"seed\" when they exist). Each is rendered with templatefile() and the function ARNs; every function it calls must be in functions."
+  type        = set(string)
+  default     = ["bootstrap"]
+
+  validation {
+    condition     = alltrue([for m in var.state_machines : can(regex("^[a-z][a-z0-9_-]*$", m))])
+    error_message = "state_machines must be file names of statemachine/*.asl.json without the suffix, such as bootstrap."
+  }
+}
+
+variable "dist_dir" {
+  description = "Directory holding <function>.zip as make build writes them. Null uses the repository's dist/ relative to this module, which works when the module is used from a checkout of the repository; set it when the module is fetched from elsewhere."
+  type        = string
+  default     = null
+}
+
+variable "statemachine_dir" {
+  description = "Directory holding the *.asl.json definitions. Null uses the repository's statemachine/ relative to this module."
+  type        = string
+  default     = null
+}
+
+variable "schedule_every_minutes" {
+  description = "Minutes between stream invocations (EventBridge Scheduler rate expression). At least 1: Scheduler fires at most once a minute."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.schedule_every_minutes >= 1 && var.schedule_every_minutes <= 1440 && floor(var.schedule_every_minutes) == var.schedule_every_minutes
+    error_message = "schedule_every_minutes must be a whole number of minutes from 1 to 1440."
+  }
+}
+
+variable "schedule_enabled" {
+  description = "Whether the schedule runs the stream. With spec.bootstrap = true, keep it false until the bootstrap machine has succeeded (the stream stops with NoSnapshotError before that), then set it true."
+  type        = bool
+  default     = true
+}
+
+variable "schedule_group_name" {
+  description = "EventBridge Scheduler group of the stream's schedule; null uses the default group."
+  type        = string
+  default     = null
+}
+
+variable "log_retention_days" {
+  description = "Retention of the functions' and state machines' CloudWatch log groups, in days (0 keeps logs for ever)."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = contains([0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be one of CloudWatch Logs' values: 0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653."
+  }
+}
+
+variable "log_kms_key_arn" {
+  description = "KMS key encrypting the CloudWatch log groups; null uses CloudWatch's own encryption. The key policy must allow the logs service principal."
+  type        = string
+  default     = null
+}
+
+variable "state_machine_log_level" {
+  description = "Step Functions execution log level: ALL, ERROR, FATAL or OFF."
+  type        = string
+  default     = "ERROR"
+
+  validation {
+    condition     = contains(["ALL", "ERROR", "FATAL", "OFF"], var.state_machine_log_level)
+    error_message = "state_machine_log_level must be ALL, ERROR, FATAL or OFF."
+  }
+}
+
+variable "state_machine_log_execution_data" {
+  description = "Whether execution logs include state inputs and outputs. They hold snapshot ranges (key values of the source table), so the log group then needs bronze's access policy."
+  type        = bool
+  default     = false
+}
+
+variable "vpc_config" {
+  description = "Subnets and security groups of the functions, when SQL Server is reachable only inside a VPC. The subnets need routes to S3, DynamoDB and Secrets Manager (VPC endpoints or a NAT gateway); the security groups need egress to SQL Server's port and to 443. Null runs the functions outside any VPC."
+  type = object({
+    subnet_ids         = list(string)
+    security_group_ids = list(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.vpc_config == null ? true : (length(var.vpc_config.subnet_ids) > 0 && length(var.vpc_config.security_group_ids) > 0)
+    error_message = "vpc_config needs at least one subnet id and one security group id."
+  }
+  validation {
+    condition = var.vpc_config == null ? true : alltrue(concat(
+      [for s in var.vpc_config.subnet_ids : can(regex("^subnet-[0-9a-f]+$", s))],
+      [for g in var.vpc_config.security_group_ids : can(regex("^sg-[0-9a-f]+$", g))],
+    ))
+    error_message = "vpc_config.subnet_ids must be subnet-... ids and security_group_ids sg-... ids."
+  }
+}
+
+variable "kms_key_arns" {
+  description = "Customer managed KMS keys the functions must use: the lake bucket's SSE-KMS key, the password secret's key, the delta_log table's key. Leave empty when they use AWS managed keys."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for k in var.kms_key_arns : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/", k))])
+    error_message = "kms_key_arns must be KMS key ARNs (arn:aws:kms:<region>:<account>:key/<id>)."
+  }
+}
+
+variable "extra_environment" {
+  description = "More environment variables for every function, e.g. the variable named by spec.source.password_env (pass a secret value through sensitive() so plans hide it; a Secrets Manager secret is the better home for a password). MSSQLCDC_SPEC is set by the module and cannot be overridden."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = !contains(keys(var.extra_environment), "MSSQLCDC_SPEC")
+    error_message = "extra_environment must not set MSSQLCDC_SPEC: the module renders it from spec."
+  }
+}
+
+variable "permissions_boundary_arn" {
+  description = "IAM permissions boundary for the roles the module creates, when the account requires one."
+  type        = string
+  default     = null
+}
+
+variable "tags" {
+  description = "Tags for every resource that takes them."
+  type        = map(string)
+  default     = {}
+}
