@@ -24,6 +24,8 @@ import (
 // (commitInfo.isBlindAppend = true), so it conflicts with a concurrent commit only when that
 // commit changed the protocol or metadata, or moved the txn version of the same app id
 // (see Commit). A Transaction is not safe for concurrent use; commit it once.
+//
+// (docs/dev/parallel-plan.md names this type Txn; in this package Txn is the txn action.)
 type Transaction struct {
 	table *Table
 	snap  *Snapshot
