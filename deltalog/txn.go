@@ -91,9 +91,9 @@ func (tx *Transaction) SetAppTxn(appID string, version int64) {
 func (tx *Transaction) SetUserMetadata(s string) { tx.userMetadata = s }
 
 // SetOperation sets commitInfo.operation and operationParameters. Parameter values are
-// written as given; Spark's convention is JSON-encoded values ("\"Append\"" is written as
-// "Append" by Spark, and lists as "[]"). Default: "WRITE" with {"mode":"Append"}, or
-// "CREATE TABLE" when the transaction creates the table.
+// written as given; Spark writes a string parameter bare and other values as JSON text:
+// {"mode":"Append","partitionBy":"[]"}. Default: "WRITE" with {"mode":"Append",
+// "partitionBy":"[]"}, or "CREATE TABLE" when the transaction creates the table.
 func (tx *Transaction) SetOperation(op string, params map[string]string) {
 	tx.operation, tx.opParams = op, maps.Clone(params)
 }
