@@ -86,3 +86,15 @@ func metadataName(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// CapturedFields returns the fields of a bronze (or change) schema that are not metadata
+// columns, in order: the captured columns.
+func CapturedFields(s *arrow.Schema) []arrow.Field {
+	var out []arrow.Field
+	for _, f := range s.Fields() {
+		if !IsMetadataColumn(f.Name) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -139,3 +139,17 @@ func TestMetadataFieldsIsACopy(t *testing.T) {
 		t.Errorf("%d metadata fields", len(f))
 	}
 }
+
+func TestCapturedFields(t *testing.T) {
+	s, _ := Schema(ordersCols)
+	cs, _ := ChangeSchema(ordersCols)
+	for _, sc := range []*arrow.Schema{s, cs} {
+		var names []string
+		for _, f := range CapturedFields(sc) {
+			names = append(names, f.Name)
+		}
+		if !equalStrings(names, []string{"id", "amount", "note"}) {
+			t.Errorf("CapturedFields %v", names)
+		}
+	}
+}
