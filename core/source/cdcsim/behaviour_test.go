@@ -466,3 +466,15 @@ func TestSplitChangesCountsWholeCommits(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitUpdateIsDeleteInsert(t *testing.T) {
+	db := ordersDB(t, Config{})
+	insert(t, db, 1)
+	_, err := db.Exec(func(tx *Txn) error { return tx.UpdateAsDeleteInsert("orders", []any{1}, Row{"amount": 2}) })
+	mustT(t, err)
+	got := changes(t, db, "dbo_orders")[1:]
+	if len(got) != 2 || got[0]["_operation"] != int64(1) || got[1]["_operation"] != int64(2) ||
+		got[0]["_seqval"] != got[1]["_seqval"] || got[0]["_command_id"] != got[1]["_command_id"] || got[1]["amount"] != "2.00" {
+		t.Fatalf("split update rows %v", got)
+	}
+}

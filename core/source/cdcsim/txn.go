@@ -29,6 +29,7 @@ type stmt struct {
 	before, after *row
 	set           []int // column_ids an update sets
 	keyChange     bool
+	split         bool // logged as 1+2 (a split update)
 	seq           lsn.LSN
 }
 
@@ -136,6 +137,17 @@ func (tx *Txn) Insert(table string, values Row) (key []any, err error) {
 // Config.KeyUpdateAsDeleteInsert, as 1+2. A missing row is a *TxnError (SQL Server would
 // update nothing; the simulator's callers always mean a row).
 func (tx *Txn) Update(table string, key []any, set Row) error {
+	return tx.update(table, key, set, false)
+}
+
+// UpdateAsDeleteInsert is Update logged as a split update: a delete (1) and an insert (2)
+// sharing seqval and command_id, as SQL Server logs some updates of unique-indexed columns
+// (bug log A2).
+func (tx *Txn) UpdateAsDeleteInsert(table string, key []any, set Row) error {
+	return tx.update(table, key, set, true)
+}
+
+func (tx *Txn) update(table string, key []any, set Row, split bool) error {
 	db := tx.db
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -188,7 +200,7 @@ func (tx *Txn) Update(table string, key []any, set Row) error {
 		tx.write(t, ident, nil)
 	}
 	tx.write(t, nident, nr)
-	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opUpdate, before: old, after: nr, set: setIDs, keyChange: keyChange, seq: db.allocLSN()})
+	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opUpdate, before: old, after: nr, set: setIDs, keyChange: keyChange, split: split, seq: db.allocLSN()})
 	return nil
 }
 
@@ -293,7 +305,7 @@ func (db *DB) commitLocked(tx *Txn) (lsn.LSN, error) {
 				add(1, s.before)
 			case opUpdate:
 				switch {
-				case s.keyChange && db.cfg.KeyUpdateAsDeleteInsert:
+				case s.split || s.keyChange && db.cfg.KeyUpdateAsDeleteInsert:
 					add(1, s.before)
 					add(2, s.after)
 				case s.keyChange || ci.capturesAny(s.set):
