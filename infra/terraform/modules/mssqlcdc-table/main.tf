@@ -66,12 +66,12 @@ resource "aws_lambda_function" "this" {
   for_each = local.functions
 
   function_name = each.value.function_name
-  description   = "mssqlcdc ${each.key} of ${var.spec.source.captureInstance} into ${var.spec.bronze}"
+  description   = substr("mssqlcdc ${each.key} of ${var.spec.source.captureInstance} into ${var.spec.bronze}", 0, 256)
   role          = aws_iam_role.lambda.arn
 
   # make build: a static Go binary named bootstrap for the OS-only runtime on Graviton.
   filename         = each.value.zip
-  source_code_hash = filebase64sha256(each.value.zip)
+  source_code_hash = fileexists(each.value.zip) ? filebase64sha256(each.value.zip) : null
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   handler          = "bootstrap"
@@ -109,6 +109,10 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = fileexists(each.value.zip)
       error_message = "${each.value.zip} does not exist: run make build at the repository root (or set dist_dir / functions[\"${each.key}\"].zip)."
+    }
+    precondition {
+      condition     = length(local.spec_json) <= 3584
+      error_message = "The rendered spec is ${length(local.spec_json)} bytes; Lambda allows 4 KB for all environment variables together."
     }
     precondition {
       condition     = each.key != "stream" || var.spec.max_seconds == null || try(var.spec.max_seconds < each.value.timeout - 30, true)

@@ -1,0 +1,246 @@
+package terraform_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// The part of Terraform's expression language the module's variables, validations and
+// plan-time locals use: Terraform's own functions come from cty's stdlib and hcl's tryfunc,
+// as in Terraform; the few Terraform writes itself (alltrue, startswith, length, replace,
+// toset) are re-implemented here from their documentation. A function missing here fails
+// the evaluation, and so the test, rather than passing silently.
+var tfFunctions = map[string]function.Function{
+	"alltrue":     boolFold(true),
+	"anytrue":     boolFold(false),
+	"can":         tryfunc.CanFunc,
+	"try":         tryfunc.TryFunc,
+	"coalesce":    stdlib.CoalesceFunc,
+	"concat":      stdlib.ConcatFunc,
+	"contains":    stdlib.ContainsFunc,
+	"distinct":    stdlib.DistinctFunc,
+	"flatten":     stdlib.FlattenFunc,
+	"floor":       stdlib.FloorFunc,
+	"join":        stdlib.JoinFunc,
+	"jsonencode":  stdlib.JSONEncodeFunc,
+	"keys":        stdlib.KeysFunc,
+	"length":      lengthFunc,
+	"lookup":      stdlib.LookupFunc,
+	"max":         stdlib.MaxFunc,
+	"min":         stdlib.MinFunc,
+	"merge":       stdlib.MergeFunc,
+	"regex":       stdlib.RegexFunc,
+	"regexall":    stdlib.RegexAllFunc,
+	"replace":     replaceFunc,
+	"setproduct":  stdlib.SetProductFunc,
+	"startswith":  stringPredicate(strings.HasPrefix),
+	"strcontains": stringPredicate(strings.Contains),
+	"substr":      stdlib.SubstrFunc,
+	"toset":       tosetFunc,
+	"trim":        stdlib.TrimFunc,
+	"trimsuffix":  stdlib.TrimSuffixFunc,
+	"values":      stdlib.ValuesFunc,
+}
+
+func boolFold(all bool) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
+		Type:   function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			for it := args[0].ElementIterator(); it.Next(); {
+				_, v := it.Element()
+				if v.IsNull() {
+					v = cty.False
+				}
+				if v.True() != all {
+					return cty.BoolVal(!all), nil
+				}
+			}
+			return cty.BoolVal(all), nil
+		},
+	})
+}
+
+func stringPredicate(f func(s, sub string) bool) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "str", Type: cty.String}, {Name: "sub", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.BoolVal(f(args[0].AsString(), args[1].AsString())), nil
+		},
+	})
+}
+
+var lengthFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType}},
+	Type:   function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		v := args[0]
+		switch {
+		case v.Type() == cty.String:
+			return cty.NumberIntVal(int64(utf8.RuneCountInString(v.AsString()))), nil
+		case v.CanIterateElements():
+			return v.Length(), nil
+		}
+		return cty.NilVal, fmt.Errorf("length of %s", v.Type().FriendlyName())
+	},
+})
+
+// replaceFunc is Terraform's replace: a search string wrapped in slashes is a regex.
+var replaceFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "str", Type: cty.String}, {Name: "substr", Type: cty.String}, {Name: "replace", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		sub := args[1].AsString()
+		if len(sub) > 1 && strings.HasPrefix(sub, "/") && strings.HasSuffix(sub, "/") {
+			return stdlib.RegexReplace(args[0], cty.StringVal(sub[1:len(sub)-1]), args[2])
+		}
+		return stdlib.Replace(args[0], args[1], args[2])
+	},
+})
+
+var tosetFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "v", Type: cty.DynamicPseudoType}},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		v, err := convert.Convert(args[0], cty.Set(cty.DynamicPseudoType))
+		if err != nil {
+			return cty.NilType, err
+		}
+		return v.Type(), nil
+	},
+	Impl: func(args []cty.Value, ty cty.Type) (cty.Value, error) {
+		return convert.Convert(args[0], ty)
+	},
+})
+
+// inputValue converts a value for variable b as Terraform does for a module input: the
+// type's optional-attribute defaults first, then conversion to the type constraint; a null
+// value takes the variable's default.
+func inputValue(t *testing.T, b *hclsyntax.Block, v cty.Value) cty.Value {
+	t.Helper()
+	if v.IsNull() {
+		if d, ok := b.Body.Attributes["default"]; ok {
+			var diags hcl.Diagnostics
+			if v, diags = d.Expr.Value(nil); diags.HasErrors() {
+				t.Fatalf("default of %s: %s", b.Labels[0], diags.Error())
+			}
+		}
+	}
+	ty, defaults := cty.DynamicPseudoType, (*typeexpr.Defaults)(nil)
+	if a, ok := b.Body.Attributes["type"]; ok {
+		var diags hcl.Diagnostics
+		if ty, defaults, diags = typeexpr.TypeConstraintWithDefaults(a.Expr); diags.HasErrors() {
+			t.Fatalf("type of %s: %s", b.Labels[0], diags.Error())
+		}
+	}
+	if defaults != nil && !v.IsNull() {
+		v = defaults.Apply(v)
+	}
+	out, err := convert.Convert(v, ty)
+	if err != nil {
+		t.Fatalf("variable %s: %v", b.Labels[0], err)
+	}
+	return out
+}
+
+// evaluator evaluates a module's plan-time expressions: var.* from given inputs, local.*
+// computed on demand from other locals and variables.
+type evaluator struct {
+	t      *testing.T
+	m      *tfModule
+	vars   map[string]cty.Value
+	extra  map[string]cty.Value // other roots, e.g. each and module in a root module
+	locals map[string]cty.Value
+	busy   map[string]bool
+}
+
+// newEvaluator takes the module's inputs by name; unset variables take their defaults.
+func newEvaluator(t *testing.T, m *tfModule, inputs map[string]cty.Value) *evaluator {
+	t.Helper()
+	e := &evaluator{t: t, m: m, vars: map[string]cty.Value{}, extra: map[string]cty.Value{}, locals: map[string]cty.Value{}, busy: map[string]bool{}}
+	for name, b := range m.variables {
+		v, ok := inputs[name]
+		if !ok {
+			v = cty.NullVal(cty.DynamicPseudoType)
+		}
+		e.vars[name] = inputValue(t, b, v)
+	}
+	for name := range inputs {
+		if m.variables[name] == nil {
+			t.Fatalf("%s declares no variable %q", m.dir, name)
+		}
+	}
+	return e
+}
+
+// eval evaluates expr, first computing the locals it refers to.
+func (e *evaluator) eval(expr hclsyntax.Expression) (cty.Value, hcl.Diagnostics) {
+	for _, r := range refs(expr) {
+		if r.root == "local" {
+			e.local(r.attr(0))
+		}
+	}
+	vars := map[string]cty.Value{"var": cty.ObjectVal(e.vars), "local": cty.ObjectVal(e.locals)}
+	for k, v := range e.extra {
+		vars[k] = v
+	}
+	return expr.Value(&hcl.EvalContext{Variables: vars, Functions: tfFunctions})
+}
+
+// local returns local.name, failing the test when it cannot be computed at plan time here
+// (it depends on a resource, a data source or the file system).
+func (e *evaluator) local(name string) cty.Value {
+	e.t.Helper()
+	if v, ok := e.locals[name]; ok {
+		return v
+	}
+	a := e.m.locals[name]
+	if a == nil {
+		e.t.Fatalf("no local %q", name)
+	}
+	if e.busy[name] {
+		e.t.Fatalf("local %q refers to itself", name)
+	}
+	e.busy[name] = true
+	v, diags := e.eval(a.Expr)
+	if diags.HasErrors() {
+		e.t.Fatalf("local.%s: %s", name, diags.Error())
+	}
+	e.locals[name] = v
+	return v
+}
+
+// failedValidations evaluates every validation block of variable name and returns the
+// error messages of those whose condition is false.
+func (e *evaluator) failedValidations(name string) []string {
+	e.t.Helper()
+	var failed []string
+	for _, b := range e.m.variables[name].Body.Blocks {
+		if b.Type != "validation" {
+			continue
+		}
+		ok, diags := e.eval(b.Body.Attributes["condition"].Expr)
+		if diags.HasErrors() {
+			e.t.Fatalf("validation of %s at %s: %s", name, b.Range(), diags.Error())
+		}
+		if ok.Type() != cty.Bool || ok.IsNull() {
+			e.t.Fatalf("validation of %s at %s: condition is %#v, not a bool", name, b.Range(), ok)
+		}
+		if ok.False() {
+			msg, _ := b.Body.Attributes["error_message"].Expr.Value(nil)
+			failed = append(failed, msg.AsString())
+		}
+	}
+	return failed
+}
