@@ -81,11 +81,14 @@ type Stmt struct {
 	Key []any
 }
 
-// Insert, Update and Delete build statements.
+// Insert builds an INSERT of row (column → value).
 func Insert(table string, row map[string]any) Stmt { return Stmt{Table: table, Insert: row} }
+
+// Update builds an UPDATE of the row with key (in key order) setting set.
 func Update(table string, key []any, set map[string]any) Stmt {
 	return Stmt{Table: table, Key: key, Update: set}
 }
+// Delete builds a DELETE of the row with key (in key order).
 func Delete(table string, key ...any) Stmt { return Stmt{Table: table, Key: key, Delete: true} }
 
 var typeRE = regexp.MustCompile(`^\s*([a-zA-Z0-9]+)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(?:COLLATE\s+([A-Za-z0-9_]+))?\s*$`)
