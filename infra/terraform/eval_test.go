@@ -2,6 +2,7 @@ package terraform_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -241,6 +242,96 @@ func (e *evaluator) failedValidations(name string) []string {
 			msg, _ := b.Body.Attributes["error_message"].Expr.Value(nil)
 			failed = append(failed, msg.AsString())
 		}
+	}
+	return failed
+}
+
+// fileFuncs are Terraform's file and fileexists, resolving relative paths against the
+// working directory as Terraform does.
+var fileFuncs = map[string]function.Function{
+	"file": function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			b, err := os.ReadFile(args[0].AsString())
+			if err != nil {
+				return cty.NilVal, err
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	}),
+	"fileexists": function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			st, err := os.Stat(args[0].AsString())
+			return cty.BoolVal(err == nil && st.Mode().IsRegular()), nil
+		},
+	}),
+}
+
+func init() {
+	for k, f := range fileFuncs {
+		tfFunctions[k] = f
+	}
+}
+
+// withAWS sets what the module reads from data sources and path.module, as a plan in
+// account 123456789012, region eu-west-1, would see them from this directory.
+func (e *evaluator) withAWS() *evaluator {
+	obj := func(kv ...string) cty.Value {
+		m := map[string]cty.Value{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = cty.StringVal(kv[i+1])
+		}
+		return cty.ObjectVal(m)
+	}
+	current := func(v cty.Value) cty.Value { return cty.ObjectVal(map[string]cty.Value{"current": v}) }
+	e.extra["data"] = cty.ObjectVal(map[string]cty.Value{
+		"aws_partition":       current(obj("partition", "aws")),
+		"aws_region":          current(obj("name", "eu-west-1")),
+		"aws_caller_identity": current(obj("account_id", "123456789012")),
+	})
+	e.extra["path"] = obj("module", e.m.dir)
+	return e
+}
+
+// failedPreconditions evaluates the preconditions of resource ("aws_lambda_function.this")
+// for one instance and returns the error messages of those whose condition is false.
+func (e *evaluator) failedPreconditions(resource string, eachKey string, eachValue cty.Value) []string {
+	e.t.Helper()
+	b := e.m.resources[resource]
+	if b == nil {
+		e.t.Fatalf("no resource %s", resource)
+	}
+	e.extra["each"] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(eachKey), "value": eachValue})
+	defer delete(e.extra, "each")
+	var failed []string
+	n := 0
+	for _, lc := range b.Body.Blocks {
+		if lc.Type != "lifecycle" {
+			continue
+		}
+		for _, pc := range lc.Body.Blocks {
+			if pc.Type != "precondition" {
+				continue
+			}
+			n++
+			ok, diags := e.eval(pc.Body.Attributes["condition"].Expr)
+			if diags.HasErrors() {
+				e.t.Fatalf("precondition of %s at %s: %s", resource, pc.Range(), diags.Error())
+			}
+			if ok.False() {
+				msg, diags := e.eval(pc.Body.Attributes["error_message"].Expr)
+				if diags.HasErrors() {
+					e.t.Fatalf("precondition message of %s at %s: %s", resource, pc.Range(), diags.Error())
+				}
+				failed = append(failed, msg.AsString())
+			}
+		}
+	}
+	if n == 0 {
+		e.t.Fatalf("%s has no preconditions", resource)
 	}
 	return failed
 }
