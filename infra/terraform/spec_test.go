@@ -277,6 +277,8 @@ func TestValidationsRefuse(t *testing.T) {
 		{"vpc ids", "vpc_config", hclValue(t, `{subnet_ids = ["sub-1"], security_group_ids = ["sg-0a"]}`), "subnet-..."},
 		{"spec in extra env", "extra_environment", hclValue(t, `{MSSQLCDC_SPEC = "{}"}`), "must not set MSSQLCDC_SPEC"},
 		{"kms key", "kms_key_arns", hclValue(t, `["alias/lake"]`), "KMS key ARNs"},
+		{"alarm action", "alarm_actions", hclValue(t, `["ops-topic"]`), "must be ARNs"},
+		{"headroom 0", "alarm_min_retention_headroom_hours", cty.NumberIntVal(0), "must be > 0"},
 		{"machine name", "state_machines", hclValue(t, `["Bootstrap.asl.json"]`), "file names"},
 	}
 	for _, c := range cases {

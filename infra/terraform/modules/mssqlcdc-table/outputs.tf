@@ -49,3 +49,12 @@ output "delta_tmp_prefixes" {
     ]
   }
 }
+
+output "alarm_names" {
+  description = "The CloudWatch alarms created (empty with alarms_enabled = false)."
+  value = concat(
+    aws_cloudwatch_metric_alarm.stream_errors[*].alarm_name,
+    aws_cloudwatch_metric_alarm.retention_headroom[*].alarm_name,
+    [for a in aws_cloudwatch_metric_alarm.state_machine_failed : a.alarm_name],
+  )
+}

@@ -357,3 +357,31 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "alarms_enabled" {
+  description = "Whether to create the CloudWatch alarms of alarms.tf: stream errors, retention headroom, failed state machine executions."
+  type        = bool
+  default     = true
+}
+
+variable "alarm_actions" {
+  description = "ARNs notified when an alarm fires and clears, typically an SNS topic. Empty: the alarms only show in the console."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for a in var.alarm_actions : can(regex("^arn:aws[a-z-]*:", a))])
+    error_message = "alarm_actions must be ARNs (an SNS topic, for example)."
+  }
+}
+
+variable "alarm_min_retention_headroom_hours" {
+  description = "The retention headroom alarm fires when the stream is fewer hours than this ahead of SQL Server's CDC cleanup (3 days of retention by default on SQL Server)."
+  type        = number
+  default     = 24
+
+  validation {
+    condition     = var.alarm_min_retention_headroom_hours > 0
+    error_message = "alarm_min_retention_headroom_hours must be > 0."
+  }
+}
