@@ -165,7 +165,7 @@ func TestVersionsPinned(t *testing.T) {
 			t.Errorf("%s: %v", dir, err)
 			continue
 		}
-		for _, want := range []string{`required_version = ">= 1.5"`, `source  = "hashicorp/aws"`, `version = "~> 5.0"`} {
+		for _, want := range []string{`required_version = ">= 1.5"`, `source  = "hashicorp/aws"`, `version = "~> 5.26"`} {
 			if !strings.Contains(string(src), want) {
 				t.Errorf("%s/versions.tf lacks %s", dir, want)
 			}

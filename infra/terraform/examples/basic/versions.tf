@@ -4,7 +4,8 @@ terraform {
   required_providers {
     aws = {
       source  = "hashicorp/aws"
-      version = "~> 5.0"
+      # 5.26 is the first to accept runtime provided.al2023 (hashicorp/terraform-provider-aws#34360).
+      version = "~> 5.26"
     }
   }
 }
