@@ -212,3 +212,24 @@ func TestStatsDecimalsAreExactNumbers(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// FuzzStringBounds: for any two valid strings lo <= hi, the min bound of lo is <= lo and
+// the max bound of hi (when there is one) is >= hi, in byte order (Spark's UTF8String
+// order).
+func FuzzStringBounds(f *testing.F) {
+	for _, s := range []string{"", "a", "abcdé", "\U0010FFFF\U0010FFFFx", strings.Repeat("z", 70), "ab\u007fc"} {
+		f.Add(s, s+"\U0010FFFF", 4)
+	}
+	f.Fuzz(func(t *testing.T, a, b string, prefix int) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) || prefix < 1 || prefix > 40 {
+			return
+		}
+		lo, hi := min(a, b), max(a, b)
+		if cut := cutRunes(lo, prefix); cut > lo || !utf8.ValidString(cut) {
+			t.Errorf("min bound %q of %q", cut, lo)
+		}
+		if bound, ok := stringMax(cutRunes(hi, 2*prefix+1), prefix); ok && bound < hi {
+			t.Errorf("max bound %q below %q (prefix %d)", bound, hi, prefix)
+		}
+	})
+}
