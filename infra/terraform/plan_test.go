@@ -32,8 +32,11 @@ func TestDefaultPathsReachTheRepository(t *testing.T) {
 			t.Errorf("function name %s", got)
 		}
 	}
-	if got, _ := fns.GetAttr("stream").GetAttr("timeout").AsBigFloat().Int64(); got != 300 {
-		t.Errorf("stream timeout %d, want the 300 s default", got)
+	stream := fns.GetAttr("stream")
+	for attr, want := range map[string]int64{"timeout": 300, "memory_size": 2048, "ephemeral_storage": 2048} {
+		if got, _ := stream.GetAttr(attr).AsBigFloat().Int64(); got != want {
+			t.Errorf("stream %s %d, want the default %d", attr, got, want)
+		}
 	}
 	if got, want := filepath.Clean(e.local("machine_files").GetAttr("bootstrap").AsString()), filepath.Join(repoRoot, "statemachine", "bootstrap.asl.json"); got != want {
 		t.Errorf("machine_files.bootstrap = %s, want %s", got, want)
@@ -79,6 +82,12 @@ func TestLambdaPreconditions(t *testing.T) {
 		{"defaults", nil, nil},
 		{"max_seconds within", map[string]cty.Value{"spec": with(spec, "max_seconds", cty.NumberIntVal(240))}, nil},
 		{"max_seconds past the margin", map[string]cty.Value{"spec": with(spec, "max_seconds", cty.NumberIntVal(280))}, []string{"less than the stream's timeout minus its 30 s margin (270 s)"}},
+		{"numPartitions 14 fits", map[string]cty.Value{"spec": with(spec, "options.numPartitions", cty.NumberIntVal(14))}, nil},
+		{"numPartitions 16 overflows /tmp", map[string]cty.Value{"spec": with(spec, "options.numPartitions", cty.NumberIntVal(16))}, []string{"at least 2304 MB of ephemeral_storage"}},
+		{"numPartitions 16 with more /tmp", map[string]cty.Value{
+			"spec":      with(spec, "options.numPartitions", cty.NumberIntVal(16)),
+			"functions": hclValue(t, `{stream = {ephemeral_storage = 4096}, snapshot = {}}`),
+		}, nil},
 		{"password_env unset", map[string]cty.Value{"spec": with(with(spec, "source.password_secret_arn", cty.NullVal(cty.String)), "source.password_env", cty.StringVal("PW"))}, []string{"password_env names a variable"}},
 		{"password_env set", map[string]cty.Value{
 			"spec":              with(with(spec, "source.password_secret_arn", cty.NullVal(cty.String)), "source.password_env", cty.StringVal("PW")),

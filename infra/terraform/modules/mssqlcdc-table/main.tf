@@ -31,9 +31,12 @@ locals {
   # Per-function defaults. The stream stops 30 s before its deadline (core/stream
   # DefaultMargin) and is scheduled every few minutes, so 5 minutes keeps an invocation
   # short and its retries cheap. The snapshot steps read one key range each and may use all
-  # of Lambda's 15 minutes (the bootstrap machine's TimeoutSeconds is 900).
+  # of Lambda's 15 minutes (the bootstrap machine's TimeoutSeconds is 900). Memory above
+  # 1769 MB buys a second vCPU for Parquet encoding. /tmp holds the Parquet files being
+  # written before upload, up to 128 MiB each (parquetio DefaultTargetFileSize): one per
+  # snapshot read, one per stream reader (numPartitions of them).
   function_defaults = {
-    stream          = { memory_size = 1024, timeout = 300, ephemeral_storage = 512 }
+    stream          = { memory_size = 2048, timeout = 300, ephemeral_storage = 2048 }
     snapshot        = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
     "backfill-wave" = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
     seed            = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
@@ -117,6 +120,10 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = each.key != "stream" || var.spec.max_seconds == null || try(var.spec.max_seconds < each.value.timeout - 30, true)
       error_message = "spec.max_seconds must be less than the stream's timeout minus its 30 s margin (${each.value.timeout - 30} s); otherwise the deadline, not max_seconds, bounds each invocation."
+    }
+    precondition {
+      condition     = each.key != "stream" || each.value.ephemeral_storage >= 128 * coalesce(var.spec.options.numPartitions, 4) + 256
+      error_message = "The stream writes up to numPartitions Parquet files of 128 MiB at once in /tmp: give it at least ${128 * coalesce(var.spec.options.numPartitions, 4) + 256} MB of ephemeral_storage (functions[\"stream\"].ephemeral_storage), or lower numPartitions."
     }
     precondition {
       condition     = var.spec.source.password_env == null || contains(keys(var.extra_environment), coalesce(var.spec.source.password_env, "-"))

@@ -186,8 +186,8 @@ variable "functions" {
     The Lambda functions to deploy, by name (the directory under functions/ and the zip
     dist/<name>.zip that make build writes), each with optional overrides: memory_size (MB),
     timeout (seconds), ephemeral_storage (MB of /tmp) and zip (a path to the zip). Unset
-    values take the defaults of local.function_defaults in main.tf (stream: 1024 MB, 300 s;
-    snapshot: 2048 MB, 900 s). stream is required; add backfill-wave or seed when their state
+    values take the defaults of local.function_defaults in main.tf (stream: 2048 MB, 300 s,
+    2048 MB of /tmp; snapshot: 2048 MB, 900 s, 2048 MB of /tmp). stream is required; add backfill-wave or seed when their state
     machines are deployed.
   EOT
   type = map(object({
