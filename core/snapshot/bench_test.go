@@ -166,7 +166,7 @@ func BenchmarkSnapshotThroughput(b *testing.B) {
 }
 
 func BenchmarkSnapshotRangeHeap(b *testing.B) {
-	for _, n := range []int{100_000, 5_000_000} {
+	for _, n := range []int{100_000, 1_000_000, 5_000_000} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			db := benchTable(b, n)
 			var peak uint64

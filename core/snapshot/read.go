@@ -61,7 +61,7 @@ func (j *Job) Read(ctx context.Context, snap Offset, r Range) (ReadResult, error
 		return ReadResult{}, err
 	}
 	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: ts, Snapshot: l}
-	m, err := j.readRange(ctx, read, schema, stamp)
+	m, err := j.readRange(ctx, read, schema, stamp, j.Bronze.NewFileWriter(schema))
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -74,13 +74,13 @@ func (j *Job) Read(ctx context.Context, snap Offset, r Range) (ReadResult, error
 }
 
 // readRange streams one ReadTable into bronze files.
-func (j *Job) readRange(ctx context.Context, read source.TableRead, schema *arrow.Schema, stamp bronze.SnapshotStamp) (manifest, error) {
+func (j *Job) readRange(ctx context.Context, read source.TableRead, schema *arrow.Schema, stamp bronze.SnapshotStamp, w FileWriter) (manifest, error) {
 	rows, err := j.Source.ReadTable(ctx, read)
 	if err != nil {
+		w.Abort(ctx)
 		return manifest{}, fmt.Errorf("read %s.%s: %w", read.Schema, read.Name, err)
 	}
 	defer rows.Close()
-	w := j.Bronze.NewFileWriter(schema)
 	var m manifest
 	for {
 		rec, err := rows.Next(ctx)
