@@ -3,9 +3,9 @@ terraform {
   required_version = ">= 1.5"
 
   required_providers {
+    # 5.26 is the first to accept runtime provided.al2023 (hashicorp/terraform-provider-aws#34360).
     aws = {
       source  = "hashicorp/aws"
-      # 5.26 is the first to accept runtime provided.al2023 (hashicorp/terraform-provider-aws#34360).
       version = "~> 5.26"
     }
   }
