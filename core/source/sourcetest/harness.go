@@ -88,6 +88,7 @@ func Insert(table string, row map[string]any) Stmt { return Stmt{Table: table, I
 func Update(table string, key []any, set map[string]any) Stmt {
 	return Stmt{Table: table, Key: key, Update: set}
 }
+
 // Delete builds a DELETE of the row with key (in key order).
 func Delete(table string, key ...any) Stmt { return Stmt{Table: table, Key: key, Delete: true} }
 
