@@ -68,16 +68,20 @@ data "aws_iam_policy_document" "lambda" {
     resources = [for p in values(local.s3_paths) : "arn:${local.partition}:s3:::${p.bucket}/${p.prefix}/*"]
   }
 
-  # ListObjectsV2, only under this table's prefixes.
+  # ListObjectsV2, only under this table's prefixes (or, with s3_list_whole_bucket, the
+  # bucket's key names).
   dynamic "statement" {
     for_each = local.s3_buckets
     content {
       actions   = ["s3:ListBucket"]
       resources = ["arn:${local.partition}:s3:::${statement.value}"]
-      condition {
-        test     = "StringLike"
-        variable = "s3:prefix"
-        values   = flatten([for p in values(local.s3_paths) : [p.prefix, "${p.prefix}/*"] if p.bucket == statement.value])
+      dynamic "condition" {
+        for_each = var.s3_list_whole_bucket ? [] : [statement.value]
+        content {
+          test     = "StringLike"
+          variable = "s3:prefix"
+          values   = flatten([for p in values(local.s3_paths) : [p.prefix, "${p.prefix}/*"] if p.bucket == condition.value])
+        }
       }
     }
   }

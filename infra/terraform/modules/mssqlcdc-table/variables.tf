@@ -324,6 +324,12 @@ variable "vpc_config" {
   }
 }
 
+variable "s3_list_whole_bucket" {
+  description = "Grant s3:ListBucket on the whole bucket instead of only under the table's prefixes. S3 answers a read of a missing key with 403 instead of 404 to a caller it does not consider allowed to list; deltalog needs the 404 (a missing _last_checkpoint, a checkpoint's next offsets file). Set it if AccessDenied appears on keys that do not exist yet."
+  type        = bool
+  default     = false
+}
+
 variable "kms_key_arns" {
   description = "Customer managed KMS keys the functions must use: the lake bucket's SSE-KMS key, the password secret's key, the delta_log table's key. Leave empty when they use AWS managed keys."
   type        = list(string)
