@@ -12,3 +12,8 @@ output "delta_log_table" {
   description = "The DynamoDB commit table the functions share with any Spark writer."
   value       = module.shared.delta_log_table_name
 }
+
+output "specs" {
+  description = "Each table's spec as its functions read it; save one to a file for the mssqlcdc CLI (--spec)."
+  value       = { for k, t in module.table : k => t.spec_json }
+}
