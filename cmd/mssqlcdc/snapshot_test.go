@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+)
+
+func writeSimSpec(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	spec := fmt.Sprintf(`{"app_id":"orders-v1","bootstrap":true,"source":{"dsn":"sqlserver://sim@cdcsim?database=demo","captureInstance":"dbo_orders"},
+		"bronze":%q,"checkpoint":%q,"facts_table":%q,"options":{"numPartitions":3}}`,
+		filepath.Join(dir, "bronze"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"))
+	p := filepath.Join(dir, "spec.json")
+	if err := os.WriteFile(p, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSnapshotCommandFindsItsSnapshot(t *testing.T) {
+	spec := writeSimSpec(t)
+	var out1, out2, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"snapshot", "--spec", spec, "--sim"}, &out1, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var o1, o2 snapshot.Offset
+	if err := json.Unmarshal(out1.Bytes(), &o1); err != nil || !strings.HasPrefix(o1.LSN, "0x") {
+		t.Fatalf("output %q: %v", out1.String(), err)
+	}
+	if code := run(context.Background(), []string{"snapshot", "--spec", spec, "--sim"}, &out2, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if err := json.Unmarshal(out2.Bytes(), &o2); err != nil || o2.LSN != o1.LSN {
+		t.Fatalf("second run %q, want the first snapshot %s", out2.String(), o1.LSN)
+	}
+}
+
+func TestBootstrapCommandThenStream(t *testing.T) {
+	spec := writeSimSpec(t)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"bootstrap", "--spec", spec, "--sim"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "snapshot: {\"lsn\"") || !strings.Contains(out.String(), "caught up: true") {
+		t.Fatalf("output %q", out.String())
+	}
+}
+
+func TestInvokeNamesErrors(t *testing.T) {
+	data, err := os.ReadFile(writeSimSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := config.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	src, ds, err := openSource(context.Background(), spec, true, &errOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	inv := &invoker{spec: spec, src: src, ds: ds}
+	cases := []struct{ fn, event, want string }{
+		{"snapshot", `{"step":"nope"}`, "EventError"},
+		{"snapshot", `{"step":"commit","snapshot":{"lsn":"0x00000000000000000001"}}`, "PlanNotFoundError"},
+		{"nothing", `{}`, "usageError"},
+	}
+	for _, c := range cases {
+		_, err := inv.invoke(context.Background(), c.fn, []byte(c.event))
+		if err == nil || failureOf(err).ErrorType != c.want {
+			t.Errorf("%s %s: %v, want %s", c.fn, c.event, err, c.want)
+		}
+	}
+	out, err := inv.invoke(context.Background(), "snapshot", []byte(`{"step":"open"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := out.(snapshot.OpenResult); !ok || o.Status != snapshot.Opened {
+		t.Fatalf("open: %+v", out)
+	}
+}
