@@ -20,7 +20,9 @@
 //     expired, so the conditional put below still excludes every other writer.
 //  2. Put the bytes in the temp file.
 //  3. PutItem with attribute_not_exists(fileName): the linearization point. A failed
-//     condition is logstore.ErrVersionExists. From here on version N is ours.
+//     condition is logstore.ErrVersionExists, unless a consistent read finds our own
+//     tempPath in the item (the SDK retried a claim whose first answer was lost, and the
+//     retry failed on our own item). From here on version N is ours.
 //  4. Publish: copy temp → N.json with If-None-Match: * (on 412 the file is read back: our
 //     bytes mean someone recovered our entry already, which counts as done; other bytes
 //     mean an expired entry let us claim a taken version: ErrVersionExists), then mark the

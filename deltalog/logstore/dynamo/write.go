@@ -40,11 +40,20 @@ func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 		ConditionExpression: aws.String("attribute_not_exists(" + attrFileName + ")"),
 	})
 	if isConditionFailed(err) {
-		// The temp file is nobody's; nothing refers to it (Spark would leave it too).
-		_ = l.store.Delete(ctx, e.tempKey())
-		return wrap("write", v, logstore.ErrVersionExists)
-	}
-	if err != nil {
+		// Either another writer holds v, or this is our own claim: the SDK retries a
+		// PutItem whose answer was lost, and the retry fails the condition on the item
+		// the first request created. The item's tempPath (unique per attempt) tells.
+		held, found, gerr := l.getEntry(ctx, v)
+		if gerr != nil {
+			// Undecided: keep the temp file, an item may point to it.
+			return wrap("claim: read back entry of", v, gerr)
+		}
+		if !found || held.TempPath != e.TempPath {
+			// The temp file is nobody's; nothing refers to it (Spark would leave it too).
+			_ = l.store.Delete(ctx, e.tempKey())
+			return wrap("write", v, logstore.ErrVersionExists)
+		}
+	} else if err != nil {
 		return wrap("claim", v, err)
 	}
 
