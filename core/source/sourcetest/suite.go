@@ -41,6 +41,7 @@ func Run(t *testing.T, h Harness) {
 		{"CompositeRangesTileTable", testCompositeTiles},
 		{"CaseInsensitiveRangesTileTable", testCaseInsensitiveTiles},
 		{"KeyBoundChainTilesTable", testKeyBoundChain},
+		{"KeyTilesFollowNTILE", testKeyTilesNTILE},
 		{"UnknownCaptureInstanceIsNotFound", testUnknownInstance},
 		{"AbsentColumnsReadAsTypedNull", testAbsentColumns},
 		{"BatchesAreBounded", testBatchesBounded},
@@ -631,4 +632,36 @@ func testBatchesBounded(ctx context.Context, t *testing.T, env Env) {
 	check("ReadChanges", rows, err)
 	rows, err = env.Source().ReadTable(ctx, source.TableRead{Table: source.Table{Schema: "dbo", Name: env.Name(tbl)}, Columns: cols, ReadOptions: opt})
 	check("ReadTable", rows, err)
+}
+
+// KeyTiles gives the first key of tiles 2..n of NTILE(n): the first rows mod n tiles hold
+// one row more (S3).
+func testKeyTilesNTILE(ctx context.Context, t *testing.T, env Env) {
+	tbl, _ := ordersTable(ctx, t, env)
+	var stmts []Stmt
+	for id := 0; id < 10; id++ {
+		stmts = append(stmts, Insert(tbl, map[string]any{"id": id * 10, "v": id}))
+	}
+	must(t, env.Exec(ctx, stmts...))
+	st := source.Table{Schema: "dbo", Name: env.Name(tbl)}
+	keys := []source.Column{{Name: "id", DataType: "int", Present: true}}
+	for _, tc := range []struct {
+		n    int
+		want []int64
+	}{{1, nil}, {3, []int64{40, 70}}, {4, []int64{30, 60, 80}}, {10, []int64{10, 20, 30, 40, 50, 60, 70, 80, 90}}} {
+		got, err := env.Source().KeyTiles(ctx, st, keys, tc.n)
+		must(t, err)
+		var ids []int64
+		for _, k := range got {
+			ids = append(ids, k[0].(int64))
+		}
+		if !slices.Equal(ids, tc.want) {
+			t.Fatalf("KeyTiles(%d) = %v, want %v", tc.n, ids, tc.want)
+		}
+	}
+	est, err := env.Source().RowEstimate(ctx, st)
+	must(t, err)
+	if est < 0 {
+		t.Fatalf("RowEstimate = %d", est)
+	}
 }
