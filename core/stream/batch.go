@@ -35,9 +35,14 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	if err != nil {
 		return rep, fmt.Errorf("read bronze table: %w", err)
 	}
-	cols, schema, warnings, err := r.columns(ctx, bronzeSnap, sp)
-	if err != nil {
-		return rep, err
+	// A rerun after a crash between the bronze commit and commits/<n>: bronze already
+	// holds the batch, and its commit's userMetadata holds the batch's facts. Nothing is
+	// read then (the range may even be purged by now).
+	var stats facts.BatchStats
+	committed, recovered := false, false
+	if v, ok := bronzeSnap.TxnVersion(r.spec.AppID); ok && v >= b.ID {
+		committed, rep.Replayed = true, true
+		stats, recovered = r.statsFromCommit(bronzeSnap, b.ID)
 	}
 	if sw, err := r.switchEvent(ctx, b, insts); err != nil {
 		return rep, err
@@ -45,27 +50,23 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 		events = append(events, *sw)
 	}
 
-	// Retention before the read (invariant 3).
-	sp, skipped, err := r.guardBefore(ctx, b, sp)
-	if err != nil {
-		return rep, err
+	var cols []source.Column
+	var schema *arrow.Schema
+	var warnings []string
+	if !recovered {
+		if cols, schema, warnings, err = r.columns(ctx, bronzeSnap, sp); err != nil {
+			return rep, err
+		}
+		// Retention before the read (invariant 3).
+		var skipped []facts.Row
+		if sp, skipped, err = r.guardBefore(ctx, b, sp); err != nil {
+			return rep, err
+		}
+		events = append(events, skipped...)
 	}
-	events = append(events, skipped...)
 
-	// Read and write, unless bronze already holds the batch (a rerun after a crash
-	// between the bronze commit and commits/<n>).
-	var stats facts.BatchStats
 	var readSecs float64
 	var files []deltalog.Add
-	committed := false
-	if v, ok := bronzeSnap.TxnVersion(r.spec.AppID); ok && v >= b.ID {
-		committed = true
-		rep.Replayed = true
-	}
-	recovered := false
-	if committed {
-		stats, recovered = r.statsFromCommit(bronzeSnap, b.ID)
-	}
 	if !recovered {
 		ranges, err := r.ranges(ctx, sp)
 		if err != nil {
