@@ -8,6 +8,7 @@
 package condput
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,15 +32,25 @@ var _ logstore.LogStore = (*LogStore)(nil)
 // New returns a LogStore for the table rooted at store. It does no I/O.
 func New(store storage.Store) *LogStore { return &LogStore{store: store, hint: -1} }
 
-// Write creates version v's commit file with PutIfAbsent; an existing file is
-// logstore.ErrVersionExists.
+// Write creates version v's commit file with PutIfAbsent. An existing file is read back:
+// other bytes are logstore.ErrVersionExists; our own bytes are success, since the SDK
+// resends a PutObject whose answer was lost and the resend fails If-None-Match on the
+// object the first request created. When the file cannot be read back the error is
+// neither (v undecided).
 func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 	if v < 0 {
 		return fmt.Errorf("condput: write version %d: negative version", v)
 	}
 	err := l.store.PutIfAbsent(ctx, commitlog.Key(v), data)
 	if errors.Is(err, storage.ErrExists) {
-		return fmt.Errorf("condput: write version %d: %w", v, logstore.ErrVersionExists)
+		got, rerr := commitlog.Read(ctx, l.store, v)
+		if rerr != nil {
+			return fmt.Errorf("condput: write version %d: exists, read back: %w", v, rerr)
+		}
+		if !bytes.Equal(got, data) {
+			return fmt.Errorf("condput: write version %d: %w", v, logstore.ErrVersionExists)
+		}
+		err = nil
 	}
 	if err != nil {
 		return fmt.Errorf("condput: write version %d: %w", v, err)
