@@ -246,5 +246,9 @@ func (j *Job) Plan(ctx context.Context, snap Offset) (PlanResult, error) {
 	if err := putJSON(ctx, j.Staging, planKey(snap.LSN), ps); err != nil {
 		return PlanResult{}, err
 	}
-	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: ranges}, nil
+	refs := make([]Range, len(ranges))
+	for i, r := range ranges {
+		refs[i] = Range{Index: r.Index}
+	}
+	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: refs}, nil
 }

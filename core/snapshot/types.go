@@ -64,11 +64,14 @@ type OpenResult struct {
 
 // Range is one key range of a plan: [Lo, Hi) in key order, nil ends open. Bounds are JSON
 // lists with one value per key column (reference original-stream-and-tables.md §9.5 key
-// values: types JSON lacks as text, binary as 0x hex).
+// values: types JSON lacks as text, binary as 0x hex). The bounds stay in the staging
+// area (plan.json, under the checkpoint prefix): the plan's output and the read's input
+// carry only the index, so no source key value reaches the Step Functions history
+// (DESIGN.md §4.3: key values only where bronze's access policy applies).
 type Range struct {
 	Index int   `json:"index"`
-	Lo    []any `json:"lo"`
-	Hi    []any `json:"hi"`
+	Lo    []any `json:"lo,omitempty"`
+	Hi    []any `json:"hi,omitempty"`
 }
 
 // PlanResult is the output of Plan.
@@ -76,8 +79,9 @@ type PlanResult struct {
 	// NumPartitions is the most ranges read at once (the Map's MaxConcurrency).
 	NumPartitions int `json:"numPartitions"`
 	// Keys are the key columns the ranges are cut on; empty with one open range.
-	Keys   []string `json:"keys"`
-	Ranges []Range  `json:"ranges"`
+	Keys []string `json:"keys"`
+	// Ranges are the ranges' indexes ({"index": i}); their bounds are in plan.json.
+	Ranges []Range `json:"ranges"`
 }
 
 // ReadResult is the output of Read for one range.
