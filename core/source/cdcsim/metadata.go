@@ -90,7 +90,7 @@ func (db *DB) ddlLocked(t *table, command string, typeChange bool) lsn.LSN {
 		}
 	}
 	t.idsCache = nil
-	t.sorted = nil
+	t.resetOrder()
 	for _, ci := range db.instances {
 		if ci.tbl == t {
 			ci.refresh()

@@ -30,9 +30,13 @@ type table struct {
 	keyIDs       []int // column_ids of the key (stable across DDL)
 	rows         map[string]*row
 	list         []*row // every row, for random picks; row.pos is its index
-	sorted       []*row // rows in key order; nil when stale
-	nextRID      int64
-	idsCache     []int // column_ids of cols; nil after DDL
+	sorted       []*row // rows in key order as of the last order(); nil before the first
+	// Row versions put and removed since sorted was built; stale when there are any.
+	added    []*row
+	removed  map[*row]struct{}
+	stale    bool
+	nextRID  int64
+	idsCache []int // column_ids of cols; nil after DDL
 }
 
 // row is one immutable row version. Writes replace it.
@@ -235,17 +239,23 @@ func (t *table) normKey(key []any) ([]any, error) {
 	return out, nil
 }
 
-// put stores a new row version (insert or replace) and marks the order stale.
+// put stores a new row version (insert or replace) and records the change for order.
 func (t *table) put(ident string, r *row) {
+	track := t.tracking()
 	if old, ok := t.rows[ident]; ok {
 		r.pos = old.pos
 		t.list[r.pos] = r
+		if track {
+			t.noteRemoved(old)
+		}
 	} else {
 		r.pos = len(t.list)
 		t.list = append(t.list, r)
 	}
 	t.rows[ident] = r
-	t.sorted = nil
+	if track {
+		t.added = append(t.added, r)
+	}
 }
 
 func (t *table) remove(ident string) {
@@ -258,34 +268,95 @@ func (t *table) remove(ident string) {
 	last.pos = old.pos
 	t.list = t.list[:len(t.list)-1]
 	delete(t.rows, ident)
-	t.sorted = nil
+	if t.tracking() {
+		t.noteRemoved(old)
+	}
 }
 
-// order returns the rows in unique-index order (insertion order of row ids for a heap),
-// rebuilding it when writes made it stale. The returned slice is never modified later.
+// tracking reports whether writes are recorded for a merge into the last order: only when
+// there is an order, and only while the changes stay few (else the next order() sorts).
+func (t *table) tracking() bool {
+	if t.sorted == nil {
+		return false
+	}
+	if len(t.added)+len(t.removed) > len(t.list)/8+64 {
+		t.resetOrder()
+		return false
+	}
+	t.stale = true
+	return true
+}
+
+func (t *table) noteRemoved(r *row) {
+	if t.removed == nil {
+		t.removed = map[*row]struct{}{}
+	}
+	t.removed[r] = struct{}{}
+}
+
+// resetOrder forgets the order, so the next order() sorts every row (after DDL).
+func (t *table) resetOrder() {
+	t.sorted, t.added, t.removed, t.stale = nil, nil, nil, false
+}
+
+// cmpRows is the unique-index order (row id order for a heap).
+func (t *table) cmpRows() func(a, b *row) int {
+	if t.key == nil {
+		return func(a, b *row) int { return cmpOrdered(a.rid, b.rid) }
+	}
+	cols := make([]source.Column, len(t.key))
+	for j, i := range t.key {
+		cols[j] = t.cols[i]
+	}
+	ids := slices.Clone(t.keyIDs)
+	return func(a, b *row) int {
+		for j, id := range ids {
+			if r := compareValues(cols[j], a.value(id), b.value(id)); r != 0 {
+				return r
+			}
+		}
+		return 0
+	}
+}
+
+// order returns the rows in unique-index order (row id order for a heap). After a few
+// writes it merges the new row versions into the previous order instead of sorting every
+// row again. The returned slice is never modified later, so readers may keep it.
 func (t *table) order() []*row {
-	if t.sorted != nil {
+	if t.sorted != nil && !t.stale {
 		return t.sorted
 	}
-	s := slices.Clone(t.list)
-	if t.key == nil {
-		slices.SortFunc(s, func(a, b *row) int { return cmpOrdered(a.rid, b.rid) })
-	} else {
-		cols := make([]source.Column, len(t.key))
-		for j, i := range t.key {
-			cols[j] = t.cols[i]
-		}
-		slices.SortFunc(s, func(a, b *row) int {
-			for j, id := range t.keyIDs {
-				if r := compareValues(cols[j], a.value(id), b.value(id)); r != 0 {
-					return r
-				}
-			}
-			return 0
-		})
+	cmp := t.cmpRows()
+	if t.sorted == nil {
+		s := slices.Clone(t.list)
+		slices.SortFunc(s, cmp)
+		t.resetOrder()
+		t.sorted = s
+		return s
 	}
-	t.sorted = s
-	return s
+	var add []*row
+	for _, r := range t.added {
+		if _, gone := t.removed[r]; !gone {
+			add = append(add, r)
+		}
+	}
+	slices.SortFunc(add, cmp)
+	out := make([]*row, 0, len(t.list))
+	i := 0
+	for _, r := range t.sorted {
+		if _, gone := t.removed[r]; gone {
+			continue
+		}
+		for i < len(add) && cmp(add[i], r) < 0 {
+			out = append(out, add[i])
+			i++
+		}
+		out = append(out, r)
+	}
+	out = append(out, add[i:]...)
+	t.resetOrder()
+	t.sorted = out
+	return out
 }
 
 // RowCount is the table's current number of rows.
