@@ -3,6 +3,7 @@ package deltalog
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -38,7 +39,8 @@ type VacuumResult struct {
 //     _change_data, _delta_log and temporary files are never touched;
 //   - referenced are the live files and the files of removes whose deletionTimestamp is
 //     within the retention, so a snapshot time travel can still reach within the retention
-//     keeps its files;
+//     keeps its files; a path may be relative or an absolute URI under the table root
+//     (PROTOCOL.md § Add File and Remove File), compared as the key it names (tableKey);
 //   - an unreferenced file is deleted only when its modification time is older than the
 //     retention: a file a writer uploaded but has not committed yet is younger than that.
 //
@@ -68,14 +70,23 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 	now := t.opts.now()
 	cutoff := now.Add(-retention)
 
+	root, err := url.Parse(t.store.URL())
+	if err != nil {
+		return res, fmt.Errorf("vacuum: table URL %q: %w", t.store.URL(), err)
+	}
 	referenced := make(map[string]bool, len(snap.Files()))
+	reference := func(p string) {
+		if k, ok := tableKey(root, p); ok {
+			referenced[k] = true
+		}
+	}
 	for i := range snap.Files() {
-		referenced[snap.Files()[i].DecodedPath()] = true
+		reference(snap.Files()[i].Path)
 	}
 	for _, r := range snap.Tombstones() {
 		if r.DeletionTimestamp == nil || *r.DeletionTimestamp > cutoff.UnixMilli() {
 			// A remove without a timestamp is kept: its age is unknown.
-			referenced[r.DecodedPath()] = true
+			reference(r.Path)
 		}
 	}
 
@@ -113,4 +124,39 @@ func hiddenPath(key string) bool {
 		}
 	}
 	return false
+}
+
+// tableKey is the store key a log path names (PROTOCOL.md § Add File and Remove File: a
+// percent-encoded URI, relative to the table root or absolute): a relative path decoded,
+// or an absolute URI under root made relative, as Spark's VACUUM relativizes paths.
+// s3, s3a and s3n name the same bucket. ok is false for a file outside the table.
+func tableKey(root *url.URL, p string) (string, bool) {
+	if !strings.Contains(p, "://") && !strings.HasPrefix(p, "file:") && !strings.HasPrefix(p, "/") {
+		return decodePath(p), true
+	}
+	u, err := url.Parse(p)
+	if err != nil {
+		return "", false
+	}
+	if u.Scheme == "" && root.Scheme == "file" {
+		u.Scheme = "file"
+	}
+	if fsScheme(u.Scheme) != fsScheme(root.Scheme) || u.Host != root.Host {
+		return "", false
+	}
+	dir := strings.TrimSuffix(root.Path, "/") + "/"
+	key, ok := strings.CutPrefix(u.Path, dir)
+	if !ok || key == "" {
+		return "", false
+	}
+	return key, true
+}
+
+// fsScheme folds the URL schemes of one file system: s3a and s3n are s3.
+func fsScheme(s string) string {
+	s = strings.ToLower(s)
+	if s == "s3a" || s == "s3n" {
+		return "s3"
+	}
+	return s
 }
