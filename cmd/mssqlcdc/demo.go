@@ -75,6 +75,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type demoSource struct {
 	db  *cdcsim.DB
 	gen *workload.Generator
+	// snapshot is the bootstrap snapshot's LSN: the changes at or before it are in the
+	// snapshot, those after it in bronze as change rows.
+	snapshot lsn.LSN
 }
 
 // demoSummary is what the demo prints at the end.
@@ -100,7 +103,7 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) (demoSummary, error
 		return demoSummary{}, err
 	}
 	fmt.Fprintf(out, "mssqlcdc demo: a simulated SQL Server, table dbo.orders, Delta tables under %s\n", o.Lake)
-	ds, err := setupDemoSource(o, out)
+	ds, err := setupBootstrapDemoSource(o, out)
 	if err != nil {
 		return demoSummary{}, err
 	}
@@ -144,6 +147,7 @@ func demoSpec(lake string) (*config.Spec, error) {
 	fifty := 50
 	spec := &config.Spec{
 		AppID:      "demo-orders",
+		Bootstrap:  true,
 		Source:     config.Source{DSN: "sqlserver://demo@cdcsim?database=demo", CaptureInstance: "dbo_orders"},
 		Options:    config.Options{NumPartitions: 2, MaxCommitsPerBatch: &fifty},
 		Bronze:     filepath.Join(abs, "bronze", "orders"),
@@ -198,7 +202,10 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 		}
 		done <- nil
 	}()
-	fmt.Fprintf(out, "workload: inserts, updates, deletes, key updates in transactions of 1-6 statements for %gs, streaming meanwhile\n", o.Seconds)
+	fmt.Fprintf(out, "workload: inserts, updates, deletes, key updates in transactions of 1-6 statements for %gs, snapshot then stream meanwhile\n", o.Seconds)
+	if ds.snapshot, err = demoSnapshot(ctx, spec, ds, out); err != nil {
+		return 0, err
+	}
 	batches := 0
 	opts := stream.Options{
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -287,7 +294,7 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	}
 	sum.TableRows = len(want.Rows)
 	sum.Diffs = rebuild.Diff(want, got, 20)
-	if sum.SourceChanges, err = countChanges(ctx, ds.db, "dbo_orders"); err != nil {
+	if sum.SourceChanges, err = countChanges(ctx, ds.db, "dbo_orders", ds.snapshot); err != nil {
 		return sum, err
 	}
 	factsT, err := openTable(ctx, spec.FactsTable, cfg)
@@ -310,13 +317,13 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	return sum, nil
 }
 
-// countChanges counts the change rows a capture instance holds.
-func countChanges(ctx context.Context, src source.Source, ci string) (int64, error) {
+// countChanges counts the change rows a capture instance holds after the LSN after.
+func countChanges(ctx context.Context, src source.Source, ci string, after lsn.LSN) (int64, error) {
 	max, err := src.MaxLSN(ctx)
 	if err != nil {
 		return 0, err
 	}
-	rows, err := src.ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: max})
+	rows, err := src.ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: after.Next(), To: max})
 	if err != nil {
 		return 0, err
 	}

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 )
 
@@ -19,11 +17,6 @@ func init() {
 		name:    "snapshot",
 		summary: "take a full snapshot of the table into bronze (or find the one there) and print its offset",
 		run:     runSnapshot,
-	})
-	register(command{
-		name:    "bootstrap",
-		summary: "run the bootstrap machine's steps in-process (open, plan, read, commit, close), then the stream once",
-		run:     runBootstrap,
 	})
 }
 
@@ -103,48 +96,4 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	printOffset(stdout, off)
 	return nil
-}
-
-func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bootstrap", stderr)
-	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md), with bootstrap: true")
-	noStream := fs.Bool("no-stream", false, "stop after the snapshot; do not run the stream")
-	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *specPath == "" || fs.NArg() > 0 {
-		return &usageError{msg: "usage: mssqlcdc bootstrap --spec FILE [--no-stream] [--sim]"}
-	}
-	spec, err := loadSpec(*specPath)
-	if err != nil {
-		return err
-	}
-	if !spec.Bootstrap {
-		return &config.ConfigError{Problems: []config.Problem{{Field: "bootstrap", Reason: "mssqlcdc bootstrap needs bootstrap: true in the spec (the stream then starts at the snapshot)"}}}
-	}
-	src, _, err := openSource(ctx, spec, *sim, stderr)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	job, err := openSnapshotJob(ctx, spec, src)
-	if err != nil {
-		return err
-	}
-	off, err := job.Run(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, "snapshot: ")
-	printOffset(stdout, off)
-	if *noStream {
-		return nil
-	}
-	deps, err := openStreamDeps(ctx, spec, src)
-	if err != nil {
-		return err
-	}
-	opts := stream.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OnBatch: func(r stream.BatchReport) { printBatch(stdout, r) }}
-	return streamLoop(ctx, spec, deps, opts, true, stdout)
 }
