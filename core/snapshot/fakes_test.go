@@ -28,7 +28,12 @@ type fakeSource struct {
 	startLSN  lsn.LSN
 	instances []source.CaptureInstance
 	reads     int
+	estimate  int64
 	fail      map[string]error // method name -> error, once
+}
+
+func (s *fakeSource) RowEstimate(ctx context.Context, t source.Table) (int64, error) {
+	return s.estimate, nil
 }
 
 func newFakeSource(n int) *fakeSource {

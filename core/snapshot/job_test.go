@@ -300,3 +300,31 @@ func TestCommitBeforeEveryRangeIsRead(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestPlanCutsMoreRangesThanConnectionsForBigTables(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 100)
+	r.src.estimate = 100
+	r.job.NumPartitions = 2
+	r.job.MaxRangeRows = 10
+	open, err := r.job.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := r.job.Plan(ctx, open.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.NumPartitions != 2 || len(plan.Ranges) != 10 {
+		t.Fatalf("plan: %d at once, %d ranges; want 2 and 10", plan.NumPartitions, len(plan.Ranges))
+	}
+	if err := r.job.readAll(ctx, open.Snapshot, plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.job.Commit(ctx, open.Snapshot); err != nil {
+		t.Fatal(err)
+	}
+	if r.br.rows() != 100 {
+		t.Fatalf("rows %d", r.br.rows())
+	}
+}
