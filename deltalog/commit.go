@@ -61,9 +61,10 @@ type CommitResult struct {
 //  4. Any other Write error leaves the version undecided (logstore contract); Commit reads
 //     the version back: our bytes mean committed, other bytes a lost race, no file a free
 //     version to try again (and later rebases recognise our bytes should the first Write
-//     land late). When it cannot tell, and for any failure after an undecided Write:
-//     *CommitUnknownError; retrying with the same txn(appId, version) is then safe (a
-//     landed commit is skipped).
+//     land late). When it cannot tell, and for any failure while a Write is still
+//     undecided: *CommitUnknownError; retrying with the same txn(appId, version) is then
+//     safe (a landed commit is skipped). Once the undecided version reads back as another
+//     writer's, the outcome is decided again and errors are reported as themselves.
 //  5. After a successful commit at a multiple of the checkpoint interval
 //     (Options.CheckpointInterval, else the table's delta.checkpointInterval, else
 //     DefaultCheckpointInterval), write a checkpoint of that version (WriteCheckpoint).
@@ -125,6 +126,10 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			if err != nil {
 				return fail(err)
 			}
+			if !won && !free {
+				// Another writer holds the version: our bytes cannot land there any more.
+				undecided = -1
+			}
 			if free {
 				if attempt >= maxAttempts {
 					return fail(errors.New("write kept failing"))
@@ -147,6 +152,14 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			return fail(err)
 		}
 		next, won, skip, err := tx.rebase(ctx, version, data)
+		var cme *ConcurrentModificationError
+		var cte *ConcurrentTxnError
+		if (err == nil && !won) || errors.As(err, &cme) || errors.As(err, &cte) {
+			// rebase read every version from the one we lost (at or after any undecided
+			// Write) to the latest without finding our bytes: they are nowhere, and the
+			// versions they could have landed at are taken.
+			undecided = -1
+		}
 		switch {
 		case err != nil:
 			return fail(err)
