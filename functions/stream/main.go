@@ -29,8 +29,11 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	spec, err := config.Parse([]byte(os.Getenv(SpecEnv)))
 	if err != nil {
+		// Every invocation fails with the ConfigError itself, so Step Functions sees its
+		// name (an exit would surface as Runtime.ExitError).
 		log.Error("invalid table spec", "env", SpecEnv, "err", err.Error())
-		os.Exit(1)
+		lambda.Start(func(context.Context, Event) (Output, error) { return Output{}, mapError(err) })
+		return
 	}
 	h := &Handler{Spec: spec, Open: openAWS, Log: log, Metrics: os.Stdout}
 	lambda.Start(h.Handle)
