@@ -255,6 +255,11 @@ func testBootstrapThenStream(t *testing.T, backend string, kc keyCase) {
 	if _, err := tx.Insert("t", kc.row(1000)); err != nil {
 		t.Fatal(err)
 	}
+	if kc.index != nil { // a key update: the row moves to another key
+		if err := tx.Update("t", kc.key(6), kc.row(5000)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.db.CommitBeforeRead(tx)
 
 	off, err := e.job().Run(context.Background())
@@ -274,6 +279,9 @@ func testBootstrapThenStream(t *testing.T, backend string, kc keyCase) {
 		return err
 	})
 	e.exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("t", kc.row(3000)); return err })
+	if kc.index != nil {
+		e.exec(func(tx *cdcsim.Txn) error { return tx.Update("t", kc.key(7), kc.row(6000)) })
+	}
 	e.stream()
 	e.check()
 
