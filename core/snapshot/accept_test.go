@@ -420,3 +420,26 @@ func TestExport(t *testing.T) {
 		t.Fatal("export wrote bronze")
 	}
 }
+
+// An open chunked snapshot of the stream in the facts table holds the mode: a full
+// snapshot refuses to open (seed "One mode per run").
+func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
+	e := newEnv(t, keyCases[0], 10)
+	ctx := context.Background()
+	s := "0x00000001000000010001"
+	row := facts.Row{AppID: e.spec.AppID, Event: facts.EventSnapshotOpen, MinLSN: s, MaxLSN: s, EndLSN: s,
+		Detail: `{"mode":"chunked","kind":"bootstrap","generation":0}`, Target: e.spec.Bronze, WrittenAt: time.Now().UTC()}
+	if _, err := facts.Append(ctx, e.table(e.spec.FactsTable), facts.TxnSnapshots(e.spec.AppID), 0, []facts.Row{row}, parquetio.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.job().Open(ctx)
+	var ml *snapshot.ModeLockError
+	if !errors.As(err, &ml) || ml.Snapshot != s || ml.Mode != "chunked" {
+		t.Fatalf("open: %v, want *ModeLockError for %s", err, s)
+	}
+	if got := reflectName(snapshot.Named(fmt.Errorf("wrapped: %w", err))); got != "*snapshot.ModeLockError" {
+		t.Fatalf("named %s", got)
+	}
+}
+
+func reflectName(err error) string { return fmt.Sprintf("%T", err) }
