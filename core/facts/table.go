@@ -20,27 +20,43 @@ import (
 // recorded writes nothing and reports Skipped: "a replay writes both or neither"
 // (reference §8 step 6). The table is created on first use with Schema().
 func Append(ctx context.Context, t *deltalog.Table, txnAppID string, version int64, rows []Row, wopts parquetio.WriterOptions) (deltalog.CommitResult, error) {
+	for attempt := 0; ; attempt++ {
+		res, created, err := appendOnce(ctx, t, txnAppID, version, rows, wopts)
+		var cm *deltalog.ConcurrentModificationError
+		if created && errors.As(err, &cm) && attempt < 2 {
+			// Another stream created the shared table first: adopt it and append again
+			// (reference §8: a CREATE that loses a race adopts the winner's table).
+			continue
+		}
+		return res, err
+	}
+}
+
+// appendOnce is one attempt of Append; created reports whether it tried to create the
+// table.
+func appendOnce(ctx context.Context, t *deltalog.Table, txnAppID string, version int64, rows []Row, wopts parquetio.WriterOptions) (deltalog.CommitResult, bool, error) {
 	snap, err := t.Snapshot(ctx)
 	if err != nil {
-		return deltalog.CommitResult{}, fmt.Errorf("read facts table: %w", err)
+		return deltalog.CommitResult{}, false, fmt.Errorf("read facts table: %w", err)
 	}
+	created := snap.Version() < 0
 	if v, ok := snap.TxnVersion(txnAppID); ok && v >= version {
-		return deltalog.CommitResult{Version: snap.Version(), Skipped: true}, nil
+		return deltalog.CommitResult{Version: snap.Version(), Skipped: true}, created, nil
 	}
 	rec := Record(memory.DefaultAllocator, rows)
 	defer rec.Release()
 	w := parquetio.NewWriter(t.Store(), schema, wopts)
 	if err := w.Write(ctx, rec); err != nil {
 		_ = w.Abort(ctx)
-		return deltalog.CommitResult{}, fmt.Errorf("write facts file: %w", err)
+		return deltalog.CommitResult{}, created, fmt.Errorf("write facts file: %w", err)
 	}
 	files, err := w.Close(ctx)
 	if err != nil {
-		return deltalog.CommitResult{}, fmt.Errorf("write facts file: %w", err)
+		return deltalog.CommitResult{}, created, fmt.Errorf("write facts file: %w", err)
 	}
 	tx := t.Begin(snap)
 	if err := tx.SetSchema(schema); err != nil {
-		return deltalog.CommitResult{}, fmt.Errorf("facts table schema: %w", err)
+		return deltalog.CommitResult{}, created, fmt.Errorf("facts table schema: %w", err)
 	}
 	for _, f := range files {
 		tx.Add(AddOf(f))
@@ -49,9 +65,9 @@ func Append(ctx context.Context, t *deltalog.Table, txnAppID string, version int
 	tx.SetOperation("WRITE", map[string]string{"mode": `"Append"`})
 	res, err := tx.Commit(ctx)
 	if err != nil {
-		return res, fmt.Errorf("commit facts: %w", err)
+		return res, created, fmt.Errorf("commit facts: %w", err)
 	}
-	return res, nil
+	return res, created, nil
 }
 
 // AddOf is the add action of a data file written by parquetio (dataChange true, no
