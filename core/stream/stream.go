@@ -212,13 +212,19 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 			if err != nil {
 				return res, err
 			}
-			if !ok {
+			endOff := start
+			switch {
+			case ok:
+				if endOff, err = r.offsetAt(ctx, end); err != nil {
+					return res, err
+				}
+			case state.Fresh() && res.Batches == 0:
+				// Nothing new on a fresh checkpoint: an empty batch 0 still records the
+				// initial offset, so that the next invocation does not compute
+				// startingLsn (latest, earliest) again and skip what came meanwhile.
+			default:
 				res.CaughtUp = true
 				return res, nil
-			}
-			endOff, err := r.offsetAt(ctx, end)
-			if err != nil {
-				return res, err
 			}
 			b = checkpoint.Batch{ID: next, Start: start, End: endOff}
 			if err := r.deps.Checkpoint.WriteOffsets(ctx, b); err != nil {
