@@ -23,10 +23,10 @@ const (
 	// the work done under contention.
 	DefaultMaxCommitAttempts = 15
 	// DefaultRetryBaseDelay is the first backoff after a lost race; the n-th waits a
-	// random time in [0, base·2^(n-1)], capped by DefaultRetryMaxDelay ("full jitter": the
-	// losers of a race spread out instead of colliding again at the next version).
+	// random time in [0, base·2^(n-1)], capped by Options.RetryMaxDelay ("full jitter":
+	// the losers of a race spread out instead of colliding again at the next version).
 	DefaultRetryBaseDelay = 10 * time.Millisecond
-	// DefaultRetryMaxDelay caps one backoff wait.
+	// DefaultRetryMaxDelay caps one backoff wait when Options.RetryMaxDelay is 0.
 	DefaultRetryMaxDelay = time.Second
 	// resolveAttempts is how many times an undecided Write is read back before the
 	// outcome is reported as unknown.
@@ -239,15 +239,21 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 }
 
 // backoff is the wait before the attempt-th retry: full jitter over
-// [0, base·2^(attempt-1)], capped at DefaultRetryMaxDelay.
+// [0, base·2^(attempt-1)], capped at Options.RetryMaxDelay (DefaultRetryMaxDelay), and
+// never capped below base.
 func (t *Table) backoff(attempt int) time.Duration {
 	base := t.opts.RetryBaseDelay
 	if base <= 0 {
 		base = DefaultRetryBaseDelay
 	}
+	limit := t.opts.RetryMaxDelay
+	if limit <= 0 {
+		limit = DefaultRetryMaxDelay
+	}
+	limit = max(limit, base)
 	ceiling := base << min(attempt-1, 20)
-	if ceiling <= 0 || ceiling > DefaultRetryMaxDelay {
-		ceiling = max(DefaultRetryMaxDelay, base)
+	if ceiling <= 0 || ceiling > limit {
+		ceiling = limit
 	}
 	return rand.N(ceiling + 1)
 }

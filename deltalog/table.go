@@ -24,13 +24,18 @@ type Options struct {
 	// checkpoints.
 	CheckpointInterval int
 
-	// MaxCommitAttempts bounds the optimistic commit loop; 0 means the txn side's
-	// default.
+	// MaxCommitAttempts bounds the optimistic commit loop; 0 means
+	// DefaultMaxCommitAttempts.
 	MaxCommitAttempts int
 
-	// RetryBaseDelay is the first backoff delay after a lost commit race; 0 means the
-	// txn side's default.
+	// RetryBaseDelay is the first backoff delay after a lost commit race; 0 means
+	// DefaultRetryBaseDelay. The n-th wait is random in [0, RetryBaseDelay·2^(n-1)].
 	RetryBaseDelay time.Duration
+
+	// RetryMaxDelay caps one backoff wait; 0 means DefaultRetryMaxDelay (1 s). A cap below
+	// RetryBaseDelay is raised to it. Raise it for many writers on one table (each lost
+	// race costs a read of the winners), lower it for latency.
+	RetryMaxDelay time.Duration
 
 	// EngineInfo is written to commitInfo.engineInfo; "" means "mssqlcdc".
 	EngineInfo string
