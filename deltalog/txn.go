@@ -90,10 +90,16 @@ func (tx *Transaction) SetAppTxn(appID string, version int64) {
 // JSON of what the commit is).
 func (tx *Transaction) SetUserMetadata(s string) { tx.userMetadata = s }
 
-// SetOperation sets commitInfo.operation and operationParameters. Parameter values are
-// written as given; Spark writes a string parameter bare and other values as JSON text:
-// {"mode":"Append","partitionBy":"[]"}. Default: "WRITE" with {"mode":"Append",
-// "partitionBy":"[]"}, or "CREATE TABLE" when the transaction creates the table.
+// SetOperation sets commitInfo.operation and operationParameters. Each value is written
+// as a JSON string holding exactly the given text, which is the shape Spark's commits
+// have on disk: pass a string parameter bare ("Append", not `"Append"` — a quoted value
+// is written as "\"Append\"", which Spark and Databricks show as a different mode) and a
+// list as the text of its JSON ("[]", `["a","b"]`). Spark's WRITE in Append mode is
+// SetOperation("WRITE", {"mode": "Append", "partitionBy": "[]"}) →
+// "operationParameters":{"mode":"Append","partitionBy":"[]"}; its STREAMING UPDATE is
+// {"outputMode": "Append", "queryId": id, "epochId": "5"}. Default: "WRITE" with
+// {"mode":"Append","partitionBy":"[]"}, or "CREATE TABLE" with {"isManaged":"false",
+// "partitionBy":"[]"} when the transaction creates the table.
 func (tx *Transaction) SetOperation(op string, params map[string]string) {
 	tx.operation, tx.opParams = op, maps.Clone(params)
 }
