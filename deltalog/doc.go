@@ -19,20 +19,40 @@
 //   - A commit file is never overwritten or deleted while its version is reachable.
 //     Once logstore.Write returns nil, version v is those bytes for every reader; once it
 //     returns logstore.ErrVersionExists, v belongs to another writer; any other error
-//     leaves v undecided and the writer reads v back to learn the outcome.
+//     leaves v undecided.
 //   - A writer reads snapshot v_read, writes its data files (names unique per attempt,
-//     never reused), then tries v_read+1. On a lost race it reads every winning commit and
-//     applies the conflict rules (PROTOCOL.md § Overview; Spark's ConflictChecker): blind
-//     appends proceed at latest+1; a changed protocol or metaData, or a moved txn of the
-//     same app id, aborts with a typed error.
+//     never reused), then tries v_read+1. On a lost race it waits a jittered backoff
+//     (Options.RetryBaseDelay doubling up to Options.RetryMaxDelay), reads every winning
+//     commit and applies the conflict rules (PROTOCOL.md § Overview; Spark's
+//     ConflictChecker): blind appends proceed at latest+1; a changed protocol or metaData,
+//     or a moved txn of the same app id, aborts with a typed error
+//     (*ConcurrentModificationError, *ConcurrentTxnError); Options.MaxCommitAttempts lost
+//     races end in *CommitAttemptsError, nothing committed.
+//   - A Write that fails without a verdict (a timeout, a reset connection) is read back
+//     before anything else: our own bytes at v mean committed (Commit succeeds), no file
+//     means v is free (the same bytes are written at v again), another writer's bytes mean
+//     a lost race (as above). When v cannot be read back, Commit returns
+//     *CommitUnknownError{Version: v}: the commit may or may not exist, and retrying the
+//     whole append with the same txn(appId, version) is safe — a landed commit makes the
+//     retry skipped. A committed version is never reported as failed.
 //   - Version 0 carries protocol and metaData. Each commit carries at most one metaData,
 //     one protocol, one txn per app id, and one add or remove per (path, DV id). mssqlcdc
 //     writes commitInfo first with isBlindAppend=true for appends.
 //   - Idempotence: an append carries txn(appId, version); an append whose version is not
-//     above the snapshot's recorded version for that app id is skipped, never doubled.
-//   - A checkpoint of version v is written only after v.json exists, every
-//     Options.CheckpointInterval commits (default 10, Spark's delta.checkpointInterval),
-//     then _last_checkpoint is overwritten. Writing one twice is harmless.
+//     above the recorded version for that app id is skipped (CommitResult.Skipped), never
+//     doubled. The rule is applied to the snapshot the transaction read, and again to
+//     every winning commit after a lost race (a winner that recorded our app id at or
+//     above our version means our batch is in: skipped; below it: *ConcurrentTxnError).
+//   - Checkpoints: after a successful commit at version v, Commit writes a checkpoint of v
+//     (then _last_checkpoint) when v is a multiple of the checkpoint interval
+//     (Options.CheckpointInterval, else the table's delta.checkpointInterval, else 10,
+//     Spark's default), or when the snapshot's checkpoint is more than an interval behind
+//     (an earlier one failed). It is built from the full state at v, never partial state,
+//     and only after v.json exists; a failure never fails the commit, and writing the same
+//     checkpoint twice is harmless. WriteCheckpoint writes one on demand.
+//   - Log clean-up (Table.CleanupLog, delta.logRetentionDuration) and VACUUM
+//     (Table.Vacuum, delta.deletedFileRetentionDuration) are explicit calls: Commit never
+//     deletes a data file, a commit or a checkpoint.
 //
 // # Reading (log.go, replay.go, checkpoint_read.go)
 //
