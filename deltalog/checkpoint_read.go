@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -41,14 +42,21 @@ func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]
 }
 
 // decodeCheckpoint appends the actions of one checkpoint Parquet file to out. Only the
-// leaves of the needed columns are read; a missing column is treated as all-null.
+// leaves of the needed columns are read; a missing column is treated as all-null. Row
+// groups are decoded one at a time, so the Arrow memory held at once is one row group's
+// (Spark writes checkpoints in row groups of its Parquet block size, this package in
+// checkpointBatchRows actions), not the whole file's.
 func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action, error) {
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	return decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator)
+}
+
+func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem memory.Allocator) ([]Action, error) {
+	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +75,17 @@ func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action,
 	if len(leaves) == 0 {
 		return out, nil
 	}
-	groups := make([]int, pf.NumRowGroups())
-	for i := range groups {
-		groups[i] = i
+	for rg := range pf.NumRowGroups() {
+		if out, err = decodeRowGroup(ctx, fr, leaves, rg, out); err != nil {
+			return nil, err
+		}
 	}
-	tbl, err := fr.ReadRowGroups(ctx, leaves, groups)
+	return out, nil
+}
+
+// decodeRowGroup appends the actions of row group rg, reading the leaf columns leaves.
+func decodeRowGroup(ctx context.Context, fr *pqarrow.FileReader, leaves []int, rg int, out []Action) ([]Action, error) {
+	tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
 	if err != nil {
 		return nil, err
 	}

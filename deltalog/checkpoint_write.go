@@ -17,8 +17,9 @@ import (
 )
 
 // checkpointBatchRows is the number of actions per row group of a checkpoint: it bounds
-// the memory the Arrow builders hold while writing a large table's checkpoint.
-const checkpointBatchRows = 50_000
+// the memory the Arrow builders hold while writing a large table's checkpoint, and the
+// memory a reader decodes at once. A variable so tests can make several row groups.
+var checkpointBatchRows = 50_000
 
 // The checkpoint schema (PROTOCOL.md § Checkpoint Schema), in Spark's column order. Every
 // column and nested field is nullable, as Spark writes them, except map keys; stats_parsed
