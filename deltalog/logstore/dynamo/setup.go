@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // SetupClient is the part of *dynamodb.Client that CreateTable uses. The log store itself
@@ -32,7 +34,8 @@ type SetupOptions struct {
 
 // CreateTable creates the log table with the S3DynamoDBLogStore key schema (tablePath S
 // HASH, fileName S RANGE), on-demand billing, waits until it is ACTIVE, and enables TTL on
-// expireTime. An existing table is not an error (its schema is not checked).
+// expireTime. An existing table, and TTL already on expireTime, are not errors (the
+// schema is not checked), so a setup step can be run again.
 func CreateTable(ctx context.Context, c SetupClient, name string, opts SetupOptions) error {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 100 * time.Millisecond
@@ -77,8 +80,17 @@ func CreateTable(ctx context.Context, c SetupClient, name string, opts SetupOpti
 			Enabled:       aws.Bool(true),
 		},
 	})
-	if err != nil {
+	if err != nil && !ttlAlreadyOn(err) {
 		return fmt.Errorf("dynamo: enable TTL on %s: %w", name, err)
 	}
 	return nil
+}
+
+// ttlAlreadyOn reports DynamoDB's answer to enabling TTL that is already enabled on that
+// attribute (ValidationException "TimeToLive is already enabled"); TTL on another
+// attribute is a different message and stays an error.
+func ttlAlreadyOn(err error) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "already enabled")
 }
