@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -35,8 +36,30 @@ func main() {
 		lambda.Start(func(context.Context, Event) (Output, error) { return Output{}, mapError(err) })
 		return
 	}
-	h := &Handler{Spec: spec, Open: openAWS, Log: log, Metrics: os.Stdout}
+	h := &Handler{Spec: spec, Open: (&warm{open: openAWS}).Open, Log: log, Metrics: os.Stdout}
 	lambda.Start(h.Handle)
+}
+
+// warm keeps the connections of a successful open for the next invocations of this
+// execution environment (a warm Lambda): the SQL Server pool and its login, the secret and
+// the AWS clients are reused. database/sql replaces broken connections by itself.
+type warm struct {
+	mu   sync.Mutex
+	open Opener
+	deps *stream.Deps
+}
+
+func (w *warm) Open(ctx context.Context, spec *config.Spec) (stream.Deps, func(), error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deps == nil {
+		d, _, err := w.open(ctx, spec)
+		if err != nil {
+			return d, nil, err
+		}
+		w.deps = &d
+	}
+	return *w.deps, func() {}, nil
 }
 
 // secrets is Secrets Manager behind config.SecretGetter.
