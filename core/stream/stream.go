@@ -73,6 +73,10 @@ const (
 	DefaultRowGroupBytes = 8 << 20
 )
 
+// cleanEvery is how often (in batches) old checkpoint files are deleted: each clean-up
+// lists offsets/ and commits/.
+const cleanEvery = 10
+
 // Options tune a run. The zero value is usable.
 type Options struct {
 	// Margin before the ctx deadline; DefaultMargin when 0.
@@ -244,8 +248,10 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 		if r.opts.OnBatch != nil {
 			r.opts.OnBatch(rep)
 		}
-		if err := r.deps.Checkpoint.Clean(ctx, b.ID); err != nil {
-			r.log.Warn("checkpoint clean-up failed", "err", err)
+		if b.ID%cleanEvery == 0 {
+			if err := r.deps.Checkpoint.Clean(ctx, b.ID); err != nil {
+				r.log.Warn("checkpoint clean-up failed", "err", err)
+			}
 		}
 		if !b.End.LSN.Less(target) {
 			res.CaughtUp = true
