@@ -57,8 +57,9 @@
 // # Reading (log.go, replay.go, checkpoint_read.go)
 //
 // Table.Snapshot reads _last_checkpoint (a hint only) and the checkpoint it names, without
-// listing. When the hint is missing, newer than a time-travel target, or names a missing
-// or unreadable checkpoint, it lists _delta_log (from the hint's version, else from 0) and
+// listing. When the hint is missing, newer than a time-travel target, more than 20
+// commits (two default intervals) behind it, or names a missing or unreadable checkpoint,
+// it lists _delta_log (from the hint's version, else from 0) and
 // takes the newest complete checkpoint at or below the target (a multi-part set missing a
 // part is ignored; an unreadable checkpoint falls back to an older one, then to version
 // 0). Then it replays the JSON commits after it, read through LogStore.Read so that half-done

@@ -9,6 +9,12 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
+// hintedReplayLimit is how many commits past _last_checkpoint a snapshot replays without
+// listing the log. A hint further behind than this (two default checkpoint intervals) is
+// stale — its update failed, or a writer died between checkpoint and hint — and one
+// listing from it, which finds the newer checkpoint, costs less than that many reads.
+const hintedReplayLimit = 2 * DefaultCheckpointInterval
+
 // readConcurrency bounds the commit files read at once during replay: S3 GETs take tens
 // of milliseconds each, so a tail of ten commits read one by one would cost more than the
 // checkpoint.
@@ -62,7 +68,7 @@ func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	if ok && lc.Version <= target {
+	if ok && lc.Version <= target && target-lc.Version <= hintedReplayLimit {
 		// Fast path: read the checkpoint the hint names without listing the log. A hint
 		// behind a newer checkpoint only costs a few more commits to replay; one naming a
 		// missing or unreadable checkpoint falls back to listing.
@@ -72,6 +78,9 @@ func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, erro
 			return s, err
 		}
 		from = lc.Version
+	}
+	if ok && lc.Version <= target {
+		from = lc.Version // far behind: list from it to find the newer checkpoint
 	}
 	listing, err := listLog(ctx, t.store, from)
 	if err != nil {
