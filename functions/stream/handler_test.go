@@ -177,3 +177,19 @@ func TestInvalidEventOverride(t *testing.T) {
 		t.Errorf("err = %T %v", err, err)
 	}
 }
+
+// A purge of unread changes reaches Step Functions as errorType DataLossError.
+func TestHandlerDataLossByName(t *testing.T) {
+	h, db, _ := fixture(t)
+	if _, err := h.Handle(context.Background(), Event{MaxBatches: 1}); err != nil {
+		t.Fatal(err)
+	}
+	max, _ := db.MaxLSN(context.Background())
+	if err := db.Cleanup("dbo_orders", max); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Handle(context.Background(), Event{})
+	if lambdaErrorType(err) != "DataLossError" || !strings.Contains(err.Error(), "dbo_orders: change data from") {
+		t.Fatalf("err = %T %v", err, err)
+	}
+}
