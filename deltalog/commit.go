@@ -58,10 +58,11 @@ type CommitResult struct {
 //     this transaction meant to create) is *ConcurrentModificationError; one that moved
 //     the app id's txn below ours is *ConcurrentTxnError. Otherwise — blind appends only —
 //     retry at latest + 1. After MaxCommitAttempts lost races: *CommitAttemptsError.
-//  4. Any other Write error leaves the version undecided (logstore contract); Commit reads
-//     the version back: our bytes mean committed, other bytes a lost race, no file a free
-//     version to try again (and later rebases recognise our bytes should the first Write
-//     land late). When it cannot tell, and for any failure while a Write is still
+//  4. A Write error matching logstore.ErrRefused (nothing written, and writing again fails
+//     the same way) is returned at once, wrapped. Any other Write error leaves the
+//     version undecided (logstore contract); Commit reads the version back: our bytes
+//     mean committed, other bytes a lost race, no file a free version to try again (and
+//     later rebases recognise our bytes should the first Write land late). When it cannot tell, and for any failure while a Write is still
 //     undecided: *CommitUnknownError; retrying with the same txn(appId, version) is then
 //     safe (a landed commit is skipped). Once the undecided version reads back as another
 //     writer's, the outcome is decided again and errors are reported as themselves.
@@ -116,11 +117,16 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 	for attempt := 1; ; attempt++ {
 		err := logs.Write(ctx, version, data)
 		won := err == nil
+		if errors.Is(err, logstore.ErrRefused) {
+			// Decided: nothing written at version, and writing again fails the same way.
+			return fail(fmt.Errorf("commit version %d: %w", version, err))
+		}
 		if err != nil && !errors.Is(err, logstore.ErrVersionExists) {
 			undecided = version
 			if ctx.Err() != nil {
 				return fail(err)
 			}
+			writeErr := err
 			var free bool
 			won, free, err = tx.resolve(ctx, version, data, err)
 			if err != nil {
@@ -132,7 +138,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			}
 			if free {
 				if attempt >= maxAttempts {
-					return fail(errors.New("write kept failing"))
+					return fail(fmt.Errorf("write kept failing: %w", writeErr))
 				}
 				if err := sleep(ctx, tx.table.backoff(attempt)); err != nil {
 					return fail(err)

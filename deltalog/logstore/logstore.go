@@ -7,7 +7,8 @@
 //   - Write(ctx, v, data) makes data the content of version v, or returns ErrVersionExists
 //     when another writer already holds v. Once Write has returned nil, version v is data,
 //     for every reader, forever; once it has returned ErrVersionExists, v is not ours.
-//     Any other error leaves v undecided: the caller re-reads the log to learn the outcome.
+//     An error matching ErrRefused wrote nothing and will recur. Any other error leaves v
+//     undecided: the caller re-reads the log to learn the outcome.
 //   - Latest and Read complete any commit a writer left half-done (a DynamoDB entry not
 //     yet copied to N.json), so every reader sees the same versions.
 package logstore
@@ -19,6 +20,13 @@ import (
 
 // ErrVersionExists is returned (wrapped) by Write when the version is already taken.
 var ErrVersionExists = errors.New("logstore: version already exists")
+
+// ErrRefused is matched (errors.Is) by a Write error that is decided: nothing was
+// written, the version is not taken by this call, and writing again will fail the same
+// way until the table or the coordinator is repaired (dynamo's stale entries of a
+// re-created table, a previous commit missing from the log). Callers report it instead
+// of reading the version back and retrying.
+var ErrRefused = errors.New("logstore: write refused")
 
 // LogStore commits and reads the JSON commit files of one Delta table.
 type LogStore interface {

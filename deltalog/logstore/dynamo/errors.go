@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 )
 
 // PreviousCommitMissingError: entry Version is missing or complete, yet
@@ -16,6 +18,10 @@ type PreviousCommitMissingError struct {
 	TablePath string
 	Version   int64
 }
+
+// Is makes the error match logstore.ErrRefused: nothing was written, and writing again
+// fails the same way until the table or its entries are repaired.
+func (e *PreviousCommitMissingError) Is(target error) bool { return target == logstore.ErrRefused }
 
 func (e *PreviousCommitMissingError) Error() string {
 	return fmt.Sprintf("dynamo: %s: commit %d is not in the log, cannot write %d", e.TablePath, e.Version, e.Version+1)
@@ -30,6 +36,10 @@ type StaleEntryError struct {
 	Version   int64
 }
 
+// Is makes the error match logstore.ErrRefused: nothing was written, and writing again
+// fails the same way until the table or its entries are repaired.
+func (e *StaleEntryError) Is(target error) bool { return target == logstore.ErrRefused }
+
 func (e *StaleEntryError) Error() string {
 	return fmt.Sprintf("dynamo: %s: old entry for version %d exists but its commit file does not", e.TablePath, e.Version)
 }
@@ -41,6 +51,10 @@ type TempFileMissingError struct {
 	Version   int64
 	TempPath  string
 }
+
+// Is makes the error match logstore.ErrRefused: nothing was written, and writing again
+// fails the same way until the table or its entries are repaired.
+func (e *TempFileMissingError) Is(target error) bool { return target == logstore.ErrRefused }
 
 func (e *TempFileMissingError) Error() string {
 	return fmt.Sprintf("dynamo: %s: incomplete entry %d: temp file _delta_log/%s and the commit file are both missing", e.TablePath, e.Version, e.TempPath)
