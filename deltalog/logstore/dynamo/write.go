@@ -48,7 +48,14 @@ func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 			// Undecided: keep the temp file, an item may point to it.
 			return wrap("claim: read back entry of", v, gerr)
 		}
-		if !found || held.TempPath != e.TempPath {
+		if !found {
+			// The entry we collided with is gone (a delta-rs writer aborts its own
+			// incomplete entry): nobody holds v now. Not a lost race; undecided, so the
+			// caller reads v back and finds it free.
+			_ = l.store.Delete(ctx, e.tempKey())
+			return wrap("claim", v, errEntryGone)
+		}
+		if held.TempPath != e.TempPath {
 			// The temp file is nobody's; nothing refers to it (Spark would leave it too).
 			_ = l.store.Delete(ctx, e.tempKey())
 			return wrap("write", v, logstore.ErrVersionExists)
@@ -151,6 +158,10 @@ func (l *LogStore) publish(ctx context.Context, e entry, data []byte) (mine bool
 	}
 	return true, err
 }
+
+// errEntryGone: a claim failed its condition, yet the entry it collided with no longer
+// exists when read back.
+var errEntryGone = errors.New("the entry the claim collided with is gone (aborted); the version is free")
 
 // newUUID returns a random (version 4) UUID in its 36-character form.
 func newUUID() string {
