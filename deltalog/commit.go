@@ -62,9 +62,10 @@ type CommitResult struct {
 //     the same way) is returned at once, wrapped. Any other Write error leaves the
 //     version undecided (logstore contract); Commit reads the version back: our bytes
 //     mean committed, other bytes a lost race, no file a free version to try again (and
-//     later rebases recognise our bytes should the first Write land late). When it cannot tell, and for any failure while a Write is still
-//     undecided: *CommitUnknownError; retrying with the same txn(appId, version) is then
-//     safe (a landed commit is skipped). Once the undecided version reads back as another
+//     later rebases recognise our bytes should the first Write land late). When it
+//     cannot tell, and for any failure while a Write is still undecided:
+//     *CommitUnknownError; retrying with the same txn(appId, version) is then safe (a
+//     landed commit is skipped). Once the undecided version reads back as another
 //     writer's, the outcome is decided again and errors are reported as themselves.
 //  5. After a successful commit at a multiple of the checkpoint interval
 //     (Options.CheckpointInterval, else the table's delta.checkpointInterval, else
