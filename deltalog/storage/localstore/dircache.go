@@ -17,7 +17,10 @@ import (
 //   - the kernel stamps with a coarse clock (one tick, a few milliseconds), so a change
 //     made just after a read could keep the stamp the read saw. A listing is only kept
 //     when the directory's last change was over quietFor before the stat that preceded
-//     the read: any later change then carries a later stamp.
+//     the read: any later change then carries a later stamp. This holds on file systems
+//     whose timestamps are at most 1 s coarse (ext4, xfs, btrfs, tmpfs, overlayfs);
+//     network file systems that cache attributes (NFS) are not supported by localstore
+//     anyway (its exclusive create is only exclusive on one machine).
 //
 // A directory that changes all the time (a log being committed to) is read afresh each
 // time, as before; a quiet one (a reader opening a table) costs a stat. Small directories
