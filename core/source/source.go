@@ -80,9 +80,11 @@ type Source interface {
 	// ReadChanges reads the change table cdc.[<ci>_CT] over the closed range
 	// [r.From, r.To], ordered by (__$start_lsn, __$command_id, __$seqval, __$operation).
 	// Records have the ChangeSchema: _start_lsn, _seqval, _operation, _command_id,
-	// _commit_ts, then r.Columns (a column the instance lacks, or with Present false, is
-	// read as typed NULL). A purged range reads as empty, without error: callers check
-	// MinLSN before and after. From > To reads nothing.
+	// _commit_ts, then r.Columns. A column the instance lacks is read as typed NULL; one
+	// with Present false, dropped from the source table, is still read from the change
+	// table, which keeps its values captured before the DROP and NULL after it (reference
+	// original-stream-and-tables.md §7 item 19). A purged range reads as empty, without
+	// error: callers check MinLSN before and after. From > To reads nothing.
 	ReadChanges(ctx context.Context, r ChangeRead) (Rows, error)
 
 	// SplitChanges cuts the change rows of [from, to] into up to n tiles of about equal
@@ -170,7 +172,9 @@ type Column struct {
 	// Computed columns are captured but NULL in every change row.
 	Computed bool
 	// Present is false when the source table no longer has the column (DROP COLUMN): the
-	// change rows hold NULL and a SELECT of it fails.
+	// change table keeps it, with the captured values of rows changed before the DROP and
+	// NULL in rows changed after it, while a SELECT of it from the table fails (ReadTable
+	// reads it as NULL).
 	Present bool
 	// Nullable is the source column's nullability.
 	Nullable bool

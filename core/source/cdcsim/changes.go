@@ -57,13 +57,13 @@ func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows
 	}
 	src := &changeSource{rows: ci.rangeOf(r.From, r.To), mapping: db.mapping()}
 	for _, c := range r.Columns {
+		// Present is not consulted: a dropped column stays in the change table with the
+		// values captured before the DROP (SQL Server keeps it in the instance).
 		idx := -1
-		if c.Present {
-			for j, cc := range ci.cols {
-				if strings.EqualFold(cc.Name, c.Name) {
-					idx = j
-					break
-				}
+		for j, cc := range ci.cols {
+			if strings.EqualFold(cc.Name, c.Name) {
+				idx = j
+				break
 			}
 		}
 		var from *source.Column

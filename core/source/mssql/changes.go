@@ -16,7 +16,8 @@ import (
 // ReadChanges is C1: cdc.[<ci>_CT] over [r.From, r.To] joined to cdc.lsn_time_mapping, in
 // (__$start_lsn, __$command_id, __$seqval, __$operation) order, streamed as record batches
 // of bronze.ChangeSchema(r.Columns). No isolation prefix and no lock timeout. A column the
-// instance does not capture, or with Present false, is read as NULL. A read the login may
+// instance does not capture is read as NULL; one dropped from the source table (Present
+// false) is read from the change table, which keeps the values captured before the DROP. A read the login may
 // not make is a *source.PermissionError naming the GRANT (after the P6 probe).
 func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows, error) {
 	if d.closed.Load() {
@@ -42,7 +43,9 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 	}
 	cols := make([]changeColumn, len(r.Columns))
 	for i, c := range r.Columns {
-		cols[i] = changeColumn{Name: c.Name, Present: c.Present && has[strings.ToLower(c.Name)]}
+		// Present is not consulted: a column dropped from the source table stays in the
+		// change table with the values captured before the DROP (§7 item 19).
+		cols[i] = changeColumn{Name: c.Name, Present: has[strings.ToLower(c.Name)]}
 	}
 	var p params
 	ts, err := d.commitTSFor(ctx, &p, r.From, r.To)

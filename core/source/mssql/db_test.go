@@ -413,3 +413,38 @@ func TestReadTableEarlyCloseAndFetchError(t *testing.T) {
 	}
 	rows.Close()
 }
+
+// A column dropped from the source table (in sp_cdc_get_captured_columns, not in
+// sys.columns: Present false) is still in the change table with the values captured before
+// the DROP (reference original-stream-and-tables.md §7 item 19): the change read selects it.
+func TestReadChangesDroppedColumnReadsChangeTable(t *testing.T) {
+	d, s := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
+		switch {
+		case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
+			return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "ordinal_position", "data_type"},
+				rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), int64(1), "int"}, {"dbo", "orders", "note", int64(2), int64(2), "nvarchar"}}}
+		case strings.HasPrefix(q, "SELECT c.name"):
+			return result{cols: []string{"name", "column_id", "is_computed", "collation_name", "is_nullable"},
+				rows: [][]driver.Value{{"id", int64(1), false, nil, false}}}
+		case strings.Contains(q, "FROM cdc.[dbo_orders_CT]"):
+			ts := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
+			return result{cols: []string{"_start_lsn", "_seqval", "_operation", "_command_id", "_commit_ts", "id", "note"},
+				rows: [][]driver.Value{{lsnA.String(), lsnA.String(), int64(2), int64(1), ts, int64(7), "before drop"}}}
+		}
+		return result{err: errors.New("unexpected " + q)}
+	})
+	cols := []source.Column{colI, {Name: "note", DataType: "nvarchar", MaxLength: 40, Present: false, Nullable: true}}
+	rows, err := d.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsnA, To: lsnB, Columns: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sourcetest.Drain(ctx, t, rows)
+	if len(got) != 1 || got[0]["note"] != "before drop" {
+		t.Errorf("rows %v: want the change table's value of the dropped column", got)
+	}
+	for _, c := range s.log() {
+		if strings.Contains(c.query, "FROM cdc.[dbo_orders_CT]") && !strings.Contains(c.query, "c.[note]") {
+			t.Errorf("a dropped column must be read from the change table: %s", c.query)
+		}
+	}
+}

@@ -90,8 +90,8 @@ func permissionProbeSQL(ci string) (string, []any) {
 		" THEN HAS_PERMS_BY_NAME(" + p.add(changeTable(ci)) + ", 'OBJECT', 'SELECT') END, USER_NAME()", p.args
 }
 
-// changeColumn is one captured column of a change read: read from the change table, or a
-// NULL when the instance lacks it or the column is dropped.
+// changeColumn is one captured column of a change read: read from the change table
+// (Present), or a NULL when the instance does not capture it.
 type changeColumn struct {
 	Name    string
 	Present bool
