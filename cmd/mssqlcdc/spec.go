@@ -29,7 +29,8 @@ func loadSpec(path string) (*config.Spec, error) {
 // locationConfig is how the spec's table URLs are opened.
 func locationConfig(spec *config.Spec) location.Config {
 	return location.Config{Region: spec.Storage.Region, Endpoint: spec.Storage.S3Endpoint, PathStyle: spec.Storage.S3PathStyle,
-		DynamoTable: spec.Storage.DynamoTable, DynamoEndpoint: spec.Storage.DynamoEndpoint}
+		DynamoTable: spec.Storage.DynamoTable, DynamoEndpoint: spec.Storage.DynamoEndpoint,
+		DynamoRegion: spec.Storage.DynamoRegion, TablePathScheme: spec.Storage.TablePathScheme}
 }
 
 // openTable opens a Delta table at url.

@@ -112,6 +112,18 @@ type Storage struct {
 	DynamoTable string `json:"dynamo_table"`
 	// DynamoEndpoint overrides the DynamoDB endpoint (emulators).
 	DynamoEndpoint string `json:"dynamo_endpoint"`
+	// DynamoRegion is the DynamoDB log table's region; empty: Region (then the SDK's
+	// chain). Every writer of a table must use the same table in the same region: Spark's
+	// S3DynamoDBLogStore defaults ddb.region to SparkDynamoRegion whatever the bucket's
+	// region (reference delta-protocol-notes.md B3), so set it to that next to Spark
+	// writers left at their defaults. Only with DynamoTable.
+	DynamoRegion string `json:"dynamo_region"`
+	// TablePathScheme is the scheme of the log table's tablePath key: "s3", "s3a" or
+	// "s3n", the scheme the Spark writers use (s3a for OSS Spark with hadoop-aws, often s3
+	// on EMR). Spark keys by the path as the job wrote it, so s3://b/t and s3a://b/t get no
+	// mutual exclusion (delta-protocol-notes.md B4). Empty: each URL's own scheme. Only
+	// with DynamoTable.
+	TablePathScheme string `json:"table_path_scheme"`
 }
 
 // Defaults, named so docs and tests can cite them.
@@ -136,6 +148,20 @@ const (
 	// DefaultDynamoTable is Delta's S3DynamoDBLogStore default table name; it applies only
 	// when Storage.DynamoTable is set to it explicitly (empty means conditional put).
 	DefaultDynamoTable = "delta_log"
+	// SparkDynamoRegion is the region Spark's S3DynamoDBLogStore uses for its log table
+	// when ddb.region is unset, whatever the bucket's region (delta-protocol-notes.md B3).
+	// It is not a default here (an unset Storage.DynamoRegion follows Storage.Region, where
+	// the Terraform module grants the table); set DynamoRegion to it to share a table's
+	// commits with such Spark jobs.
+	SparkDynamoRegion = "us-east-1"
+)
+
+// tablePath schemes of the DynamoDB log store's keys (Storage.TablePathScheme): the
+// Hadoop file systems that reach S3.
+const (
+	SchemeS3  = "s3"
+	SchemeS3A = "s3a"
+	SchemeS3N = "s3n"
 )
 
 // startingLsn keywords, snapshot modes and isolation names.

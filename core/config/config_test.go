@@ -146,3 +146,39 @@ func TestPassword(t *testing.T) {
 		t.Errorf("no getter: %v", err)
 	}
 }
+
+// The DynamoDB log store's region and tablePath scheme pass through from the spec, are
+// validated, and need storage.dynamo_table to mean anything.
+func TestStorageDynamoRegionAndScheme(t *testing.T) {
+	doc := strings.Replace(minimal(), `"bronze":"/lake/b"`, `"bronze":"s3a://lake/b","storage":{"region":"eu-west-1","dynamo_table":"delta_log","dynamo_region":"us-east-1","table_path_scheme":"s3a"}`, 1)
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Storage.DynamoRegion != SparkDynamoRegion || s.Storage.TablePathScheme != SchemeS3A || s.Bronze != "s3a://lake/b" {
+		t.Fatalf("storage %+v bronze %s", s.Storage, s.Bronze)
+	}
+	for _, tc := range []struct {
+		storage string
+		fields  []string
+	}{
+		{`{"dynamo_table":"delta_log","dynamo_region":"Mars","table_path_scheme":"S3A"}`, []string{"storage.dynamo_region", "storage.table_path_scheme"}},
+		{`{"dynamo_table":"delta_log","table_path_scheme":"gs"}`, []string{"storage.table_path_scheme"}},
+		{`{"dynamo_region":"us-east-1","table_path_scheme":"s3a"}`, []string{"storage.dynamo_region", "storage.table_path_scheme"}},
+		{`{"region":"eu west"}`, []string{"storage.region"}},
+	} {
+		_, err := Parse([]byte(strings.Replace(minimal(), `"bronze"`, `"storage":`+tc.storage+`,"bronze"`, 1)))
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("%s: err = %v, want *ConfigError", tc.storage, err)
+		}
+		for _, f := range tc.fields {
+			if !ce.Has(f) {
+				t.Errorf("%s: no problem for %s in %v", tc.storage, f, ce)
+			}
+		}
+		if len(ce.Problems) != len(tc.fields) {
+			t.Errorf("%s: problems %v, want only %v", tc.storage, ce.Problems, tc.fields)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -203,12 +204,12 @@ func validateURL(ps *problems, field, v string, required bool) {
 	}
 	switch u.Scheme {
 	case "file":
-	case "s3":
+	case "s3", "s3a":
 		if u.Host == "" {
 			ps.add(field, "%q: no bucket", v)
 		}
 	default:
-		ps.add(field, "scheme %q: want s3://, file:// or a local path", u.Scheme)
+		ps.add(field, "scheme %q: want s3://, s3a://, file:// or a local path", u.Scheme)
 	}
 }
 
@@ -221,4 +222,26 @@ func (st Storage) validate(ps *problems) {
 			ps.add(f.name, "%q: want an http(s):// URL", f.v)
 		}
 	}
+	if st.DynamoRegion != "" && !regionName.MatchString(st.DynamoRegion) {
+		ps.add("storage.dynamo_region", "%q: want an AWS region name such as %s", st.DynamoRegion, SparkDynamoRegion)
+	}
+	if st.Region != "" && !regionName.MatchString(st.Region) {
+		ps.add("storage.region", "%q: want an AWS region name such as eu-west-1", st.Region)
+	}
+	switch st.TablePathScheme {
+	case "", SchemeS3, SchemeS3A, SchemeS3N:
+	default:
+		ps.add("storage.table_path_scheme", "%q: want %q, %q or %q (lower case), the scheme the Spark writers use", st.TablePathScheme, SchemeS3A, SchemeS3, SchemeS3N)
+	}
+	if st.DynamoTable == "" {
+		if st.DynamoRegion != "" {
+			ps.add("storage.dynamo_region", "has no effect without storage.dynamo_table (commits use S3 conditional puts): set dynamo_table or remove it")
+		}
+		if st.TablePathScheme != "" {
+			ps.add("storage.table_path_scheme", "has no effect without storage.dynamo_table (commits use S3 conditional puts): set dynamo_table or remove it")
+		}
+	}
 }
+
+// regionName is an AWS region's shape ("eu-west-1", "us-gov-west-1").
+var regionName = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)

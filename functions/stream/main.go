@@ -100,7 +100,8 @@ func openAWS(ctx context.Context, spec *config.Spec) (stream.Deps, func(), error
 		return deps, nil, err
 	}
 	loc := location.Config{Region: spec.Storage.Region, Endpoint: spec.Storage.S3Endpoint, PathStyle: spec.Storage.S3PathStyle,
-		DynamoTable: spec.Storage.DynamoTable, DynamoEndpoint: spec.Storage.DynamoEndpoint}
+		DynamoTable: spec.Storage.DynamoTable, DynamoEndpoint: spec.Storage.DynamoEndpoint,
+		DynamoRegion: spec.Storage.DynamoRegion, TablePathScheme: spec.Storage.TablePathScheme}
 	open := func(url string) (*deltalog.Table, error) {
 		st, ls, err := location.Open(ctx, url, loc)
 		if err != nil {

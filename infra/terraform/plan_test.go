@@ -124,6 +124,11 @@ func TestPolicyScopes(t *testing.T) {
 	if !e.local("uses_dynamo").True() {
 		t.Error("uses_dynamo false with storage.dynamo_table set")
 	}
+	// storage.dynamo_region (Spark's us-east-1 log table) is where the grant points.
+	spark := with(with(hclValue(t, minimalSpec), "storage.dynamo_table", cty.StringVal("delta_log")), "storage.dynamo_region", cty.StringVal("us-east-1"))
+	if got := tableEvaluator(t, map[string]cty.Value{"spec": spark}).local("dynamo_table_arn").AsString(); got != "arn:aws:dynamodb:us-east-1:123456789012:table/delta_log" {
+		t.Errorf("dynamo_table_arn with storage.dynamo_region: %s", got)
+	}
 	var secrets []string
 	for it := e.local("secret_arns").ElementIterator(); it.Next(); {
 		_, v := it.Element()

@@ -22,9 +22,10 @@ locals {
   }
   s3_buckets = toset([for p in values(local.s3_paths) : p.bucket])
 
-  # The Delta log table's items, in the region the spec names (or the provider's).
+  # The Delta log table's items, in the region the spec names for it (dynamo_region, else
+  # region, else the provider's), as core/connect opens it.
   dynamo_table     = coalesce(var.spec.storage.dynamo_table, "-")
-  dynamo_table_arn = "arn:${local.partition}:dynamodb:${coalesce(var.spec.storage.region, local.region)}:${local.account}:table/${local.dynamo_table}"
+  dynamo_table_arn = "arn:${local.partition}:dynamodb:${coalesce(var.spec.storage.dynamo_region, var.spec.storage.region, local.region)}:${local.account}:table/${local.dynamo_table}"
   uses_dynamo      = var.spec.storage.dynamo_table != null
 
   # Secrets Manager ARNs end in "-" and six random characters; a spec may give the ARN with

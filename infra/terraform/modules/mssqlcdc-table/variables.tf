@@ -53,11 +53,13 @@ variable "spec" {
     target_wave_seconds = optional(number)
     isolation           = optional(string)
     storage = optional(object({
-      region          = optional(string)
-      s3_endpoint     = optional(string)
-      s3_path_style   = optional(bool)
-      dynamo_table    = optional(string)
-      dynamo_endpoint = optional(string)
+      region            = optional(string)
+      s3_endpoint       = optional(string)
+      s3_path_style     = optional(bool)
+      dynamo_table      = optional(string)
+      dynamo_endpoint   = optional(string)
+      dynamo_region     = optional(string)
+      table_path_scheme = optional(string)
     }), {})
   })
 
@@ -178,6 +180,14 @@ variable "spec" {
   validation {
     condition     = var.spec.storage.region == null ? true : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", var.spec.storage.region))
     error_message = "spec.storage.region must be an AWS region name such as eu-west-1."
+  }
+  validation {
+    condition     = var.spec.storage.dynamo_region == null ? true : (var.spec.storage.dynamo_table != null && can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", var.spec.storage.dynamo_region)))
+    error_message = "spec.storage.dynamo_region must be an AWS region name such as us-east-1 (Spark's default for its log table), and needs spec.storage.dynamo_table."
+  }
+  validation {
+    condition     = var.spec.storage.table_path_scheme == null ? true : (var.spec.storage.dynamo_table != null && contains(["s3", "s3a", "s3n"], var.spec.storage.table_path_scheme))
+    error_message = "spec.storage.table_path_scheme must be s3, s3a or s3n (the scheme the Spark writers use), and needs spec.storage.dynamo_table."
   }
 }
 
