@@ -34,7 +34,10 @@
 //     a lost race (as above). When v cannot be read back, Commit returns
 //     *CommitUnknownError{Version: v}: the commit may or may not exist, and retrying the
 //     whole append with the same txn(appId, version) is safe — a landed commit makes the
-//     retry skipped. A committed version is never reported as failed.
+//     retry skipped. A committed version is never reported as failed. A refusal that
+//     wrote nothing and would recur (matching logstore.ErrRefused: DynamoDB entries left
+//     by a dropped table, a previous commit missing) is returned at once, wrapped, for an
+//     operator to act on.
 //   - Version 0 carries protocol and metaData. Each commit carries at most one metaData,
 //     one protocol, one txn per app id, and one add or remove per (path, DV id). mssqlcdc
 //     writes commitInfo first with isBlindAppend=true for appends.
