@@ -117,12 +117,10 @@ func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupRes
 	if cutoffCommit < 0 || cp == nil || cp.version <= 0 {
 		return res, nil
 	}
-	// The checkpoint that will be the oldest state must be readable.
-	if s, err := t.SnapshotAt(ctx, cp.version); err != nil || s.CheckpointVersion() != cp.version {
-		if err == nil {
-			err = fmt.Errorf("checkpoint %d is not readable", cp.version)
-		}
-		return res, fmt.Errorf("clean up log: %w", err)
+	// The checkpoint that will be the oldest state must be readable: read that checkpoint
+	// itself (SnapshotAt could start from an older _last_checkpoint hint instead).
+	if _, err := t.build(ctx, cp, cp.version, snap.Version()); err != nil {
+		return res, fmt.Errorf("clean up log: checkpoint %d is not readable: %w", cp.version, err)
 	}
 	res.Checkpoint = cp.version
 	slices.SortStableFunc(entries, func(a, b logEntry) int {
