@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
@@ -33,7 +34,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc bootstrap --spec FILE [--no-stream] [--sim]"}
 	}
-	spec, err := loadSpec(*specPath)
+	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer src.Close()
-	job, err := openSnapshotJob(ctx, spec, src)
+	job, err := connect.SnapshotJob(ctx, spec, src)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *noStream {
 		return nil
 	}
-	deps, err := openStreamDeps(ctx, spec, src)
+	deps, err := connect.StreamDeps(ctx, spec, src)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func setupBootstrapDemoSource(o demoOptions, out io.Writer) (*demoSource, error)
 // demoSnapshot runs the bootstrap's snapshot steps in-process while the workload writes,
 // and returns the snapshot's LSN: the stream starts after it.
 func demoSnapshot(ctx context.Context, spec *config.Spec, ds *demoSource, out io.Writer) (lsn.LSN, error) {
-	job, err := openSnapshotJob(ctx, spec, ds.db)
+	job, err := connect.SnapshotJob(ctx, spec, ds.db)
 	if err != nil {
 		return lsn.Zero, err
 	}

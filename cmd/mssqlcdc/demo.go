@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
@@ -177,7 +178,7 @@ func setupDemoSource(o demoOptions, out io.Writer) (*demoSource, error) {
 // runDemoPipeline runs the workload for o.Seconds while the stream runs invocation after
 // invocation, then drains. It returns the batches committed.
 func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *config.Spec, out io.Writer) (int, error) {
-	deps, err := openStreamDeps(ctx, spec, ds.db)
+	deps, err := connect.StreamDeps(ctx, spec, ds.db)
 	if err != nil {
 		return 0, err
 	}
@@ -264,8 +265,8 @@ func printBatch(out io.Writer, r stream.BatchReport) {
 func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSummary, error) {
 	st := ds.gen.Stats
 	sum := demoSummary{Transactions: st.Transactions, Inserts: st.Inserts, Updates: st.Updates, Deletes: st.Deletes, KeyUpdates: st.KeyUpdates}
-	cfg := locationConfig(spec)
-	bronzeT, err := openTable(ctx, spec.Bronze, cfg)
+	cfg := connect.Location(spec)
+	bronzeT, err := connect.Table(ctx, spec.Bronze, cfg)
 	if err != nil {
 		return sum, err
 	}
@@ -295,7 +296,7 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	if sum.SourceChanges, err = countChanges(ctx, ds.db, "dbo_orders", ds.snapshot); err != nil {
 		return sum, err
 	}
-	factsT, err := openTable(ctx, spec.FactsTable, cfg)
+	factsT, err := connect.Table(ctx, spec.FactsTable, cfg)
 	if err != nil {
 		return sum, err
 	}

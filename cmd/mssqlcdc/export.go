@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
@@ -37,7 +38,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &usageError{msg: "--snapshot-lsn: " + err.Error()}
 		}
 	}
-	spec, err := loadSpec(*specPath)
+	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
 		return err
 	}
@@ -46,11 +47,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer src.Close()
-	job, err := openSnapshotJob(ctx, spec, src)
+	job, err := connect.SnapshotJob(ctx, spec, src)
 	if err != nil {
 		return err
 	}
-	dst, _, err := location.Open(ctx, *to, locationConfig(spec))
+	dst, _, err := location.Open(ctx, *to, connect.Location(spec))
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
@@ -57,17 +57,13 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if (*serve && fs.NArg() != 0) || (!*serve && fs.NArg() != 1) {
 		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]"}
 	}
-	var data []byte
+	var spec *config.Spec
 	var err error
 	if *specPath != "" {
-		data, err = os.ReadFile(*specPath)
+		spec, err = connect.SpecFile(*specPath)
 	} else {
-		data = []byte(os.Getenv("MSSQLCDC_SPEC"))
+		spec, err = connect.SpecFromEnv(os.Getenv)
 	}
-	if err != nil {
-		return fmt.Errorf("read spec: %w", err)
-	}
-	spec, err := config.Parse(data)
 	if err != nil {
 		return err
 	}
@@ -119,7 +115,7 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (an
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, &snapshot.EventError{Reason: "not a snapshot event: " + err.Error()}
 		}
-		job, err := openSnapshotJob(ctx, inv.spec, inv.src)
+		job, err := connect.SnapshotJob(ctx, inv.spec, inv.src)
 		if err != nil {
 			return nil, snapshot.Named(err)
 		}
@@ -129,48 +125,29 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (an
 			MaxSeconds *float64 `json:"max_seconds"`
 			MaxBatches int      `json:"max_batches"`
 		}
-		_ = json.Unmarshal(raw, &ev) // every field optional, as the Lambda's
+		if err := json.Unmarshal(raw, &ev); err != nil { // every field optional, as the Lambda's
+			return nil, &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + err.Error()}}}
+		}
 		spec := *inv.spec
 		if ev.MaxSeconds != nil {
 			spec.MaxSeconds = *ev.MaxSeconds
+			if err := spec.Validate(); err != nil {
+				return nil, stream.Named(err)
+			}
 		}
-		deps, err := openStreamDeps(ctx, &spec, inv.src)
+		deps, err := connect.StreamDeps(ctx, &spec, inv.src)
 		if err != nil {
-			return nil, err
+			return nil, stream.Named(err)
 		}
 		res, err := stream.Run(ctx, &spec, deps, stream.Options{MaxBatches: ev.MaxBatches, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 		if err != nil {
-			return nil, namedStreamError(err)
+			return nil, stream.Named(err)
 		}
 		return res, nil
 	case "_verify":
 		return inv.verify(ctx)
 	}
 	return nil, &usageError{msg: fmt.Sprintf("unknown function %q (snapshot, stream)", function)}
-}
-
-// namedStreamError unwraps the stream's typed errors as functions/stream does.
-func namedStreamError(err error) error {
-	var (
-		dl *stream.DataLossError
-		su *stream.SourceUnavailableError
-		ns *stream.NoSnapshotError
-		ce *config.ConfigError
-		cs *checkpoint.ConcurrentStreamError
-	)
-	switch {
-	case errors.As(err, &dl):
-		return dl
-	case errors.As(err, &su):
-		return su
-	case errors.As(err, &ns):
-		return ns
-	case errors.As(err, &ce):
-		return ce
-	case errors.As(err, &cs):
-		return cs
-	}
-	return err
 }
 
 // verify (only with --sim) rebuilds bronze and compares it with the simulated table, as

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 )
 
 func init() {
@@ -32,30 +33,11 @@ func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer)
 		}
 		return ds.db, ds, nil
 	}
-	db, err := openSQLServer(ctx, spec)
+	db, err := connect.SQLServer(ctx, spec, os.Getenv, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	return db, nil, nil
-}
-
-// openSnapshotJob opens the spec's bronze, facts and checkpoint around src.
-func openSnapshotJob(ctx context.Context, spec *config.Spec, src source.Source) (*snapshot.Job, error) {
-	cfg := locationConfig(spec)
-	var t snapshot.Tables
-	var err error
-	if t.Bronze, err = openTable(ctx, spec.Bronze, cfg); err != nil {
-		return nil, err
-	}
-	if spec.FactsTable != "" {
-		if t.Facts, err = openTable(ctx, spec.FactsTable, cfg); err != nil {
-			return nil, err
-		}
-	}
-	if t.Checkpoint, _, err = location.Open(ctx, spec.Checkpoint, cfg); err != nil {
-		return nil, err
-	}
-	return snapshot.FromSpec(spec, src, t), nil
 }
 
 func printOffset(out io.Writer, o snapshot.Offset) {
@@ -74,7 +56,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc snapshot --spec FILE [--resnapshot] [--sim]"}
 	}
-	spec, err := loadSpec(*specPath)
+	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
 		return err
 	}
@@ -83,7 +65,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer src.Close()
-	job, err := openSnapshotJob(ctx, spec, src)
+	job, err := connect.SnapshotJob(ctx, spec, src)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
 func writeSimSpec(t *testing.T) string {
@@ -89,5 +91,45 @@ func TestInvokeNamesErrors(t *testing.T) {
 	}
 	if o, ok := out.(snapshot.OpenResult); !ok || o.Status != snapshot.Opened {
 		t.Fatalf("open: %+v", out)
+	}
+}
+
+// `invoke stream` names errors as the stream Lambda does (stream.Named): an event's
+// invalid override or malformed JSON is a ConfigError (the CLI used to ignore both and run),
+// and a type change of a captured column reaches the caller as SchemaChangedError.
+func TestInvokeStreamNamesErrors(t *testing.T) {
+	spec, err := connect.SpecFile(writeSimSpec(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var errOut bytes.Buffer
+	src, ds, err := openSource(ctx, spec, true, &errOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	job, err := connect.SnapshotJob(ctx, spec, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	inv := &invoker{spec: spec, src: src, ds: ds}
+	for _, c := range []struct{ event, want string }{{`{"max_seconds":-1}`, "ConfigError"}, {`[1]`, "ConfigError"}} {
+		if _, err := inv.invoke(ctx, "stream", []byte(c.event)); err == nil || failureOf(err).ErrorType != c.want {
+			t.Errorf("stream %s: %v, want %s", c.event, err, c.want)
+		}
+	}
+	if _, err := ds.db.AlterColumn("orders", source.Column{Name: "amount", DataType: "decimal", Precision: 20, Scale: 4, Nullable: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.gen.Step(5); err != nil {
+		t.Fatal(err)
+	}
+	_, err = inv.invoke(ctx, "stream", []byte(`{}`))
+	if err == nil || failureOf(err).ErrorType != "SchemaChangedError" {
+		t.Fatalf("stream after ALTER COLUMN: %T %v, want errorType SchemaChangedError", err, err)
 	}
 }

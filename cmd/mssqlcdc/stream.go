@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
 )
@@ -37,7 +39,7 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *specPath == "" || fs.NArg() > 0 || *maxSeconds < 0 {
 		return &usageError{msg: "usage: mssqlcdc stream --spec FILE [--available-now] [--max-seconds N] [--sim]"}
 	}
-	spec, err := loadSpec(*specPath)
+	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
 		return err
 	}
@@ -56,14 +58,14 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		src = ds.db
 	} else {
-		db, err := openSQLServer(ctx, spec)
+		db, err := connect.SQLServer(ctx, spec, os.Getenv, nil)
 		if err != nil {
 			return err
 		}
 		src = db
 	}
 	defer src.Close()
-	deps, err := openStreamDeps(ctx, spec, src)
+	deps, err := connect.StreamDeps(ctx, spec, src)
 	if err != nil {
 		return err
 	}

@@ -14,14 +14,22 @@ type Opener func(ctx context.Context, spec *config.Spec) (job *snapshot.Job, clo
 // Handler runs one step of a full snapshot for one table spec.
 type Handler struct {
 	Spec *config.Spec
-	Open Opener
-	Log  *slog.Logger
+	// SpecErr is why the spec in the environment did not parse: every invocation fails
+	// with it, named (a ConfigError), rather than the process exiting, which Step Functions
+	// would see as Runtime.ExitError.
+	SpecErr error
+	Open    Opener
+	Log     *slog.Logger
 }
 
 // Handle decodes nothing itself (aws-lambda-go does): it opens the job, runs the step
 // the event names (snapshot.Job.Handle) and returns its output or the named error
 // (snapshot.Named) Step Functions matches.
 func (h *Handler) Handle(ctx context.Context, ev snapshot.Event) (any, error) {
+	if h.SpecErr != nil {
+		h.Log.Error("invalid table spec", "step", ev.Step, "err", h.SpecErr.Error())
+		return nil, snapshot.Named(h.SpecErr)
+	}
 	job, closeJob, err := h.Open(ctx, h.Spec)
 	if err != nil {
 		return nil, snapshot.Named(err)

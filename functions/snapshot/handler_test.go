@@ -147,6 +147,10 @@ func TestErrorsAreNamed(t *testing.T) {
 	if got := errorType(err); got != "TransientError" {
 		t.Errorf("transient fault: errorType %s (%v)", got, err)
 	}
+	bad := &Handler{SpecErr: &config.ConfigError{Problems: []config.Problem{{Field: "(document)", Reason: "empty"}}}, Log: h.Log}
+	if _, err := bad.Handle(context.Background(), snapshot.Event{Step: "open"}); errorType(err) != "ConfigError" {
+		t.Errorf("invalid spec: errorType %s (%v), want ConfigError", errorType(err), err)
+	}
 	h.Spec.Source.CaptureInstance = "nope"
 	_, err = h.Handle(context.Background(), snapshot.Event{Step: "open"})
 	if got := errorType(err); got != "CaptureInstanceNotFoundError" {

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
-	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
 )
@@ -34,7 +32,11 @@ type Opener func(ctx context.Context, spec *config.Spec) (deps stream.Deps, clos
 // Handler runs the stream for one table spec.
 type Handler struct {
 	Spec *config.Spec
-	Open Opener
+	// SpecErr is why the spec in the environment did not parse: every invocation fails
+	// with it, named (a ConfigError), rather than the process exiting, which Step Functions
+	// would see as Runtime.ExitError.
+	SpecErr error
+	Open    Opener
 	// Log receives the structured JSON log lines; Metrics the CloudWatch Embedded Metric
 	// Format lines (stdout in Lambda).
 	Log     *slog.Logger
@@ -44,18 +46,22 @@ type Handler struct {
 }
 
 // Handle decodes nothing itself (aws-lambda-go does), runs core/stream and maps errors to
-// the named types Step Functions matches (see mapError).
+// the named types Step Functions matches (stream.Named).
 func (h *Handler) Handle(ctx context.Context, ev Event) (Output, error) {
+	if h.SpecErr != nil {
+		h.Log.Error("invalid table spec", "err", h.SpecErr.Error())
+		return Output{}, stream.Named(h.SpecErr)
+	}
 	spec := *h.Spec
 	if ev.MaxSeconds != nil {
 		spec.MaxSeconds = *ev.MaxSeconds
 		if err := spec.Validate(); err != nil {
-			return Output{}, mapError(err)
+			return Output{}, stream.Named(err)
 		}
 	}
 	deps, closeDeps, err := h.Open(ctx, &spec)
 	if err != nil {
-		return Output{}, mapError(err)
+		return Output{}, stream.Named(err)
 	}
 	defer closeDeps()
 	opts := stream.Options{MaxBatches: ev.MaxBatches, Logger: h.Log, Now: h.Now,
@@ -63,48 +69,11 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Output, error) {
 	res, err := stream.Run(ctx, &spec, deps, opts)
 	if err != nil {
 		h.Log.Error("stream failed", "app_id", spec.AppID, "batches", res.Batches, "offset", res.Offset.String(), "err", err.Error())
-		return res, mapError(err)
+		return res, stream.Named(err)
 	}
 	h.Log.Info("stream invocation done", "app_id", spec.AppID, "caught_up", res.CaughtUp, "batches", res.Batches,
 		"rows", res.Rows, "offset_lsn", res.Offset.LSN.String())
 	return res, nil
-}
-
-// mapError returns the typed error value itself for every error Step Functions tells
-// apart: aws-lambda-go reports the outermost value's type name as errorType, so a wrap
-// would hide it (STYLE.md practice 6). Names matched in statemachine/: DataLossError,
-// SchemaChangedError, ConfigError, SourceUnavailableError, ConcurrentStreamError,
-// NoSnapshotError.
-func mapError(err error) error {
-	var (
-		dl  *stream.DataLossError
-		sc  *stream.SchemaChangedError
-		su  *stream.SourceUnavailableError
-		ce  *config.ConfigError
-		cs  *checkpoint.ConcurrentStreamError
-		ns  *stream.NoSnapshotError
-		rw  *stream.CheckpointRewoundError
-		mis *checkpoint.AppIDMismatchError
-	)
-	switch {
-	case errors.As(err, &dl):
-		return dl
-	case errors.As(err, &sc):
-		return sc
-	case errors.As(err, &su):
-		return su
-	case errors.As(err, &ce):
-		return ce
-	case errors.As(err, &cs):
-		return cs
-	case errors.As(err, &ns):
-		return ns
-	case errors.As(err, &rw):
-		return &config.ConfigError{Problems: []config.Problem{{Field: "checkpoint", Reason: rw.Error()}}}
-	case errors.As(err, &mis):
-		return &config.ConfigError{Problems: []config.Problem{{Field: "checkpoint", Reason: mis.Error()}}}
-	}
-	return err
 }
 
 // emitMetrics writes one CloudWatch Embedded Metric Format line per batch: rows, bytes,

@@ -17,11 +17,10 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -37,23 +36,32 @@ func lambdaErrorType(err error) string {
 	return t.Name()
 }
 
+// The handler returns the named error itself however the core wrapped it, and a spec that
+// did not parse fails every invocation as ConfigError (the names statemachine/ matches;
+// stream.Named's own test covers each name).
 func TestErrorNamesSeenByStepFunctions(t *testing.T) {
 	cases := map[string]error{
 		"DataLossError":          &stream.DataLossError{CaptureInstance: "dbo_t"},
 		"SchemaChangedError":     &stream.SchemaChangedError{Column: "c"},
 		"SourceUnavailableError": &stream.SourceUnavailableError{Op: "max_lsn", Err: errors.New("dial")},
-		"ConfigError":            &config.ConfigError{Problems: []config.Problem{{Field: "app_id", Reason: "required"}}},
 		"ConcurrentStreamError":  &checkpoint.ConcurrentStreamError{Key: "offsets/1.json"},
-		"NoSnapshotError":        &stream.NoSnapshotError{AppID: "a"},
+		"ConfigError":            &stream.CheckpointRewoundError{AppID: "a"},
 	}
+	spec := &config.Spec{AppID: "a"}
 	for want, typed := range cases {
-		got := mapError(fmt.Errorf("run stream: %w", typed))
-		if name := lambdaErrorType(got); name != want {
+		h := &Handler{Spec: spec, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
+			Open: func(context.Context, *config.Spec) (stream.Deps, func(), error) {
+				return stream.Deps{}, nil, fmt.Errorf("open: %w", typed)
+			}}
+		_, err := h.Handle(context.Background(), Event{})
+		if name := lambdaErrorType(err); name != want {
 			t.Errorf("%T wrapped: errorType %q, want %q", typed, name, want)
 		}
 	}
-	if name := lambdaErrorType(mapError(&stream.CheckpointRewoundError{AppID: "a"})); name != "ConfigError" {
-		t.Errorf("rewound checkpoint: %q", name)
+	h := &Handler{SpecErr: &config.ConfigError{Problems: []config.Problem{{Field: "app_id", Reason: "required"}}},
+		Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
+	if _, err := h.Handle(context.Background(), Event{}); lambdaErrorType(err) != "ConfigError" {
+		t.Errorf("invalid spec: %T %v", err, err)
 	}
 }
 
@@ -90,19 +98,8 @@ func fixture(t *testing.T) (*Handler, *cdcsim.DB, *bytes.Buffer) {
 	metrics := &bytes.Buffer{}
 	h := &Handler{Spec: spec, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Metrics: metrics, Now: db.Now,
 		Open: func(ctx context.Context, s *config.Spec) (stream.Deps, func(), error) {
-			open := func(url string) *deltalog.Table {
-				st, ls, err := location.Open(ctx, url, location.Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return deltalog.Open(st, ls, deltalog.Options{})
-			}
-			cp, _, err := location.Open(ctx, s.Checkpoint, location.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return stream.Deps{Source: db, Bronze: open(s.Bronze), Facts: open(s.FactsTable),
-				Checkpoint: checkpoint.New(cp, s.AppID)}, func() {}, nil
+			deps, err := connect.StreamDeps(ctx, s, db)
+			return deps, func() {}, err
 		}}
 	return h, db, metrics
 }

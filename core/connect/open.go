@@ -1,0 +1,117 @@
+package connect
+
+import (
+	"context"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/mssql"
+	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// SQLServer opens the spec's SQL Server: its DSN with the password Password resolves (nil
+// secrets: Secrets Manager from the default AWS chain). The caller closes it.
+func SQLServer(ctx context.Context, spec *config.Spec, getenv func(string) string, secrets config.SecretGetter) (*mssql.DB, error) {
+	pw, err := Password(ctx, spec, getenv, secrets)
+	if err != nil {
+		return nil, err
+	}
+	dsn, err := spec.Source.ConnString(pw)
+	if err != nil {
+		return nil, err
+	}
+	return mssql.Open(mssql.Options{DSN: dsn, SourceTimeZone: spec.Options.SourceTimeZone})
+}
+
+// Location is how the spec's table URLs are opened (config.Storage → location.Config).
+func Location(spec *config.Spec) location.Config {
+	st := spec.Storage
+	return location.Config{Region: st.Region, Endpoint: st.S3Endpoint, PathStyle: st.S3PathStyle,
+		DynamoTable: st.DynamoTable, DynamoRegion: st.DynamoRegion, DynamoEndpoint: st.DynamoEndpoint,
+		TablePathScheme: st.TablePathScheme}
+}
+
+// Table opens the Delta table at url.
+func Table(ctx context.Context, url string, cfg location.Config) (*deltalog.Table, error) {
+	st, ls, err := location.Open(ctx, url, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return deltalog.Open(st, ls, deltalog.Options{}), nil
+}
+
+// Tables are the spec's bronze and facts tables and its checkpoint prefix.
+type Tables struct {
+	Bronze *deltalog.Table
+	// Facts is nil when the spec names no facts table.
+	Facts      *deltalog.Table
+	Checkpoint storage.Store
+}
+
+// OpenTables opens the spec's tables (no network I/O: location.Open makes clients only).
+func OpenTables(ctx context.Context, spec *config.Spec) (Tables, error) {
+	cfg := Location(spec)
+	var t Tables
+	var err error
+	if t.Bronze, err = Table(ctx, spec.Bronze, cfg); err != nil {
+		return Tables{}, err
+	}
+	if spec.FactsTable != "" {
+		if t.Facts, err = Table(ctx, spec.FactsTable, cfg); err != nil {
+			return Tables{}, err
+		}
+	}
+	if t.Checkpoint, _, err = location.Open(ctx, spec.Checkpoint, cfg); err != nil {
+		return Tables{}, err
+	}
+	return t, nil
+}
+
+// StreamDeps are the stream's connections for spec around src.
+func StreamDeps(ctx context.Context, spec *config.Spec, src source.Source) (stream.Deps, error) {
+	t, err := OpenTables(ctx, spec)
+	if err != nil {
+		return stream.Deps{}, err
+	}
+	return stream.Deps{Source: src, Bronze: t.Bronze, Facts: t.Facts, Checkpoint: checkpoint.New(t.Checkpoint, spec.AppID)}, nil
+}
+
+// SnapshotJob is the full snapshot job of spec around src (snapshot.FromSpec).
+func SnapshotJob(ctx context.Context, spec *config.Spec, src source.Source) (*snapshot.Job, error) {
+	t, err := OpenTables(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.FromSpec(spec, src, snapshot.Tables{Bronze: t.Bronze, Facts: t.Facts, Checkpoint: t.Checkpoint}), nil
+}
+
+// Stream opens SQL Server and the stream's tables for spec; close closes the source.
+func Stream(ctx context.Context, spec *config.Spec, getenv func(string) string) (deps stream.Deps, close func(), err error) {
+	src, err := SQLServer(ctx, spec, getenv, nil)
+	if err != nil {
+		return stream.Deps{}, nil, err
+	}
+	if deps, err = StreamDeps(ctx, spec, src); err != nil {
+		src.Close()
+		return stream.Deps{}, nil, err
+	}
+	return deps, func() { src.Close() }, nil
+}
+
+// Snapshot opens SQL Server and the snapshot job of spec; close closes the source.
+func Snapshot(ctx context.Context, spec *config.Spec, getenv func(string) string) (job *snapshot.Job, close func(), err error) {
+	src, err := SQLServer(ctx, spec, getenv, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if job, err = SnapshotJob(ctx, spec, src); err != nil {
+		src.Close()
+		return nil, nil, err
+	}
+	return job, func() { src.Close() }, nil
+}
