@@ -34,21 +34,13 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc bootstrap --spec FILE [--no-stream] [--sim]"}
 	}
-	spec, err := connect.SpecFile(*specPath)
-	if err != nil {
-		return err
-	}
-	if !spec.Bootstrap {
-		return &config.ConfigError{Problems: []config.Problem{{Field: "bootstrap", Reason: "mssqlcdc bootstrap needs bootstrap: true in the spec (the stream then starts at the snapshot)"}}}
-	}
-	src, _, err := openSource(ctx, spec, *sim, stderr)
+	spec, src, job, err := openJob(ctx, *specPath, *sim, stderr)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	job, err := connect.SnapshotJob(ctx, spec, src)
-	if err != nil {
-		return err
+	if !spec.Bootstrap {
+		return &config.ConfigError{Problems: []config.Problem{{Field: "bootstrap", Reason: "mssqlcdc bootstrap needs bootstrap: true in the spec (the stream then starts at the snapshot); use mssqlcdc snapshot for a snapshot alone"}}}
 	}
 	off, err := job.Run(ctx)
 	if err != nil {

@@ -38,19 +38,11 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &usageError{msg: "--snapshot-lsn: " + err.Error()}
 		}
 	}
-	spec, err := connect.SpecFile(*specPath)
-	if err != nil {
-		return err
-	}
-	src, _, err := openSource(ctx, spec, *sim, stderr)
+	spec, src, job, err := openJob(ctx, *specPath, *sim, stderr)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	job, err := connect.SnapshotJob(ctx, spec, src)
-	if err != nil {
-		return err
-	}
 	dst, _, err := location.Open(ctx, *to, connect.Location(spec))
 	if err != nil {
 		return err

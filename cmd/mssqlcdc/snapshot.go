@@ -40,6 +40,22 @@ func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer)
 	return db, nil, nil
 }
 
+// openJob loads the spec file at path, opens its SQL Server (or with sim the demo's
+// simulated database) and the snapshot job around it. The caller closes src.
+func openJob(ctx context.Context, path string, sim bool, out io.Writer) (spec *config.Spec, src source.Source, job *snapshot.Job, err error) {
+	if spec, err = connect.SpecFile(path); err != nil {
+		return nil, nil, nil, err
+	}
+	if src, _, err = openSource(ctx, spec, sim, out); err != nil {
+		return nil, nil, nil, err
+	}
+	if job, err = connect.SnapshotJob(ctx, spec, src); err != nil {
+		src.Close()
+		return nil, nil, nil, err
+	}
+	return spec, src, job, nil
+}
+
 func printOffset(out io.Writer, o snapshot.Offset) {
 	b, _ := json.Marshal(o)
 	fmt.Fprintln(out, string(b))
@@ -56,19 +72,11 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc snapshot --spec FILE [--resnapshot] [--sim]"}
 	}
-	spec, err := connect.SpecFile(*specPath)
-	if err != nil {
-		return err
-	}
-	src, _, err := openSource(ctx, spec, *sim, stderr)
+	_, src, job, err := openJob(ctx, *specPath, *sim, stderr)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	job, err := connect.SnapshotJob(ctx, spec, src)
-	if err != nil {
-		return err
-	}
 	// snapshot(target): no facts rows of its own, and no checkpoint to resume from: its
 	// offset starts a new checkpoint (seed "A snapshot without the stream").
 	job.Standalone, job.Resnapshot, job.Checkpoint = true, *resnapshot, nil
