@@ -288,7 +288,7 @@ func appendTxn(s *array.StructBuilder, t *Txn) {
 func appendAdd(s *array.StructBuilder, a *Add) {
 	s.Append(true)
 	s.FieldBuilder(0).(*array.StringBuilder).Append(a.Path)
-	appendStrMap(s.FieldBuilder(1), a.PartitionValues, true)
+	appendPartitionValues(s.FieldBuilder(1), a.PartitionValues, true)
 	s.FieldBuilder(2).(*array.Int64Builder).Append(a.Size)
 	s.FieldBuilder(3).(*array.Int64Builder).Append(a.ModificationTime)
 	s.FieldBuilder(4).(*array.BooleanBuilder).Append(a.DataChange)
@@ -310,7 +310,7 @@ func appendRemove(s *array.StructBuilder, r *Remove) {
 	} else {
 		s.FieldBuilder(3).AppendNull()
 	}
-	appendStrMap(s.FieldBuilder(4), r.PartitionValues, false)
+	appendPartitionValues(s.FieldBuilder(4), r.PartitionValues, false)
 	appendI64p(s.FieldBuilder(5), r.Size)
 	appendDV(s.FieldBuilder(6), r.DeletionVector)
 	appendI64p(s.FieldBuilder(7), r.BaseRowID)
@@ -395,10 +395,20 @@ func appendI64p(b array.Builder, v *int64) {
 	b.(*array.Int64Builder).Append(*v)
 }
 
-// appendStrMap writes m with sorted keys; an empty value is written as null (PROTOCOL.md
-// § Partition Value Serialization: empty means null). A nil map is null unless required,
-// in which case it is an empty map.
+// appendStrMap writes m with sorted keys. A nil map is null unless required, in which case
+// it is an empty map.
 func appendStrMap(b array.Builder, m map[string]string, required bool) {
+	appendMap(b, m, required, false)
+}
+
+// appendPartitionValues writes partition values: as appendStrMap, except that an empty
+// value is written as null (PROTOCOL.md § Partition Value Serialization: the empty string
+// means null). Other string maps (configuration, options, tags) keep empty strings.
+func appendPartitionValues(b array.Builder, m map[string]string, required bool) {
+	appendMap(b, m, required, true)
+}
+
+func appendMap(b array.Builder, m map[string]string, required, emptyIsNull bool) {
 	mb := b.(*array.MapBuilder)
 	if m == nil && !required {
 		mb.AppendNull()
@@ -409,7 +419,7 @@ func appendStrMap(b array.Builder, m map[string]string, required bool) {
 	ib := mb.ItemBuilder().(*array.StringBuilder)
 	for _, k := range sortedKeys(m) {
 		kb.Append(k)
-		if v := m[k]; v == "" {
+		if v := m[k]; v == "" && emptyIsNull {
 			ib.AppendNull()
 		} else {
 			ib.Append(v)
