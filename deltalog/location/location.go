@@ -1,6 +1,7 @@
 // Package location opens a table URL as the storage.Store and logstore.LogStore under it:
 //
-//	/data/lake/orders, ./orders, file:///data/lake/orders  → local disk (localstore + localfs)
+//	/data/lake/orders, ./orders, file:///data/lake/orders,
+//	file:/data/lake/orders (Hadoop's form)                  → local disk (localstore + localfs)
 //	s3://bucket/prefix (or s3a://)                          → S3 (s3store), committing through
 //	                                                          DynamoDB (logstore/dynamo) when
 //	                                                          Config.DynamoTable is set, else by
@@ -72,8 +73,17 @@ func (e *UnsupportedSchemeError) Error() string {
 func Open(ctx context.Context, rawURL string, cfg Config) (storage.Store, logstore.LogStore, error) {
 	scheme, _, hasScheme := strings.Cut(rawURL, "://")
 	if !hasScheme {
-		if strings.HasPrefix(rawURL, "file:") {
-			return nil, nil, fmt.Errorf("location: %s: want file:///absolute/path", rawURL)
+		if rest, ok := strings.CutPrefix(rawURL, "file:"); ok {
+			// Hadoop's form of a local path, as Spark prints table locations:
+			// file:/abs/path. Anything else after "file:" is not absolute.
+			if !strings.HasPrefix(rest, "/") {
+				return nil, nil, fmt.Errorf("location: %s: want file:///absolute/path or file:/absolute/path", rawURL)
+			}
+			u, err := url.Parse(rawURL)
+			if err != nil {
+				return nil, nil, fmt.Errorf("location: parse %s: %w", rawURL, err)
+			}
+			return openLocal(filepath.FromSlash(u.Path))
 		}
 		return openLocal(rawURL)
 	}
