@@ -70,14 +70,17 @@ func (e *SourceUnavailableError) Error() string {
 
 func (e *SourceUnavailableError) Unwrap() error { return e.Err }
 
-// NoSnapshotError: bootstrap=true, the checkpoint is fresh and the facts table holds no
-// snapshot of this app_id to start from: run the bootstrap (or backfill) machine first.
+// NoSnapshotError: bootstrap=true, the checkpoint is fresh, and neither the facts table
+// (bootstrap/resnapshot rows, an open chunked snapshot of this app_id) nor bronze
+// (operation-0 rows of the table) holds a snapshot to start from: run the bootstrap
+// machine (or `mssqlcdc bootstrap`) first.
 type NoSnapshotError struct {
 	AppID string
 }
 
 func (e *NoSnapshotError) Error() string {
-	return fmt.Sprintf("app_id %s: bootstrap=true and no snapshot found in the facts table: run the bootstrap machine (or mssqlcdc snapshot) before the stream", e.AppID)
+	return fmt.Sprintf("app_id %s: bootstrap=true and no snapshot to start from, neither in the facts table nor in bronze (operation-0 rows): "+
+		"run the bootstrap state machine (or mssqlcdc bootstrap --spec FILE) before the stream, or drop bootstrap and set startingLsn", e.AppID)
 }
 
 // CheckpointRewoundError: the facts table already holds a batch of this app_id at or

@@ -43,6 +43,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
@@ -309,7 +310,10 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 
 // bootstrapOffset is where a fresh checkpoint with bootstrap=true starts: the newest
 // snapshot of this app_id in the facts table (a bootstrap/resnapshot row's LSN), or an
-// open chunked snapshot's S (the stream starts at S at once, DESIGN.md §6.3).
+// open chunked snapshot's S (the stream starts at S at once, DESIGN.md §6.3). Without
+// either, the newest whole snapshot in bronze (operation-0 rows under any capture instance
+// of the table, names ignoring case: seed "How it behaves"), which is where a snapshot
+// taken alone (snapshot(target), writing no facts rows) is found.
 func (r *run) bootstrapOffset(ctx context.Context) (checkpoint.Offset, error) {
 	snap, err := r.deps.Facts.Snapshot(ctx)
 	if err != nil {
@@ -330,7 +334,18 @@ func (r *run) bootstrapOffset(ctx context.Context) (checkpoint.Offset, error) {
 		}
 	}
 	if !found {
-		return checkpoint.Offset{}, &NoSnapshotError{AppID: r.spec.AppID}
+		job := &snapshot.Job{CaptureInstance: r.spec.Source.CaptureInstance, Source: r.src,
+			Bronze: &snapshot.DeltaBronze{Table: r.deps.Bronze}}
+		off, ok, err := job.Find(ctx)
+		if err != nil {
+			return checkpoint.Offset{}, err
+		}
+		if !ok {
+			return checkpoint.Offset{}, &NoSnapshotError{AppID: r.spec.AppID}
+		}
+		if start, err = lsn.Parse(off.LSN); err != nil {
+			return checkpoint.Offset{}, fmt.Errorf("snapshot LSN in bronze: %w", err)
+		}
 	}
 	return r.offsetAt(ctx, start)
 }
