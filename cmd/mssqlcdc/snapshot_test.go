@@ -12,6 +12,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/connect"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
@@ -131,5 +132,35 @@ func TestInvokeStreamNamesErrors(t *testing.T) {
 	_, err = inv.invoke(ctx, "stream", []byte(`{}`))
 	if err == nil || failureOf(err).ErrorType != "SchemaChangedError" {
 		t.Fatalf("stream after ALTER COLUMN: %T %v, want errorType SchemaChangedError", err, err)
+	}
+}
+
+// `mssqlcdc export` prints the LSN its rows are stamped with, the given one when
+// --snapshot-lsn names it, and refuses a stamp above max_lsn.
+func TestExportPrintsItsStamp(t *testing.T) {
+	spec := writeSimSpec(t)
+	to := t.TempDir()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", to}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	stamp := strings.TrimSpace(out.String())
+	if _, err := lsn.Parse(stamp); err != nil || !strings.Contains(errOut.String(), "exported 10000 rows") {
+		t.Fatalf("stdout %q stderr %q: want the stamp's LSN and the row count", stamp, errOut.String())
+	}
+	entries, err := os.ReadDir(to)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("no files in %s: %v", to, err)
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", t.TempDir(), "--snapshot-lsn", stamp}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if got := strings.TrimSpace(out.String()); got != stamp {
+		t.Fatalf("--snapshot-lsn %s printed %q", stamp, got)
+	}
+	errOut.Reset()
+	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", t.TempDir(), "--snapshot-lsn", "0x7FFFFFFF000000010001"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "above the source's current max_lsn") {
+		t.Fatalf("a stamp from the future: exit %d, stderr %q", code, errOut.String())
 	}
 }

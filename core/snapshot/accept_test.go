@@ -443,3 +443,47 @@ func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
 }
 
 func reflectName(err error) string { return fmt.Sprintf("%T", err) }
+
+// The spec's snapshotLsn stamps an export as it stamps a snapshot (seed: "The snapshotLsn
+// option stamps an LSN you recorded yourself instead"); a stamp above the source's max_lsn
+// was not recorded before the read and is refused, by name, for export and open alike.
+func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
+	e := newEnv(t, keyCases[0], 12)
+	ctx := context.Background()
+	dst, err := localstore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := e.job()
+	first, err := job.Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := lsn.MustParse(first.Snapshot.LSN)
+	e.db.Advance(time.Second)
+	if _, err := e.db.Exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("t", keyCases[0].row(13)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	job.SnapshotLSN = recorded // recorded before this export's read; max_lsn has moved since
+	res, err := job.Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Snapshot.LSN != recorded.String() || res.Rows != 13 {
+		t.Fatalf("export %+v (%d rows), want the spec's stamp %s and 13 rows", res.Snapshot, res.Rows, recorded)
+	}
+	ahead := lsn.MustParse("0x7FFFFFFF000000010001")
+	job.SnapshotLSN = ahead
+	_, err = job.Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	var sa *snapshot.StampAheadError
+	if !errors.As(err, &sa) || sa.Given != ahead {
+		t.Fatalf("export with a stamp ahead of max_lsn: %v", err)
+	}
+	_, err = job.Open(ctx)
+	if !errors.As(err, &sa) || reflectName(snapshot.Named(fmt.Errorf("open: %w", err))) != "*snapshot.StampAheadError" {
+		t.Fatalf("open with a stamp ahead of max_lsn: %v", err)
+	}
+	if rows := e.factsRows(); len(rows) != 0 {
+		t.Fatalf("a refused open wrote facts rows: %+v", rows)
+	}
+}

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"fmt"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
 // ModeLockError: the stream has an open snapshot of the other mode (seed "One mode per
@@ -57,4 +59,17 @@ type NoLSNError struct {
 
 func (e *NoLSNError) Error() string {
 	return fmt.Sprintf("capture instance %s: no max_lsn and no start_lsn yet; retry once the capture job has run", e.CaptureInstance)
+}
+
+// StampAheadError: a given snapshot LSN (snapshotLsn, export --snapshot-lsn) is above the
+// LSN a stamp would record now, so it was not recorded on this server before the read:
+// the commits between Now and Given would be missing from the snapshot and skipped by the
+// stream. Use an LSN recorded before the read, or leave it unset.
+type StampAheadError struct {
+	Given, Now lsn.LSN
+}
+
+func (e *StampAheadError) Error() string {
+	return fmt.Sprintf("snapshot LSN %s is above the source's current max_lsn %s: a given stamp must be recorded on this server before the read "+
+		"(SELECT CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1)); use such an LSN or leave snapshotLsn unset", e.Given, e.Now)
 }

@@ -96,7 +96,7 @@ func (j *Job) handle(ctx context.Context, ev Event) (any, error) {
 // outermost value's type name is the Lambda errorType; a wrap would hide it). Retried by
 // the bootstrap machine: TransientError, LockTimeoutError, ConcurrentModificationError,
 // CommitAttemptsError, CommitUnknownError. Caught and failed: ConfigError, ModeLockError,
-// MissingRangeError, PlanNotFoundError, KeyError, NoLSNError, EventError, the source's
+// MissingRangeError, PlanNotFoundError, KeyError, NoLSNError, StampAheadError, EventError, the source's
 // CaptureInstanceNotFoundError, AmbiguousCaptureInstanceError, CDCNotEnabledError,
 // PermissionError, LoginError, UnsupportedTypeError, and anything else as is.
 func Named(err error) error {
@@ -114,12 +114,13 @@ func Named(err error) error {
 		pn  *PlanNotFoundError
 		ke  *KeyError
 		nl  *NoLSNError
+		sa  *StampAheadError
 		ee  *EventError
 		cm  *deltalog.ConcurrentModificationError
 		ca  *deltalog.CommitAttemptsError
 		cu  *deltalog.CommitUnknownError
 	)
-	for _, target := range []any{&tr, &lt, &cnf, &amb, &cdc, &pe, &le, &ce, &ml, &mr, &pn, &ke, &nl, &ee, &cm, &ca, &cu} {
+	for _, target := range []any{&tr, &lt, &cnf, &amb, &cdc, &pe, &le, &ce, &ml, &mr, &pn, &ke, &nl, &sa, &ee, &cm, &ca, &cu} {
 		if errors.As(err, target) {
 			return derefError(target)
 		}
@@ -154,6 +155,8 @@ func derefError(target any) error {
 	case **KeyError:
 		return *p
 	case **NoLSNError:
+		return *p
+	case **StampAheadError:
 		return *p
 	case **EventError:
 		return *p

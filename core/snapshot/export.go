@@ -20,8 +20,9 @@ type ExportResult struct {
 
 // Export writes the table's current rows into Parquet files in dst, in the stream's
 // (bronze) schema, stamped as snapshot rows at L: the stamp recorded before the read
-// (StampLSN), or given when not zero (seed: the snapshotLsn option, an LSN recorded before
-// the read started). It touches no Delta table, no facts and no staging state: every call
+// (StampLSN), or given when not zero, else the job's SnapshotLSN (seed: the snapshotLsn
+// option, an LSN recorded before the read started). A given stamp above what StampLSN
+// records now is a *StampAheadError. It touches no Delta table, no facts and no staging state: every call
 // reads the table again with a new stamp (seed "A snapshot without the stream": write it
 // once and take the LSN it returns). Ranges are read one after the other.
 func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts parquetio.WriterOptions) (ExportResult, error) {
@@ -31,9 +32,14 @@ func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts
 	}
 	l := given
 	if l.IsZero() {
+		l = j.SnapshotLSN
+	}
+	if l.IsZero() {
 		if l, err = StampLSN(ctx, j.Source, ci); err != nil {
 			return ExportResult{}, err
 		}
+	} else if err := checkGivenStamp(ctx, j.Source, ci, l); err != nil {
+		return ExportResult{}, err
 	}
 	ts, err := commitTime(ctx, j.Source, l)
 	if err != nil {

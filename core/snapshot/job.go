@@ -166,6 +166,8 @@ func (j *Job) Open(ctx context.Context) (OpenResult, error) {
 		if l, err = StampLSN(ctx, j.Source, ci); err != nil {
 			return OpenResult{}, err
 		}
+	} else if err := checkGivenStamp(ctx, j.Source, ci, l); err != nil {
+		return OpenResult{}, err
 	}
 	ts, err := commitTime(ctx, j.Source, l)
 	if err != nil {

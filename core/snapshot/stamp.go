@@ -29,6 +29,22 @@ func StampLSN(ctx context.Context, src source.Source, ci source.CaptureInstance)
 	return l, nil
 }
 
+// checkGivenStamp refuses a given stamp (snapshotLsn, export --snapshot-lsn) above what
+// StampLSN records now: every commit at or before the stamp must already be in what the
+// read returns, and commits between now and a stamp from the future would be in neither the
+// snapshot nor the changes after it (seed: "an LSN you recorded yourself ... before the read
+// started").
+func checkGivenStamp(ctx context.Context, src source.Source, ci source.CaptureInstance, given lsn.LSN) error {
+	now, err := StampLSN(ctx, src, ci)
+	if err != nil {
+		return err
+	}
+	if now.Less(given) {
+		return &StampAheadError{Given: given, Now: now}
+	}
+	return nil
+}
+
 // commitTime is the UTC commit time of l, nil when l is no commit's (a decremented start
 // LSN): the snapshot rows' _commit_ts is then NULL.
 func commitTime(ctx context.Context, src source.Source, l lsn.LSN) (*time.Time, error) {
