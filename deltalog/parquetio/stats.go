@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -150,21 +151,21 @@ func (fs *fileStats) addColumn(cs *colStats, col arrow.Array) {
 	}
 	switch a := col.(type) {
 	case *array.Int8:
-		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+		addInts(cs, a, a.Int8Values())
 	case *array.Int16:
-		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+		addInts(cs, a, a.Int16Values())
 	case *array.Int32:
-		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+		addInts(cs, a, a.Int32Values())
 	case *array.Int64:
-		addInts(cs, a, func(i int) int64 { return a.Value(i) })
+		addInts(cs, a, a.Int64Values())
 	case *array.Date32:
-		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+		addInts(cs, a, a.Date32Values())
 	case *array.Timestamp:
-		addInts(cs, a, func(i int) int64 { return int64(a.Value(i)) })
+		addInts(cs, a, a.TimestampValues())
 	case *array.Float32:
-		addFloats(cs, a, func(i int) float64 { return float64(a.Value(i)) })
+		addFloats(cs, a, a.Float32Values())
 	case *array.Float64:
-		addFloats(cs, a, func(i int) float64 { return a.Value(i) })
+		addFloats(cs, a, a.Float64Values())
 	case *array.Decimal128:
 		for i := range a.Len() {
 			if a.IsNull(i) {
@@ -183,51 +184,47 @@ func (fs *fileStats) addColumn(cs *colStats, col arrow.Array) {
 			}
 		}
 	case *array.String:
-		for i := range a.Len() {
-			if a.IsNull(i) {
-				continue
-			}
-			v := a.Value(i)
-			if !utf8.ValidString(v) {
-				cs.bad = true
-				return
-			}
-			lo, hi := cutRunes(v, fs.prefix), cutRunes(v, fs.keepRunes)
-			if !cs.seen {
-				cs.minS, cs.maxS, cs.seen = string([]byte(lo)), string([]byte(hi)), true
-				continue
-			}
-			if lo < cs.minS {
-				cs.minS = string([]byte(lo))
-			}
-			if hi > cs.maxS {
-				cs.maxS = string([]byte(hi))
-			}
-		}
+		fs.addStrings(cs, a)
 	}
 }
 
-func addInts(cs *colStats, a arrow.Array, value func(int) int64) {
-	for i := range a.Len() {
-		if a.IsNull(i) {
-			continue
-		}
-		v := value(i)
-		if !cs.seen {
-			cs.minI, cs.maxI, cs.seen = v, v, true
-			continue
-		}
-		cs.minI = min(cs.minI, v)
-		cs.maxI = max(cs.maxI, v)
-	}
+// integer is the Go types of the integer-valued Arrow columns (ints, date32, timestamp).
+type integer interface {
+	~int8 | ~int16 | ~int32 | ~int64
 }
 
-func addFloats(cs *colStats, a arrow.Array, value func(int) float64) {
-	for i := range a.Len() {
-		if a.IsNull(i) {
+// addInts folds the non-null values of a (vals is its values window) into the min/max.
+func addInts[T integer](cs *colStats, a arrow.Array, vals []T) {
+	var lo, hi T
+	first := true
+	for i, v := range vals {
+		if a.NullN() != 0 && a.IsNull(i) {
 			continue
 		}
-		v := value(i)
+		if first {
+			lo, hi, first = v, v, false
+			continue
+		}
+		lo = min(lo, v)
+		hi = max(hi, v)
+	}
+	if first {
+		return
+	}
+	if !cs.seen {
+		cs.minI, cs.maxI, cs.seen = int64(lo), int64(hi), true
+		return
+	}
+	cs.minI = min(cs.minI, int64(lo))
+	cs.maxI = max(cs.maxI, int64(hi))
+}
+
+func addFloats[T float32 | float64](cs *colStats, a arrow.Array, vals []T) {
+	for i, x := range vals {
+		if a.NullN() != 0 && a.IsNull(i) {
+			continue
+		}
+		v := float64(x)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			cs.bad = true
 			continue
@@ -239,6 +236,77 @@ func addFloats(cs *colStats, a arrow.Array, value func(int) float64) {
 		cs.minF = min(cs.minF, v)
 		cs.maxF = max(cs.maxF, v)
 	}
+}
+
+// addStrings folds a string column into the min/max. The smallest and largest values are
+// found by comparing the values in place (no copy per row); only they are cut (cutting is
+// monotone, so the cut of the smallest value is the smallest cut value) and copied, once
+// per call. Any non-null value that is not UTF-8 makes the bounds unwritable.
+func (fs *fileStats) addStrings(cs *colStats, a *array.String) {
+	if !validUTF8Values(a) {
+		cs.bad = true
+		return
+	}
+	var lo, hi string
+	first := true
+	for i := range a.Len() {
+		if a.NullN() != 0 && a.IsNull(i) {
+			continue
+		}
+		v := a.Value(i) // aliases the Arrow buffer: not kept past this call
+		if first {
+			lo, hi, first = v, v, false
+			continue
+		}
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	if first {
+		return
+	}
+	lo, hi = cutRunes(lo, fs.prefix), cutRunes(hi, fs.keepRunes)
+	if !cs.seen {
+		cs.minS, cs.maxS, cs.seen = strings.Clone(lo), strings.Clone(hi), true
+		return
+	}
+	if lo < cs.minS {
+		cs.minS = strings.Clone(lo)
+	}
+	if hi > cs.maxS {
+		cs.maxS = strings.Clone(hi)
+	}
+}
+
+// validUTF8Values reports whether every non-null value of a is UTF-8. Fast path: the
+// values' bytes are UTF-8 as a whole and every value starts and ends on a character
+// boundary (a byte that is not a continuation byte 10xxxxxx); then each value is whole
+// characters. Otherwise each non-null value is checked on its own (a null slot may hold
+// any bytes).
+func validUTF8Values(a *array.String) bool {
+	data, offs := a.ValueBytes(), a.ValueOffsets()
+	if len(offs) > 0 && utf8.Valid(data) {
+		base := offs[0]
+		ok := true
+		for _, o := range offs[:len(offs)-1] {
+			if p := o - base; int(p) < len(data) && data[p]&0xC0 == 0x80 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	for i := range a.Len() {
+		if a.IsValid(i) && !utf8.ValidString(a.Value(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 // cutRunes is the prefix of s of at most n characters (code points). Cutting is monotone
