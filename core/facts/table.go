@@ -141,3 +141,40 @@ func readParquet(ctx context.Context, store storage.Store, key string, fn func(a
 		}
 	}
 }
+
+// ReadEvents reads appID's event rows of the given kinds (snapshot_open, bootstrap, ...)
+// at snap. Unlike ReadRows it reads only the files whose statistics may hold such a row
+// (Eq on app_id and on event: a file of micro-batch rows only, whose event column is all
+// NULL, or another stream's file, is skipped), and keeps no micro-batch row, so its cost
+// follows the stream's events, not its batches nor the streams sharing the table.
+func ReadEvents(ctx context.Context, snap *deltalog.Snapshot, appID string, kinds ...string) ([]Row, error) {
+	if snap.Version() < 0 {
+		return nil, nil
+	}
+	var out []Row
+	for _, kind := range kinds {
+		it, err := snap.Scan(ctx, deltalog.ScanOptions{Filter: deltalog.And(deltalog.Eq(ColAppID, appID), deltalog.Eq(ColEvent, kind))})
+		if err != nil {
+			return nil, fmt.Errorf("scan facts for %s rows: %w", kind, err)
+		}
+		for {
+			rec, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				it.Close()
+				return nil, fmt.Errorf("scan facts for %s rows: %w", kind, err)
+			}
+			rows, err := FromRecord(rec)
+			rec.Release()
+			if err != nil {
+				it.Close()
+				return nil, err
+			}
+			out = append(out, rows...)
+		}
+		it.Close()
+	}
+	return out, nil
+}

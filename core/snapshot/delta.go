@@ -194,7 +194,7 @@ func (f *FactsTable) OpenSnapshots(ctx context.Context, appID string) ([]OpenSna
 	if err != nil {
 		return nil, err
 	}
-	rows, err := facts.ReadRows(ctx, snap, appID)
+	rows, err := facts.ReadEvents(ctx, snap, appID, facts.EventSnapshotOpen, facts.EventBootstrap, facts.EventResnapshot)
 	if err != nil {
 		return nil, err
 	}

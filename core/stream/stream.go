@@ -319,7 +319,7 @@ func (r *run) bootstrapOffset(ctx context.Context) (checkpoint.Offset, error) {
 	if err != nil {
 		return checkpoint.Offset{}, fmt.Errorf("read facts table: %w", err)
 	}
-	rows, err := facts.ReadRows(ctx, snap, r.spec.AppID)
+	rows, err := facts.ReadEvents(ctx, snap, r.spec.AppID, facts.EventSnapshotOpen, facts.EventBootstrap, facts.EventResnapshot)
 	if err != nil {
 		return checkpoint.Offset{}, err
 	}
