@@ -27,7 +27,6 @@ func (c *countingStore) GetRange(ctx context.Context, key string, off, n int64) 
 	return c.Store.GetRange(ctx, key, off, n)
 }
 
-
 // ReadEvents reads only the files that may hold the stream's event rows: the snapshot
 // look-ups (mode lock, bootstrap start) must not grow with the micro-batches of every
 // stream sharing the facts table (invariant 8).
