@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -428,14 +429,24 @@ func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
 	ctx := context.Background()
 	s := "0x00000001000000010001"
 	row := facts.Row{AppID: e.spec.AppID, Event: facts.EventSnapshotOpen, MinLSN: s, MaxLSN: s, EndLSN: s,
-		Detail: `{"mode":"chunked","kind":"bootstrap","generation":0}`, Target: e.spec.Bronze, WrittenAt: time.Now().UTC()}
-	if _, err := facts.Append(ctx, e.table(e.spec.FactsTable), facts.TxnSnapshots(e.spec.AppID), 0, []facts.Row{row}, parquetio.WriterOptions{}); err != nil {
+		Detail: `{"mode":"chunked","kind":"resnapshot","generation":2}`, Target: e.spec.Bronze, WrittenAt: time.Now().UTC()}
+	if _, err := facts.Append(ctx, e.table(e.spec.FactsTable), facts.TxnSnapshots(e.spec.AppID), 2, []facts.Row{row}, parquetio.WriterOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.job().Open(ctx)
 	var ml *snapshot.ModeLockError
-	if !errors.As(err, &ml) || ml.Snapshot != s || ml.Mode != "chunked" {
-		t.Fatalf("open: %v, want *ModeLockError for %s", err, s)
+	if !errors.As(err, &ml) || ml.Snapshot != s || ml.Mode != "chunked" || ml.Generation != 2 {
+		t.Fatalf("open: %v, want *ModeLockError for %s generation 2", err, s)
+	}
+	// The error names the snapshot's LSN and generation, and how to free the mode (seed
+	// "One mode per run").
+	for _, want := range []string{s, "generation 2", "backfill"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	if rows := e.factsRows(); len(rows) != 1 {
+		t.Errorf("a refused open wrote facts rows: %+v", rows)
 	}
 	if got := reflectName(snapshot.Named(fmt.Errorf("wrapped: %w", err))); got != "*snapshot.ModeLockError" {
 		t.Fatalf("named %s", got)

@@ -25,6 +25,8 @@
 //     earlier attempt are orphans left for VACUUM.
 //   - Commit: one Delta commit of every range's files keyed txn(<app_id>#full.<L>, 0), then
 //     the bootstrap facts row, keyed so it is written once.
-//   - Close: the offset {lsn, commit_ts} the stream starts from, written as the
-//     checkpoint's initial offset when the checkpoint has none.
+//   - Close: the offset {lsn, commit_ts} the stream starts from. Nothing is written: the
+//     stream, on a fresh checkpoint with bootstrap=true, finds the snapshot itself (its
+//     bootstrap facts row, else its operation-0 rows in bronze) and reads every commit
+//     after its LSN.
 package snapshot
