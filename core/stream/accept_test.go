@@ -324,7 +324,7 @@ func TestPurgedRange(t *testing.T) {
 				_, err := e.run(Options{})
 				var dl *DataLossError
 				if fail {
-					if !errors.As(err, &dl) || dl.CaptureInstance != "dbo_orders" || !strings.Contains(err.Error(), "failOnDataLoss=false") {
+					if !errors.As(err, &dl) || dl.CaptureInstance != "dbo_orders" || !strings.Contains(err.Error(), "failOnDataLoss=false") || !strings.Contains(err.Error(), "mssqlcdc snapshot --spec FILE --resnapshot") {
 						t.Fatalf("err = %v, want DataLossError", err)
 					}
 					// A rerun fails the same way.

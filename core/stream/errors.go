@@ -28,7 +28,8 @@ func (e *DataLossError) Error() string {
 	}
 	return fmt.Sprintf("%s: change data from %s is gone%s (min_lsn is now %s): purged by CDC cleanup, "+
 		"or held only by an older capture instance disabled before the stream read it. "+
-		"A re-snapshot is required. Set failOnDataLoss=false to skip ahead (loses changes).",
+		"A re-snapshot is required: take one (mssqlcdc snapshot --spec FILE --resnapshot) and start a new checkpoint "+
+		"and app_id from its LSN (startingLsn); or set failOnDataLoss=false to skip ahead (loses changes).",
 		e.CaptureInstance, e.From, when, e.MinLSN)
 }
 
