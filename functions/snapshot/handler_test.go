@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"testing"
 	"time"
 
@@ -72,6 +73,11 @@ func newHandler(t *testing.T) (*Handler, *cdcsim.DB) {
 	return &Handler{Spec: spec, Open: open, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, db
 }
 
+// byteCount matches a "bytes" field: Parquet file sizes follow the encoder (deltalog's
+// parquetio), not the handler's contract, so the golden files hold "<bytes>" for any
+// positive size.
+var byteCount = regexp.MustCompile(`"bytes": [1-9][0-9]*`)
+
 // golden compares v's JSON with testdata/name (rewritten with -update).
 func golden(t *testing.T, name string, v any) {
 	t.Helper()
@@ -79,6 +85,7 @@ func golden(t *testing.T, name string, v any) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got = byteCount.ReplaceAll(got, []byte(`"bytes": "<bytes>"`))
 	got = append(got, '\n')
 	path := filepath.Join("testdata", name)
 	if *update {
