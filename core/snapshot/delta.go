@@ -210,6 +210,7 @@ func (f *FactsTable) OpenSnapshots(ctx context.Context, appID string) ([]OpenSna
 // one per run (each run stamps its own L) and keeps a retried Open from writing two.
 func (f *FactsTable) SnapshotOpened(ctx context.Context, ev FactsEvent) error {
 	r := f.row(ev, facts.EventSnapshotOpen)
+	r.Rows = facts.Int64(0) // §9.1: rows is always filled, 0 on events other than snapshots and chunks
 	_, err := facts.Append(ctx, f.Table, ev.AppID+"#open."+ev.LSN, 0, []facts.Row{r}, f.Writer)
 	return err
 }
