@@ -30,7 +30,7 @@ type MissingRangeError struct {
 
 func (e *MissingRangeError) Error() string {
 	return fmt.Sprintf("snapshot %s: range %d has no manifest; its read has not finished: run the read step of that range again "+
-		"(or rerun the bootstrap machine, which finds the open snapshot's plan and redoes the reads)", e.Snapshot, e.Range)
+		"(or rerun the bootstrap machine, which takes the snapshot again)", e.Snapshot, e.Range)
 }
 
 // PlanNotFoundError: a step after Plan ran for a snapshot whose plan is not in the staging
