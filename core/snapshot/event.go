@@ -96,76 +96,32 @@ func (j *Job) handle(ctx context.Context, ev Event) (any, error) {
 // outermost value's type name is the Lambda errorType; a wrap would hide it). Retried by
 // the bootstrap machine: TransientError, LockTimeoutError, ConcurrentModificationError,
 // CommitAttemptsError, CommitUnknownError. Caught and failed: ConfigError, ModeLockError,
-// MissingRangeError, PlanNotFoundError, KeyError, NoLSNError, StampAheadError, EventError, the source's
-// CaptureInstanceNotFoundError, AmbiguousCaptureInstanceError, CDCNotEnabledError,
-// PermissionError, LoginError, UnsupportedTypeError, and anything else as is.
+// MissingRangeError, PlanNotFoundError, KeyError, NoLSNError, StampAheadError, EventError,
+// the source's CaptureInstanceNotFoundError, AmbiguousCaptureInstanceError,
+// CDCNotEnabledError, PermissionError and LoginError; anything else as is.
 func Named(err error) error {
-	var (
-		tr  *source.TransientError
-		lt  *source.LockTimeoutError
-		cnf *source.CaptureInstanceNotFoundError
-		amb *source.AmbiguousCaptureInstanceError
-		cdc *source.CDCNotEnabledError
-		pe  *source.PermissionError
-		le  *source.LoginError
-		ce  *config.ConfigError
-		ml  *ModeLockError
-		mr  *MissingRangeError
-		pn  *PlanNotFoundError
-		ke  *KeyError
-		nl  *NoLSNError
-		sa  *StampAheadError
-		ee  *EventError
-		cm  *deltalog.ConcurrentModificationError
-		ca  *deltalog.CommitAttemptsError
-		cu  *deltalog.CommitUnknownError
-	)
-	for _, target := range []any{&tr, &lt, &cnf, &amb, &cdc, &pe, &le, &ce, &ml, &mr, &pn, &ke, &nl, &sa, &ee, &cm, &ca, &cu} {
-		if errors.As(err, target) {
-			return derefError(target)
+	if err == nil {
+		return nil
+	}
+	for _, f := range []func(error) (error, bool){
+		as[*source.TransientError], as[*source.LockTimeoutError], as[*source.CaptureInstanceNotFoundError],
+		as[*source.AmbiguousCaptureInstanceError], as[*source.CDCNotEnabledError], as[*source.PermissionError],
+		as[*source.LoginError], as[*config.ConfigError], as[*ModeLockError], as[*MissingRangeError],
+		as[*PlanNotFoundError], as[*KeyError], as[*NoLSNError], as[*StampAheadError], as[*EventError],
+		as[*deltalog.ConcurrentModificationError], as[*deltalog.CommitAttemptsError], as[*deltalog.CommitUnknownError],
+	} {
+		if n, ok := f(err); ok {
+			return n
 		}
 	}
 	return err
 }
 
-func derefError(target any) error {
-	switch p := target.(type) {
-	case **source.TransientError:
-		return *p
-	case **source.LockTimeoutError:
-		return *p
-	case **source.CaptureInstanceNotFoundError:
-		return *p
-	case **source.AmbiguousCaptureInstanceError:
-		return *p
-	case **source.CDCNotEnabledError:
-		return *p
-	case **source.PermissionError:
-		return *p
-	case **source.LoginError:
-		return *p
-	case **config.ConfigError:
-		return *p
-	case **ModeLockError:
-		return *p
-	case **MissingRangeError:
-		return *p
-	case **PlanNotFoundError:
-		return *p
-	case **KeyError:
-		return *p
-	case **NoLSNError:
-		return *p
-	case **StampAheadError:
-		return *p
-	case **EventError:
-		return *p
-	case **deltalog.ConcurrentModificationError:
-		return *p
-	case **deltalog.CommitAttemptsError:
-		return *p
-	case **deltalog.CommitUnknownError:
-		return *p
+// as is errors.As returning the match as an error value.
+func as[T error](err error) (error, bool) {
+	var t T
+	if errors.As(err, &t) {
+		return t, true
 	}
-	return nil
+	return nil, false
 }
