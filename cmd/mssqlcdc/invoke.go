@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,6 +125,9 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (an
 		var ev struct {
 			MaxSeconds *float64 `json:"max_seconds"`
 			MaxBatches int      `json:"max_batches"`
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			raw = []byte("{}") // no event: the spec's settings, as {} is for the Lambda
 		}
 		if err := json.Unmarshal(raw, &ev); err != nil { // every field optional, as the Lambda's
 			return nil, &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + err.Error()}}}

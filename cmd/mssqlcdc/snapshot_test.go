@@ -129,7 +129,7 @@ func TestInvokeStreamNamesErrors(t *testing.T) {
 	if err := ds.gen.Step(5); err != nil {
 		t.Fatal(err)
 	}
-	_, err = inv.invoke(ctx, "stream", []byte(`{}`))
+	_, err = inv.invoke(ctx, "stream", []byte(" \n"))
 	if err == nil || failureOf(err).ErrorType != "SchemaChangedError" {
 		t.Fatalf("stream after ALTER COLUMN: %T %v, want errorType SchemaChangedError", err, err)
 	}
