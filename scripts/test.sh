@@ -11,14 +11,25 @@ if [ ! -x node_modules/.bin/dynalite ] || [ package-lock.json -nt node_modules/.
 fi
 
 port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-node_modules/.bin/dynalite --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >/tmp/mssqlcdc-dynalite.$$.log 2>&1 &
+dynalite_log=$(mktemp -t mssqlcdc-dynalite.XXXXXX)
+node_modules/.bin/dynalite --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$dynalite_log" 2>&1 &
 dynalite_pid=$!
-cleanup() { kill "$dynalite_pid" 2>/dev/null || true; wait "$dynalite_pid" 2>/dev/null || true; }
+cleanup() {
+  kill "$dynalite_pid" 2>/dev/null || true
+  wait "$dynalite_pid" 2>/dev/null || true
+  rm -f "$dynalite_log"
+}
 trap cleanup EXIT
-for _ in $(seq 1 50); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+up=
+for _ in $(seq 1 100); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
   sleep 0.1
 done
+if [ -z "$up" ]; then
+  echo "dynalite did not start on 127.0.0.1:$port within 10 s; its output:" >&2
+  cat "$dynalite_log" >&2
+  exit 1
+fi
 export MSSQLCDC_DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 echo "== dynalite on $MSSQLCDC_DYNAMODB_ENDPOINT"
 
