@@ -36,18 +36,23 @@ type Spec struct {
 
 	// Bootstrap takes (or finds) a snapshot before the first batch; not with startingLsn.
 	Bootstrap bool `json:"bootstrap"`
-	// Snapshot is the snapshot mode: "full" (default) or "chunked".
+	// Snapshot is the snapshot mode: "full" (the default). "chunked" is refused by
+	// Validate until chunked snapshots are built (docs/spec.md).
 	Snapshot string `json:"snapshot"`
-	// ChunkRows is the rows per chunk of a chunked snapshot.
-	ChunkRows int64 `json:"chunk_rows"`
+	// ChunkRows is the rows per chunk of a chunked snapshot; nil when unset. Set only with
+	// snapshot "chunked" (refused while that mode is not built).
+	ChunkRows *int64 `json:"chunk_rows"`
 	// MaxSeconds bounds one invocation's work in seconds; 0 means only the invocation's
 	// deadline bounds it.
 	MaxSeconds float64 `json:"max_seconds"`
-	// MaxWaves bounds the waves of one backfill call; 0 means no bound.
-	MaxWaves int `json:"max_waves"`
-	// MinHeadroomHours pauses a backfill while the stream's retention headroom is lower.
-	MinHeadroomHours float64 `json:"min_headroom_hours"`
-	// TargetWaveSeconds is how long a backfill wave aims to read; 0 reads one round.
+	// MaxWaves bounds the waves of one backfill call; 0 means no bound; nil when unset.
+	// Chunked snapshots only.
+	MaxWaves *int `json:"max_waves"`
+	// MinHeadroomHours pauses a backfill while the stream's retention headroom is lower;
+	// nil when unset. Chunked snapshots only.
+	MinHeadroomHours *float64 `json:"min_headroom_hours"`
+	// TargetWaveSeconds is how long a backfill wave aims to read; 0 reads one round; nil
+	// when unset. Chunked snapshots only.
 	TargetWaveSeconds *float64 `json:"target_wave_seconds"`
 	// Isolation overrides Options.IsolationLevel for snapshot reads: "" (inherit),
 	// "readCommitted" or "snapshot".
@@ -197,15 +202,21 @@ func (s *Spec) Defaults() {
 	if s.Snapshot == "" {
 		s.Snapshot = DefaultSnapshot
 	}
-	if s.ChunkRows == 0 {
-		s.ChunkRows = DefaultChunkRows
-	}
-	if s.MinHeadroomHours == 0 {
-		s.MinHeadroomHours = DefaultMinHeadroomHours
-	}
-	if s.TargetWaveSeconds == nil {
-		v := DefaultTargetWaveSeconds
-		s.TargetWaveSeconds = &v
+	if s.Snapshot == SnapshotChunked {
+		// The chunked-only parameters take their defaults only in that mode, so that
+		// Validate can tell a set one (refused with snapshot "full") from an unset one.
+		if s.ChunkRows == nil {
+			v := int64(DefaultChunkRows)
+			s.ChunkRows = &v
+		}
+		if s.MinHeadroomHours == nil {
+			v := DefaultMinHeadroomHours
+			s.MinHeadroomHours = &v
+		}
+		if s.TargetWaveSeconds == nil {
+			v := DefaultTargetWaveSeconds
+			s.TargetWaveSeconds = &v
+		}
 	}
 }
 

@@ -25,10 +25,7 @@ func TestParseFull(t *testing.T) {
 	if s.Options.NumPartitions != 8 || *s.Options.MaxCommitsPerBatch != 5000 || s.FailsOnDataLoss() {
 		t.Errorf("options = %+v", s.Options)
 	}
-	if *s.TargetWaveSeconds != 0 {
-		t.Errorf("target_wave_seconds = %v, want explicit 0 kept", *s.TargetWaveSeconds)
-	}
-	if s.EffectiveIsolation() != IsolationSnapshot || s.Snapshot != SnapshotChunked || s.ChunkRows != 500000 {
+	if s.EffectiveIsolation() != IsolationSnapshot || s.Snapshot != SnapshotFull || s.MaxSeconds != 600 {
 		t.Errorf("spec = %+v", s)
 	}
 }
@@ -40,7 +37,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if s.Options.NumPartitions != DefaultNumPartitions || s.Options.MaxCommitsPerBatch != nil ||
 		s.Options.StartingLsn != StartEarliest || !s.FailsOnDataLoss() || s.Options.SourceTimeZone != "auto" ||
-		s.Snapshot != SnapshotFull || s.ChunkRows != DefaultChunkRows || *s.TargetWaveSeconds != DefaultTargetWaveSeconds {
+		s.Snapshot != SnapshotFull || s.ChunkRows != nil || s.TargetWaveSeconds != nil {
 		t.Errorf("defaults not applied: %+v", s)
 	}
 	if k, _ := s.Starting(); k != StartEarliest {
@@ -180,5 +177,38 @@ func TestStorageDynamoRegionAndScheme(t *testing.T) {
 		if len(ce.Problems) != len(tc.fields) {
 			t.Errorf("%s: problems %v, want only %v", tc.storage, ce.Problems, tc.fields)
 		}
+	}
+}
+
+// Chunked snapshots are not built: snapshot "chunked" is refused with the way out, and the
+// chunked-only parameters are refused when set, rather than accepted and ignored (a full
+// snapshot would be taken instead).
+func TestChunkedRefused(t *testing.T) {
+	problemOn := func(t *testing.T, doc, field string, wants ...string) {
+		t.Helper()
+		_, err := Parse([]byte(doc))
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("%s: err = %v, want *ConfigError", doc, err)
+		}
+		if len(ce.Problems) != 1 || ce.Problems[0].Field != field {
+			t.Fatalf("%s: problems %v, want one on %s", doc, ce.Problems, field)
+		}
+		for _, w := range wants {
+			if !strings.Contains(ce.Problems[0].Reason, w) {
+				t.Errorf("%s: reason %q does not say %q", field, ce.Problems[0].Reason, w)
+			}
+		}
+	}
+	with := func(fields string) string { return strings.Replace(minimal(), `"bronze"`, fields+`,"bronze"`, 1) }
+
+	problemOn(t, with(`"snapshot":"chunked"`), "snapshot", "not built", `"full"`)
+	for _, f := range []string{`"chunk_rows":500000`, `"max_waves":3`, `"min_headroom_hours":12`, `"target_wave_seconds":0`} {
+		name := strings.Trim(strings.Split(f, ":")[0], `"`)
+		problemOn(t, with(f), name, "chunked", "not built", "remove it")
+		problemOn(t, with(`"snapshot":"full",`+f), name, "chunked")
+	}
+	if _, err := Parse([]byte(with(`"snapshot":"full"`))); err != nil {
+		t.Errorf("snapshot full: %v", err)
 	}
 }

@@ -71,25 +71,9 @@ func (s *Spec) Validate() error {
 	if s.Bootstrap && s.Options.StartingLsn != "" {
 		ps.add("options.startingLsn", "not allowed with bootstrap=true (the snapshot's LSN is the start)")
 	}
-	switch s.Snapshot {
-	case SnapshotFull, SnapshotChunked:
-	default:
-		ps.add("snapshot", "%q: want %q or %q", s.Snapshot, SnapshotFull, SnapshotChunked)
-	}
-	if s.ChunkRows < 1 {
-		ps.add("chunk_rows", "%d: want an integer >= 1", s.ChunkRows)
-	}
+	s.validateSnapshotMode(&ps)
 	if s.MaxSeconds < 0 {
 		ps.add("max_seconds", "%g: want >= 0 (0 = bounded by the invocation's deadline only)", s.MaxSeconds)
-	}
-	if s.MaxWaves < 0 {
-		ps.add("max_waves", "%d: want >= 0 (0 = no bound)", s.MaxWaves)
-	}
-	if s.MinHeadroomHours < 0 {
-		ps.add("min_headroom_hours", "%g: want >= 0", s.MinHeadroomHours)
-	}
-	if s.TargetWaveSeconds != nil && *s.TargetWaveSeconds < 0 {
-		ps.add("target_wave_seconds", "%g: want >= 0", *s.TargetWaveSeconds)
 	}
 	if s.Isolation != "" {
 		validateIsolation(&ps, "isolation", s.Isolation)
@@ -99,6 +83,55 @@ func (s *Spec) Validate() error {
 		return &ConfigError{Problems: ps}
 	}
 	return nil
+}
+
+// validateSnapshotMode refuses snapshot "chunked" and the chunked-only parameters:
+// chunked snapshots are not built, and accepting them would take a full snapshot instead
+// without a word. A chunked-only parameter set beside snapshot "full" is refused too, as
+// storage.dynamo_region is without dynamo_table: it would have no effect. Their range
+// checks stay for when the mode is built.
+func (s *Spec) validateSnapshotMode(ps *problems) {
+	const notBuilt = "chunked snapshots are not built yet"
+	switch s.Snapshot {
+	case SnapshotFull:
+	case SnapshotChunked:
+		ps.add("snapshot", "%q: %s; use %q (the default: leave snapshot out)", s.Snapshot, notBuilt, SnapshotFull)
+	default:
+		ps.add("snapshot", "%q: want %q (the default; %s)", s.Snapshot, SnapshotFull, notBuilt)
+	}
+	onlyChunked := func(field string) {
+		if s.Snapshot != SnapshotChunked {
+			ps.add(field, "applies only to snapshot %q, and %s: remove it", SnapshotChunked, notBuilt)
+		}
+	}
+	if s.ChunkRows != nil {
+		if *s.ChunkRows < 1 {
+			ps.add("chunk_rows", "%d: want an integer >= 1", *s.ChunkRows)
+		} else {
+			onlyChunked("chunk_rows")
+		}
+	}
+	if s.MaxWaves != nil {
+		if *s.MaxWaves < 0 {
+			ps.add("max_waves", "%d: want >= 0 (0 = no bound)", *s.MaxWaves)
+		} else {
+			onlyChunked("max_waves")
+		}
+	}
+	if s.MinHeadroomHours != nil {
+		if *s.MinHeadroomHours < 0 {
+			ps.add("min_headroom_hours", "%g: want >= 0", *s.MinHeadroomHours)
+		} else {
+			onlyChunked("min_headroom_hours")
+		}
+	}
+	if s.TargetWaveSeconds != nil {
+		if *s.TargetWaveSeconds < 0 {
+			ps.add("target_wave_seconds", "%g: want >= 0", *s.TargetWaveSeconds)
+		} else {
+			onlyChunked("target_wave_seconds")
+		}
+	}
 }
 
 func validateAppID(ps *problems, id string) {

@@ -152,6 +152,18 @@ variable "spec" {
     error_message = "spec.snapshot must be full or chunked."
   }
   validation {
+    # core/config refuses chunked until chunked snapshots are built (docs/spec.md).
+    condition     = var.spec.snapshot != "chunked"
+    error_message = "spec.snapshot = \"chunked\": chunked snapshots are not built yet; leave snapshot out or set it to \"full\" (the default)."
+  }
+  validation {
+    # core/config refuses these when set: they apply only to chunked snapshots.
+    condition = var.spec.snapshot == "chunked" || alltrue([
+      for v in [var.spec.chunk_rows, var.spec.max_waves, var.spec.min_headroom_hours, var.spec.target_wave_seconds] : v == null
+    ])
+    error_message = "spec.chunk_rows, spec.max_waves, spec.min_headroom_hours and spec.target_wave_seconds apply only to snapshot = \"chunked\", which is not built yet: remove them."
+  }
+  validation {
     condition = alltrue([
       for v in [var.spec.chunk_rows, var.spec.max_waves] : v == null ? true : (v >= 0 && floor(v) == v)
     ])
