@@ -65,7 +65,7 @@ func SnapshotRecord(schema *arrow.Schema, rec arrow.RecordBatch, st SnapshotStam
 		ColCommandID:       nil,
 		ColCommitTS: func(m memory.Allocator) arrow.Array {
 			if st.CommitTS == nil {
-				return array.MakeArrayOfNull(m, CommitTSType, n)
+				return nulls(m, CommitTSType, n)
 			}
 			return repeatTimestamp(m, arrow.Timestamp(st.CommitTS.UTC().UnixMicro()), n)
 		},
@@ -73,7 +73,7 @@ func SnapshotRecord(schema *arrow.Schema, rec arrow.RecordBatch, st SnapshotStam
 		ColSnapshot: func(m memory.Allocator) arrow.Array { return repeatString(m, st.Snapshot.String(), n) },
 		ColChunk: func(m memory.Allocator) arrow.Array {
 			if st.Chunk == nil {
-				return array.MakeArrayOfNull(m, arrow.PrimitiveTypes.Int32, n)
+				return nulls(m, arrow.PrimitiveTypes.Int32, n)
 			}
 			return repeatInt32(m, *st.Chunk, n)
 		},
@@ -97,7 +97,7 @@ func assemble(schema *arrow.Schema, rec arrow.RecordBatch, consts map[string]fun
 	for _, f := range schema.Fields() {
 		if build, ok := consts[f.Name]; ok {
 			if build == nil {
-				cols = append(cols, array.MakeArrayOfNull(mem, f.Type, n))
+				cols = append(cols, nulls(mem, f.Type, n))
 			} else {
 				cols = append(cols, build(mem))
 			}
@@ -105,7 +105,7 @@ func assemble(schema *arrow.Schema, rec arrow.RecordBatch, consts map[string]fun
 		}
 		i := columnIndex(rec.Schema(), f.Name)
 		if i < 0 || used[i] {
-			cols = append(cols, array.MakeArrayOfNull(mem, f.Type, n))
+			cols = append(cols, nulls(mem, f.Type, n))
 			continue
 		}
 		used[i] = true
@@ -150,45 +150,4 @@ func leadingField(name string) (arrow.Field, bool) {
 		}
 	}
 	return arrow.Field{}, false
-}
-
-func repeatString(mem memory.Allocator, v string, n int) arrow.Array {
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	b.ReserveData(len(v) * n)
-	for range n {
-		b.Append(v)
-	}
-	return b.NewArray()
-}
-
-func repeatInt32(mem memory.Allocator, v int32, n int) arrow.Array {
-	b := array.NewInt32Builder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	for range n {
-		b.UnsafeAppend(v)
-	}
-	return b.NewArray()
-}
-
-func repeatInt64(mem memory.Allocator, v int64, n int) arrow.Array {
-	b := array.NewInt64Builder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	for range n {
-		b.UnsafeAppend(v)
-	}
-	return b.NewArray()
-}
-
-func repeatTimestamp(mem memory.Allocator, v arrow.Timestamp, n int) arrow.Array {
-	b := array.NewTimestampBuilder(mem, CommitTSType)
-	defer b.Release()
-	b.Reserve(n)
-	for range n {
-		b.UnsafeAppend(v)
-	}
-	return b.NewArray()
 }
