@@ -258,11 +258,10 @@ func (fs *fileStats) addStrings(cs *colStats, a *array.String) {
 			lo, hi, first = v, v, false
 			continue
 		}
-		if v < lo {
-			lo = v
-		}
-		if v > hi {
+		if v > hi { // lo <= hi: a new largest value is not the smallest
 			hi = v
+		} else if v < lo {
+			lo = v
 		}
 	}
 	if first {
