@@ -14,7 +14,7 @@ import (
 func init() {
 	register(command{
 		name:    "export",
-		summary: "write the table's current rows as Parquet files (the stream's schema, stamped with an LSN) to a URL, and print the LSN",
+		summary: "write the table's current rows as Parquet files (the stream's schema, stamped with an LSN) to an empty URL, and print the LSN",
 		run:     runExport,
 	})
 }
@@ -22,7 +22,7 @@ func init() {
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("export", stderr)
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
-	to := fs.String("to", "", "where the Parquet files go: a path, file:// or s3://bucket/prefix")
+	to := fs.String("to", "", "where the Parquet files go: an empty path, file:// or s3://bucket/prefix (one holding files is refused)")
 	given := fs.String("snapshot-lsn", "", "stamp the rows with this LSN, recorded before the read started (default: max_lsn recorded now)")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
 	if err := fs.Parse(args); err != nil {

@@ -160,6 +160,13 @@ func TestExportPrintsItsStamp(t *testing.T) {
 		t.Fatalf("--snapshot-lsn %s printed %q", stamp, got)
 	}
 	errOut.Reset()
+	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", to}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "pick an empty URL") {
+		t.Fatalf("a second export into %s: exit %d, stderr %q, want it refused", to, code, errOut.String())
+	}
+	if again, _ := os.ReadDir(to); len(again) != len(entries) {
+		t.Fatalf("the refused export changed %s: %d entries, had %d", to, len(again), len(entries))
+	}
+	errOut.Reset()
 	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", t.TempDir(), "--snapshot-lsn", "0x7FFFFFFF000000010001"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "above the source's current max_lsn") {
 		t.Fatalf("a stamp from the future: exit %d, stderr %q", code, errOut.String())
 	}

@@ -376,12 +376,12 @@ func TestKilledRunThenFullRerunOnDelta(t *testing.T) {
 func TestExport(t *testing.T) {
 	e := newEnv(t, keyCases[1], 40)
 	ctx := context.Background()
-	dst, err := localstore.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	given := lsn.MustParse("0x00000001000000010001")
 	for _, l := range []lsn.LSN{lsn.Zero, given} {
+		dst, err := localstore.New(t.TempDir()) // an export refuses a target holding files
+		if err != nil {
+			t.Fatal(err)
+		}
 		res, err := e.job().Export(ctx, dst, l, parquetio.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -461,12 +461,16 @@ func reflectName(err error) string { return fmt.Sprintf("%T", err) }
 func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 	e := newEnv(t, keyCases[0], 12)
 	ctx := context.Background()
-	dst, err := localstore.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	// Each export gets its own empty target (a target holding files is refused).
+	dst := func() storage.Store {
+		d, err := localstore.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
 	job := e.job()
-	first, err := job.Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	first, err := job.Export(ctx, dst(), lsn.Zero, parquetio.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +480,7 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	job.SnapshotLSN = recorded // recorded before this export's read; max_lsn has moved since
-	res, err := job.Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	res, err := job.Export(ctx, dst(), lsn.Zero, parquetio.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +489,7 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 	}
 	ahead := lsn.MustParse("0x7FFFFFFF000000010001")
 	job.SnapshotLSN = ahead
-	_, err = job.Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	_, err = job.Export(ctx, dst(), lsn.Zero, parquetio.WriterOptions{})
 	var sa *snapshot.StampAheadError
 	if !errors.As(err, &sa) || sa.Given != ahead {
 		t.Fatalf("export with a stamp ahead of max_lsn: %v", err)
@@ -496,5 +500,42 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 	}
 	if rows := e.factsRows(); len(rows) != 0 {
 		t.Fatalf("a refused open wrote facts rows: %+v", rows)
+	}
+}
+
+// A second export into the same target would add its files beside the first and double
+// the rows for whoever reads the folder: a target that already holds files is refused, by
+// type, before anything is read or written.
+func TestExportRefusesNonEmptyTarget(t *testing.T) {
+	e := newEnv(t, keyCases[0], 5)
+	ctx := context.Background()
+	dir := t.TempDir()
+	dst, err := localstore.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.job().Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	if err != nil || len(first.Files) == 0 {
+		t.Fatalf("first export: %v, %d files", err, len(first.Files))
+	}
+	_, err = e.job().Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	var ne *snapshot.TargetNotEmptyError
+	if !errors.As(err, &ne) || ne.URL != dst.URL() || ne.Key == "" {
+		t.Fatalf("second export: %v, want *TargetNotEmptyError naming %s and a key", err, dst.URL())
+	}
+	for _, want := range []string{dst.URL(), "empty", "delete"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+	var files int
+	for _, err := range dst.List(ctx, "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		files++
+	}
+	if files != len(first.Files) {
+		t.Fatalf("target holds %d files after the refused export, want the first's %d", files, len(first.Files))
 	}
 }

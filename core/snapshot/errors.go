@@ -74,3 +74,17 @@ func (e *StampAheadError) Error() string {
 	return fmt.Sprintf("snapshot LSN %s is above the source's current max_lsn %s: a given stamp must be recorded on this server before the read "+
 		"(SELECT CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1)); use such an LSN or leave snapshotLsn unset", e.Given, e.Now)
 }
+
+// TargetNotEmptyError: an export's target already holds files (Key is one of them).
+// Export writes new file names beside whatever is there, so a second export into the same
+// URL would double the rows for a reader of the folder. Export into an empty URL, or
+// delete what is there first.
+type TargetNotEmptyError struct {
+	URL string
+	Key string
+}
+
+func (e *TargetNotEmptyError) Error() string {
+	return fmt.Sprintf("export target %s already holds files (%s, ...): exporting again would add files beside them and double the rows; "+
+		"pick an empty URL or delete what is there", e.URL, e.Key)
+}

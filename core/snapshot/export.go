@@ -22,10 +22,15 @@ type ExportResult struct {
 // (bronze) schema, stamped as snapshot rows at L: the stamp recorded before the read
 // (StampLSN), or given when not zero, else the job's SnapshotLSN (seed: the snapshotLsn
 // option, an LSN recorded before the read started). A given stamp above what StampLSN
-// records now is a *StampAheadError. It touches no Delta table, no facts and no staging state: every call
-// reads the table again with a new stamp (seed "A snapshot without the stream": write it
-// once and take the LSN it returns). Ranges are read one after the other.
+// records now is a *StampAheadError. It touches no Delta table, no facts and no staging
+// state: every call reads the table again with a new stamp (seed "A snapshot without the
+// stream": write it once and take the LSN it returns). dst must hold no object: otherwise
+// *TargetNotEmptyError, before anything is read (a second export beside the first would
+// double the rows). Ranges are read one after the other.
 func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts parquetio.WriterOptions) (ExportResult, error) {
+	if err := checkEmptyTarget(ctx, dst); err != nil {
+		return ExportResult{}, err
+	}
 	ci, _, err := j.instance(ctx)
 	if err != nil {
 		return ExportResult{}, err
@@ -78,4 +83,15 @@ func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts
 		res.Files = append(res.Files, m.Files...)
 	}
 	return res, nil
+}
+
+// checkEmptyTarget returns *TargetNotEmptyError when dst holds any object (one List page).
+func checkEmptyTarget(ctx context.Context, dst storage.Store) error {
+	for obj, err := range dst.List(ctx, "", "") {
+		if err != nil {
+			return fmt.Errorf("list export target: %w", err)
+		}
+		return &TargetNotEmptyError{URL: dst.URL(), Key: obj.Key}
+	}
+	return nil
 }
