@@ -62,7 +62,8 @@ func appendOnce(ctx context.Context, t *deltalog.Table, txnAppID string, version
 		tx.Add(AddOf(f))
 	}
 	tx.SetAppTxn(txnAppID, version)
-	tx.SetOperation("WRITE", map[string]string{"mode": `"Append"`})
+	// Spark's WRITE in Append mode, values bare as Spark writes them (SetOperation quotes each).
+	tx.SetOperation("WRITE", map[string]string{"mode": "Append", "partitionBy": "[]"})
 	res, err := tx.Commit(ctx)
 	if err != nil {
 		return res, created, fmt.Errorf("commit facts: %w", err)

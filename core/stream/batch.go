@@ -158,8 +158,9 @@ func (r *run) commitBronze(ctx context.Context, snap *deltalog.Snapshot, schema 
 	tx.Add(files...)
 	tx.SetAppTxn(r.spec.AppID, batch)
 	tx.SetUserMetadata(md)
+	// Values bare, as Spark's STREAMING UPDATE writes them (SetOperation quotes each).
 	tx.SetOperation("STREAMING UPDATE", map[string]string{
-		"outputMode": `"Append"`, "queryId": strconv.Quote(r.spec.AppID), "epochId": strconv.Quote(strconv.FormatInt(batch, 10)),
+		"outputMode": "Append", "queryId": r.spec.AppID, "epochId": strconv.FormatInt(batch, 10),
 	})
 	res, err := tx.Commit(ctx)
 	if err != nil {
