@@ -3,63 +3,23 @@ package mssql
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// MaxCaptureInstanceLen is the longest capture instance name SQL Server accepts
-// (sys.sp_cdc_enable_table: @capture_instance is sysname, limited to 100 characters).
-const MaxCaptureInstanceLen = 100
+// MaxCaptureInstanceLen is source.MaxCaptureInstanceLen.
+const MaxCaptureInstanceLen = source.MaxCaptureInstanceLen
 
 // checkCaptureInstance validates a capture instance name before it is inlined as
-// cdc.[<ci>_CT] (reference original-snapshots-and-sql.md §1.0, invariant 13): 1..100
-// characters of any script (default names such as dbo_Situação are allowed), no ']' and no
-// control characters. Bad input is a *source.InvalidArgumentError.
-func checkCaptureInstance(ci string) error {
-	switch {
-	case ci == "":
-		return &source.InvalidArgumentError{Arg: "capture instance", Reason: "empty name"}
-	case !utf8.ValidString(ci):
-		return &source.InvalidArgumentError{Arg: "capture instance", Reason: "not valid UTF-8"}
-	case utf8.RuneCountInString(ci) > MaxCaptureInstanceLen:
-		return &source.InvalidArgumentError{Arg: "capture instance", Reason: "longer than 100 characters"}
-	}
-	return checkNameChars("capture instance", ci)
-}
+// cdc.[<ci>_CT] (reference original-snapshots-and-sql.md §1.0, invariant 13), with
+// source.CheckCaptureInstance: bad input is a *source.InvalidArgumentError.
+func checkCaptureInstance(ci string) error { return source.CheckCaptureInstance(ci) }
 
-// checkName validates a schema, table or column name before it is bracket-quoted: not
-// empty, no ']' and no control characters. what names the argument in the error.
-func checkName(what, name string) error {
-	if name == "" {
-		return &source.InvalidArgumentError{Arg: what, Reason: "empty name"}
-	}
-	if !utf8.ValidString(name) {
-		return &source.InvalidArgumentError{Arg: what, Reason: "not valid UTF-8"}
-	}
-	return checkNameChars(what, name)
-}
+// checkName validates a schema, table or column name before it is bracket-quoted, with
+// source.CheckName. what names the argument in the error.
+func checkName(what, name string) error { return source.CheckName(what, name) }
 
-func checkNameChars(what, name string) error {
-	for _, r := range name {
-		if r == ']' {
-			return &source.InvalidArgumentError{Arg: what, Reason: "name " + quoteForMessage(name) + " contains ']'"}
-		}
-		if unicode.IsControl(r) {
-			return &source.InvalidArgumentError{Arg: what, Reason: "name " + quoteForMessage(name) + " contains a control character"}
-		}
-	}
-	return nil
-}
-
-func quoteForMessage(s string) string {
-	return "\"" + strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s) + "\""
-}
+func quoteForMessage(s string) string { return source.QuoteForMessage(s) }
 
 // bracket quotes a validated name as [name]. Callers validate first: a name holding ']'
 // never reaches here.
