@@ -106,6 +106,10 @@ func (db *DB) EnableCapture(tableName string, opt CaptureOptions) (source.Captur
 	if name == "" {
 		name = t.schema + "_" + t.name
 	}
+	if err := source.CheckCaptureInstance(name); err != nil {
+		// A name the T-SQL Source would refuse (']', control characters, over 100).
+		return source.CaptureInstance{}, &CaptureError{Name: name, Reason: err.Error()}
+	}
 	n := 0
 	for _, ci := range db.instances {
 		if strings.EqualFold(ci.name, name) {
@@ -176,6 +180,9 @@ func (db *DB) DisableCapture(name string) error {
 }
 
 func (db *DB) instanceLocked(name string) (*instance, error) {
+	if err := source.CheckCaptureInstance(name); err != nil {
+		return nil, err // as the T-SQL Source refuses it before asking the server
+	}
 	for _, ci := range db.instances {
 		if ci.name == name {
 			return ci, nil

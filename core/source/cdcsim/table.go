@@ -121,6 +121,9 @@ func (db *DB) CreateTable(spec TableSpec) error {
 		if !ok {
 			return &TableError{Table: t.qualified(), Reason: "key column " + name + " does not exist"}
 		}
+		if slices.Contains(t.key, i) {
+			return &TableError{Table: t.qualified(), Reason: "key column " + name + " is listed twice"}
+		}
 		if t.cols[i].Nullable {
 			// SQL Server refuses a CDC index over nullable columns; keys stay NOT NULL.
 			return &TableError{Table: t.qualified(), Reason: "key column " + name + " is nullable: CDC needs a unique index over NOT NULL columns"}
@@ -370,8 +373,9 @@ func (db *DB) RowCount(name string) (int, error) {
 	return len(t.list), nil
 }
 
-// RandomKey picks a current row with r and returns its key in index order (its row id for a
-// heap). ok is false for an empty table.
+// RandomKey picks a current row with pick, which returns an index in [0, n) for n rows,
+// and returns its key in index order (its row id for a heap). ok is false for an empty
+// table. A nil pick or an index outside [0, n) is a *source.InvalidArgumentError.
 func (db *DB) RandomKey(name string, pick func(n int) int) (key []any, ok bool, err error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -379,7 +383,14 @@ func (db *DB) RandomKey(name string, pick func(n int) int) (key []any, ok bool, 
 	if err != nil || len(t.list) == 0 {
 		return nil, false, err
 	}
-	r := t.list[pick(len(t.list))]
+	if pick == nil {
+		return nil, false, &source.InvalidArgumentError{Arg: "pick", Reason: "nil"}
+	}
+	i := pick(len(t.list))
+	if i < 0 || i >= len(t.list) {
+		return nil, false, &source.InvalidArgumentError{Arg: "pick", Reason: fmt.Sprintf("index %d outside [0, %d)", i, len(t.list))}
+	}
+	r := t.list[i]
 	return t.keyOf(r), true, nil
 }
 

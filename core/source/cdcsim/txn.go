@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
 // Row is a row to write: column name → value (Go values as the package doc lists; names
@@ -59,8 +60,12 @@ func (db *DB) Begin() *Txn {
 	return tx
 }
 
-// Exec runs fn in a transaction and commits it, or rolls it back when fn fails.
+// Exec runs fn in a transaction and commits it, or rolls it back when fn fails. A nil fn
+// is a *source.InvalidArgumentError.
 func (db *DB) Exec(fn func(tx *Txn) error) (lsn.LSN, error) {
+	if fn == nil {
+		return lsn.Zero, &source.InvalidArgumentError{Arg: "fn", Reason: "nil"}
+	}
 	tx := db.Begin()
 	if err := fn(tx); err != nil {
 		tx.Rollback()
@@ -361,10 +366,21 @@ func (db *DB) captureLocked() {
 
 // CommitBeforeRead queues tx to be committed by the next ReadTable after the caller took
 // its stamp and before the read's SELECT: a writer between a chunk's stamp and its read.
-func (db *DB) CommitBeforeRead(tx *Txn) {
+// A nil transaction, one of another DB or one already ended is a
+// *source.InvalidArgumentError and nothing is queued.
+func (db *DB) CommitBeforeRead(tx *Txn) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	switch {
+	case tx == nil:
+		return &source.InvalidArgumentError{Arg: "transaction", Reason: "nil"}
+	case tx.db != db:
+		return &source.InvalidArgumentError{Arg: "transaction", Reason: "begun on another DB"}
+	case tx.done:
+		return &source.InvalidArgumentError{Arg: "transaction", Reason: "already ended"}
+	}
 	db.queued = append(db.queued, tx)
+	return nil
 }
 
 func (db *DB) commitQueuedLocked() error {
