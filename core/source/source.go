@@ -15,7 +15,10 @@
 //   - Source-table reads (ReadTable and the key look-ups) run under Isolation with the
 //     optional lock timeout; never NOLOCK, never READ UNCOMMITTED. Change-table and metadata
 //     reads take neither.
-//   - Errors callers branch on are the typed errors in errors.go.
+//   - Errors callers branch on are the typed errors in errors.go. Input outside a method's
+//     contract is an *InvalidArgumentError before anything is read: a capture instance
+//     name CheckCaptureInstance refuses, a table or column name CheckName refuses, n or
+//     width below its minimum, a key of the wrong arity or type.
 package source
 
 import (
@@ -52,7 +55,8 @@ type Source interface {
 
 	// LSNAtOrBefore is sys.fn_cdc_map_time_to_lsn('largest less than or equal', t) for a UTC
 	// time t: the last commit at or before t, biased earlier (t truncated to whole seconds;
-	// on a DST fall-back the earlier reading). ok is false when no commit is that old.
+	// on a DST fall-back the earlier reading). ok is false when no commit is that old. The
+	// zero time is an *InvalidArgumentError.
 	LSNAtOrBefore(ctx context.Context, t time.Time) (l lsn.LSN, ok bool, err error)
 
 	// NthCommitAfter is the n-th commit LSN strictly after l in cdc.lsn_time_mapping,
@@ -95,7 +99,9 @@ type Source interface {
 
 	// ReadTable reads the source table's current rows inside r.Range under r.Table's
 	// isolation and lock timeout. Records hold r.Columns in order (bronze types). No order
-	// is promised. A blocked read past the lock timeout is a *LockTimeoutError.
+	// is promised. A blocked read past the lock timeout is a *LockTimeoutError. No
+	// columns, a negative lock timeout, an isolation other than the two below, or a bound of
+	// the wrong arity or Go type for its key column is an *InvalidArgumentError.
 	ReadTable(ctx context.Context, r TableRead) (Rows, error)
 
 	// KeyExtent is the MIN and MAX of one key column (S1), restricted to [lo, hi) when

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,8 +87,20 @@ func TestSourceBadInputIsTypedError(t *testing.T) {
 		fn   func() error
 	}{
 		{"MinLSN unknown instance", isNotFound, func() error { _, err := db.MinLSN(ctx, "nope"); return err }},
-		{"MinLSN empty name", isNotFound, func() error { _, err := db.MinLSN(ctx, ""); return err }},
-		{"MinLSN name with ]", isNotFound, func() error { _, err := db.MinLSN(ctx, "dbo_orders]"); return err }},
+		{"MinLSN empty name", isInvalid, func() error { _, err := db.MinLSN(ctx, ""); return err }},
+		{"MinLSN name with ]", isInvalid, func() error { _, err := db.MinLSN(ctx, "dbo_orders]"); return err }},
+		{"CapturedColumns name with control char", isInvalid, func() error { _, err := db.CapturedColumns(ctx, "a\x00"); return err }},
+		{"ReadChanges name over 100 chars", isInvalid, func() error {
+			_, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: strings.Repeat("x", 101)})
+			return err
+		}},
+		{"LSNAtOrBefore zero time", isInvalid, func() error { _, _, err := db.LSNAtOrBefore(ctx, time.Time{}); return err }},
+		{"ReadTable no columns", isInvalid, func() error { _, err := db.ReadTable(ctx, source.TableRead{Table: orders}); return err }},
+		{"ReadTable negative lock timeout", isInvalid, func() error {
+			neg := -time.Second
+			_, err := db.ReadTable(ctx, source.TableRead{Table: source.Table{Name: "orders", LockTimeout: &neg}, Columns: []source.Column{id}})
+			return err
+		}},
 		{"NthCommitAfter n=0", isInvalid, func() error { _, _, err := db.NthCommitAfter(ctx, lsn.Zero, 0); return err }},
 		{"NthCommitAfter n<0", isInvalid, func() error { _, _, err := db.NthCommitAfter(ctx, lsn.Zero, -5); return err }},
 		{"CapturedColumns unknown", isNotFound, func() error { _, err := db.CapturedColumns(ctx, "nope"); return err }},
@@ -163,7 +176,10 @@ func TestSourceBadInputIsTypedError(t *testing.T) {
 		{"KeyExtent int bounds on string", isInvalid, func() error { _, _, _, err := db.KeyExtent(ctx, orders, note, &one, nil); return err }},
 		{"KeyMax no keys", isInvalid, func() error { _, _, err := db.KeyMax(ctx, orders, nil); return err }},
 		{"KeyMax unknown table", isInvalid, func() error { _, _, err := db.KeyMax(ctx, source.Table{Name: "nope"}, []source.Column{id}); return err }},
-		{"KeyBound n<0", isInvalid, func() error { _, _, err := db.KeyBound(ctx, orders, []source.Column{id}, source.KeyRange{}, -1); return err }},
+		{"KeyBound n<0", isInvalid, func() error {
+			_, _, err := db.KeyBound(ctx, orders, []source.Column{id}, source.KeyRange{}, -1)
+			return err
+		}},
 		{"KeyBound no keys", isInvalid, func() error { _, _, err := db.KeyBound(ctx, orders, nil, source.KeyRange{}, 1); return err }},
 		{"KeyBound no keys with bound", isInvalid, func() error {
 			_, _, err := db.KeyBound(ctx, orders, nil, source.KeyRange{Lo: source.Key{1}}, 1)

@@ -34,6 +34,9 @@ func (db *DB) sourceRead(ctx context.Context, method string, st source.Table, ke
 		if db.cfg.CDCDisabled {
 			err = &source.CDCNotEnabledError{Database: db.cfg.Database}
 		}
+		if err == nil && st.LockTimeout != nil && *st.LockTimeout < 0 {
+			err = &source.InvalidArgumentError{Arg: "lockTimeoutMs", Reason: "negative"}
+		}
 		if err == nil && st.Isolation != "" && st.Isolation != source.ReadCommitted && st.Isolation != source.Snapshot {
 			err = &source.InvalidArgumentError{Arg: "isolation", Reason: fmt.Sprintf("%q is neither read_committed nor snapshot (READ UNCOMMITTED and NOLOCK are never used)", st.Isolation)}
 		}
@@ -116,6 +119,9 @@ func (db *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, e
 	defer db.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if len(r.Columns) == 0 {
+		return nil, &source.InvalidArgumentError{Arg: "columns", Reason: "no columns to read"}
 	}
 	schema, err := bronze.TableSchema(r.Columns)
 	if err != nil {

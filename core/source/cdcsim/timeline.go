@@ -2,6 +2,7 @@ package cdcsim
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -62,7 +63,12 @@ func (db *DB) MinLSN(ctx context.Context, captureInstance string) (lsn.LSN, erro
 	if err := db.begin(ctx, "MinLSN"); err != nil {
 		return lsn.Zero, err
 	}
-	if ci, err := db.instanceLocked(captureInstance); err == nil && !ci.min.IsZero() {
+	ci, err := db.instanceLocked(captureInstance)
+	var ia *source.InvalidArgumentError
+	if errors.As(err, &ia) {
+		return lsn.Zero, err
+	}
+	if err == nil && !ci.min.IsZero() {
 		return ci.min, nil
 	}
 	return lsn.Zero, &source.CaptureInstanceNotFoundError{Name: captureInstance}
@@ -109,6 +115,9 @@ func (db *DB) LSNAtOrBefore(ctx context.Context, t time.Time) (lsn.LSN, bool, er
 	defer db.mu.Unlock()
 	if err := db.begin(ctx, "LSNAtOrBefore"); err != nil {
 		return lsn.Zero, false, err
+	}
+	if t.IsZero() {
+		return lsn.Zero, false, &source.InvalidArgumentError{Arg: "time", Reason: "zero time"}
 	}
 	t = t.UTC().Truncate(time.Second)
 	bound := db.wall(t)

@@ -43,6 +43,7 @@ func Run(t *testing.T, h Harness) {
 		{"KeyBoundChainTilesTable", testKeyBoundChain},
 		{"KeyTilesFollowNTILE", testKeyTilesNTILE},
 		{"UnknownCaptureInstanceIsNotFound", testUnknownInstance},
+		{"BadInputIsInvalidArgument", testBadInput},
 		{"AbsentAndDroppedColumns", testAbsentColumns},
 		{"BatchesAreBounded", testBatchesBounded},
 	}
