@@ -41,7 +41,7 @@ type Config struct {
 	// DefaultTxnSize when 0.
 	TxnSize int
 	// Rate is transactions per simulated second: the clock advances 1/Rate after each one.
-	// DefaultRate when 0.
+	// DefaultRate when 0 (or negative, or NaN).
 	Rate float64
 	Mix  Mix
 	// Tables limits writes to these tables; every created table when empty.
@@ -72,12 +72,13 @@ type genTable struct {
 	next int64 // next key counter
 }
 
-// New returns a generator writing into db.
+// New returns a generator writing into db. Its methods refuse a nil db with a
+// *source.InvalidArgumentError.
 func New(db *cdcsim.DB, cfg Config) *Generator {
 	if cfg.TxnSize <= 0 {
 		cfg.TxnSize = DefaultTxnSize
 	}
-	if cfg.Rate <= 0 {
+	if !(cfg.Rate > 0) {
 		cfg.Rate = DefaultRate
 	}
 	if cfg.Mix == (Mix{}) {
@@ -87,9 +88,16 @@ func New(db *cdcsim.DB, cfg Config) *Generator {
 }
 
 // Create creates the tables and enables CDC on each with the default capture instance
-// name (<schema>_<table>).
+// name (<schema>_<table>). A definition whose Kind does not fit its key is a *DefError,
+// refused before the table is created.
 func (g *Generator) Create(defs ...TableDef) error {
+	if err := g.checkDB(); err != nil {
+		return err
+	}
 	for _, d := range defs {
+		if err := checkDef(d); err != nil {
+			return err
+		}
 		if err := g.db.CreateTable(d.Spec); err != nil {
 			return fmt.Errorf("create %s: %w", d.Spec.Name, err)
 		}
@@ -103,8 +111,19 @@ func (g *Generator) Create(defs ...TableDef) error {
 	return nil
 }
 
-// Adopt makes the generator write an existing table (created by the caller).
+// Adopt makes the generator write an existing table (created by the caller). A
+// definition whose Kind does not fit its key, or whose key is not the table's unique
+// index, is a *DefError; a table that does not exist a *cdcsim.TableError.
 func (g *Generator) Adopt(d TableDef) error {
+	if err := g.checkDB(); err != nil {
+		return err
+	}
+	if err := checkDef(d); err != nil {
+		return err
+	}
+	if err := sameKey(g.db, d); err != nil {
+		return err
+	}
 	cols, err := g.db.Columns(d.Spec.Name)
 	if err != nil {
 		return err
@@ -118,8 +137,15 @@ func (g *Generator) Adopt(d TableDef) error {
 }
 
 // Load inserts n rows into a table in transactions of batch rows, without advancing the
-// clock between them (a bulk load).
+// clock between them (a bulk load). batch < 1 means 1000. A table not created or adopted
+// is a *DefError, n < 0 a *source.InvalidArgumentError.
 func (g *Generator) Load(table string, n, batch int) error {
+	if err := g.checkDB(); err != nil {
+		return err
+	}
+	if n < 0 {
+		return &source.InvalidArgumentError{Arg: "n", Reason: "negative"}
+	}
 	t, err := g.table(table)
 	if err != nil {
 		return err
@@ -154,12 +180,19 @@ func (g *Generator) table(name string) (*genTable, error) {
 			return t, nil
 		}
 	}
-	return nil, fmt.Errorf("workload: table %s is not created or adopted", name)
+	return nil, &DefError{Table: name, Reason: "not created or adopted"}
 }
 
 // Step runs n transactions, each of 1..TxnSize statements on tables picked at random, and
-// advances the clock by 1/Rate after each.
+// advances the clock by 1/Rate after each. No table to write is a *DefError, n < 0 a
+// *source.InvalidArgumentError.
 func (g *Generator) Step(n int) error {
+	if err := g.checkDB(); err != nil {
+		return err
+	}
+	if n < 0 {
+		return &source.InvalidArgumentError{Arg: "n", Reason: "negative"}
+	}
 	var targets []*genTable
 	for _, t := range g.tables {
 		if len(g.cfg.Tables) == 0 {
@@ -173,7 +206,7 @@ func (g *Generator) Step(n int) error {
 		}
 	}
 	if len(targets) == 0 {
-		return errors.New("workload: no tables to write")
+		return &DefError{Table: strings.Join(g.cfg.Tables, ","), Reason: "no tables to write (none created or adopted, or none named in Config.Tables)"}
 	}
 	gap := time.Duration(float64(time.Second) / g.cfg.Rate)
 	for i := 0; i < n; i++ {
