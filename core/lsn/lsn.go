@@ -37,8 +37,13 @@ type ParseError struct {
 	Reason string
 }
 
+// Error quotes at most the first 40 bytes of Input, so a huge input gives a short message.
 func (e *ParseError) Error() string {
-	return fmt.Sprintf("lsn: %q is not an LSN: %s (want 0x followed by up to 20 hex digits)", e.Input, e.Reason)
+	in := e.Input
+	if len(in) > 40 {
+		in = in[:40] + "..."
+	}
+	return fmt.Sprintf("lsn: %q is not an LSN: %s (want 0x followed by up to 20 hex digits)", in, e.Reason)
 }
 
 // Parse reads an LSN from text. It accepts "0x"/"0X" or no prefix, upper- or lowercase
@@ -163,8 +168,11 @@ func MaxOf(a, b LSN) LSN {
 // MarshalText writes the canonical form, so an LSN is a JSON string.
 func (l LSN) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
-// UnmarshalText parses with Parse.
+// UnmarshalText parses with Parse; on error l is left as it was. A nil l is a *ParseError.
 func (l *LSN) UnmarshalText(b []byte) error {
+	if l == nil {
+		return &ParseError{Input: string(b), Reason: "nil *LSN to unmarshal into"}
+	}
 	v, err := Parse(string(b))
 	if err != nil {
 		return err
