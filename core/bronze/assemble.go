@@ -35,8 +35,12 @@ var changeColumns = []string{ColStartLSN, ColSeqval, ColOperation, ColCommandID,
 // more captured columns than rec (after schema evolution); they are NULL. Columns are
 // matched by name, exactly or else ignoring case. A record column the schema lacks, a
 // missing change metadata column or a type that differs from the schema's is a
-// *RecordMismatchError. The caller releases both records.
+// *RecordMismatchError; a nil schema or record a *source.InvalidArgumentError. The caller
+// releases both records.
 func ChangeRecord(schema *arrow.Schema, rec arrow.RecordBatch, captureInstance string, batchID int64) (arrow.RecordBatch, error) {
+	if err := checkInputs(schema, rec); err != nil {
+		return nil, err
+	}
 	n := int(rec.NumRows())
 	for _, name := range changeColumns {
 		if columnIndex(rec.Schema(), name) < 0 {
@@ -56,6 +60,9 @@ func ChangeRecord(schema *arrow.Schema, rec arrow.RecordBatch, captureInstance s
 // _chunk come from st; _operation is 0; _seqval, _command_id and _batch_id are NULL; the
 // captured columns come from rec. Missing columns and errors as in ChangeRecord.
 func SnapshotRecord(schema *arrow.Schema, rec arrow.RecordBatch, st SnapshotStamp) (arrow.RecordBatch, error) {
+	if err := checkInputs(schema, rec); err != nil {
+		return nil, err
+	}
 	n := int(rec.NumRows())
 	consts := map[string]func(memory.Allocator) arrow.Array{
 		ColCaptureInstance: func(m memory.Allocator) arrow.Array { return repeatString(m, st.CaptureInstance, n) },

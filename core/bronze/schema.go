@@ -88,8 +88,11 @@ func metadataName(name string) (string, bool) {
 }
 
 // CapturedFields returns the fields of a bronze (or change) schema that are not metadata
-// columns, in order: the captured columns.
+// columns, in order: the captured columns. A nil schema has none.
 func CapturedFields(s *arrow.Schema) []arrow.Field {
+	if s == nil {
+		return nil
+	}
 	var out []arrow.Field
 	for _, f := range s.Fields() {
 		if !IsMetadataColumn(f.Name) {
