@@ -94,16 +94,26 @@ func Delete(table string, key ...any) Stmt { return Stmt{Table: table, Key: key,
 
 var typeRE = regexp.MustCompile(`^\s*([a-zA-Z0-9]+)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(?:COLLATE\s+([A-Za-z0-9_]+))?\s*$`)
 
-// ParseColumn turns a T-SQL column type into a source.Column (Present true).
+// ParseColumn turns a T-SQL column type into a source.Column (Present true). A name
+// source.CheckName refuses, a type it cannot parse, or a length, precision or scale that
+// is not a small number is a *source.InvalidArgumentError.
 func ParseColumn(name, sqlType string, nullable bool) (source.Column, error) {
+	if err := source.CheckName("column", name); err != nil {
+		return source.Column{}, err
+	}
 	m := typeRE.FindStringSubmatch(sqlType)
 	if m == nil {
-		return source.Column{}, fmt.Errorf("column %s: cannot parse type %q", name, sqlType)
+		return source.Column{}, &source.InvalidArgumentError{Arg: "type of column " + name, Reason: fmt.Sprintf("cannot parse %q", sqlType)}
+	}
+	for _, num := range []string{m[2], m[3]} {
+		if num != "" && num != "max" && len(num) > 4 {
+			return source.Column{}, &source.InvalidArgumentError{Arg: "type of column " + name, Reason: fmt.Sprintf("%s in %q is out of range", num, sqlType)}
+		}
 	}
 	c := source.Column{Name: name, DataType: strings.ToLower(m[1]), Collation: m[4], Present: true, Nullable: nullable}
 	n := -1
 	if m[2] != "" && m[2] != "max" {
-		n, _ = strconv.Atoi(m[2])
+		n, _ = strconv.Atoi(m[2]) // at most 4 digits: cannot fail
 	}
 	switch c.DataType {
 	case "decimal", "numeric":
