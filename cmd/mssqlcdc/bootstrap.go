@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -12,13 +11,12 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
-	"github.com/mssqlcdc/mssqlcdc/core/stream"
 )
 
 func init() {
 	register(command{
 		name:    "bootstrap",
-		summary: "run the bootstrap machine's steps in-process (open, plan, read, commit, close), then the stream once",
+		summary: "run the bootstrap machine's steps in-process (open, plan, read, commit, close), then the stream until caught up (--no-stream: the snapshot alone)",
 		run:     runBootstrap,
 	})
 }
@@ -28,7 +26,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md), with bootstrap: true")
 	noStream := fs.Bool("no-stream", false, "stop after the snapshot; do not run the stream")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *specPath == "" || fs.NArg() > 0 {
@@ -55,8 +53,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	opts := stream.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OnBatch: func(r stream.BatchReport) { printBatch(stdout, r) }}
-	return streamLoop(ctx, spec, deps, opts, true, stdout)
+	return streamLoop(ctx, spec, deps, quietStreamOptions(stdout), loopOptions{availableNow: true}, stdout)
 }
 
 // setupBootstrapDemoSource makes the demo's simulated database for a bootstrap: o.Rows

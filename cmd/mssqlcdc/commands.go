@@ -33,6 +33,20 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// errFlags is a flag the flag package refused: it has printed the message and the
+// usage already, so run only exits 2.
+var errFlags = errors.New("bad flags")
+
+// parseFlags parses args into fs: flag.ErrHelp for -h, errFlags for any other mistake
+// (already reported on fs's output).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return errFlags
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
@@ -51,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errFlags):
+		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "mssqlcdc %s: %s\n", c.name, ue.msg)
 		return 2

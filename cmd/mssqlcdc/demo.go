@@ -55,7 +55,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.Rows, "rows", demoDefaultRows, "rows inserted into orders before the workload starts")
 	fs.Float64Var(&o.Seconds, "seconds", demoDefaultSeconds, "seconds the workload runs while the stream runs")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the simulator and the workload")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || o.Rows < 0 || o.Seconds < 0 {
@@ -362,5 +362,8 @@ func printDemoSummary(out io.Writer, o demoOptions, spec *config.Spec, s demoSum
 	} else {
 		fmt.Fprintln(out, "FAILED")
 	}
-	fmt.Fprintf(out, "tables:    %s  %s  (try: mssqlcdc inspect %s)\n", spec.Bronze, spec.FactsTable, spec.Bronze)
+	// From the repository root, where the README runs the demo: a new user has the
+	// source, not a built mssqlcdc binary.
+	fmt.Fprintf(out, "tables:    %s  %s\n", spec.Bronze, spec.FactsTable)
+	fmt.Fprintf(out, "try:       go run ./cmd/mssqlcdc inspect %s\n", filepath.Join(o.Lake, "bronze", "orders"))
 }

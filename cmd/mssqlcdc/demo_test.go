@@ -23,6 +23,9 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exit %d:\n%s", code, out.String())
 	}
 	bronze := filepath.Join(lake, "bronze", "orders")
+	if !strings.Contains(out.String(), "try:       go run ./cmd/mssqlcdc inspect "+bronze+"\n") {
+		t.Errorf("the last line does not show how to inspect bronze from the source tree:\n%s", out.String())
+	}
 	var js bytes.Buffer
 	if code := run(context.Background(), []string{"inspect", bronze, "--json"}, &js, &js); code != 0 {
 		t.Fatalf("inspect exit %d: %s", code, js.String())

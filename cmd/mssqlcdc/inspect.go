@@ -71,7 +71,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// around the table URL too ("inspect TABLE_URL --json").
 	var positional []string
 	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
+		if err := parseFlags(fs, rest); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -190,10 +190,15 @@ func printInspect(w io.Writer, r *inspectReport) error {
 	} else {
 		fmt.Fprintf(tw, "rows (stats):\tunknown (%d of %d files without stats)\n", r.FilesWithoutStats, r.LiveFiles)
 	}
-	if r.LastCheckpoint != nil {
-		fmt.Fprintf(tw, "last checkpoint:\tversion %d\n", *r.LastCheckpoint)
-	} else {
-		fmt.Fprintf(tw, "last checkpoint:\t(none)\n")
+	// Two different checkpoints: the one this version was read from, and the table's
+	// newest as _last_checkpoint names it (above Version when time travelling).
+	switch cp := r.LastCheckpoint; {
+	case cp != nil && *cp == r.Version:
+		fmt.Fprintf(tw, "read from checkpoint:\tversion %d\n", *cp)
+	case cp != nil:
+		fmt.Fprintf(tw, "read from checkpoint:\tversion %d, then commits %d..%d\n", *cp, *cp+1, r.Version)
+	default:
+		fmt.Fprintf(tw, "read from checkpoint:\tnone at or below version %d (commits replayed)\n", r.Version)
 	}
 	if lc := r.LastCheckpointFile; lc != nil {
 		desc := fmt.Sprintf("version %d, %d actions", lc.Version, lc.Size)
@@ -203,7 +208,7 @@ func printInspect(w io.Writer, r *inspectReport) error {
 		if lc.SizeInBytes > 0 {
 			desc += fmt.Sprintf(", %d bytes", lc.SizeInBytes)
 		}
-		fmt.Fprintf(tw, "_last_checkpoint:\t%s\n", desc)
+		fmt.Fprintf(tw, "_last_checkpoint file:\t%s (the table's newest checkpoint)\n", desc)
 	}
 	if len(r.TxnVersions) == 0 {
 		fmt.Fprintf(tw, "txn versions:\t(none)\n")

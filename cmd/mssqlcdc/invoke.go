@@ -52,7 +52,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
 	serve := fs.Bool("serve", false, "serve many invocations: one JSON request per stdin line, {\"id\", \"function\", \"event\"}, one response line each")
 	simSteps := fs.Int("sim-steps", 0, "with --sim --serve: workload transactions committed before each snapshot step (writes landing during the snapshot)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if (*serve && fs.NArg() != 0) || (!*serve && fs.NArg() != 1) {
@@ -178,39 +178,73 @@ type serveRequest struct {
 	Event    json.RawMessage `json:"event"`
 }
 
+// serveResponse is one reply line. ID is null when a bad line's id could not be read;
+// Line is the stdin line number of a bad request.
 type serveResponse struct {
-	ID     int64 `json:"id"`
-	Output any   `json:"output,omitempty"`
+	ID     *int64 `json:"id"`
+	Line   int    `json:"line,omitempty"`
+	Output any    `json:"output,omitempty"`
 	*invokeFailure
 }
 
+// RequestError is the reply to an --serve input line that is not a request: not JSON, or
+// fields of the wrong type. The server answers it and goes on serving.
+type RequestError struct {
+	Line   int
+	Reason string
+}
+
+func (e *RequestError) Error() string {
+	return fmt.Sprintf("bad request line %d: %s (want {\"id\": n, \"function\": \"snapshot\"|\"stream\", \"event\": {...}})", e.Line, e.Reason)
+}
+
 // serve answers one request per line, concurrently (a Map runs its reads at once), one
-// response line each, until stdin closes.
+// response line each, until stdin closes. A bad line is answered with a RequestError
+// reply (with its id when one can be read) and the others are served as usual.
 func (inv *invoker) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var wmu sync.Mutex
 	enc := json.NewEncoder(out)
+	reply := func(resp serveResponse) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = enc.Encode(resp)
+	}
 	var wg sync.WaitGroup
-	for sc.Scan() {
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
 		var req serveRequest
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			return fmt.Errorf("invoke --serve: bad request line: %w", err)
+			f := failureOf(&RequestError{Line: line, Reason: err.Error()})
+			reply(serveResponse{ID: requestID(sc.Bytes()), Line: line, invokeFailure: &f})
+			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			o, err := inv.invoke(ctx, req.Function, req.Event)
-			resp := serveResponse{ID: req.ID, Output: o}
+			resp := serveResponse{ID: &req.ID, Output: o}
 			if err != nil {
 				f := failureOf(err)
-				resp = serveResponse{ID: req.ID, invokeFailure: &f}
+				resp = serveResponse{ID: &req.ID, invokeFailure: &f}
 			}
-			wmu.Lock()
-			defer wmu.Unlock()
-			_ = enc.Encode(resp)
+			reply(resp)
 		}()
 	}
 	wg.Wait()
 	return sc.Err()
+}
+
+// requestID is the id of a request line whose other fields are wrong, or nil.
+func requestID(line []byte) *int64 {
+	var probe struct {
+		ID *int64 `json:"id"`
+	}
+	if json.Unmarshal(line, &probe) != nil {
+		return nil
+	}
+	return probe.ID
 }

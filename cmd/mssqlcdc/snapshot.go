@@ -66,23 +66,46 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
 	resnapshot := fs.Bool("resnapshot", false, "take a new snapshot even when bronze holds one (manual recovery)")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc snapshot --spec FILE [--resnapshot] [--sim]"}
 	}
-	_, src, job, err := openJob(ctx, *specPath, *sim, stderr)
+	spec, src, job, err := openJob(ctx, *specPath, *sim, stderr)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	bronzeT, err := connect.Table(ctx, spec.Bronze, connect.Location(spec))
+	if err != nil {
+		return err
+	}
+	before, err := bronzeT.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("read bronze: %w", err)
+	}
 	// snapshot(target): no facts rows of its own, and no checkpoint to resume from: its
 	// offset starts a new checkpoint (seed "A snapshot without the stream").
 	job.Standalone, job.Resnapshot, job.Checkpoint = true, *resnapshot, nil
 	off, err := job.Run(ctx)
 	if err != nil {
 		return err
+	}
+	after, err := bronzeT.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("read bronze: %w", err)
+	}
+	_, held := before.TxnVersion(snapshot.TxnAppID(spec.AppID, off.LSN))
+	switch {
+	case held && *resnapshot:
+		fmt.Fprintf(stderr, "bronze already holds the snapshot at %s: nothing committed (the source's max_lsn has not moved since it was taken, so --resnapshot stamped the same LSN); the offset below is that snapshot's\n", off.LSN)
+	case held:
+		fmt.Fprintf(stderr, "bronze already holds the snapshot at %s: nothing read or committed\n", off.LSN)
+	case after.Version() == before.Version():
+		fmt.Fprintf(stderr, "nothing committed to bronze: the table has no rows at %s, or bronze already holds a snapshot of it\n", off.LSN)
+	default:
+		fmt.Fprintf(stderr, "committed the snapshot at %s to bronze as version %d\n", off.LSN, after.Version())
 	}
 	printOffset(stdout, off)
 	return nil

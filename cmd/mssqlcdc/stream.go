@@ -26,14 +26,19 @@ func init() {
 // streamPollInterval is how long the continuous stream waits after catching up.
 const streamPollInterval = 5 * time.Second
 
+// simStreamStep is the workload transactions --sim commits before each poll of the
+// continuous stream (5 s at 20 transactions per second).
+const simStreamStep = 100
+
 func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("stream", stderr)
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
 	availableNow := fs.Bool("available-now", false, "read up to the max_lsn recorded at the start, then stop")
 	maxSeconds := fs.Float64("max-seconds", 0, "stop starting batches after this many seconds (0: no bound)")
-	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table and workload) instead of source.dsn")
+	sim := fs.Bool("sim", false, fmt.Sprintf("read a simulated database instead of source.dsn: the demo's orders table with %d rows and %d workload transactions; "+
+		"without --available-now the workload writes %d more before each poll (every %s)", simRows, simStreamStart, simStreamStep, streamPollInterval))
 	verbose := fs.Bool("v", false, "log each batch as JSON on stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *specPath == "" || fs.NArg() > 0 || *maxSeconds < 0 {
@@ -47,16 +52,18 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		spec.MaxSeconds = *maxSeconds
 	}
 
+	lo := loopOptions{availableNow: *availableNow, poll: streamPollInterval}
 	var src source.Source
 	if *sim {
-		ds, err := setupDemoSource(demoOptions{Rows: 10_000, Seed: 1}, stdout)
+		ds, err := setupDemoSource(demoOptions{Rows: simRows, Seed: 1}, stdout)
 		if err != nil {
 			return err
 		}
-		if err := ds.gen.Step(500); err != nil {
+		if err := ds.gen.Step(simStreamStart); err != nil {
 			return err
 		}
 		src = ds.db
+		lo.beforePoll = func() error { return ds.gen.Step(simStreamStep) }
 	} else {
 		db, err := connect.SQLServer(ctx, spec, os.Getenv, nil)
 		if err != nil {
@@ -69,38 +76,73 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	opts := quietStreamOptions(stdout)
 	if *verbose {
-		logger = slog.New(slog.NewJSONHandler(stderr, nil))
+		opts.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
 	}
-	opts := stream.Options{Logger: logger, OnBatch: func(r stream.BatchReport) { printBatch(stdout, r) }}
-	return streamLoop(ctx, spec, deps, opts, *availableNow, stdout)
+	return streamLoop(ctx, spec, deps, opts, lo, stdout)
 }
 
-// streamLoop runs invocations: once to the target with availableNow, else for ever,
-// waiting streamPollInterval whenever it caught up, until ctx ends or max_seconds is spent.
-func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts stream.Options, availableNow bool, out io.Writer) error {
+// simStreamStart is the workload transactions --sim commits before the stream starts.
+const simStreamStart = 500
+
+// quietStreamOptions print each batch on out and log nothing.
+func quietStreamOptions(out io.Writer) stream.Options {
+	return stream.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), OnBatch: func(r stream.BatchReport) { printBatch(out, r) }}
+}
+
+// loopOptions shape streamLoop.
+type loopOptions struct {
+	// availableNow stops once caught up; otherwise the loop polls until ctx ends.
+	availableNow bool
+	// poll is the wait after an invocation that caught up.
+	poll time.Duration
+	// beforePoll, when set, runs before each poll (--sim: the workload writes).
+	beforePoll func() error
+}
+
+// streamLoop runs invocations: until caught up with availableNow, else for ever, waiting
+// lo.poll whenever it caught up, until ctx ends or max_seconds is spent. An invocation
+// line is printed unless it found nothing new after an idle one, and "caught up" once:
+// idle polls print nothing.
+func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts stream.Options, lo loopOptions, out io.Writer) error {
 	began := time.Now()
+	idle, announced := false, false
 	for {
 		res, err := stream.Run(ctx, spec, deps, opts)
 		if err != nil {
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		fmt.Fprintf(out, "invocation: %d batches, %d rows, offset %s, caught up: %v\n", res.Batches, res.Rows, res.Offset, res.CaughtUp)
+		quiet := idle && res.Batches == 0 && res.CaughtUp
+		if !quiet {
+			fmt.Fprintf(out, "invocation: %d batches, %d rows, offset %s, caught up: %v\n", res.Batches, res.Rows, res.Offset, res.CaughtUp)
+		}
 		if spec.MaxSeconds > 0 && time.Since(began).Seconds() >= spec.MaxSeconds {
 			return nil
 		}
-		if res.CaughtUp {
-			if availableNow {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(streamPollInterval):
+		if !res.CaughtUp {
+			idle = false
+			continue
+		}
+		if lo.availableNow {
+			return nil
+		}
+		if !announced {
+			fmt.Fprintf(out, "caught up; polling every %s for new changes (Ctrl-C stops)\n", lo.poll)
+			announced = true
+		}
+		idle = true
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(lo.poll):
+		}
+		if lo.beforePoll != nil {
+			if err := lo.beforePoll(); err != nil {
+				return fmt.Errorf("workload: %w", err)
 			}
 		}
 	}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+)
+
+// A flag the command does not know is a usage mistake: exit 2, and the flag package's
+// message printed once (the command does not print it again).
+func TestUnknownFlagExits2AndSaysItOnce(t *testing.T) {
+	for name := range commands {
+		t.Run(name, func(t *testing.T) {
+			_, errOut, code := runCLI(t, name, "--no-such-flag")
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr %q", code, errOut)
+			}
+			if n := strings.Count(errOut, "no-such-flag"); n != 1 {
+				t.Errorf("stderr names the flag %d times, want once:\n%s", n, errOut)
+			}
+		})
+	}
+}
+
+// -h on every command prints its usage on stderr and exits 0, version included.
+func TestHelpFlagOnEveryCommand(t *testing.T) {
+	for name := range commands {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := runCLI(t, name, "-h")
+			if code != 0 || out != "" || !strings.Contains(errOut, "mssqlcdc "+name) {
+				t.Errorf("exit %d, stdout %q, stderr %q: want exit 0 and the usage on stderr", code, out, errOut)
+			}
+		})
+	}
+	if _, errOut, code := runCLI(t, "version", "extra"); code != 2 {
+		t.Errorf("version extra: exit %d, want 2 (%s)", code, errOut)
+	}
+}
+
+// The bootstrap command's summary says what it does: the stream runs until caught up.
+func TestBootstrapSummarySaysUntilCaughtUp(t *testing.T) {
+	s := commands["bootstrap"].summary
+	if !strings.Contains(s, "until caught up") || strings.Contains(s, "once") {
+		t.Errorf("summary %q", s)
+	}
+}
+
+// inspect names its two checkpoint lines so that time travel reads unambiguously: the
+// checkpoint the snapshot was read from (none at version 0) and the _last_checkpoint file.
+func TestInspectCheckpointLabels(t *testing.T) {
+	dir := t.TempDir()
+	writeInspectTable(t, dir, location.Config{})
+	out, errOut, code := runCLI(t, "inspect", dir, "--version", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got := squash(out)
+	for _, want := range []string{
+		"read from checkpoint: none at or below version 0 (commits replayed)\n",
+		"_last_checkpoint file: version 10, 14 actions, 10 add files, ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(got, "last checkpoint:") {
+		t.Errorf("the ambiguous label is still there:\n%s", out)
+	}
+}
+
+// A --resnapshot whose stamp equals the snapshot bronze already holds (the source did not
+// move) commits nothing, and says so.
+func TestResnapshotAtTheSameLSNSaysItExists(t *testing.T) {
+	spec := writeSimSpec(t)
+	out1, errOut, code := runCLI(t, "snapshot", "--spec", spec, "--sim")
+	if code != 0 || strings.Contains(errOut, "already") {
+		t.Fatalf("first snapshot: exit %d, stderr %q", code, errOut)
+	}
+	out2, errOut, code := runCLI(t, "snapshot", "--spec", spec, "--sim", "--resnapshot")
+	var o, o2 struct{ LSN string }
+	_ = json.Unmarshal([]byte(out1), &o)
+	_ = json.Unmarshal([]byte(out2), &o2)
+	if code != 0 || o.LSN == "" || o2.LSN != o.LSN {
+		t.Fatalf("resnapshot: exit %d, stdout %q, want the same LSN as %q", code, out2, out1)
+	}
+	if !strings.Contains(errOut, "bronze already holds the snapshot at "+o.LSN) || !strings.Contains(errOut, "nothing committed") {
+		t.Errorf("stderr %q: want it to say the snapshot at %s already exists", errOut, o.LSN)
+	}
+}
+
+// stream --sim without --available-now keeps the workload writing, as its help says.
+func TestStreamSimHelpIsTrue(t *testing.T) {
+	_, errOut, _ := runCLI(t, "stream", "-h")
+	if !strings.Contains(errOut, "writes") {
+		t.Errorf("stream -h does not say the workload writes:\n%s", errOut)
+	}
+}
+
+// Idle polls print one line when the stream catches up, not one per poll.
+func TestStreamLoopIdleIsQuiet(t *testing.T) {
+	ctx := context.Background()
+	spec := loadSpec(t, writeSimSpec(t))
+	spec.Bootstrap, spec.Options.StartingLsn = false, config.StartEarliest
+	ds, err := setupDemoSource(demoOptions{Rows: 100, Seed: 1}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, err := connect.StreamDeps(ctx, spec, ds.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer cancel()
+	err = streamLoop(ctx, spec, deps, quietStreamOptions(&out), loopOptions{poll: 10 * time.Millisecond}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "invocation:"); n != 1 {
+		t.Errorf("%d invocation lines over ~40 idle polls, want 1:\n%s", n, out.String())
+	}
+	if n := strings.Count(out.String(), "caught up; polling every"); n != 1 {
+		t.Errorf("%d caught-up lines, want 1:\n%s", n, out.String())
+	}
+
+	// With the workload writing before each poll, the later polls commit batches.
+	out.Reset()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel2()
+	lo := loopOptions{poll: 10 * time.Millisecond, beforePoll: func() error { return ds.gen.Step(5) }}
+	if err := streamLoop(ctx2, spec, deps, quietStreamOptions(&out), lo, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "batch "); n < 2 {
+		t.Errorf("%d batches with the workload writing, want several:\n%s", n, out.String())
+	}
+}
+
+func loadSpec(t *testing.T, path string) *config.Spec {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := config.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// A bad line on invoke --serve is answered with an error reply; the requests before and
+// after it are answered too, and the server keeps serving to the end of stdin.
+func TestServeAnswersABadLineAndGoesOn(t *testing.T) {
+	spec := loadSpec(t, writeSimSpec(t))
+	src, ds, err := openSource(context.Background(), spec, true, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	inv := &invoker{spec: spec, src: src, ds: ds}
+	in := strings.NewReader(`{"id":1,"function":"snapshot","event":{"step":"open"}}` + "\n" +
+		`{"id":2,"function":` + "\n" +
+		`{"id":3,"function":7}` + "\n" +
+		"\n" + // a blank line is no request
+		`{"id":4,"function":"_verify"}` + "\n")
+	var out bytes.Buffer
+	if err := inv.serve(context.Background(), in, &out); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	replies := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("reply %q: %v", line, err)
+		}
+		id, _ := json.Marshal(r["id"])
+		replies[string(id)] = r
+	}
+	if len(replies) != 4 {
+		t.Fatalf("%d replies, want 4:\n%s", len(replies), out.String())
+	}
+	for _, id := range []string{"1", "4"} {
+		if replies[id]["errorType"] != nil || replies[id]["output"] == nil {
+			t.Errorf("request %s: %v, want an output", id, replies[id])
+		}
+	}
+	bad := replies["null"] // line 2 is no JSON: its id is unknown
+	if bad == nil || bad["errorType"] != "RequestError" || bad["line"] != 2.0 || !strings.Contains(bad["errorMessage"].(string), "line 2") {
+		t.Errorf("line 2: %v, want a RequestError reply naming the line", bad)
+	}
+	if r := replies["3"]; r == nil || r["errorType"] != "RequestError" || r["line"] != 3.0 {
+		t.Errorf("line 3: %v, want a RequestError reply with its id", r)
+	}
+}
