@@ -281,8 +281,8 @@ type Bucket struct {
 }
 
 // Rows is a stream of record batches. Next returns the next batch, which the caller
-// releases, or (nil, io.EOF) at the end. Close may be called at any point and releases
-// the connection.
+// releases, or (nil, io.EOF) at the end. Close may be called at any point, more than
+// once, and releases the connection; Next after Close is ErrClosed, never io.EOF.
 type Rows interface {
 	Schema() *arrow.Schema
 	Next(ctx context.Context) (arrow.RecordBatch, error)

@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"strings"
 	"testing"
@@ -175,5 +176,34 @@ func TestOptionsBadInput(t *testing.T) {
 		if !errors.As(err, &ia) {
 			t.Errorf("%s: got %T %v", name, err, err)
 		}
+	}
+}
+
+// TestRowsNextAfterClose: Next on closed Rows is source.ErrClosed, not io.EOF (a
+// cut-short read must not pass for a whole one); Close twice is fine.
+func TestRowsNextAfterClose(t *testing.T) {
+	d, _ := newScripted(t, Options{}, func(q string, _ []any) result {
+		if strings.HasPrefix(q, "SELECT") {
+			return result{cols: []string{"id"}, n: 10, gen: func(i int, dest []driver.Value) { dest[0] = int64(i) }}
+		}
+		return result{}
+	})
+	rows, err := d.ReadTable(ctx, source.TableRead{Table: tbl, Columns: []source.Column{colI}, ReadOptions: source.ReadOptions{BatchRows: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := rows.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rows.Next(ctx); !errors.Is(err, source.ErrClosed) {
+		t.Fatalf("Next after Close: %v, want source.ErrClosed", err)
 	}
 }

@@ -32,8 +32,10 @@ type arrowRows struct {
 	dest []any
 	ptrs []any
 	done bool
-	once sync.Once
-	cerr error
+	// closed is set by Close: Next then returns source.ErrClosed, not io.EOF.
+	closed bool
+	once   sync.Once
+	cerr   error
 }
 
 // newArrowRows wraps rows; appenders[i] fills schema field i from result column i.
@@ -60,7 +62,11 @@ func newArrowRows(schema *arrow.Schema, rows *sql.Rows, conn *sql.Conn, reset st
 func (r *arrowRows) Schema() *arrow.Schema { return r.schema }
 
 // Next returns the next batch, or (nil, io.EOF) after the last. The caller releases it.
+// After Close it is source.ErrClosed.
 func (r *arrowRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
+	if r.closed {
+		return nil, source.ErrClosed
+	}
 	if r.done {
 		return nil, io.EOF
 	}
@@ -108,6 +114,7 @@ func (r *arrowRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 // Close releases the result set and the connection; safe to call more than once.
 func (r *arrowRows) Close() error {
+	r.closed = true
 	r.once.Do(func() {
 		r.done = true
 		var errs []error

@@ -96,3 +96,36 @@ func testBadInput(ctx context.Context, t *testing.T, env Env) {
 		}
 	}
 }
+
+// testRowsAfterClose: Next on Rows closed mid-read, or closed twice, is source.ErrClosed,
+// never io.EOF (which would make a caller take a cut-short read for a whole one).
+func testRowsAfterClose(ctx context.Context, t *testing.T, env Env) {
+	tbl, ci := ordersTable(ctx, t, env)
+	for i := 1; i <= 3; i++ {
+		must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": i, "v": i, "note": "a"})))
+	}
+	src := env.Source()
+	cols, err := src.CapturedColumns(ctx, ci)
+	must(t, err)
+	to := maxLSN(ctx, t, src)
+	opt := source.ReadOptions{BatchRows: 1}
+	ch, err := src.ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: to, Columns: cols, ReadOptions: opt})
+	must(t, err)
+	tr, err := src.ReadTable(ctx, source.TableRead{Table: source.Table{Schema: "dbo", Name: env.Name(tbl)}, Columns: cols, ReadOptions: opt})
+	must(t, err)
+	for name, rows := range map[string]source.Rows{"ReadChanges": ch, "ReadTable": tr} {
+		rec, err := rows.Next(ctx)
+		must(t, err)
+		rec.Release()
+		must(t, rows.Close())
+		if err := rows.Close(); err != nil {
+			t.Errorf("%s: second Close: %v", name, err)
+		}
+		if rec, err := rows.Next(ctx); !errors.Is(err, source.ErrClosed) {
+			if rec != nil {
+				rec.Release()
+			}
+			t.Errorf("%s: Next after Close: %v, want source.ErrClosed", name, err)
+		}
+	}
+}

@@ -44,6 +44,7 @@ func Run(t *testing.T, h Harness) {
 		{"KeyTilesFollowNTILE", testKeyTilesNTILE},
 		{"UnknownCaptureInstanceIsNotFound", testUnknownInstance},
 		{"BadInputIsInvalidArgument", testBadInput},
+		{"RowsAfterCloseAreClosed", testRowsAfterClose},
 		{"AbsentAndDroppedColumns", testAbsentColumns},
 		{"BatchesAreBounded", testBatchesBounded},
 	}
