@@ -155,7 +155,7 @@ func (db *DB) KeyBuckets(ctx context.Context, st source.Table, key source.Column
 				o--
 			}
 		}
-		counts[FloorDiv(o, width)]++
+		counts[floorDiv(o, width)]++
 	}
 	out := make([]source.Bucket, 0, len(counts))
 	for b, c := range counts {
@@ -165,9 +165,9 @@ func (db *DB) KeyBuckets(ctx context.Context, st source.Table, key source.Column
 	return out, nil
 }
 
-// FloorDiv is a divided by b rounded towards negative infinity (b > 0), the bucket of a key
+// floorDiv is a divided by b rounded towards negative infinity (b > 0), the bucket of a key
 // (T-SQL's / truncates towards zero; S4 floors so buckets match Spark's).
-func FloorDiv(a, b int64) int64 {
+func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && a < 0 {
 		q--
