@@ -67,6 +67,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.DynamoTable, "dynamo-table", "", "DynamoDB log table, when the table commits through one (completes a half-done commit)")
 	fs.StringVar(&cfg.DynamoRegion, "dynamo-region", "", "DynamoDB log table region (default: the S3 region)")
 	fs.StringVar(&cfg.DynamoEndpoint, "dynamo-endpoint", "", "DynamoDB endpoint URL, for an emulator")
+	fs.StringVar(&cfg.TablePathScheme, "table-path-scheme", "", "scheme of the DynamoDB log table's tablePath key, as the Spark writers use: s3, s3a or s3n (default: the URL's)")
 	// Go's flag package stops at the first argument that is not a flag: parse the flags
 	// around the table URL too ("inspect TABLE_URL --json").
 	var positional []string
