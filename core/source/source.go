@@ -228,12 +228,24 @@ type TableRead struct {
 	ReadOptions
 }
 
-// ReadOptions bound the record batches a read returns.
+// ReadOptions bound the record batches a read returns. A negative value is an
+// *InvalidArgumentError from ReadChanges and ReadTable (see Check).
 type ReadOptions struct {
 	// BatchRows caps the rows per record batch; 0 means DefaultBatchRows.
 	BatchRows int
 	// BatchBytes caps the approximate bytes per record batch; 0 means DefaultBatchBytes.
 	BatchBytes int
+}
+
+// Check refuses negative caps with an *InvalidArgumentError.
+func (o ReadOptions) Check() error {
+	if o.BatchRows < 0 {
+		return &InvalidArgumentError{Arg: "batch rows", Reason: "negative"}
+	}
+	if o.BatchBytes < 0 {
+		return &InvalidArgumentError{Arg: "batch bytes", Reason: "negative"}
+	}
+	return nil
 }
 
 // Defaults of ReadOptions.

@@ -51,6 +51,9 @@ func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows
 	if err != nil {
 		return nil, err
 	}
+	if err := r.ReadOptions.Check(); err != nil {
+		return nil, err
+	}
 	schema, err := bronze.ChangeSchema(r.Columns)
 	if err != nil {
 		return nil, err

@@ -120,6 +120,9 @@ func (db *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, e
 	if err != nil {
 		return nil, err
 	}
+	if err := r.ReadOptions.Check(); err != nil {
+		return nil, err
+	}
 	if len(r.Columns) == 0 {
 		return nil, &source.InvalidArgumentError{Arg: "columns", Reason: "no columns to read"}
 	}

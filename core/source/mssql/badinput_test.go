@@ -92,6 +92,14 @@ func TestBadInputRefusedBeforeAnyQuery(t *testing.T) {
 			_, err := d.ReadTable(ctx, source.TableRead{Table: b, Columns: keys})
 			return err
 		}},
+		tc{"ReadTable negative batch rows", func() error {
+			_, err := d.ReadTable(ctx, source.TableRead{Table: st, Columns: keys, ReadOptions: source.ReadOptions{BatchRows: -5}})
+			return err
+		}},
+		tc{"ReadChanges negative batch bytes", func() error {
+			_, err := d.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: to, ReadOptions: source.ReadOptions{BatchBytes: -1}})
+			return err
+		}},
 		tc{"ReadTable isolation", func() error {
 			b := st
 			b.Isolation = "read_uncommitted"

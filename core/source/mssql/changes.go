@@ -26,6 +26,9 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 	if err := checkCaptureInstance(r.CaptureInstance); err != nil {
 		return nil, err
 	}
+	if err := r.ReadOptions.Check(); err != nil {
+		return nil, err
+	}
 	schema, err := bronze.ChangeSchema(r.Columns)
 	if err != nil {
 		return nil, err

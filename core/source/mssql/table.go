@@ -16,6 +16,9 @@ func (d *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, er
 	if d.closed.Load() {
 		return nil, source.ErrClosed
 	}
+	if err := r.ReadOptions.Check(); err != nil {
+		return nil, err
+	}
 	schema, err := bronze.TableSchema(r.Columns)
 	if err != nil {
 		return nil, err

@@ -74,6 +74,14 @@ func testBadInput(ctx context.Context, t *testing.T, env Env) {
 			_, err := src.ReadTable(ctx, source.TableRead{Table: bad, Columns: keys})
 			return err
 		}},
+		call{"ReadTable negative batch rows", func() error {
+			_, err := src.ReadTable(ctx, source.TableRead{Table: st, Columns: keys, ReadOptions: source.ReadOptions{BatchRows: -1}})
+			return err
+		}},
+		call{"ReadChanges negative batch bytes", func() error {
+			_, err := src.ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: to, ReadOptions: source.ReadOptions{BatchBytes: -1}})
+			return err
+		}},
 		call{"ReadTable isolation", func() error {
 			bad := st
 			bad.Isolation = "read_uncommitted"
