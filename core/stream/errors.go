@@ -57,8 +57,8 @@ func (e *SchemaChangedError) Error() string {
 		e.CaptureInstance, e.Column, at, e.Was, e.Now)
 }
 
-// SourceUnavailableError: SQL Server could not be reached or refused the login, or a
-// transient failure outlasted the source's retries. The batch is not committed; a retry
+// SourceUnavailableError: SQL Server could not be reached, or a transient failure
+// outlasted the source's retries (a refused login is source.LoginError, not retried). The batch is not committed; a retry
 // later resumes it. Step Functions matches the name (and retries it).
 type SourceUnavailableError struct {
 	Op  string
@@ -66,6 +66,9 @@ type SourceUnavailableError struct {
 }
 
 func (e *SourceUnavailableError) Error() string {
+	if e.Err == nil {
+		return "source unavailable (" + e.Op + ")"
+	}
 	return "source unavailable (" + e.Op + "): " + e.Err.Error()
 }
 

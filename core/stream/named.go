@@ -18,7 +18,7 @@ import (
 // SchemaChangedError, ConfigError (also for a rewound checkpoint or a checkpoint of
 // another app_id: a new checkpoint and app_id is a spec change), NoSnapshotError,
 // ConcurrentStreamError, the source's CaptureInstanceNotFoundError,
-// AmbiguousCaptureInstanceError, CDCNotEnabledError and PermissionError. Retried:
+// AmbiguousCaptureInstanceError, CDCNotEnabledError, PermissionError and LoginError. Retried:
 // SourceUnavailableError, TransientError, LockTimeoutError, and deltalog's
 // ConcurrentModificationError, CommitAttemptsError and CommitUnknownError. Anything else is
 // returned as is.
@@ -40,7 +40,7 @@ func Named(err error) error {
 		as[*DataLossError], as[*SchemaChangedError], as[*SourceUnavailableError], as[*config.ConfigError],
 		as[*checkpoint.ConcurrentStreamError], as[*NoSnapshotError],
 		as[*source.CaptureInstanceNotFoundError], as[*source.AmbiguousCaptureInstanceError],
-		as[*source.CDCNotEnabledError], as[*source.PermissionError], as[*source.TransientError],
+		as[*source.CDCNotEnabledError], as[*source.PermissionError], as[*source.LoginError], as[*source.TransientError],
 		as[*source.LockTimeoutError], as[*deltalog.ConcurrentModificationError],
 		as[*deltalog.CommitAttemptsError], as[*deltalog.CommitUnknownError],
 	} {

@@ -33,6 +33,7 @@ func TestNamedUnwrapsEveryMatchedName(t *testing.T) {
 		"CaptureInstanceNotFoundError":  &source.CaptureInstanceNotFoundError{Name: "dbo_x"},
 		"CDCNotEnabledError":            &source.CDCNotEnabledError{Database: "db"},
 		"PermissionError":               &source.PermissionError{},
+		"LoginError":                    &source.LoginError{Message: "Login failed for user 'cdc_reader'."},
 		"TransientError":                &source.TransientError{Op: "x", Err: errors.New("reset")},
 		"LockTimeoutError":              &source.LockTimeoutError{},
 		"ConcurrentModificationError":   &deltalog.ConcurrentModificationError{},
@@ -56,5 +57,26 @@ func TestNamedUnwrapsEveryMatchedName(t *testing.T) {
 	plain := errors.New("boom")
 	if Named(plain) != plain || Named(nil) != nil {
 		t.Error("an unnamed error (or nil) must come back as is")
+	}
+}
+
+// A refused login is not transient (reference: SQLSTATE 28000 is never retried): the stream
+// reports it as LoginError, as the snapshot handler does, not as a retried
+// SourceUnavailableError.
+func TestLoginRefusalIsNotRetried(t *testing.T) {
+	r := &run{}
+	err := Named(r.sourceErr("max_lsn", &source.LoginError{Message: "Login failed"}))
+	if typeName(err) != "LoginError" {
+		t.Fatalf("login refusal named %q (%v), want LoginError", typeName(err), err)
+	}
+	if typeName(Named(r.sourceErr("max_lsn", &source.TransientError{Op: "x", Err: errors.New("reset")}))) != "SourceUnavailableError" {
+		t.Fatal("a transient failure must still be SourceUnavailableError")
+	}
+}
+
+// The zero value of SourceUnavailableError must not panic when printed.
+func TestSourceUnavailableZeroValue(t *testing.T) {
+	if msg := (&SourceUnavailableError{}).Error(); msg == "" {
+		t.Fatal("empty message")
 	}
 }

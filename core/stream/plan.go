@@ -148,12 +148,11 @@ func (r *run) ciLabel(ci source.CaptureInstance) string {
 	return ci.Name
 }
 
-// sourceErr maps a Source failure: connection and login failures become
-// *SourceUnavailableError (retried by Step Functions); typed errors the caller branches
-// on pass through.
+// sourceErr maps a Source failure: connection failures become *SourceUnavailableError
+// (retried by Step Functions); typed errors the caller branches on, a refused login
+// (source.LoginError) among them, pass through wrapped, for Named to find.
 func (r *run) sourceErr(op string, err error) error {
-	var login *source.LoginError
-	if source.IsTransient(err) || errors.As(err, &login) {
+	if source.IsTransient(err) {
 		return &SourceUnavailableError{Op: op, Err: err}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
