@@ -19,6 +19,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
@@ -40,15 +41,21 @@ import (
 //     (getrusage, every goroutine and the GC included) over the same interval: the rate
 //     per core, which other processes on a shared machine do not distort.
 //
-// Three variants separate the source's cost from the stream's own:
+// Four variants separate the source's cost from the stream's own:
 //
 //   - src=cdcsim: end to end, cdcsim reading its stored rows into Arrow, then the stream
-//     (assemble, encode, write, commit, facts, checkpoint);
-//   - src=memory: the same change records read from cdcsim once before the timer and
-//     replayed from memory: the stream's own cost;
+//     (assemble, encode, write, commit, facts, checkpoint). The batch is read as
+//     numPartitions (4) ranges by as many writers.
+//   - src=memory: the same, with each range's change records read from cdcsim once
+//     before the timer and replayed from memory: the stream's own cost. The simulator
+//     stays in the heap (it answers the metadata calls).
+//   - src=replay-small-heap: the same records replayed as one range over a one-row
+//     simulator, the full one dropped: the stream's own cost with a live heap as small as
+//     a Lambda's. The simulator keeps every row as Go values, so each GC cycle in the
+//     other variants marks hundreds of MB of pointers; gc/op shows how many ran.
 //   - src=cdcsim-read: cdcsim's reads alone, drained and dropped.
 //
-// CPU-seconds add: 1/e2e ≈ 1/memory + 1/read (in cpu-s per MB).
+// CPU-seconds add: 1/e2e ≈ 1/memory + 1/read (in cpu-s per MB), give or take GC cycles.
 //
 //	go test ./core/stream -run '^$' -bench StreamBatch -benchtime 1x
 func BenchmarkStreamBatch(b *testing.B) {
@@ -71,6 +78,11 @@ func BenchmarkStreamBatch(b *testing.B) {
 					rows, bytes = rows+r, bytes+y
 				}
 				m.report(b, rows, bytes)
+			})
+			src := smallHeapReplay(b, db)
+			db = nil // the last use: the simulator's rows are garbage from here
+			b.Run("src=replay-small-heap", func(b *testing.B) {
+				benchStream(b, src)
 			})
 		})
 	}
@@ -309,6 +321,54 @@ func (s *replaySource) ReadChanges(ctx context.Context, r source.ChangeRead) (so
 	schema := sc.Schema()
 	sc.Close()
 	return &replayRows{schema: schema, recs: recs}, nil
+}
+
+// smallHeapReplay reads every change row of db (as one range) and returns a Source over a
+// one-row simulator whose one-range change read replays them. Their LSNs are the big
+// database's: the batch's facts show them, nothing else reads them.
+func smallHeapReplay(b *testing.B, db *cdcsim.DB) source.Source {
+	ctx := context.Background()
+	hi, _ := db.MaxLSN(ctx)
+	lo, _ := db.MinLSN(ctx, "dbo_orders")
+	cols, _ := db.CapturedColumns(ctx, "dbo_orders")
+	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lo, To: hi, Columns: cols})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	var recs []arrow.RecordBatch
+	for {
+		rec, err := r.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	return &oneRangeReplay{Source: ordersDB(b, 1, 1), recs: recs}
+}
+
+// oneRangeReplay plans every batch as one range and replays recs for it.
+type oneRangeReplay struct {
+	source.Source
+	recs []arrow.RecordBatch
+}
+
+func (s *oneRangeReplay) SplitChanges(ctx context.Context, ci string, from, to lsn.LSN, n int) ([]source.Tile, error) {
+	var rows int64
+	for _, r := range s.recs {
+		rows += r.NumRows()
+	}
+	return []source.Tile{{Last: to, Next: to.Next(), Rows: rows}}, nil
+}
+
+func (s *oneRangeReplay) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows, error) {
+	if len(s.recs) == 0 {
+		return nil, fmt.Errorf("nothing to replay")
+	}
+	return &replayRows{schema: s.recs[0].Schema(), recs: s.recs}, nil
 }
 
 type replayRows struct {
