@@ -132,8 +132,30 @@ func (j *Job) find(ctx context.Context, names []string) (Offset, bool, error) {
 	return MakeOffset(l, ts), true, nil
 }
 
+// findAt returns the whole snapshot bronze holds at exactly l, if any.
+func (j *Job) findAt(ctx context.Context, names []string, l lsn.LSN) (Offset, bool, error) {
+	found, err := j.Bronze.WholeSnapshots(ctx, names)
+	if err != nil {
+		return Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
+	}
+	for _, f := range found {
+		if f.LSN != l.String() {
+			continue
+		}
+		ts := f.CommitTS
+		if ts == nil {
+			if ts, err = commitTime(ctx, j.Source, l); err != nil {
+				return Offset{}, false, err
+			}
+		}
+		return MakeOffset(l, ts), true, nil
+	}
+	return Offset{}, false, nil
+}
+
 // Open starts a full snapshot (DESIGN.md §6.2): mode lock; a snapshot already in bronze is
-// returned (Found) and nothing is read; a checkpoint with offsets resumes (Resume); else
+// returned (Found) and nothing is read (with Resnapshot, only one at the very stamp L, when
+// nothing was committed since it); a checkpoint with offsets resumes (Resume); else
 // the stamp L is recorded before anything is read, with a snapshot_open facts row (mode
 // full) and the staging state of L (Opened).
 func (j *Job) Open(ctx context.Context) (OpenResult, error) {
@@ -168,6 +190,14 @@ func (j *Job) Open(ctx context.Context) (OpenResult, error) {
 		}
 	} else if err := checkGivenStamp(ctx, j.Source, ci, l); err != nil {
 		return OpenResult{}, err
+	}
+	if j.Resnapshot {
+		// Nothing committed since a snapshot bronze holds: the table at l is already there.
+		if o, ok, err := j.findAt(ctx, names, l); err != nil {
+			return OpenResult{}, err
+		} else if ok {
+			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
+		}
 	}
 	ts, err := commitTime(ctx, j.Source, l)
 	if err != nil {

@@ -328,3 +328,25 @@ func TestPlanCutsMoreRangesThanConnectionsForBigTables(t *testing.T) {
 		t.Fatalf("rows %d", r.br.rows())
 	}
 }
+
+// A resnapshot whose stamp equals the LSN of a snapshot bronze already holds (nothing was
+// committed since) reads nothing: the table at that LSN is already there, and reading it
+// again would only leave orphan Parquet files behind a skipped commit.
+func TestResnapshotAtTheSameLSNReadsNothing(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 20)
+	r.job.Standalone = true
+	first, err := r.job.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := r.src.reads
+	r.job.Resnapshot = true
+	again, err := r.job.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first || r.src.reads != reads || r.br.commits != 1 {
+		t.Fatalf("resnapshot at the same LSN: %+v (first %+v), reads %d -> %d, commits %d", again, first, reads, r.src.reads, r.br.commits)
+	}
+}
