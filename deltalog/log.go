@@ -79,7 +79,6 @@ type logFile struct {
 	version     int64
 	part, parts int
 	key         string
-	size        int64
 }
 
 // parseLogFile classifies a key under _delta_log/ (PROTOCOL.md § File Types). Temp files,
