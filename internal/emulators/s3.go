@@ -49,10 +49,21 @@ type S3Server struct {
 func StartS3(t testing.TB) *S3Server {
 	t.Helper()
 	backend := s3mem.New()
-	faker := gofakes3.New(backend, gofakes3.WithAutoBucket(false))
-	srv := httptest.NewServer(conditionalCopy(backend, faker.Server()))
+	srv := httptest.NewServer(s3Handler(backend))
 	t.Cleanup(srv.Close)
 	return &S3Server{URL: srv.URL, backend: backend}
+}
+
+// NewS3Handler returns a fresh in-memory S3 emulator as an http.Handler, the one StartS3
+// serves (gofakes3 with conditional copy, no automatic buckets), for programs that serve
+// it themselves (internal/emulators/s3server).
+func NewS3Handler() http.Handler {
+	return s3Handler(s3mem.New())
+}
+
+func s3Handler(backend *s3mem.Backend) http.Handler {
+	faker := gofakes3.New(backend, gofakes3.WithAutoBucket(false))
+	return conditionalCopy(backend, faker.Server())
 }
 
 // Client returns an S3 client for the emulator (path-style addressing).
