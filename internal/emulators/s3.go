@@ -63,7 +63,48 @@ func NewS3Handler() http.Handler {
 
 func s3Handler(backend *s3mem.Backend) http.Handler {
 	faker := gofakes3.New(backend, gofakes3.WithAutoBucket(false))
-	return conditionalCopy(backend, faker.Server())
+	return conditionalCopy(backend, rangeWithoutChecksum(faker.Server()))
+}
+
+// rangeWithoutChecksum drops the x-amz-checksum-* headers from the answer to a ranged
+// GET. gofakes3 v1.2.0 sends the whole object's stored checksum with a part of it, which
+// the AWS SDK (response checksum validation "when supported", the default of a client
+// from config.LoadDefaultConfig) checks against the part and refuses. S3 sends no
+// whole-object checksum with a range (MinIO changed to match it: minio/minio#17105).
+func rangeWithoutChecksum(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.Header.Get("Range") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(&checksumDropper{ResponseWriter: w}, r)
+	})
+}
+
+// checksumDropper removes checksum headers before the status line is written.
+type checksumDropper struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (d *checksumDropper) WriteHeader(status int) {
+	if !d.wrote {
+		d.wrote = true
+		h := d.Header()
+		for k := range h {
+			if strings.HasPrefix(k, "X-Amz-Checksum-") {
+				h.Del(k)
+			}
+		}
+	}
+	d.ResponseWriter.WriteHeader(status)
+}
+
+func (d *checksumDropper) Write(b []byte) (int, error) {
+	if !d.wrote {
+		d.WriteHeader(http.StatusOK)
+	}
+	return d.ResponseWriter.Write(b)
 }
 
 // Client returns an S3 client for the emulator (path-style addressing).
