@@ -130,6 +130,13 @@ type Source interface {
 	// RowEstimate is the table's row count from sys.sp_spaceused: an estimate.
 	RowEstimate(ctx context.Context, t Table) (int64, error)
 
+	// Ping is one `SELECT 1` round trip on a connection of its own, timed from sending the
+	// statement to reading its row (acquiring or logging in the connection is not counted):
+	// the source_rtt_ms input of the facts row (reference original-snapshots-and-sql.md
+	// §1.6, original-stream-and-tables.md §9.1). The duration is positive. An error is
+	// returned as is; callers measuring metrics record NULL and go on.
+	Ping(ctx context.Context) (time.Duration, error)
+
 	// Close releases connections. Calls after Close fail.
 	Close() error
 }
@@ -299,4 +306,19 @@ type Rows interface {
 	Schema() *arrow.Schema
 	Next(ctx context.Context) (arrow.RecordBatch, error)
 	Close() error
+}
+
+// NetworkWaiter is implemented by the Rows of ReadChanges when the source can tell how
+// long the read's session waited for the client to consume rows: the growth of the
+// session's ASYNC_NETWORK_IO wait (sys.dm_exec_session_wait_stats, wait_time_ms for
+// session_id = @@SPID) between just before the read and its end, on the same session
+// (reference original-snapshots-and-sql.md §1.6, original-stream-and-tables.md §5.2,
+// §9.1 network_wait_ms). No row for the wait type counts as 0.
+//
+// NetworkWait is valid once the rows have been drained (Next returned io.EOF) or closed;
+// before that ok is false. ok is also false when the wait could not be read (the view is
+// not exposed, a query failed, the read failed): the facts column is then NULL. The
+// duration has millisecond resolution and is never negative. Measuring never fails a read.
+type NetworkWaiter interface {
+	NetworkWait() (wait time.Duration, ok bool)
 }

@@ -76,7 +76,7 @@ func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows
 		}
 		src.cols = append(src.cols, colMap{idx: idx, from: from, to: c})
 	}
-	return newRows(schema, src, r.ReadOptions, "ReadChanges", f), nil
+	return db.withWait(newRows(schema, src, r.ReadOptions, "ReadChanges", f)), nil
 }
 
 // colMap maps one requested column to a stored one: idx -1 reads NULL; from set means the

@@ -77,6 +77,7 @@ type DB struct {
 	queued    []*Txn // CommitBeforeRead
 
 	faults faultState
+	net    Network // Ping's round trip and the change reads' network wait (SetNetwork)
 }
 
 // commitEntry is one cdc.lsn_time_mapping row.

@@ -18,7 +18,8 @@ import (
 // of bronze.ChangeSchema(r.Columns). No isolation prefix and no lock timeout. A column the
 // instance does not capture is read as NULL; one dropped from the source table (Present
 // false) is read from the change table, which keeps the values captured before the DROP. A read the login may
-// not make is a *source.PermissionError naming the GRANT (after the P6 probe).
+// not make is a *source.PermissionError naming the GRANT (after the P6 probe). The Rows
+// implement source.NetworkWaiter: the session's ASYNC_NETWORK_IO growth over the read.
 func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows, error) {
 	if d.closed.Load() {
 		return nil, source.ErrClosed
@@ -66,19 +67,28 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 	ec := d.ec("read change table")
 	ec.CaptureInstance = r.CaptureInstance
 	mapErr := func(err error) error { return d.changeTableError(ctx, err, ec) }
-	var rows *sql.Rows
+	// The read holds its connection so that the session's network wait can be read on
+	// the same session before and after it (§1.6); a failed reading only loses the metric.
+	var out *arrowRows
 	err = d.retry().do(ctx, func() error {
-		var err error
-		rows, err = d.db.QueryContext(ctx, q, p.args...)
+		conn, err := d.db.Conn(ctx)
 		if err != nil {
 			return mapErr(err)
 		}
+		before, werr := sessionWait(ctx, conn)
+		rows, err := conn.QueryContext(ctx, q, p.args...)
+		if err != nil {
+			conn.Close()
+			return mapErr(err)
+		}
+		out = newArrowRows(schema, rows, conn, "", apps, d.readOptions(r.ReadOptions), mapErr)
+		out.wait = &netWait{before: before, beforeOK: werr == nil}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return newArrowRows(schema, rows, nil, "", apps, d.readOptions(r.ReadOptions), mapErr), nil
+	return out, nil
 }
 
 // appendersFor builds one appender per schema field: the first meta fields are the change

@@ -28,6 +28,8 @@ type arrowRows struct {
 	mem        memory.Allocator
 	// mapErr maps an error met while fetching.
 	mapErr func(error) error
+	// wait, when set, measures the session's network wait over the read (change reads).
+	wait *netWait
 
 	dest []any
 	ptrs []any
@@ -81,13 +83,17 @@ func (r *arrowRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			r.done = true
 			if r.rows != nil {
 				if err := r.rows.Err(); err != nil {
+					r.wait.abandon()
 					return nil, r.mapErr(err)
 				}
 			}
+			// Drained: the session is free for the wait reading, before anyone closes.
+			r.wait.finish(ctx, r.conn)
 			break
 		}
 		if err := r.rows.Scan(r.ptrs...); err != nil {
 			r.done = true
+			r.wait.abandon()
 			return nil, r.mapErr(err)
 		}
 		for i, v := range r.dest {
@@ -100,6 +106,7 @@ func (r *arrowRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			sz, err := r.appenders[i](fb, v)
 			if err != nil {
 				r.done = true
+				r.wait.abandon()
 				return nil, err
 			}
 			size += sz
@@ -121,6 +128,8 @@ func (r *arrowRows) Close() error {
 		if r.rows != nil {
 			errs = append(errs, r.rows.Close())
 		}
+		// An early Close still reads the wait, on the same session before it is released.
+		r.wait.finish(context.Background(), r.conn)
 		if r.conn != nil {
 			if r.reset != "" {
 				// A failed reset leaves settings on a pooled session: drop the session.

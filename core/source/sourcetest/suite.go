@@ -47,6 +47,7 @@ func Run(t *testing.T, h Harness) {
 		{"RowsAfterCloseAreClosed", testRowsAfterClose},
 		{"AbsentAndDroppedColumns", testAbsentColumns},
 		{"BatchesAreBounded", testBatchesBounded},
+		{"PingAndNetworkWait", testPingAndNetworkWait},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
