@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test CI runs: installs the npm test tools, starts the DynamoDB emulator
-# (dynalite) on 127.0.0.1, runs the Go tests and the state machine tests, and stops what it
-# started. The S3 emulator (gofakes3) runs inside the Go tests themselves.
+# (dynalite) on 127.0.0.1, runs the Go tests, the state machine tests and the interop tests
+# (DuckDB reading our tables), and stops what it started. The S3 emulator (gofakes3) runs
+# inside the Go tests themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x node_modules/.bin/dynalite ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "== npm ci (dynalite, asl-validator, aws-local-stepfunctions)"
+if [ ! -x node_modules/.bin/dynalite ] || [ ! -d node_modules/@duckdb/node-api ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "== npm ci (dynalite, asl-validator, aws-local-stepfunctions, @duckdb/node-api)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
@@ -36,8 +37,14 @@ echo "== dynalite on $MSSQLCDC_DYNAMODB_ENDPOINT"
 echo "== go test ./..."
 go test -count=1 -timeout 30m ${GOTESTFLAGS:-} ./...
 
+echo "== go build dist/local/mssqlcdc (the binary the node tests run)"
+go build -o dist/local/mssqlcdc ./cmd/mssqlcdc
+export MSSQLCDC_BIN="$PWD/dist/local/mssqlcdc"
+
 if [ -d statemachine/test ] && ls statemachine/test/*.test.mjs >/dev/null 2>&1; then
   echo "== state machine tests"
-  go build -o dist/local/mssqlcdc ./cmd/mssqlcdc
-  MSSQLCDC_BIN="$PWD/dist/local/mssqlcdc" node --test statemachine/test/
+  node --test statemachine/test/
 fi
+
+echo "== interop tests: DuckDB reads the demo's Delta tables and runs docs/bronze.md's query"
+node --test test/interop/
