@@ -27,11 +27,13 @@ type BatchStats struct {
 func (s *BatchStats) Add(rec arrow.RecordBatch) error {
 	sc := rec.Schema()
 	idx := func(name string) (arrow.Array, error) {
-		i := sc.FieldIndices(name)
-		if len(i) == 0 {
-			return nil, fmt.Errorf("batch stats: record lacks %s", name)
+		// The first field of that name; Schema.FieldIndices would copy its index slice.
+		for i := range sc.NumFields() {
+			if sc.Field(i).Name == name {
+				return rec.Column(i), nil
+			}
 		}
-		return rec.Column(i[0]), nil
+		return nil, fmt.Errorf("batch stats: record lacks %s", name)
 	}
 	lsnA, err := idx(bronze.ColStartLSN)
 	if err != nil {
@@ -52,6 +54,10 @@ func (s *BatchStats) Add(rec arrow.RecordBatch) error {
 		return fmt.Errorf("batch stats: unexpected column types %s, %s, %s", lsnA.DataType(), opA.DataType(), tsA.DataType())
 	}
 	n := int(rec.NumRows())
+	// The commit times are compared as microseconds and become time.Time values once per
+	// record, so a row costs no allocation.
+	var minTS, maxTS arrow.Timestamp
+	anyTS := false
 	for i := 0; i < n; i++ {
 		if lsns.IsValid(i) {
 			l := lsns.Value(i)
@@ -63,14 +69,14 @@ func (s *BatchStats) Add(rec arrow.RecordBatch) error {
 			}
 		}
 		if tss.IsValid(i) {
-			t := time.UnixMicro(int64(tss.Value(i))).UTC()
-			if s.MinCommitTS == nil || t.Before(*s.MinCommitTS) {
-				s.MinCommitTS = &t
+			t := tss.Value(i)
+			if !anyTS || t < minTS {
+				minTS = t
 			}
-			if s.MaxCommitTS == nil || t.After(*s.MaxCommitTS) {
-				t2 := t
-				s.MaxCommitTS = &t2
+			if !anyTS || t > maxTS {
+				maxTS = t
 			}
+			anyTS = true
 		}
 		switch ops.Value(i) {
 		case bronze.OpDelete:
@@ -79,6 +85,15 @@ func (s *BatchStats) Add(rec arrow.RecordBatch) error {
 			s.Inserts++
 		case bronze.OpUpdateAfter:
 			s.Updates++
+		}
+	}
+	if anyTS {
+		// New values, never writes through the pointers: Merge shares them between stats.
+		if lo := time.UnixMicro(int64(minTS)).UTC(); s.MinCommitTS == nil || lo.Before(*s.MinCommitTS) {
+			s.MinCommitTS = &lo
+		}
+		if hi := time.UnixMicro(int64(maxTS)).UTC(); s.MaxCommitTS == nil || hi.After(*s.MaxCommitTS) {
+			s.MaxCommitTS = &hi
 		}
 	}
 	s.Rows += int64(n)
