@@ -66,6 +66,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	}
 
 	var readSecs float64
+	var net netMetrics
 	var files []deltalog.Add
 	if !recovered {
 		ranges, err := r.ranges(ctx, sp)
@@ -76,7 +77,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 		if err != nil {
 			return rep, err
 		}
-		stats, files, readSecs = out.stats, out.files, out.seconds
+		stats, files, readSecs, net = out.stats, out.files, out.seconds, out.net
 		after, err := r.guardAfter(ctx, b, sp)
 		if err != nil {
 			return rep, err
@@ -106,6 +107,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	if !recovered {
 		row.ReadSeconds = facts.Float64(round3(readSecs))
 		row.ReadMB = facts.Float64(float64(stats.Bytes) / 1e6)
+		net.fill(&row)
 	}
 	h, err := r.health(ctx, sp, insts)
 	if err != nil {

@@ -72,6 +72,7 @@ type readOut struct {
 	stats   facts.BatchStats
 	files   []deltalog.Add
 	seconds float64
+	net     netMetrics
 }
 
 // read reads the ranges on up to numPartitions connections at once. Each worker streams
@@ -110,8 +111,11 @@ func (r *run) read(ctx context.Context, batch int64, ranges []readRange, cols []
 			defer wg.Done()
 			for rr := range work {
 				var st facts.BatchStats
+				// One round trip on a connection of its own just before the read (§9.1
+				// source_rtt_ms); a failed ping only loses the metric.
+				rtt, perr := r.src.Ping(ctx)
 				t0 := time.Now()
-				err := r.readOne(ctx, batch, rr, cols, schema, w, &st)
+				wait, waitOK, err := r.readOne(ctx, batch, rr, cols, schema, w, &st)
 				secs := time.Since(t0).Seconds()
 				if err != nil {
 					fail(err)
@@ -120,6 +124,7 @@ func (r *run) read(ctx context.Context, batch int64, ranges []readRange, cols []
 				mu.Lock()
 				out.stats.Merge(st)
 				out.seconds += secs
+				out.net.add(rtt, perr == nil, wait, waitOK)
 				mu.Unlock()
 			}
 		}()
@@ -153,37 +158,42 @@ func (r *run) read(ctx context.Context, batch int64, ranges []readRange, cols []
 	return out, nil
 }
 
-// readOne reads one range into w (nil: count only).
-func (r *run) readOne(ctx context.Context, batch int64, rr readRange, cols []source.Column, schema *arrow.Schema, w *parquetio.Writer, st *facts.BatchStats) error {
+// readOne reads one range into w (nil: count only) and returns the network wait its
+// read reported (§9.1 network_wait_ms; ok false when the source reported none).
+func (r *run) readOne(ctx context.Context, batch int64, rr readRange, cols []source.Column, schema *arrow.Schema, w *parquetio.Writer, st *facts.BatchStats) (wait time.Duration, ok bool, err error) {
 	rows, err := r.src.ReadChanges(ctx, source.ChangeRead{CaptureInstance: rr.CI.Name, From: rr.From, To: rr.To,
 		Columns: cols, ReadOptions: r.opts.Read})
 	if err != nil {
-		return r.sourceErr("read changes", err)
+		return 0, false, r.sourceErr("read changes", err)
 	}
 	defer rows.Close()
 	for {
 		rec, err := rows.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return nil
+			// The wait is read on the read's session before Close releases it; a Close
+			// error after the last row loses nothing read (as the deferred Close).
+			_ = rows.Close()
+			wait, ok := networkWait(rows)
+			return wait, ok, nil
 		}
 		if err != nil {
-			return r.sourceErr(fmt.Sprintf("read changes %s [%s, %s]", rr.CI.Name, rr.From, rr.To), err)
+			return 0, false, r.sourceErr(fmt.Sprintf("read changes %s [%s, %s]", rr.CI.Name, rr.From, rr.To), err)
 		}
 		if err := st.Add(rec); err != nil {
 			rec.Release()
-			return err
+			return 0, false, err
 		}
 		if w != nil {
 			brec, err := bronze.ChangeRecord(schema, rec, rr.Label, batch)
 			if err != nil {
 				rec.Release()
-				return err
+				return 0, false, err
 			}
 			err = w.Write(ctx, brec)
 			brec.Release()
 			if err != nil {
 				rec.Release()
-				return fmt.Errorf("write bronze file: %w", err)
+				return 0, false, fmt.Errorf("write bronze file: %w", err)
 			}
 		}
 		rec.Release()
