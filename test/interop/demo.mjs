@@ -37,7 +37,8 @@ export function parseSummary(out) {
 
 /**
  * demoLake runs the demo (3,000 rows, a 2 s workload, seed 7; it must exit 0) and returns
- * {summary, bronze, facts, conn, snap, files, close}: snap is bronze's latest state read
+ * {dir, summary, bronze, facts, conn, snap, files, close}: dir is a scratch directory
+ * removed by close, snap is bronze's latest state read
  * from its log, files the local paths of its live data files, conn a DuckDB connection
  * with the view bronze_orders over them. close frees DuckDB and removes the lake.
  */
@@ -60,7 +61,7 @@ export async function demoLake() {
     const files = [...snap.files.values()].map((f) => dataPath(bronze, f.path));
     assert.ok(files.length > 0, 'bronze has live files');
     await conn.run(`CREATE VIEW bronze_orders AS SELECT * FROM read_parquet(${sqlList(files)}, union_by_name = true)`);
-    return { summary, bronze, facts: path.join(lake, 'facts'), conn, snap, files, close };
+    return { dir, summary, bronze, facts: path.join(lake, 'facts'), conn, snap, files, close };
   } catch (err) {
     close();
     throw err;
