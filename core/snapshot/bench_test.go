@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
 )
 
 // Benchmarks of a full snapshot from cdcsim to committed Parquet files on local disk
@@ -116,7 +116,7 @@ func (r *meteredRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rows += rec.NumRows()
-	m.bytes += arrowBytes(rec)
+	m.bytes += benchmetrics.ArrowBytes(rec)
 	if m.sampling && m.rows >= m.next {
 		m.next += m.every
 		runtime.GC()
@@ -127,19 +127,6 @@ func (r *meteredRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 		}
 	}
 	return rec, nil
-}
-
-// arrowBytes is the sum of the lengths of a record's buffers.
-func arrowBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, buf := range c.Data().Buffers() {
-			if buf != nil {
-				n += int64(buf.Len())
-			}
-		}
-	}
-	return n
 }
 
 // runBenchSnapshot runs a standalone snapshot of src's bench table in ranges ranges; with
@@ -201,12 +188,12 @@ func BenchmarkSnapshotThroughput(b *testing.B) {
 		}
 		b.Run("ranges=1/src=cdcsim-read", func(b *testing.B) {
 			var rows, bytes int64
-			m := startMeter()
+			m := benchmetrics.Start()
 			for i := 0; i < b.N; i++ {
 				r, y := drainTable(b, db)
 				rows, bytes = rows+r, bytes+y
 			}
-			m.report(b, rows, bytes)
+			m.Report(b, rows, bytes)
 		})
 		src := smallHeapReplay(b, db)
 		db = nil // the last use: the simulator's rows are garbage from here
@@ -218,16 +205,16 @@ func BenchmarkSnapshotThroughput(b *testing.B) {
 
 func benchSnapshot(b *testing.B, src source.Source, ranges int) {
 	var rows, bytes int64
-	var m meter
+	var m benchmetrics.Meter
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir() // created before the meter starts
 		if i == 0 {
-			m = startMeter()
+			m = benchmetrics.Start()
 		}
 		ms := runBenchSnapshotIn(b, dir, src, ranges, 0)
 		rows, bytes = rows+ms.rows, bytes+ms.bytes
 	}
-	m.report(b, rows, bytes)
+	m.Report(b, rows, bytes)
 }
 
 func BenchmarkSnapshotRangeHeap(b *testing.B) {
@@ -239,48 +226,16 @@ func BenchmarkSnapshotRangeHeap(b *testing.B) {
 			readTable(b, db, func(rec arrow.RecordBatch) bool { rec.Release(); return false })
 			var peak uint64
 			var rows, bytes int64
-			m := startMeter()
+			m := benchmetrics.Start()
 			for b.Loop() {
 				ms := runBenchSnapshot(b, db, 1, max(100_000, int64(n/10)))
 				peak = max(peak, ms.peak)
 				rows, bytes = rows+ms.rows, bytes+ms.bytes
 			}
-			m.report(b, rows, bytes)
+			m.Report(b, rows, bytes)
 			b.ReportMetric(float64(peak)/1e6, "peak-live-MB")
 		})
 	}
-}
-
-// meter measures wall and process CPU time from its start.
-type meter struct {
-	t0   time.Time
-	cpu0 time.Duration
-	ms0  runtime.MemStats
-}
-
-// startMeter collects the garbage of the set-up first, so its GC is not charged to the
-// measured interval.
-func startMeter() meter {
-	runtime.GC()
-	m := meter{t0: time.Now(), cpu0: benchCPU()}
-	runtime.ReadMemStats(&m.ms0)
-	return m
-}
-
-// report reports rows/s, MB/s (wall) and MB/cpu-s for rows and bytes moved since start,
-// the CPU seconds, heap bytes allocated and GC cycles per op.
-func (m meter) report(b *testing.B, rows, bytes int64) {
-	wall, cpu := time.Since(m.t0).Seconds(), (benchCPU() - m.cpu0).Seconds()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	n := float64(b.N)
-	b.ReportMetric(float64(ms.TotalAlloc-m.ms0.TotalAlloc)/1e6/n, "alloc-MB/op")
-	b.ReportMetric(float64(ms.NumGC-m.ms0.NumGC)/n, "gc/op")
-	b.ReportMetric(float64(rows)/wall, "rows/s")
-	b.ReportMetric(float64(bytes)/1e6/wall, "MB/s")
-	b.ReportMetric(float64(bytes)/1e6/cpu, "MB/cpu-s")
-	b.ReportMetric(cpu/n, "cpu-s/op")
-	b.ReportMetric(0, "ns/op")
 }
 
 // tableRead is the read of the whole bench table, as one snapshot range reads it.
@@ -296,7 +251,7 @@ func tableRead(ctx context.Context, b *testing.B, db source.Source) source.Table
 func drainTable(b *testing.B, db source.Source) (rows, bytes int64) {
 	readTable(b, db, func(rec arrow.RecordBatch) bool {
 		rows += rec.NumRows()
-		bytes += arrowBytes(rec)
+		bytes += benchmetrics.ArrowBytes(rec)
 		rec.Release()
 		return false
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
 )
 
 // Throughput benchmarks of one stream batch of the workload's orders table (int,
@@ -72,12 +73,12 @@ func BenchmarkStreamBatch(b *testing.B) {
 			})
 			b.Run("src=cdcsim-read", func(b *testing.B) {
 				var rows, bytes int64
-				m := startMeter()
+				m := benchmetrics.Start()
 				for i := 0; i < b.N; i++ {
 					r, y := drainChanges(b, db)
 					rows, bytes = rows+r, bytes+y
 				}
-				m.report(b, rows, bytes)
+				m.Report(b, rows, bytes)
 			})
 			src := smallHeapReplay(b, db)
 			db = nil // the last use: the simulator's rows are garbage from here
@@ -90,16 +91,16 @@ func BenchmarkStreamBatch(b *testing.B) {
 
 func benchStream(b *testing.B, src source.Source) {
 	var rows, bytes int64
-	var m meter
+	var m benchmetrics.Meter
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir() // created before the meter starts
 		if i == 0 {
-			m = startMeter()
+			m = benchmetrics.Start()
 		}
 		res, rep, _, _ := streamIn(b, dir, src, 0)
 		rows, bytes = rows+res.Rows, bytes+rep.Bytes
 	}
-	m.report(b, rows, bytes)
+	m.Report(b, rows, bytes)
 }
 
 // BenchmarkStreamHeap streams one batch of n generated change rows (synthSource: the
@@ -116,12 +117,12 @@ func BenchmarkStreamHeap(b *testing.B) {
 			src := &synthSource{Source: ordersDB(b, 1, 1), n: n}
 			var rows, bytes int64
 			var peak uint64
-			m := startMeter()
+			m := benchmetrics.Start()
 			for i := 0; i < b.N; i++ {
 				res, rep, _, p := streamOnce(b, src, 20)
 				rows, bytes, peak = rows+res.Rows, bytes+rep.Bytes, max(peak, p)
 			}
-			m.report(b, rows, bytes)
+			m.Report(b, rows, bytes)
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 		})
 	}
@@ -137,37 +138,6 @@ func ordersDB(b *testing.B, n, txn int) *cdcsim.DB {
 		b.Fatal(err)
 	}
 	return db
-}
-
-// meter measures wall and process CPU time from its start.
-type meter struct {
-	t0   time.Time
-	cpu0 time.Duration
-	ms0  runtime.MemStats
-}
-
-// startMeter collects the garbage of the set-up first, so its GC is not charged to the
-// measured interval.
-func startMeter() meter {
-	runtime.GC()
-	m := meter{t0: time.Now(), cpu0: cpuTime()}
-	runtime.ReadMemStats(&m.ms0)
-	return m
-}
-
-// report reports rows/s, MB/s (wall) and MB/cpu-s for rows and bytes moved since start,
-// the CPU seconds, heap bytes allocated and GC cycles per op.
-func (m meter) report(b *testing.B, rows, bytes int64) {
-	wall, cpu := time.Since(m.t0).Seconds(), (cpuTime() - m.cpu0).Seconds()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	b.ReportMetric(float64(ms.TotalAlloc-m.ms0.TotalAlloc)/1e6/float64(b.N), "alloc-MB/op")
-	b.ReportMetric(float64(ms.NumGC-m.ms0.NumGC)/float64(b.N), "gc/op")
-	b.ReportMetric(float64(rows)/wall, "rows/s")
-	b.ReportMetric(float64(bytes)/1e6/wall, "MB/s")
-	b.ReportMetric(float64(bytes)/1e6/cpu, "MB/cpu-s")
-	b.ReportMetric(cpu/float64(b.N), "cpu-s/op")
-	b.ReportMetric(0, "ns/op")
 }
 
 // streamOnce streams src into fresh tables in one batch; with gogc > 0 it samples the live
@@ -261,22 +231,9 @@ func drainChanges(b *testing.B, db *cdcsim.DB) (rows, bytes int64) {
 			b.Fatal(err)
 		}
 		rows += rec.NumRows()
-		bytes += arrowBytes(rec)
+		bytes += benchmetrics.ArrowBytes(rec)
 		rec.Release()
 	}
-}
-
-// arrowBytes is the sum of the lengths of a record's buffers, as facts.BatchStats counts.
-func arrowBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, buf := range c.Data().Buffers() {
-			if buf != nil {
-				n += int64(buf.Len())
-			}
-		}
-	}
-	return n
 }
 
 // replaySource is a Source whose change reads return records held in memory: the first

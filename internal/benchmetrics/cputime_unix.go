@@ -1,14 +1,15 @@
 //go:build unix
 
-package snapshot_test
+package benchmetrics
 
 import (
 	"syscall"
 	"time"
 )
 
-// benchCPU is the process's user+system CPU time so far (getrusage).
-func benchCPU() time.Duration {
+// CPUTime is the process's user+system CPU time so far (getrusage(2), every goroutine
+// and the GC included); 0 if getrusage fails.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
