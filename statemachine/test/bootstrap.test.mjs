@@ -7,96 +7,16 @@
 // land between the snapshot's stamp and its reads. MSSQLCDC_BIN is the binary
 // (scripts/test.sh builds it).
 
-// aws-local-stepfunctions 3 calls Promise.withResolvers (Node 22+).
-if (typeof Promise.withResolvers !== 'function') {
-  Promise.withResolvers = function withResolvers() {
-    let resolve, reject;
-    const promise = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-}
-
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 
-const { StateMachine } = await import('aws-local-stepfunctions');
+import { bootstrapMachine, handlers, noWait, startHelper as start } from '../testing/harness.mjs';
 
 const bin = process.env.MSSQLCDC_BIN;
-const here = path.dirname(fileURLToPath(import.meta.url));
-// Terraform fills the ${...} Resources with ARNs; the local handlers replace them here.
-const definition = JSON.parse(
-  readFileSync(path.join(here, '..', 'bootstrap.asl.json'), 'utf8').replace(
-    /\$\{([a-z_]+)\}/g,
-    (_, name) => `arn:aws:lambda:us-east-1:123456789012:function:${name}`,
-  ),
-);
-
-// helper is one `mssqlcdc invoke --serve` process and its pending requests.
-function startHelper(specPath, extra = []) {
-  const proc = spawn(bin, ['invoke', '--spec', specPath, '--serve', '--sim', ...extra], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  proc.stderr.on('data', (d) => (stderr += d));
-  const pending = new Map();
-  let next = 1;
-  readline.createInterface({ input: proc.stdout }).on('line', (line) => {
-    const resp = JSON.parse(line);
-    const p = pending.get(resp.id);
-    pending.delete(resp.id);
-    if (resp.errorType) {
-      const err = new Error(resp.errorMessage);
-      err.name = resp.errorType; // what Retry and Catch match
-      p.reject(err);
-    } else {
-      p.resolve(resp.output);
-    }
-  });
-  proc.on('exit', (code) => {
-    for (const p of pending.values()) p.reject(new Error(`mssqlcdc invoke exited ${code}: ${stderr}`));
-  });
-  return {
-    call(fn, event) {
-      return new Promise((resolve, reject) => {
-        const id = next++;
-        pending.set(id, { resolve, reject });
-        proc.stdin.write(JSON.stringify({ id, function: fn, event }) + '\n');
-      });
-    },
-    stop() {
-      proc.stdin.end();
-      return new Promise((res) => proc.on('close', res));
-    },
-  };
-}
-
-function handlers(helper, calls, faults = {}) {
-  const bind = (state, fn) => async (input) => {
-    calls.push([state, input.step ?? '']);
-    if (faults[state] > 0) {
-      faults[state]--;
-      const err = new Error(`injected fault in ${state}`);
-      err.name = 'Lambda.ServiceException';
-      throw err;
-    }
-    return helper.call(fn, input);
-  };
-  return {
-    Open: bind('Open', 'snapshot'),
-    Plan: bind('Plan', 'snapshot'),
-    ReadRange: bind('ReadRange', 'snapshot'),
-    Commit: bind('Commit', 'snapshot'),
-    Close: bind('Close', 'snapshot'),
-    Stream: bind('Stream', 'stream'),
-  };
-}
+const startHelper = (specPath, extra) => start(bin, specPath, extra);
 
 const dir = mkdtempSync(path.join(tmpdir(), 'mssqlcdc-asl-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -117,8 +37,7 @@ function writeSpec(name) {
   return p;
 }
 
-const machine = new StateMachine(definition);
-const noWait = { Open: 0, Plan: 0, ReadRange: 0, Commit: 0, Close: 0, Stream: 0 };
+const machine = await bootstrapMachine();
 
 test('the bootstrap machine, then the stream, rebuilds the table; a rerun reads nothing', { timeout: 120_000 }, async () => {
   assert.ok(bin, 'MSSQLCDC_BIN is not set (run scripts/test.sh)');
@@ -134,7 +53,7 @@ test('the bootstrap machine, then the stream, rebuilds the table; a rerun reads 
     assert.equal(out.commit.skipped, false);
     assert.ok(out.commit.rows > 0);
     assert.equal(out.offset.lsn, out.open.snapshot.lsn);
-    assert.equal(calls.filter(([s]) => s === 'ReadRange').length, 3);
+    assert.equal(calls.filter((s) => s === 'ReadRange').length, 3);
 
     // Drain what the workload committed meanwhile, then compare.
     for (let i = 0; i < 20; i++) {
@@ -150,7 +69,7 @@ test('the bootstrap machine, then the stream, rebuilds the table; a rerun reads 
     const out2 = await machine.run({}, { overrides: { taskResourceLocalHandlers: handlers(helper, calls2), retryIntervalOverrides: noWait } }).result;
     assert.equal(out2.open.status, 'found');
     assert.equal(out2.open.snapshot.lsn, out.open.snapshot.lsn);
-    assert.deepEqual(calls2.map(([s]) => s), ['Open', 'Commit', 'Close']);
+    assert.deepEqual(calls2, ['Open', 'Commit', 'Close']);
     const v2 = await helper.call('_verify', {});
     assert.equal(v2.table_reads, v1.table_reads, 'the rerun read the table');
   } finally {

@@ -10,29 +10,17 @@
 // that is unset the test is skipped, and fails when CI is set. MSSQLCDC_BIN is the
 // mssqlcdc binary; when unset the test builds one.
 
-// aws-local-stepfunctions 3 calls Promise.withResolvers (Node 22+).
-if (typeof Promise.withResolvers !== 'function') {
-  Promise.withResolvers = function withResolvers() {
-    let resolve, reject;
-    const promise = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    return { promise, resolve, reject };
-  };
-}
-
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-const { StateMachine } = await import('aws-local-stepfunctions');
+import { bootstrapMachine, handlers, noWait, startHelper as start } from '../testing/harness.mjs';
 
 const run = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -41,13 +29,6 @@ const dynamoEndpoint = process.env.MSSQLCDC_DYNAMODB_ENDPOINT ?? '';
 const missing = 'MSSQLCDC_DYNAMODB_ENDPOINT is not set: run scripts/test.sh (or make test), which starts dynalite';
 // CI must run every test: there the missing emulator is a failure, elsewhere a skip.
 const skip = !dynamoEndpoint && !process.env.CI ? missing : false;
-
-const definition = JSON.parse(
-  readFileSync(path.join(here, '..', 'bootstrap.asl.json'), 'utf8').replace(
-    /\$\{([a-z_]+)\}/g,
-    (_, name) => `arn:aws:lambda:us-east-1:123456789012:function:${name}`,
-  ),
-);
 
 // The emulators check no signature, but the SDK signs, so the children get static keys
 // (and no profile or instance role to look for).
@@ -129,57 +110,8 @@ function writeSpec(name) {
   return p;
 }
 
-// startHelper is one `mssqlcdc invoke --serve --sim` process and its pending requests.
-function startHelper(specPath, extra = []) {
-  const proc = spawn(bin, ['invoke', '--spec', specPath, '--serve', '--sim', ...extra], { stdio: ['pipe', 'pipe', 'pipe'], env: awsEnv });
-  let stderr = '';
-  proc.stderr.on('data', (d) => (stderr += d));
-  const pending = new Map();
-  let next = 1;
-  readline.createInterface({ input: proc.stdout }).on('line', (line) => {
-    const resp = JSON.parse(line);
-    const p = pending.get(resp.id);
-    pending.delete(resp.id);
-    if (resp.errorType) {
-      const err = new Error(resp.errorMessage);
-      err.name = resp.errorType; // what Retry and Catch match
-      p.reject(err);
-    } else {
-      p.resolve(resp.output);
-    }
-  });
-  proc.on('exit', (code) => {
-    for (const p of pending.values()) p.reject(new Error(`mssqlcdc invoke exited ${code}: ${stderr}`));
-  });
-  return {
-    call(fn, event) {
-      return new Promise((resolve, reject) => {
-        const id = next++;
-        pending.set(id, { resolve, reject });
-        proc.stdin.write(JSON.stringify({ id, function: fn, event }) + '\n');
-      });
-    },
-    stop() {
-      proc.stdin.end();
-      return new Promise((res) => proc.on('close', res));
-    },
-  };
-}
-
-function handlers(helper, calls) {
-  const bind = (state, fn) => async (input) => {
-    calls.push(state);
-    return helper.call(fn, input);
-  };
-  return {
-    Open: bind('Open', 'snapshot'),
-    Plan: bind('Plan', 'snapshot'),
-    ReadRange: bind('ReadRange', 'snapshot'),
-    Commit: bind('Commit', 'snapshot'),
-    Close: bind('Close', 'snapshot'),
-    Stream: bind('Stream', 'stream'),
-  };
-}
+// startHelper is one `mssqlcdc invoke --serve --sim` process with the emulators' keys.
+const startHelper = (specPath, extra) => start(bin, specPath, extra, awsEnv);
 
 // inspect describes the Delta table at url on the emulators.
 async function inspect(url) {
@@ -219,8 +151,7 @@ async function drain(helper) {
   assert.fail('the stream did not catch up in 20 runs');
 }
 
-const machine = new StateMachine(definition);
-const noWait = { Open: 0, Plan: 0, ReadRange: 0, Commit: 0, Close: 0, Stream: 0 };
+const machine = await bootstrapMachine();
 
 test('on S3 (gofakes3) and DynamoDB (dynalite): the bootstrap machine, then the stream, rebuilds the table; a rerun reads nothing', { skip, timeout: 300_000 }, async () => {
   assert.ok(dynamoEndpoint, missing);
