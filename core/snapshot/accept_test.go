@@ -22,6 +22,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcefault"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
@@ -136,7 +137,7 @@ func (e *env) checkpointStore() storage.Store {
 func (e *env) job() *snapshot.Job {
 	var src source.Source = e.db
 	if e.f != nil {
-		src = &faultSource{Source: e.db, f: e.f}
+		src = sourcefault.Wrap(e.db, e.f)
 	}
 	j := snapshot.FromSpec(e.spec, src, snapshot.Tables{Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: e.checkpointStore()})
 	j.Now = e.db.Now

@@ -6,91 +6,13 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
-	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
-	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 )
-
-// faultSource routes the Source calls the snapshot makes through f.
-type faultSource struct {
-	source.Source
-	f *deltatest.Faults
-}
-
-func hit[T any](f *deltatest.Faults, op string, call func() (T, error)) (T, error) {
-	var v T
-	err := f.Hit("source."+op, func() error {
-		var err error
-		v, err = call()
-		return err
-	})
-	return v, err
-}
-
-func (s *faultSource) MaxLSN(ctx context.Context) (lsn.LSN, error) {
-	return hit(s.f, "MaxLSN", func() (lsn.LSN, error) { return s.Source.MaxLSN(ctx) })
-}
-
-func (s *faultSource) CommitTime(ctx context.Context, l lsn.LSN) (time.Time, bool, error) {
-	type tok struct {
-		t  time.Time
-		ok bool
-	}
-	v, err := hit(s.f, "CommitTime", func() (tok, error) {
-		t, ok, err := s.Source.CommitTime(ctx, l)
-		return tok{t, ok}, err
-	})
-	return v.t, v.ok, err
-}
-
-func (s *faultSource) CaptureInstances(ctx context.Context) ([]source.CaptureInstance, error) {
-	return hit(s.f, "CaptureInstances", func() ([]source.CaptureInstance, error) { return s.Source.CaptureInstances(ctx) })
-}
-
-func (s *faultSource) CapturedColumns(ctx context.Context, ci string) ([]source.Column, error) {
-	return hit(s.f, "CapturedColumns", func() ([]source.Column, error) { return s.Source.CapturedColumns(ctx, ci) })
-}
-
-func (s *faultSource) KeyExtent(ctx context.Context, t source.Table, key source.Column, lo, hi *int64) (any, any, bool, error) {
-	type ext struct {
-		mn, mx any
-		ok     bool
-	}
-	v, err := hit(s.f, "KeyExtent", func() (ext, error) {
-		mn, mx, ok, err := s.Source.KeyExtent(ctx, t, key, lo, hi)
-		return ext{mn, mx, ok}, err
-	})
-	return v.mn, v.mx, v.ok, err
-}
-
-func (s *faultSource) KeyTiles(ctx context.Context, t source.Table, keys []source.Column, n int) ([]source.Key, error) {
-	return hit(s.f, "KeyTiles", func() ([]source.Key, error) { return s.Source.KeyTiles(ctx, t, keys, n) })
-}
-
-func (s *faultSource) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {
-	rows, err := hit(s.f, "ReadTable", func() (source.Rows, error) { return s.Source.ReadTable(ctx, r) })
-	if err != nil {
-		return nil, err
-	}
-	return &faultRows{Rows: rows, f: s.f}, nil
-}
-
-type faultRows struct {
-	source.Rows
-	f *deltatest.Faults
-}
-
-func (r *faultRows) Next(ctx context.Context) (rec arrow.RecordBatch, err error) {
-	return hit(r.f, "Rows.Next", func() (arrow.RecordBatch, error) { return r.Rows.Next(ctx) })
-}
 
 // machine runs the bootstrap machine's steps one after the other, each as a fresh
 // invocation; a step that fails is run again without faults (Step Functions' Retry: a new

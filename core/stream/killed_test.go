@@ -7,6 +7,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcefault"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
@@ -30,7 +31,7 @@ func killedEnv(t *testing.T, backend string, f *deltatest.Faults) *env {
 	e.db.Idle()
 	e.wrapStore = func(s storage.Store) storage.Store { return f.Store(s) }
 	e.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
-	e.wrapSrc = func(s source.Source) source.Source { return &faultSource{Source: s, f: f} }
+	e.wrapSrc = func(s source.Source) source.Source { return sourcefault.Wrap(s, f) }
 	e.wrapDDB = func(c dynamo.Client) dynamo.Client { return &faultDDB{Client: c, f: f} }
 	return e
 }
