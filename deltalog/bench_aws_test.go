@@ -5,42 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/dynamotest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
-
-// hitDDB counts every DynamoDB request in the benchmark's Faults.
-type hitDDB struct {
-	dynamo.Client
-	f *deltatest.Faults
-}
-
-func (d hitDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (out *dynamodb.GetItemOutput, err error) {
-	err = d.f.Hit("ddb.GetItem", func() (err error) { out, err = d.Client.GetItem(ctx, in, o...); return err })
-	return out, err
-}
-
-func (d hitDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (out *dynamodb.PutItemOutput, err error) {
-	err = d.f.Hit("ddb.PutItem", func() (err error) { out, err = d.Client.PutItem(ctx, in, o...); return err })
-	return out, err
-}
-
-func (d hitDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (out *dynamodb.UpdateItemOutput, err error) {
-	err = d.f.Hit("ddb.UpdateItem", func() (err error) { out, err = d.Client.UpdateItem(ctx, in, o...); return err })
-	return out, err
-}
-
-func (d hitDDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (out *dynamodb.QueryOutput, err error) {
-	err = d.f.Hit("ddb.Query", func() (err error) { out, err = d.Client.Query(ctx, in, o...); return err })
-	return out, err
-}
 
 // Uncontended commits on the S3 emulator (gofakes3), committed through DynamoDB (dynalite)
 // or S3 conditional put, counting every S3 and DynamoDB request. Needs dynalite:
@@ -64,7 +37,7 @@ func BenchmarkCommitsAWS(b *testing.B) {
 			store := s3store.New(srv.Client(), srv.Bucket(b), "warehouse/t/")
 			deltatest.BenchmarkCommits(b, func(f *deltatest.Faults) (storage.Store, logstore.LogStore) {
 				s := f.Store(store)
-				l, err := dynamo.New(hitDDB{ddb, f}, s, dynamo.Options{Table: table, Scheme: "s3a"})
+				l, err := dynamo.New(dynamotest.WithFaults(ddb, f), s, dynamo.Options{Table: table, Scheme: "s3a"})
 				if err != nil {
 					b.Fatal(err)
 				}

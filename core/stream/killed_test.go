@@ -11,6 +11,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/dynamotest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -32,7 +33,7 @@ func killedEnv(t *testing.T, backend string, f *deltatest.Faults) *env {
 	e.wrapStore = func(s storage.Store) storage.Store { return f.Store(s) }
 	e.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
 	e.wrapSrc = func(s source.Source) source.Source { return sourcefault.Wrap(s, f) }
-	e.wrapDDB = func(c dynamo.Client) dynamo.Client { return &faultDDB{Client: c, f: f} }
+	e.wrapDDB = func(c dynamo.Client) dynamo.Client { return dynamotest.WithFaults(c, f) }
 	return e
 }
 

@@ -15,19 +15,6 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 )
 
-// Call runs call as f's next external call named op (see deltatest.Faults.Hit) and returns
-// its value; once the plan has killed the caller the error wraps deltatest.ErrKilled and
-// the value is the zero T.
-func Call[T any](f *deltatest.Faults, op string, call func() (T, error)) (T, error) {
-	var v T
-	err := f.Hit(op, func() error {
-		var err error
-		v, err = call()
-		return err
-	})
-	return v, err
-}
-
 // Wrap returns s with these calls routed through f, each named "source.<Method>":
 // MaxLSN, MinLSN, CommitTime, CommitAtOrBefore, NthCommitAfter, CaptureInstances,
 // CapturedColumns, DDLHistory, SplitChanges, ReadChanges, ReadTable, KeyExtent, KeyTiles,
@@ -42,8 +29,15 @@ type faultSource struct {
 	f *deltatest.Faults
 }
 
+// hit runs call as f's next external call, named "source."+op, and returns its value.
 func hit[T any](f *deltatest.Faults, op string, call func() (T, error)) (T, error) {
-	return Call(f, "source."+op, call)
+	var v T
+	err := f.Hit("source."+op, func() error {
+		var err error
+		v, err = call()
+		return err
+	})
+	return v, err
 }
 
 func (s *faultSource) MaxLSN(ctx context.Context) (lsn.LSN, error) {
