@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/sharedtestdata"
 )
 
 // plainLogStore commits with the store's PutIfAbsent and finds the latest version by
@@ -61,28 +60,6 @@ func openDir(t testing.TB, dir string) *Table {
 	return Open(st, plainLogStore{st}, Options{})
 }
 
-// sharedDeltaDir is ../shared/testdata/delta beside the repository root. It fails the
-// test when missing and CI is set; otherwise too, since the golden test has nothing to
-// check without it.
-func sharedDeltaDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "testdata", "delta")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("golden Delta tables not found at %s (the shared/ directory must sit beside the repository clone): %v", p, err)
-	}
-	return p
-}
+// sharedDeltaDir is ../shared/testdata/delta beside the repository root (see
+// sharedtestdata.DeltaDir).
+var sharedDeltaDir = sharedtestdata.DeltaDir

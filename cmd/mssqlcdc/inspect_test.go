@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+	"github.com/mssqlcdc/mssqlcdc/internal/sharedtestdata"
 )
 
 // writeInspectTable creates, at url, a table partitioned by p with a timestamp_ntz column
@@ -206,26 +206,6 @@ func TestInspectGoldenTable(t *testing.T) {
 	}
 }
 
-// sharedDeltaDir is ../shared/testdata/delta beside the repository root.
-func sharedDeltaDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "testdata", "delta")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("golden Delta tables not found at %s (shared/ must sit beside the clone): %v", p, err)
-	}
-	return p
-}
+// sharedDeltaDir is ../shared/testdata/delta beside the repository root (see
+// sharedtestdata.DeltaDir).
+var sharedDeltaDir = sharedtestdata.DeltaDir
