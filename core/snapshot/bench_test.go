@@ -287,41 +287,12 @@ func readTable(b *testing.B, db source.Source, keep func(arrow.RecordBatch) bool
 // the same range replay them.
 type replaySource struct {
 	source.Source
-	mu    sync.Mutex
-	cache map[string][]arrow.RecordBatch
+	cache benchmetrics.ReplayCache
 }
 
 func (s *replaySource) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {
 	key := fmt.Sprintf("%v|%v|%d|%d", r.Range.Lo, r.Range.Hi, r.BatchRows, r.BatchBytes)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	recs, ok := s.cache[key]
-	if !ok {
-		rows, err := s.Source.ReadTable(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for {
-			rec, err := rows.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			recs = append(recs, rec)
-		}
-		if s.cache == nil {
-			s.cache = map[string][]arrow.RecordBatch{}
-		}
-		s.cache[key] = recs
-		return &replayRows{schema: rows.Schema(), recs: recs}, nil
-	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("replay of an empty range")
-	}
-	return &replayRows{schema: recs[0].Schema(), recs: recs}, nil
+	return s.cache.Rows(ctx, key, func() (source.Rows, error) { return s.Source.ReadTable(ctx, r) })
 }
 
 // smallHeapReplay reads the whole bench table from db and returns a Source over a
@@ -338,23 +309,5 @@ type oneRangeReplay struct {
 
 // ReadTable replays every record whatever the range: the job reads one range.
 func (s *oneRangeReplay) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {
-	return &replayRows{schema: s.recs[0].Schema(), recs: s.recs}, nil
-}
-
-type replayRows struct {
-	schema *arrow.Schema
-	recs   []arrow.RecordBatch
-}
-
-func (r *replayRows) Schema() *arrow.Schema { return r.schema }
-func (r *replayRows) Close() error          { return nil }
-
-func (r *replayRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if len(r.recs) == 0 {
-		return nil, io.EOF
-	}
-	rec := r.recs[0]
-	r.recs = r.recs[1:]
-	rec.Retain() // the cache keeps its reference; the reader releases this one
-	return rec, nil
+	return benchmetrics.Replay(s.recs[0].Schema(), s.recs), nil
 }

@@ -241,43 +241,12 @@ func drainChanges(b *testing.B, db *cdcsim.DB) (rows, bytes int64) {
 // the same range replay them. It measures the stream without the source's cost.
 type replaySource struct {
 	source.Source
-	mu    sync.Mutex
-	cache map[string][]arrow.RecordBatch
+	cache benchmetrics.ReplayCache
 }
 
 func (s *replaySource) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows, error) {
 	key := fmt.Sprintf("%s|%s|%s|%d|%d", r.CaptureInstance, r.From, r.To, r.BatchRows, r.BatchBytes)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	recs, ok := s.cache[key]
-	if !ok {
-		rows, err := s.Source.ReadChanges(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for {
-			rec, err := rows.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			recs = append(recs, rec)
-		}
-		if s.cache == nil {
-			s.cache = map[string][]arrow.RecordBatch{}
-		}
-		s.cache[key] = recs
-	}
-	sc, err := s.Source.ReadChanges(ctx, r) // for its schema; nothing is read
-	if err != nil {
-		return nil, err
-	}
-	schema := sc.Schema()
-	sc.Close()
-	return &replayRows{schema: schema, recs: recs}, nil
+	return s.cache.Rows(ctx, key, func() (source.Rows, error) { return s.Source.ReadChanges(ctx, r) })
 }
 
 // smallHeapReplay reads every change row of db (as one range) and returns a Source over a
@@ -293,16 +262,9 @@ func smallHeapReplay(b *testing.B, db *cdcsim.DB) source.Source {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	var recs []arrow.RecordBatch
-	for {
-		rec, err := r.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		recs = append(recs, rec)
+	recs, err := benchmetrics.Collect(ctx, r)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return &oneRangeReplay{Source: ordersDB(b, 1, 1), recs: recs}
 }
@@ -325,23 +287,5 @@ func (s *oneRangeReplay) ReadChanges(ctx context.Context, r source.ChangeRead) (
 	if len(s.recs) == 0 {
 		return nil, fmt.Errorf("nothing to replay")
 	}
-	return &replayRows{schema: s.recs[0].Schema(), recs: s.recs}, nil
-}
-
-type replayRows struct {
-	schema *arrow.Schema
-	recs   []arrow.RecordBatch
-}
-
-func (r *replayRows) Schema() *arrow.Schema { return r.schema }
-func (r *replayRows) Close() error          { return nil }
-
-func (r *replayRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
-	if len(r.recs) == 0 {
-		return nil, io.EOF
-	}
-	rec := r.recs[0]
-	r.recs = r.recs[1:]
-	rec.Retain() // the cache keeps its reference; the reader releases this one
-	return rec, nil
+	return benchmetrics.Replay(s.recs[0].Schema(), s.recs), nil
 }
