@@ -8,10 +8,9 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
 )
 
 // Benchmarks of reading a change range and a key range into Arrow record batches, with
@@ -73,7 +72,7 @@ func drain(b *testing.B, r source.Rows, sample int) (rows, bytes int64, peak uin
 			b.Fatal(err)
 		}
 		rows += rec.NumRows()
-		bytes += recordBytes(rec)
+		bytes += benchmetrics.ArrowBytes(rec)
 		if sample > 0 && rows >= next {
 			next += int64(sample)
 			runtime.GC()
@@ -160,17 +159,4 @@ func BenchmarkReadTableKeyRange(b *testing.B) {
 			benchRead(b, n, open)
 		})
 	}
-}
-
-// recordBytes is the size of a record's Arrow buffers.
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range rec.Columns() {
-		for _, buf := range c.Data().Buffers() {
-			if buf != nil {
-				n += int64(buf.Len())
-			}
-		}
-	}
-	return n
 }
