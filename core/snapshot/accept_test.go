@@ -17,6 +17,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/internal/emulake"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
@@ -75,7 +76,7 @@ type env struct {
 	db   *cdcsim.DB
 	spec *config.Spec
 	kc   keyCase
-	aws  *awsBackend
+	aws  *emulake.Lake
 	// f, when set, routes every store, log store and source call of the jobs through it.
 	f *deltatest.Faults
 }

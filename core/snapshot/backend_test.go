@@ -1,21 +1,14 @@
 package snapshot_test
 
 import (
-	"context"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/internal/emulake"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
-	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
 const (
@@ -25,41 +18,21 @@ const (
 	backendAWS = "aws"
 )
 
-// awsBackend is an S3 bucket on gofakes3 and a DynamoDB log table on dynalite.
-type awsBackend struct {
-	s3     *emulators.S3Server
-	bucket string
-	ddb    *dynamodb.Client
-	table  string
-}
-
 // useBackend points spec's locations at the backend (local paths are already set).
-func useBackend(t *testing.T, backend string, spec *config.Spec) *awsBackend {
+func useBackend(t *testing.T, backend string, spec *config.Spec) *emulake.Lake {
 	if backend != backendAWS {
 		return nil
 	}
-	ddb := emulators.DynamoDB(t)
-	srv := emulators.StartS3(t)
-	ab := &awsBackend{s3: srv, bucket: srv.Bucket(t), ddb: ddb, table: emulators.UniqueName("delta_log_")}
-	if err := dynamo.CreateTable(context.Background(), ddb, ab.table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 10 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	root := "s3://" + ab.bucket + "/"
-	spec.Bronze, spec.Checkpoint, spec.FactsTable = root+"bronze", root+"checkpoint", root+"facts"
-	spec.Storage = config.Storage{DynamoTable: ab.table}
-	return ab
+	l := emulake.New(t)
+	l.Use(spec)
+	return l
 }
 
 // stores are the raw store and log store at url.
 func (e *env) stores(url string) (storage.Store, logstore.LogStore) {
 	if e.aws != nil {
-		prefix := strings.TrimPrefix(url, "s3://"+e.aws.bucket+"/")
-		st := s3store.New(e.aws.s3.Client(), e.aws.bucket, prefix)
-		ls, err := dynamo.New(e.aws.ddb, st, dynamo.Options{Table: e.aws.table})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return st, ls
+		st := e.aws.Store(url)
+		return st, e.aws.LogStore(e.t, e.aws.DDB, st)
 	}
 	st, err := localstore.New(url)
 	if err != nil {

@@ -6,14 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/internal/emulake"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -25,8 +24,6 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
-	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
 // Backends the end-to-end tests run on: Delta on local disk with the local log store, and
@@ -46,21 +43,13 @@ type env struct {
 	dir     string
 	spec    *config.Spec
 	backend string
-	aws     *awsBackend
+	aws     *emulake.Lake
 	// wrap, when set, wraps every store and the source (fault injection).
 	wrapStore func(storage.Store) storage.Store
 	wrapLogs  func(logstore.LogStore) logstore.LogStore
 	wrapSrc   func(source.Source) source.Source
 	wrapDDB   func(dynamo.Client) dynamo.Client
 	logs      bytes.Buffer
-}
-
-// awsBackend is an S3 bucket on gofakes3 and a DynamoDB log table on dynalite.
-type awsBackend struct {
-	s3     *emulators.S3Server
-	bucket string
-	ddb    *dynamodb.Client
-	table  string
 }
 
 func ordersColumns() []source.Column {
@@ -90,17 +79,10 @@ func newEnvOn(t *testing.T, backend string, cfg cdcsim.Config) *env {
 		Checkpoint: filepath.Join(dir, "checkpoint"),
 		FactsTable: filepath.Join(dir, "facts"),
 	}
-	var ab *awsBackend
+	var ab *emulake.Lake
 	if backend == backendAWS {
-		ddb := emulators.DynamoDB(t)
-		srv := emulators.StartS3(t)
-		ab = &awsBackend{s3: srv, bucket: srv.Bucket(t), ddb: ddb, table: emulators.UniqueName("delta_log_")}
-		if err := dynamo.CreateTable(context.Background(), ddb, ab.table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 10 * time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
-		root := "s3://" + ab.bucket + "/"
-		spec.Bronze, spec.Checkpoint, spec.FactsTable = root+"bronze", root+"checkpoint", root+"facts"
-		spec.Storage = config.Storage{DynamoTable: ab.table}
+		ab = emulake.New(t)
+		ab.Use(spec)
 	}
 	spec.Defaults()
 	spec.Options.NumPartitions = 2
@@ -121,8 +103,7 @@ func (e *env) store(dir string) storage.Store {
 // rawStore is the store at url without any wrapper (for checks).
 func (e *env) rawStore(url string) storage.Store {
 	if e.aws != nil {
-		prefix := strings.TrimPrefix(url, "s3://"+e.aws.bucket+"/")
-		return s3store.New(e.aws.s3.Client(), e.aws.bucket, prefix)
+		return e.aws.Store(url)
 	}
 	s, err := localstore.New(url)
 	if err != nil {
@@ -134,15 +115,11 @@ func (e *env) rawStore(url string) storage.Store {
 // rawLogs is the log store of the table at url over st.
 func (e *env) rawLogs(url string, st storage.Store) logstore.LogStore {
 	if e.aws != nil {
-		var c dynamo.Client = e.aws.ddb
+		var c dynamo.Client = e.aws.DDB
 		if e.wrapDDB != nil {
 			c = e.wrapDDB(c)
 		}
-		ls, err := dynamo.New(c, st, dynamo.Options{Table: e.aws.table})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		return ls
+		return e.aws.LogStore(e.t, c, st)
 	}
 	ls, err := localfs.New(url)
 	if err != nil {
