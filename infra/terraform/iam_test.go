@@ -142,3 +142,31 @@ func TestLambdaPolicyActions(t *testing.T) {
 		}
 	}
 }
+
+// specLocations maps the config.Spec fields core/connect opens as table or store locations
+// to the key of local.s3_locations granting them.
+var specLocations = map[string]string{"Bronze": "bronze", "FactsTable": "facts", "Checkpoint": "checkpoint"}
+
+// TestS3LocationsAreWhatTheFunctionsOpen: the S3 grant covers exactly the spec URLs
+// core/connect opens (Table / location.Open with spec.<Field>), no more and no fewer.
+func TestS3LocationsAreWhatTheFunctionsOpen(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(repoRoot, "core/connect/open.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range regexp.MustCompile(`\(ctx, spec\.([A-Za-z]+), cfg\)`).FindAllStringSubmatch(string(src), -1) {
+		k, ok := specLocations[m[1]]
+		if !ok {
+			t.Errorf("core/connect opens spec.%s: grant it in local.s3_locations and add it to specLocations", m[1])
+			continue
+		}
+		want = append(want, k)
+	}
+	mod := loadModule(t, tableModule)
+	got := sortedKeys(objectKeys(t, mod.locals["s3_locations"].Expr))
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("local.s3_locations = %q, want the locations core/connect opens %q", got, want)
+	}
+}

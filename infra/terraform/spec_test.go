@@ -103,7 +103,7 @@ func TestExampleSpecsRenderForConfigParse(t *testing.T) {
 
 			paths := e.local("s3_paths")
 			for loc, want := range map[string]string{
-				"bronze": "bronze/" + name, "plans": "bronze/" + name + "_snapshot_plans",
+				"bronze": "bronze/" + name,
 				"checkpoint": "checkpoints/" + name, "facts": "ops/ingestion_facts",
 			} {
 				p := paths.GetAttr(loc)
@@ -116,7 +116,7 @@ func TestExampleSpecsRenderForConfigParse(t *testing.T) {
 }
 
 // TestExampleLifecycleCoversEveryDeltaTable: the shared module receives the .tmp prefix of
-// both bronze tables, both plans tables and the one facts table, and accepts them.
+// both bronze tables and the one facts table, and accepts them.
 func TestExampleLifecycleCoversEveryDeltaTable(t *testing.T) {
 	mod := loadModule(t, tableModule)
 	outputs := map[string]cty.Value{}
@@ -143,8 +143,8 @@ func TestExampleLifecycleCoversEveryDeltaTable(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"bronze/customers/_delta_log/.tmp/", "bronze/customers_snapshot_plans/_delta_log/.tmp/",
-		"bronze/orders/_delta_log/.tmp/", "bronze/orders_snapshot_plans/_delta_log/.tmp/",
+		"bronze/customers/_delta_log/.tmp/",
+		"bronze/orders/_delta_log/.tmp/",
 		"ops/ingestion_facts/_delta_log/.tmp/",
 	}
 	if !slices.Equal(got, want) {

@@ -6,11 +6,12 @@
 
 locals {
   # Where the functions read and write, from the spec's URLs (validated as
-  # s3://bucket/prefix without a trailing '/'). The plans table sits next to bronze as
-  # "<bronze>_snapshot_plans" (DESIGN.md §4.4) and holds key values like bronze does.
+  # s3://bucket/prefix without a trailing '/'): the three locations core/connect opens. The
+  # snapshot's staging area (plans, manifests) is under the checkpoint. DESIGN.md §4.4's
+  # "<bronze>_snapshot_plans" table belongs to the chunked snapshot, which is not built
+  # (core/config refuses it), so nothing is granted there.
   s3_locations = {
     bronze     = var.spec.bronze
-    plans      = "${var.spec.bronze}_snapshot_plans"
     checkpoint = var.spec.checkpoint
     facts      = var.spec.facts_table
   }

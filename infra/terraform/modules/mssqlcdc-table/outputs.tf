@@ -42,10 +42,10 @@ output "spec_json" {
 }
 
 output "delta_tmp_prefixes" {
-  description = "The S3 prefixes <table>/_delta_log/.tmp/ of this table's Delta tables (bronze, plans, facts) by bucket, for the lifecycle rule that expires them (modules/mssqlcdc-shared)."
+  description = "The S3 prefixes <table>/_delta_log/.tmp/ of this table's Delta tables (bronze, facts) by bucket, for the lifecycle rule that expires them (modules/mssqlcdc-shared)."
   value = {
     for b in local.s3_buckets : b => [
-      for k in ["bronze", "plans", "facts"] : "${local.s3_paths[k].prefix}/_delta_log/.tmp/" if local.s3_paths[k].bucket == b
+      for k in ["bronze", "facts"] : "${local.s3_paths[k].prefix}/_delta_log/.tmp/" if local.s3_paths[k].bucket == b
     ]
   }
 }
