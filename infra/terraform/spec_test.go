@@ -103,7 +103,7 @@ func TestExampleSpecsRenderForConfigParse(t *testing.T) {
 
 			paths := e.local("s3_paths")
 			for loc, want := range map[string]string{
-				"bronze": "bronze/" + name,
+				"bronze":     "bronze/" + name,
 				"checkpoint": "checkpoints/" + name, "facts": "ops/ingestion_facts",
 			} {
 				p := paths.GetAttr(loc)
