@@ -185,15 +185,22 @@ func (d *DB) sourceSession(ctx context.Context, t source.Table, ec errContext, f
 		}
 		defer conn.Close()
 		if _, err := conn.ExecContext(ctx, prefix); err != nil {
+			discardConn(conn)
 			return mapError(err, ec)
 		}
 		ferr := fn(conn)
 		if _, err := conn.ExecContext(ctx, sessionReset); err != nil {
-			// Settings of unknown state must not reach the pool.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			discardConn(conn)
 		}
 		return mapError(ferr, ec)
 	})
+}
+
+// discardConn closes conn instead of returning it to the pool: its session settings are
+// unknown (a prefix batch that failed part-way may have applied its first SET, which
+// sticks to the session; a reset that failed left them in place).
+func discardConn(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 }
 
 // parseLSNText reads a varchar(22) LSN; NULL is the zero LSN.

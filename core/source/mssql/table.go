@@ -3,7 +3,6 @@ package mssql
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
@@ -45,13 +44,14 @@ func (d *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, er
 			return mapError(err, ec)
 		}
 		if _, err := conn.ExecContext(ctx, prefix); err != nil {
+			discardConn(conn)
 			conn.Close()
 			return mapError(err, ec)
 		}
 		rows, err := conn.QueryContext(ctx, q, args...)
 		if err != nil {
 			if _, rerr := conn.ExecContext(ctx, sessionReset); rerr != nil {
-				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+				discardConn(conn)
 			}
 			conn.Close()
 			return mapError(err, ec)
