@@ -89,6 +89,9 @@ func TestLambdaPreconditions(t *testing.T) {
 			"functions": hclValue(t, `{stream = {ephemeral_storage = 4096}, snapshot = {}}`),
 		}, nil},
 		{"password_env unset", map[string]cty.Value{"spec": with(with(spec, "source.password_secret_arn", cty.NullVal(cty.String)), "source.password_env", cty.StringVal("PW"))}, []string{"password_env names a variable"}},
+		{"environment over 4 KB", map[string]cty.Value{
+			"extra_environment": cty.ObjectVal(map[string]cty.Value{"BIG": cty.StringVal(strings.Repeat("x", 3900))}),
+		}, []string{"Lambda allows 4 KB for all their names and values together"}},
 		{"password_env set", map[string]cty.Value{
 			"spec":              with(with(spec, "source.password_secret_arn", cty.NullVal(cty.String)), "source.password_env", cty.StringVal("PW")),
 			"extra_environment": hclValue(t, `{PW = "x"}`),

@@ -52,6 +52,9 @@ locals {
   }
 
   environment = merge(var.extra_environment, { MSSQLCDC_SPEC = local.spec_json })
+  # Lambda's limit is on all the variables together, names and values (4 KB, "Lambda
+  # quotas"), so extra_environment counts as well as the spec.
+  environment_bytes = length(join("", [for k, v in local.environment : "${k}${v}"]))
 }
 
 resource "aws_cloudwatch_log_group" "function" {
@@ -114,8 +117,8 @@ resource "aws_lambda_function" "this" {
       error_message = "${each.value.zip} does not exist: run make build at the repository root (or set dist_dir / functions[\"${each.key}\"].zip)."
     }
     precondition {
-      condition     = length(local.spec_json) <= 3584
-      error_message = "The rendered spec is ${length(local.spec_json)} bytes; Lambda allows 4 KB for all environment variables together."
+      condition     = local.environment_bytes <= 4096
+      error_message = "The functions' environment variables (the rendered spec, ${length(local.spec_json)} bytes, and extra_environment) are ${local.environment_bytes} bytes; Lambda allows 4 KB for all their names and values together."
     }
     precondition {
       condition     = each.key != "stream" || var.spec.max_seconds == null || try(var.spec.max_seconds < each.value.timeout - 30, true)
