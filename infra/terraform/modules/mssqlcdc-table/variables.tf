@@ -320,7 +320,7 @@ variable "state_machine_log_level" {
 }
 
 variable "state_machine_log_execution_data" {
-  description = "Whether execution logs include state inputs and outputs. They hold snapshot ranges (key values of the source table), so the log group then needs bronze's access policy."
+  description = "Whether execution logs include state inputs and outputs: LSNs, row and file counts, key column names and range indexes, never key values (the range bounds stay in the checkpoint's staging area, docs/handlers.md). Error causes are the handlers' messages in either case."
   type        = bool
   default     = false
 }
