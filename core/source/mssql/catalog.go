@@ -151,7 +151,8 @@ func columnFrom(r record) source.Column {
 }
 
 // mergeSourceColumns fills Computed, Present, Collation and Nullable from sys.columns rows
-// matched by column_id (a column dropped and added back has a new id: not present).
+// matched by column_id (a column dropped and added back has a new id: not present), and
+// the length of a binary or varbinary column that P2 gave none.
 func mergeSourceColumns(cols []source.Column, src []record) {
 	byID := make(map[int]record, len(src))
 	for _, r := range src {
@@ -166,6 +167,10 @@ func mergeSourceColumns(cols []source.Column, src []record) {
 		cols[i].Computed = asBool(r["is_computed"])
 		cols[i].Nullable = asBool(r["is_nullable"])
 		cols[i].Collation = asString(r["collation_name"])
+		if t := cols[i].DataType; cols[i].MaxLength == 0 && (t == "binary" || t == "varbinary") {
+			// sys.columns.max_length is in bytes, which is a binary type's length.
+			cols[i].MaxLength = asInt(r["max_length"])
+		}
 	}
 }
 

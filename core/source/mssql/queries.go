@@ -61,11 +61,13 @@ func capturedColumnsSQL(ci string) (string, []any) {
 }
 
 // sourceColumnsSQL is P3: sys.columns of the source table, found with OBJECT_ID on the
-// quoted names (schema and table bound, QUOTENAME on the server).
+// quoted names (schema and table bound, QUOTENAME on the server). max_length (bytes, -1
+// for max) gives a binary column its length, which sp_cdc_get_captured_columns documents
+// only for character columns.
 func sourceColumnsSQL(schema, table string) (string, []any) {
 	var p params
 	s, t := p.add(schema), p.add(table)
-	return "SELECT c.name, c.column_id, c.is_computed, c.collation_name, c.is_nullable FROM sys.columns c " +
+	return "SELECT c.name, c.column_id, c.is_computed, c.collation_name, c.is_nullable, c.max_length FROM sys.columns c " +
 		"WHERE c.object_id = OBJECT_ID(QUOTENAME(" + s + ") + '.' + QUOTENAME(" + t + "))", p.args
 }
 

@@ -20,14 +20,16 @@ func castType(c source.Column) (string, error) {
 	bad := func(why string) error {
 		return &source.InvalidArgumentError{Arg: "key column " + quoteForMessage(c.Name), Reason: why}
 	}
-	length := func() string {
+	// length is the declared length; 0 is unknown (a NULL character_maximum_length and no
+	// sys.columns row), refused: casting a bound to length 1 would truncate it.
+	length := func() (string, error) {
 		if c.MaxLength < 0 {
-			return "max"
+			return "max", nil
 		}
 		if c.MaxLength == 0 {
-			return "1"
+			return "", bad("the declared length is unknown")
 		}
-		return strconv.Itoa(c.MaxLength)
+		return strconv.Itoa(c.MaxLength), nil
 	}
 	frac := func() (string, error) {
 		if c.DatetimePrecision < 0 || c.DatetimePrecision > 7 {
@@ -57,9 +59,17 @@ func castType(c source.Column) (string, error) {
 		if err := checkCollation(c.Collation); err != nil {
 			return "", err
 		}
-		return t + "(" + length() + ") COLLATE " + c.Collation, nil
+		n, err := length()
+		if err != nil {
+			return "", err
+		}
+		return t + "(" + n + ") COLLATE " + c.Collation, nil
 	case "binary", "varbinary":
-		return t + "(" + length() + ")", nil
+		n, err := length()
+		if err != nil {
+			return "", err
+		}
+		return t + "(" + n + ")", nil
 	case "timestamp", "rowversion":
 		return "binary(8)", nil
 	default:
