@@ -54,3 +54,29 @@ func TestFailedPrefixDiscardsConnection(t *testing.T) {
 		})
 	}
 }
+
+// SET LOCK_TIMEOUT takes an int number of milliseconds, 0 meaning "do not wait at all"
+// (SET LOCK_TIMEOUT, learn.microsoft.com/sql/t-sql/statements/set-lock-timeout-transact-sql).
+// A positive timeout under 1 ms must still wait (rounded up, not truncated to 0), and one
+// beyond the int range would not compile, so it is refused before any I/O.
+func TestLockTimeoutMilliseconds(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "SET LOCK_TIMEOUT 0;"},
+		{300 * time.Microsecond, "SET LOCK_TIMEOUT 1;"},
+		{1500*time.Millisecond + 100*time.Microsecond, "SET LOCK_TIMEOUT 1501;"},
+		{2147483647 * time.Millisecond, "SET LOCK_TIMEOUT 2147483647;"},
+	} {
+		d := c.d
+		q, err := sessionPrefix(source.Table{LockTimeout: &d})
+		if err != nil || !strings.HasPrefix(q, c.want) {
+			t.Errorf("%v: %q, %v; want prefix %q", c.d, q, err, c.want)
+		}
+	}
+	d := 2147483648 * time.Millisecond
+	if _, err := sessionPrefix(source.Table{LockTimeout: &d}); !isInvalid(err) {
+		t.Errorf("lock timeout past int: %v, want *InvalidArgumentError", err)
+	}
+}

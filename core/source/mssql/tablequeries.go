@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +23,12 @@ func sessionPrefix(t source.Table) (string, error) {
 		if *t.LockTimeout < 0 {
 			return "", &source.InvalidArgumentError{Arg: "lockTimeoutMs", Reason: "negative"}
 		}
-		timeout = t.LockTimeout.Milliseconds()
+		// SET LOCK_TIMEOUT takes an int of milliseconds and 0 means "do not wait": round
+		// a fraction up so a short timeout still waits, refuse what int cannot hold.
+		if *t.LockTimeout > math.MaxInt32*time.Millisecond {
+			return "", &source.InvalidArgumentError{Arg: "lockTimeoutMs", Reason: fmt.Sprintf("%v is over SET LOCK_TIMEOUT's maximum of %d ms", *t.LockTimeout, math.MaxInt32)}
+		}
+		timeout = int64((*t.LockTimeout + time.Millisecond - 1) / time.Millisecond)
 	}
 	var level string
 	switch t.Isolation {
