@@ -60,31 +60,15 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Usage = inspectUsage(fs)
 	asJSON := fs.Bool("json", false, "print a JSON object instead of text")
 	version := fs.Int64("version", -1, "inspect this version (time travel) instead of the latest")
-	var cfg location.Config
-	fs.StringVar(&cfg.Region, "region", "", "S3 region (default: from the environment, else us-east-1)")
-	fs.StringVar(&cfg.Endpoint, "endpoint", "", "S3 endpoint URL, for an emulator")
-	fs.BoolVar(&cfg.PathStyle, "path-style", false, "path-style S3 addressing, for an emulator")
-	fs.StringVar(&cfg.DynamoTable, "dynamo-table", "", "DynamoDB log table, when the table commits through one (completes a half-done commit)")
-	fs.StringVar(&cfg.DynamoRegion, "dynamo-region", "", "DynamoDB log table region (default: the S3 region)")
-	fs.StringVar(&cfg.DynamoEndpoint, "dynamo-endpoint", "", "DynamoDB endpoint URL, for an emulator")
-	fs.StringVar(&cfg.TablePathScheme, "table-path-scheme", "", "scheme of the DynamoDB log table's tablePath key, as the Spark writers use: s3, s3a or s3n (default: the URL's)")
-	// Go's flag package stops at the first argument that is not a flag: parse the flags
-	// around the table URL too ("inspect TABLE_URL --json").
-	var positional []string
-	for rest := args; ; {
-		if err := parseFlags(fs, rest); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	cfg := addTableFlags(fs)
+	positional, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
 	}
 	if len(positional) != 1 {
 		return &usageError{msg: "want exactly one TABLE_URL (a path, file:// or s3:// URL)"}
 	}
-	rep, err := inspectTable(ctx, positional[0], cfg, *version)
+	rep, err := inspectTable(ctx, positional[0], *cfg, *version)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+)
+
+// addTableFlags registers on fs the flags that say how to reach a table at a URL (S3
+// region and endpoint, the DynamoDB log table) and returns the config they fill, for
+// location.Open. Shared by the commands that open a table by URL (inspect, maintain).
+func addTableFlags(fs *flag.FlagSet) *location.Config {
+	var cfg location.Config
+	fs.StringVar(&cfg.Region, "region", "", "S3 region (default: from the environment, else us-east-1)")
+	fs.StringVar(&cfg.Endpoint, "endpoint", "", "S3 endpoint URL, for an emulator")
+	fs.BoolVar(&cfg.PathStyle, "path-style", false, "path-style S3 addressing, for an emulator")
+	fs.StringVar(&cfg.DynamoTable, "dynamo-table", "", "DynamoDB log table, when the table commits through one (completes a half-done commit)")
+	fs.StringVar(&cfg.DynamoRegion, "dynamo-region", "", "DynamoDB log table region (default: the S3 region)")
+	fs.StringVar(&cfg.DynamoEndpoint, "dynamo-endpoint", "", "DynamoDB endpoint URL, for an emulator")
+	fs.StringVar(&cfg.TablePathScheme, "table-path-scheme", "", "scheme of the DynamoDB log table's tablePath key, as the Spark writers use: s3, s3a or s3n (default: the URL's)")
+	return &cfg
+}
+
+// parseInterspersed parses args into fs, allowing flags before, between and after the
+// positional arguments ("inspect TABLE_URL --json"): Go's flag package alone stops at the
+// first argument that is not a flag. It returns the positional arguments in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for rest := args; ; {
+		if err := parseFlags(fs, rest); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+}
