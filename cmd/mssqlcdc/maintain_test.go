@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+)
+
+var maintainSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+
+func openLocal(t *testing.T, dir string, opts deltalog.Options) *deltalog.Table {
+	t.Helper()
+	store, logs, err := location.Open(context.Background(), dir, location.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deltalog.Open(store, logs, opts)
+}
+
+// writeIDTable creates at dir a table of one id column: commits 0..n-1, commit i adding
+// one Parquet file of ids 10i..10i+9.
+func writeIDTable(t *testing.T, dir string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := openLocal(t, dir, deltalog.Options{})
+	for i := range n {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		for id := range 10 {
+			b.Append(int64(10*i + id))
+		}
+		rec := array.NewRecordBatch(maintainSchema, []arrow.Array{b.NewArray()}, 10)
+		w := parquetio.NewWriter(tbl.Store(), maintainSchema, parquetio.WriterOptions{})
+		if err := w.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		files, err := w.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := tbl.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(snap)
+		if err := tx.SetSchema(maintainSchema); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			tx.Add(deltalog.AddFromParquet(f))
+		}
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readIDs reads every id of the table's latest snapshot from its Parquet files, sorted.
+func readIDs(t *testing.T, dir string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	tbl := openLocal(t, dir, deltalog.Options{})
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, f := range snap.Files() {
+		it, err := parquetio.ReadFile(ctx, tbl.Store(), f.Path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			rec, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
+		}
+		it.Close()
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// orphan writes a file no commit references, modified age ago.
+func orphan(t *testing.T, dir, name string, age time.Duration) int64 {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	data := []byte(strings.Repeat("x", 123+len(name)))
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mt := time.Now().Add(-age)
+	if err := os.Chtimes(p, mt, mt); err != nil {
+		t.Fatal(err)
+	}
+	return int64(len(data))
+}
+
+func exists(t *testing.T, p string) bool {
+	t.Helper()
+	_, err := os.Stat(p)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func maintainJSON(t *testing.T, args ...string) maintainReport {
+	t.Helper()
+	out, errOut, code := runCLI(t, append([]string{"maintain", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("maintain %v: exit %d: %s", args, code, errOut)
+	}
+	var rep maintainReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("maintain json: %v\n%s", err, out)
+	}
+	return rep
+}
+
+func TestMaintainVacuum(t *testing.T) {
+	dir := t.TempDir()
+	writeIDTable(t, dir, 3)
+	before := readIDs(t, dir)
+	if len(before) != 30 {
+		t.Fatalf("table reads %d ids, want 30", len(before))
+	}
+	oldSize := orphan(t, dir, "part-orphan-old.parquet", 8*24*time.Hour) // older than 7 days
+	orphan(t, dir, "part-orphan-new.parquet", 2*time.Hour)
+
+	// Dry run: only the old orphan is listed, nothing is deleted.
+	out, errOut, code := runCLI(t, "maintain", dir, "--vacuum", "--dry-run", "-v")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := fmt.Sprintf("vacuum: would delete 1 file (%d bytes); kept 3 referenced by version 2, 1 younger than the retention (retention 168h = 7 days)\n  part-orphan-old.parquet\n", oldSize)
+	if !strings.Contains(out, want) {
+		t.Errorf("dry run output lacks %q:\n%s", want, out)
+	}
+	if !exists(t, filepath.Join(dir, "part-orphan-old.parquet")) || !exists(t, filepath.Join(dir, "part-orphan-new.parquet")) {
+		t.Fatal("a dry run deleted a file")
+	}
+
+	// A retention below the table's 7 days is refused without --force.
+	_, errOut, code = runCLI(t, "maintain", dir, "--vacuum", "--retention", "1h")
+	if code != 1 || !strings.Contains(errOut, "retention 1h0m0s is below the table's delta.deletedFileRetentionDuration (168h0m0s)") {
+		t.Errorf("short retention: exit %d, %q; want a refusal naming the property", code, errOut)
+	}
+	if !exists(t, filepath.Join(dir, "part-orphan-new.parquet")) {
+		t.Fatal("a refused run deleted a file")
+	}
+
+	// The real run deletes the old orphan only; the table reads the same rows.
+	rep := maintainJSON(t, dir, "--vacuum")
+	v := rep.Vacuum
+	if v == nil || rep.CleanupLog != nil || rep.DryRun {
+		t.Fatalf("report: %+v", rep)
+	}
+	if !slices.Equal(v.Deleted, []string{"part-orphan-old.parquet"}) || v.DeletedFiles != 1 || v.DeletedBytes != oldSize ||
+		*v.Protected != 3 || *v.TooNew != 1 || v.RetentionHours != 168 || v.MinimumHours != 168 {
+		t.Errorf("vacuum result: %+v", *v)
+	}
+	if exists(t, filepath.Join(dir, "part-orphan-old.parquet")) || !exists(t, filepath.Join(dir, "part-orphan-new.parquet")) {
+		t.Error("vacuum deleted the wrong files")
+	}
+	if after := readIDs(t, dir); !slices.Equal(after, before) {
+		t.Errorf("after vacuum the table reads %v, before %v", after, before)
+	}
+
+	// --force allows a shorter retention: the 2-hour-old orphan goes at 1h.
+	rep = maintainJSON(t, dir, "--vacuum", "--retention", "1 hour", "--force")
+	if !slices.Equal(rep.Vacuum.Deleted, []string{"part-orphan-new.parquet"}) {
+		t.Errorf("forced 1h vacuum deleted %v", rep.Vacuum.Deleted)
+	}
+	if after := readIDs(t, dir); !slices.Equal(after, before) {
+		t.Errorf("after the forced vacuum the table reads %v, before %v", after, before)
+	}
+}
+
+func TestMaintainCleanupLog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tbl := openLocal(t, dir, deltalog.Options{CheckpointInterval: 10})
+	for i := range 25 { // versions 0..24, checkpoints at 10 and 20
+		snap, err := tbl.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(snap)
+		if err := tx.SetSchema(maintainSchema); err != nil {
+			t.Fatal(err)
+		}
+		tx.Add(deltalog.Add{Path: fmt.Sprintf("part-%03d.parquet", i), Size: 100, DataChange: true, Stats: `{"numRecords":10}`})
+		tx.SetAppTxn("stream", int64(i))
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logDir := filepath.Join(dir, "_delta_log")
+	commit := func(v int) string { return filepath.Join(logDir, fmt.Sprintf("%020d.json", v)) }
+	for _, cp := range []int{10, 20} {
+		if !exists(t, filepath.Join(logDir, fmt.Sprintf("%020d.checkpoint.parquet", cp))) {
+			t.Fatalf("no checkpoint %d was written", cp)
+		}
+	}
+	// Commits 0..14 are 40 days old (one minute apart), 15..24 are fresh: the cutoff
+	// commit is 14, so the kept log starts at checkpoint 10.
+	base := time.Now().Add(-40 * 24 * time.Hour)
+	for v := range 15 {
+		mt := base.Add(time.Duration(v) * time.Minute)
+		if err := os.Chtimes(commit(v), mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var expired []string
+	var expiredBytes int64
+	for v := range 10 {
+		expired = append(expired, fmt.Sprintf("_delta_log/%020d.json", v))
+		st, err := os.Stat(commit(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiredBytes += st.Size()
+	}
+	snapBefore, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Below the table's 30 days without --force: refused.
+	_, errOut, code := runCLI(t, "maintain", dir, "--cleanup-log", "--retention", "7 days")
+	if code != 1 || !strings.Contains(errOut, "delta.logRetentionDuration") {
+		t.Errorf("short log retention: exit %d, %q", code, errOut)
+	}
+
+	rep := maintainJSON(t, dir, "--cleanup-log", "--dry-run")
+	c := rep.CleanupLog
+	if c == nil || rep.Vacuum != nil || !rep.DryRun {
+		t.Fatalf("report: %+v", rep)
+	}
+	if !slices.Equal(c.Deleted, expired) || c.DeletedBytes != expiredBytes || c.Checkpoint == nil || *c.Checkpoint != 10 || c.RetentionHours != 720 {
+		t.Errorf("dry run: %+v, want %v (%d bytes) from checkpoint 10", *c, expired, expiredBytes)
+	}
+	if !exists(t, commit(0)) {
+		t.Fatal("a dry run deleted a commit")
+	}
+
+	out, errOut, code := runCLI(t, "maintain", dir, "--cleanup-log")
+	wantLine := fmt.Sprintf("cleanup-log: deleted 10 files (%d bytes); the log starts at checkpoint 10 (retention 720h = 30 days)\n", expiredBytes)
+	if code != 0 || !strings.Contains(out, wantLine) {
+		t.Errorf("exit %d, %s; output lacks %q:\n%s", code, errOut, wantLine, out)
+	}
+	for v := range 25 {
+		if got, want := exists(t, commit(v)), v >= 10; got != want {
+			t.Errorf("commit %d exists: %v, want %v", v, got, want)
+		}
+	}
+	for _, cp := range []int{10, 20} {
+		if !exists(t, filepath.Join(logDir, fmt.Sprintf("%020d.checkpoint.parquet", cp))) {
+			t.Errorf("checkpoint %d was deleted", cp)
+		}
+	}
+	snapAfter, err := openLocal(t, dir, deltalog.Options{}).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snapAfter.Version() != 24 || len(snapAfter.Files()) != len(snapBefore.Files()) || len(snapAfter.Files()) != 25 {
+		t.Errorf("after clean-up: version %d, %d files; want 24, 25", snapAfter.Version(), len(snapAfter.Files()))
+	}
+	if v, _ := snapAfter.TxnVersion("stream"); v != 24 {
+		t.Errorf("txn stream = %d after clean-up, want 24", v)
+	}
+}
+
+func TestMaintainUsage(t *testing.T) {
+	dir := t.TempDir()
+	writeIDTable(t, dir, 1)
+	for _, args := range [][]string{
+		{"maintain", dir},        // no operation
+		{"maintain", "--vacuum"}, // no table
+		{"maintain", dir, "--vacuum", "--retention", "soon"},
+		{"maintain", dir, "--vacuum", "--retention", "-1h"},
+	} {
+		if _, errOut, code := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut)
+		}
+	}
+}
