@@ -1,0 +1,331 @@
+package stream
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/internal/emulake"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcefault"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/dynamotest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+)
+
+// soakSeeds raises the number of seeds of the soak tests for long runs:
+//
+//	go test ./core/stream -run TestSoak -soak.seeds 200 -timeout 1h
+var soakSeeds = flag.Int("soak.seeds", 0, "seeds per soak test (0: the short default)")
+
+// Default seeds per `go test` run: local disk, and the emulators (gofakes3 + dynalite).
+const (
+	soakSeedsLocal = 8
+	soakSeedsAWS   = 2
+)
+
+// Invariant 5 (DESIGN.md) over the long game: three tables (int, composite and
+// case-insensitive string keys) written by a live workload and streamed by many
+// invocations, each killed at a random external call (before the call lands or after, its
+// answer lost) or not at all, with random batch shapes, CDC cleanup moving behind the
+// committed offset, idle entries and capture-instance switches. After a clean drain,
+// bronze holds every change exactly once, its state equals the table and the facts and
+// checkpoint agree (soak_check_test.go). Odd seeds start from earliest, even seeds from a
+// standalone snapshot taken over existing rows.
+func TestSoakExactlyOnce(t *testing.T) {
+	runSoakSeeds(t, backendLocal, soakSeedsLocal)
+}
+
+// The same on S3 (gofakes3) with the DynamoDB log store (dynalite), fewer seeds.
+func TestSoakExactlyOnceEmulators(t *testing.T) {
+	runSoakSeeds(t, backendAWS, soakSeedsAWS)
+}
+
+func runSoakSeeds(t *testing.T, backend string, n int) {
+	if *soakSeeds > 0 {
+		n = *soakSeeds
+	}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runSoak(t, backend, seed)
+			if t.Failed() {
+				t.Logf("replay: go test ./core/stream -run 'TestSoakExactlyOnce%s/seed=%d$' -v", map[string]string{backendLocal: "", backendAWS: "Emulators"}[backend], seed)
+			}
+		})
+	}
+}
+
+// soak is one seed's world.
+type soak struct {
+	t       *testing.T
+	seed    uint64
+	rng     *rand.Rand
+	db      *cdcsim.DB
+	gen     *workload.Generator
+	streams []*soakStream
+	// steps counts the invocations and events, for failure messages.
+	steps int
+	stats soakStats
+}
+
+// soakStats counts what a seed did (logged, and checked so the test cannot go idle).
+type soakStats struct {
+	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables int
+}
+
+// soakStream is one table's stream and the truth it is checked against.
+type soakStream struct {
+	*env
+	table string
+	keys  []string
+	// snap is the snapshot's LSN (zero without one): bronze's change rows are those above it.
+	snap lsn.LSN
+	// truth holds every change row the source ever had in the spans the stream reads,
+	// harvested before cleanup or a disable deletes any.
+	truth map[string]changeRow
+	// lastCalls is the external calls of the last invocation, to draw kill points from.
+	lastCalls int
+	// versions counts the capture instances enabled (names dbo_<table>_v<n>).
+	versions, added int
+}
+
+func runSoak(t *testing.T, backend string, seed uint64) {
+	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4))}
+	s.db = cdcsim.New(cdcsim.Config{Seed: seed})
+	s.gen = workload.New(s.db, workload.Config{Seed: seed, TxnSize: 1 + s.rng.IntN(6)})
+	defs := []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()}
+	if err := s.gen.Create(defs...); err != nil {
+		t.Fatal(err)
+	}
+	var lake *emulake.Lake
+	if backend == backendAWS {
+		lake = emulake.New(t)
+	}
+	dir := t.TempDir()
+	withSnapshot := seed%2 == 0
+	for _, d := range defs {
+		s.streams = append(s.streams, s.newStream(backend, lake, dir, d, withSnapshot))
+	}
+	s.step(20 + s.rng.IntN(60))
+	if withSnapshot {
+		for _, st := range s.streams {
+			st.snapshot()
+		}
+	}
+	rounds := 25 + s.rng.IntN(20)
+	for round := 0; round < rounds; round++ {
+		s.round()
+		if t.Failed() {
+			t.Fatalf("seed %d failed at step %d", seed, s.steps)
+		}
+	}
+	t.Logf("seed %d (snapshot %v): %+v, %d transactions", seed, withSnapshot, s.stats, s.gen.Stats.Transactions)
+	if s.stats.Kills == 0 || s.stats.Invocations < 10 {
+		t.Errorf("seed %d exercised too little: %+v", seed, s.stats)
+	}
+	for _, st := range s.streams {
+		st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
+		st.spec.Options.MaxCommitsPerBatch = nil // the default: few batches
+		st.mustDrain(Options{})
+		st.harvest()
+		st.check()
+		if t.Failed() {
+			t.Fatalf("seed %d: stream of %s did not converge (%d steps)", seed, st.table, s.steps)
+		}
+	}
+}
+
+func (s *soak) newStream(backend string, lake *emulake.Lake, dir string, d workload.TableDef, withSnapshot bool) *soakStream {
+	name := d.Spec.Name
+	spec := &config.Spec{
+		AppID:      "soak-" + name,
+		Source:     config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_" + name},
+		Bronze:     filepath.Join(dir, name, "bronze"),
+		Checkpoint: filepath.Join(dir, name, "checkpoint"),
+		FactsTable: filepath.Join(dir, "facts"), // shared by the three streams
+	}
+	if lake != nil {
+		lake.Use(spec)
+		root := "s3://" + lake.Bucket + "/"
+		spec.Bronze, spec.Checkpoint = root+name+"/bronze", root+name+"/checkpoint"
+	}
+	if withSnapshot {
+		spec.Bootstrap = true
+	}
+	spec.Defaults()
+	if err := spec.Validate(); err != nil {
+		s.t.Fatal(err)
+	}
+	e := &env{t: s.t, db: s.db, dir: dir, spec: spec, backend: backend, aws: lake}
+	return &soakStream{env: e, table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40}
+}
+
+// snapshot takes a standalone snapshot of the stream's table into bronze.
+func (st *soakStream) snapshot() {
+	d := st.deps()
+	job := snapshot.FromSpec(st.spec, st.db, snapshot.Tables{Bronze: d.Bronze, Checkpoint: st.store(st.spec.Checkpoint + "-staging")})
+	job.Standalone, job.Checkpoint, job.Now = true, nil, st.db.Now
+	off, err := job.Run(st.t.Context())
+	if err != nil {
+		st.t.Fatalf("snapshot of %s: %v", st.table, err)
+	}
+	if st.snap, err = lsn.Parse(off.LSN); err != nil {
+		st.t.Fatalf("snapshot LSN %q: %v", off.LSN, err)
+	}
+}
+
+// step runs n workload transactions.
+func (s *soak) step(n int) {
+	if err := s.gen.Step(n); err != nil {
+		s.t.Fatalf("seed %d: workload: %v", s.seed, err)
+	}
+}
+
+// round is some workload, then one event: mostly an invocation, sometimes cleanup, an
+// idle entry, a burst or a capture-instance switch.
+func (s *soak) round() {
+	s.steps++
+	s.step(s.rng.IntN(30))
+	st := s.streams[s.rng.IntN(len(s.streams))]
+	if s.rng.IntN(3) == 0 && st.switchInstance(true) == "disable" {
+		s.stats.Disables++
+		return
+	}
+	switch r := s.rng.IntN(100); {
+	case r < 70:
+		s.invoke(st)
+	case r < 80:
+		if st.cleanupBehind() {
+			s.stats.Cleanups++
+		} else {
+			s.invoke(st)
+		}
+	case r < 87:
+		s.db.Idle()
+		s.stats.Idles++
+	case r < 90:
+		n := 1000 + s.rng.IntN(2000)
+		if err := s.gen.Load(st.table, n, n); err != nil {
+			s.t.Fatalf("burst: %v", err)
+		}
+		s.stats.Bursts++
+	default:
+		switch st.switchInstance(false) {
+		case "enable":
+			s.stats.Switches++
+		case "disable":
+			s.stats.Disables++
+		default:
+			s.invoke(st)
+		}
+	}
+}
+
+// invoke runs one invocation of st with random batch shapes and, mostly, a kill at a
+// random external call.
+func (s *soak) invoke(st *soakStream) {
+	mc := []int{1, 2, 5, 20, 200}[s.rng.IntN(5)]
+	st.spec.Options.MaxCommitsPerBatch = &mc
+	st.spec.Options.NumPartitions = 1 + s.rng.IntN(4)
+	opts := Options{MinRowsPerRange: []int64{0, 1, 7, 100}[s.rng.IntN(4)], MaxBatches: s.rng.IntN(4)}
+	f := &deltatest.Faults{}
+	if s.rng.IntN(4) > 0 {
+		f.KillAt = 1 + s.rng.IntN(st.lastCalls+st.lastCalls/2+1)
+		f.After = s.rng.IntN(2) == 0
+	}
+	st.wrapStore = func(x storage.Store) storage.Store { return f.Store(x) }
+	st.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
+	st.wrapSrc = func(x source.Source) source.Source { return sourcefault.Wrap(x, f) }
+	st.wrapDDB = func(c dynamo.Client) dynamo.Client { return dynamotest.WithFaults(c, f) }
+	_, err := st.run(opts)
+	s.stats.Invocations++
+	if f.Killed() {
+		s.stats.Kills++
+	}
+	st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
+	what := fmt.Sprintf("seed %d step %d: %s invocation (kill at %d of %d calls, after=%v, maxCommits %d, partitions %d, %+v)",
+		s.seed, s.steps, st.table, f.KillAt, f.Calls(), f.After, mc, st.spec.Options.NumPartitions, opts)
+	switch {
+	case f.Killed() && err == nil:
+		ops := f.Ops()
+		s.t.Errorf("%s: the kill at %s went unnoticed", what, ops[f.KillAt-1])
+	case f.Killed() && !errors.Is(err, deltatest.ErrKilled):
+		s.t.Errorf("%s: killed, but the error does not say so: %v", what, err)
+	case !f.Killed() && err != nil:
+		s.t.Errorf("%s: %v", what, err)
+	}
+	if !f.Killed() {
+		st.lastCalls = max(f.Calls(), 10)
+	}
+}
+
+// committed is the end of the stream's last committed batch (false when none).
+func (st *soakStream) committed() (lsn.LSN, bool) {
+	cs, err := st.checkpointRaw().Resume(st.t.Context())
+	if err != nil {
+		st.t.Fatalf("resume %s: %v", st.table, err)
+	}
+	if cs.Last == nil {
+		return lsn.Zero, false
+	}
+	return cs.Last.End.LSN, true
+}
+
+// cleanupBehind purges every instance of st's table below the committed offset: never a
+// change the stream has not read (the test causes no data loss on purpose).
+func (st *soakStream) cleanupBehind() bool {
+	mark, ok := st.committed()
+	if !ok || mark.IsZero() {
+		return false
+	}
+	st.harvest()
+	for _, ci := range st.instances() {
+		if err := st.db.Cleanup(ci.Name, mark); err != nil {
+			st.t.Fatalf("cleanup %s at %s: %v", ci.Name, mark, err)
+		}
+	}
+	return true
+}
+
+// switchInstance enables a newer capture instance (sometimes after adding a column), or,
+// with two instances and the stream past the newer one's start, disables the older. It
+// says which it did ("enable", "disable" or ""); onlyDisable enables nothing.
+func (st *soakStream) switchInstance(onlyDisable bool) string {
+	insts := st.instances()
+	if len(insts) >= 2 {
+		mark, ok := st.committed()
+		if !ok || mark.Less(insts[1].StartLSN) {
+			return ""
+		}
+		st.harvest()
+		if err := st.db.DisableCapture(insts[0].Name); err != nil {
+			st.t.Fatalf("disable %s: %v", insts[0].Name, err)
+		}
+		return "disable"
+	}
+	if onlyDisable {
+		return ""
+	}
+	if st.versions%2 == 0 {
+		st.added++
+		c := source.Column{Name: fmt.Sprintf("extra%d", st.added), DataType: "varchar", MaxLength: 10, Nullable: true}
+		if _, err := st.db.AddColumn(st.table, c); err != nil {
+			st.t.Fatalf("add column: %v", err)
+		}
+	}
+	st.versions++
+	if _, err := st.db.EnableCapture(st.table, cdcsim.CaptureOptions{Name: fmt.Sprintf("dbo_%s_v%d", st.table, st.versions)}); err != nil {
+		st.t.Fatalf("enable capture: %v", err)
+	}
+	return "enable"
+}
