@@ -76,11 +76,16 @@ type soak struct {
 	// steps counts the invocations and events, for failure messages.
 	steps int
 	stats soakStats
+	// open is a transaction left open across rounds (bug-log A.1: it writes before others
+	// commit and commits after them), nil when none; openFor counts its remaining rounds.
+	open    *cdcsim.Txn
+	openFor int
+	openKey int64
 }
 
 // soakStats counts what a seed did (logged, and checked so the test cannot go idle).
 type soakStats struct {
-	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables int
+	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns int
 }
 
 // soakStream is one table's stream and the truth it is checked against.
@@ -132,6 +137,10 @@ func runSoak(t *testing.T, backend string, seed uint64) {
 	t.Logf("seed %d (snapshot %v): %+v, %d transactions", seed, withSnapshot, s.stats, s.gen.Stats.Transactions)
 	if s.stats.Kills == 0 || s.stats.Invocations < 10 {
 		t.Errorf("seed %d exercised too little: %+v", seed, s.stats)
+	}
+	if s.open != nil {
+		s.openFor = 1
+		s.longTxn()
 	}
 	for _, st := range s.streams {
 		st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
@@ -196,6 +205,7 @@ func (s *soak) step(n int) {
 func (s *soak) round() {
 	s.steps++
 	s.step(s.rng.IntN(30))
+	s.longTxn()
 	st := s.streams[s.rng.IntN(len(s.streams))]
 	if s.rng.IntN(3) == 0 && st.switchInstance(true) == "disable" {
 		s.stats.Disables++
@@ -220,6 +230,10 @@ func (s *soak) round() {
 		}
 		s.stats.Bursts++
 	default:
+		if s.open != nil { // DDL waits for open transactions; one goroutine would hang
+			s.invoke(st)
+			return
+		}
 		switch st.switchInstance(false) {
 		case "enable":
 			s.stats.Switches++
@@ -231,6 +245,35 @@ func (s *soak) round() {
 	}
 }
 
+// longTxn writes in the open transaction, commits it when its time is up, or sometimes
+// opens one: inserts of keys the workload never makes, updated again in the same
+// transaction.
+func (s *soak) longTxn() {
+	if s.open == nil {
+		if s.rng.IntN(8) != 0 {
+			return
+		}
+		s.open, s.openFor = s.db.Begin(), 1+s.rng.IntN(4)
+		s.stats.LongTxns++
+	}
+	for i := 0; i < 1+s.rng.IntN(3); i++ {
+		s.openKey++
+		id := 50_000_000 + s.openKey
+		if _, err := s.open.Insert("orders", cdcsim.Row{"id": id, "status": "open"}); err != nil {
+			s.t.Fatalf("seed %d: long transaction: %v", s.seed, err)
+		}
+		if err := s.open.Update("orders", []any{id}, cdcsim.Row{"status": "longtxn"}); err != nil {
+			s.t.Fatalf("seed %d: long transaction: %v", s.seed, err)
+		}
+	}
+	if s.openFor--; s.openFor <= 0 {
+		if _, err := s.open.Commit(); err != nil {
+			s.t.Fatalf("seed %d: commit the long transaction: %v", s.seed, err)
+		}
+		s.open = nil
+	}
+}
+
 // invoke runs one invocation of st with random batch shapes and, mostly, a kill at a
 // random external call.
 func (s *soak) invoke(st *soakStream) {
@@ -238,6 +281,9 @@ func (s *soak) invoke(st *soakStream) {
 	st.spec.Options.MaxCommitsPerBatch = &mc
 	st.spec.Options.NumPartitions = 1 + s.rng.IntN(4)
 	opts := Options{MinRowsPerRange: []int64{0, 1, 7, 100}[s.rng.IntN(4)], MaxBatches: s.rng.IntN(4)}
+	if mc < 20 && opts.MaxBatches == 0 {
+		opts.MaxBatches = 6 // a batch per commit without a bound is slow, not more telling
+	}
 	f := &deltatest.Faults{}
 	if s.rng.IntN(4) > 0 {
 		f.KillAt = 1 + s.rng.IntN(st.lastCalls+st.lastCalls/2+1)
