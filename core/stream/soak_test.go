@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -85,7 +86,7 @@ type soak struct {
 
 // soakStats counts what a seed did (logged, and checked so the test cannot go idle).
 type soakStats struct {
-	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns int
+	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns, CleanupsUnderneath int
 }
 
 // soakStream is one table's stream and the truth it is checked against.
@@ -292,11 +293,27 @@ func (s *soak) invoke(st *soakStream) {
 	st.wrapStore = func(x storage.Store) storage.Store { return f.Store(x) }
 	st.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
 	st.wrapSrc = func(x source.Source) source.Source { return sourcefault.Wrap(x, f) }
+	underneath := false
+	if mark, ok := st.committed(); ok && !mark.IsZero() && s.rng.IntN(5) == 0 {
+		// Retention cleanup runs while the invocation reads, behind the offset committed
+		// before it started (its batches read after that).
+		st.wrapSrc = func(x source.Source) source.Source {
+			return sourcefault.Wrap(&cleanupSource{Source: x, before: func() {
+				if !underneath {
+					underneath = true
+					st.cleanupAt(mark)
+				}
+			}}, f)
+		}
+	}
 	st.wrapDDB = func(c dynamo.Client) dynamo.Client { return dynamotest.WithFaults(c, f) }
 	_, err := st.run(opts)
 	s.stats.Invocations++
 	if f.Killed() {
 		s.stats.Kills++
+	}
+	if underneath {
+		s.stats.CleanupsUnderneath++
 	}
 	st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
 	what := fmt.Sprintf("seed %d step %d: %s invocation (kill at %d of %d calls, after=%v, maxCommits %d, partitions %d, %+v)",
@@ -334,13 +351,30 @@ func (st *soakStream) cleanupBehind() bool {
 	if !ok || mark.IsZero() {
 		return false
 	}
+	st.cleanupAt(mark)
+	return true
+}
+
+// cleanupAt harvests the source's change rows, then purges every instance of st's table
+// below mark.
+func (st *soakStream) cleanupAt(mark lsn.LSN) {
 	st.harvest()
 	for _, ci := range st.instances() {
 		if err := st.db.Cleanup(ci.Name, mark); err != nil {
 			st.t.Fatalf("cleanup %s at %s: %v", ci.Name, mark, err)
 		}
 	}
-	return true
+}
+
+// cleanupSource calls before ahead of each ReadChanges.
+type cleanupSource struct {
+	source.Source
+	before func()
+}
+
+func (c *cleanupSource) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows, error) {
+	c.before()
+	return c.Source.ReadChanges(ctx, r)
 }
 
 // switchInstance enables a newer capture instance (sometimes after adding a column), or,
