@@ -7,7 +7,11 @@
 // first; snapshot rows (operation 0) sort below every change of their LSN. The key's row
 // exists when that image is an insert (2), an after-image (4) or a snapshot row (0); a
 // delete (1), or a before-image (3) not outranked by an after-image (the old key of a key
-// update), means the row is gone.
+// update), means the row is gone. When bronze holds several whole snapshots (a
+// re-snapshot after data loss), only the newest snapshot S and the rows after it count
+// (_start_lsn >= S, S = the largest coalesce(_snapshot, _start_lsn) of operation-0 rows
+// without a _chunk): a key deleted in the lost gap has no delete row, only its absence
+// from S.
 //
 // Values are compared as text (arrow's ValueStr of the bronze type), so a state read from
 // bronze and one read from the source table with the same bronze types compare equal.
@@ -93,6 +97,7 @@ func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*S
 	}
 	latest := map[string]*image{}
 	seen := map[string]bool{}
+	newest := "" // the newest whole snapshot's LSN; "" when bronze holds none
 	store := snap.Table().Store()
 	for _, add := range snap.Files() {
 		key, err := url.PathUnescape(add.Path)
@@ -113,6 +118,7 @@ func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*S
 				if err != nil {
 					return err
 				}
+				newest = max(newest, newestSnapshot(rec))
 				err = fold(rec, cols, keys, latest, seen, lg)
 				rec.Release()
 				if err != nil {
@@ -126,12 +132,46 @@ func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*S
 	}
 	st := &State{Columns: cols, Rows: map[string][]string{}}
 	for k, im := range latest {
+		if im.lsn < newest {
+			continue // before the newest snapshot: superseded by it
+		}
 		switch im.op {
 		case bronze.OpSnapshot, bronze.OpInsert, bronze.OpUpdateAfter:
 			st.Rows[k] = im.vals
 		}
 	}
 	return st, lg, nil
+}
+
+// newestSnapshot is the largest coalesce(_snapshot, _start_lsn) of the record's whole
+// snapshot rows (operation 0, _chunk NULL), or "".
+func newestSnapshot(rec arrow.RecordBatch) string {
+	sc := rec.Schema()
+	col := func(name string) arrow.Array {
+		if i := sc.FieldIndices(name); len(i) > 0 {
+			return rec.Column(i[0])
+		}
+		return nil
+	}
+	opA, _ := col(bronze.ColOperation).(*array.Int32)
+	lsnA, _ := col(bronze.ColStartLSN).(*array.String)
+	snapA, _ := col(bronze.ColSnapshot).(*array.String)
+	chunkA := col(bronze.ColChunk)
+	if opA == nil || lsnA == nil {
+		return ""
+	}
+	best := ""
+	for i := 0; i < int(rec.NumRows()); i++ {
+		if opA.Value(i) != bronze.OpSnapshot || (chunkA != nil && chunkA.IsValid(i)) {
+			continue
+		}
+		l := lsnA.Value(i)
+		if snapA != nil && snapA.IsValid(i) {
+			l = snapA.Value(i)
+		}
+		best = max(best, l)
+	}
+	return best
 }
 
 func fold(rec arrow.RecordBatch, cols, keys []string, latest map[string]*image, seen map[string]bool, lg *Log) error {
