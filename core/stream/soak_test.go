@@ -33,6 +33,7 @@ var soakSeeds = flag.Int("soak.seeds", 0, "seeds per soak test (0: the short def
 const (
 	soakSeedsLocal = 8
 	soakSeedsAWS   = 2
+	soakSeedsPurge = 4
 )
 
 // Invariant 5 (DESIGN.md) over the long game: three tables (int, composite and
@@ -52,13 +53,32 @@ func TestSoakExactlyOnceEmulators(t *testing.T) {
 	runSoakSeeds(t, backendAWS, soakSeedsAWS)
 }
 
+// Retention cleanup that purges changes the stream has not read yet, now and then while an
+// invocation reads: the stream stops with DataLossError (failOnDataLoss defaults to true)
+// or has read them all; it never loses a change silently (invariant 3). Until it stops,
+// and after, bronze holds no duplicate and no change the source never had.
+func TestSoakPurgeAheadIsNeverSilent(t *testing.T) {
+	n := soakSeedsPurge
+	if *soakSeeds > 0 {
+		n = *soakSeeds
+	}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runSoak(t, backendLocal, seed, true)
+			if t.Failed() {
+				t.Logf("replay: go test ./core/stream -run 'TestSoakPurgeAheadIsNeverSilent/seed=%d$' -v", seed)
+			}
+		})
+	}
+}
+
 func runSoakSeeds(t *testing.T, backend string, n int) {
 	if *soakSeeds > 0 {
 		n = *soakSeeds
 	}
 	for seed := uint64(1); seed <= uint64(n); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runSoak(t, backend, seed)
+			runSoak(t, backend, seed, false)
 			if t.Failed() {
 				t.Logf("replay: go test ./core/stream -run 'TestSoakExactlyOnce%s/seed=%d$' -v", map[string]string{backendLocal: "", backendAWS: "Emulators"}[backend], seed)
 			}
@@ -82,11 +102,13 @@ type soak struct {
 	open    *cdcsim.Txn
 	openFor int
 	openKey int64
+	// purgeAhead makes some cleanups underneath an invocation purge unread changes.
+	purgeAhead bool
 }
 
 // soakStats counts what a seed did (logged, and checked so the test cannot go idle).
 type soakStats struct {
-	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns, CleanupsUnderneath int
+	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns, CleanupsUnderneath, DataLoss int
 }
 
 // soakStream is one table's stream and the truth it is checked against.
@@ -103,10 +125,12 @@ type soakStream struct {
 	lastCalls int
 	// versions counts the capture instances enabled (names dbo_<table>_v<n>).
 	versions, added int
+	// lost is set when the stream stopped with DataLossError (purgeAhead only).
+	purgeAhead, lost bool
 }
 
-func runSoak(t *testing.T, backend string, seed uint64) {
-	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4))}
+func runSoak(t *testing.T, backend string, seed uint64, purgeAhead bool) {
+	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4)), purgeAhead: purgeAhead}
 	s.db = cdcsim.New(cdcsim.Config{Seed: seed})
 	s.gen = workload.New(s.db, workload.Config{Seed: seed, TxnSize: 1 + s.rng.IntN(6)})
 	defs := []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()}
@@ -136,7 +160,7 @@ func runSoak(t *testing.T, backend string, seed uint64) {
 		}
 	}
 	t.Logf("seed %d (snapshot %v): %+v, %d transactions", seed, withSnapshot, s.stats, s.gen.Stats.Transactions)
-	if s.stats.Kills == 0 || s.stats.Invocations < 10 {
+	if s.stats.Kills == 0 || s.stats.Invocations < 5 {
 		t.Errorf("seed %d exercised too little: %+v", seed, s.stats)
 	}
 	if s.open != nil {
@@ -146,7 +170,7 @@ func runSoak(t *testing.T, backend string, seed uint64) {
 	for _, st := range s.streams {
 		st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
 		st.spec.Options.MaxCommitsPerBatch = nil // the default: few batches
-		st.mustDrain(Options{})
+		st.drain()
 		st.harvest()
 		st.check()
 		if t.Failed() {
@@ -177,7 +201,7 @@ func (s *soak) newStream(backend string, lake *emulake.Lake, dir string, d workl
 		s.t.Fatal(err)
 	}
 	e := &env{t: s.t, db: s.db, dir: dir, spec: spec, backend: backend, aws: lake}
-	return &soakStream{env: e, table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40}
+	return &soakStream{env: e, purgeAhead: s.purgeAhead, table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40}
 }
 
 // snapshot takes a standalone snapshot of the stream's table into bronze.
@@ -278,6 +302,9 @@ func (s *soak) longTxn() {
 // invoke runs one invocation of st with random batch shapes and, mostly, a kill at a
 // random external call.
 func (s *soak) invoke(st *soakStream) {
+	if st.lost {
+		return // stopped until a resnapshot
+	}
 	mc := []int{1, 2, 5, 20, 200}[s.rng.IntN(5)]
 	st.spec.Options.MaxCommitsPerBatch = &mc
 	st.spec.Options.NumPartitions = 1 + s.rng.IntN(4)
@@ -294,7 +321,21 @@ func (s *soak) invoke(st *soakStream) {
 	st.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
 	st.wrapSrc = func(x source.Source) source.Source { return sourcefault.Wrap(x, f) }
 	underneath := false
-	if mark, ok := st.committed(); ok && !mark.IsZero() && s.rng.IntN(5) == 0 {
+	if s.purgeAhead && s.rng.IntN(4) == 0 {
+		// Cleanup up to max_lsn while the invocation reads: changes it has not read go.
+		st.wrapSrc = func(x source.Source) source.Source {
+			return sourcefault.Wrap(&cleanupSource{Source: x, before: func() {
+				if !underneath {
+					underneath = true
+					m, err := st.db.MaxLSN(context.Background())
+					if err != nil {
+						st.t.Fatal(err)
+					}
+					st.cleanupAt(m)
+				}
+			}}, f)
+		}
+	} else if mark, ok := st.committed(); ok && !mark.IsZero() && s.rng.IntN(5) == 0 {
 		// Retention cleanup runs while the invocation reads, behind the offset committed
 		// before it started (its batches read after that).
 		st.wrapSrc = func(x source.Source) source.Source {
@@ -318,7 +359,11 @@ func (s *soak) invoke(st *soakStream) {
 	st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
 	what := fmt.Sprintf("seed %d step %d: %s invocation (kill at %d of %d calls, after=%v, maxCommits %d, partitions %d, %+v)",
 		s.seed, s.steps, st.table, f.KillAt, f.Calls(), f.After, mc, st.spec.Options.NumPartitions, opts)
+	var dl *DataLossError
 	switch {
+	case s.purgeAhead && errors.As(err, &dl):
+		st.lost = true
+		s.stats.DataLoss++
 	case f.Killed() && err == nil:
 		ops := f.Ops()
 		s.t.Errorf("%s: the kill at %s went unnoticed", what, ops[f.KillAt-1])
@@ -329,6 +374,25 @@ func (s *soak) invoke(st *soakStream) {
 	}
 	if !f.Killed() {
 		st.lastCalls = max(f.Calls(), 10)
+	}
+}
+
+// drain runs clean invocations until caught up; DataLossError stops a purgeAhead stream.
+func (st *soakStream) drain() {
+	for i := 0; i < 1000 && !st.lost; i++ {
+		res, err := st.run(Options{})
+		var dl *DataLossError
+		switch {
+		case errors.As(err, &dl) && st.purgeAhead:
+			st.lost = true
+		case err != nil:
+			st.t.Fatalf("drain %s: %v", st.table, err)
+		case res.CaughtUp:
+			return
+		}
+	}
+	if !st.lost {
+		st.t.Fatalf("%s never caught up", st.table)
 	}
 }
 
