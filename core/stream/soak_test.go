@@ -39,8 +39,12 @@ const (
 // Invariant 5 (DESIGN.md) over the long game: three tables (int, composite and
 // case-insensitive string keys) written by a live workload and streamed by many
 // invocations, each killed at a random external call (before the call lands or after, its
-// answer lost) or not at all, with random batch shapes, CDC cleanup moving behind the
-// committed offset, idle entries and capture-instance switches. After a clean drain,
+// answer lost) or not at all, with random batch shapes (maxCommitsPerBatch,
+// numPartitions, rows per range, batches per invocation), CDC cleanup behind the committed
+// offset (between invocations and underneath one), idle entries, one-transaction bursts
+// of thousands of rows, a transaction held open across invocations, and capture-instance
+// switches (a new instance, sometimes after an added column; the old one disabled once the
+// stream is past the new one's start). After a clean drain,
 // bronze holds every change exactly once, its state equals the table and the facts and
 // checkpoint agree (soak_check_test.go). Odd seeds start from earliest, even seeds from a
 // standalone snapshot taken over existing rows.
