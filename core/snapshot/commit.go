@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -13,10 +14,36 @@ import (
 // TxnAppID is the Delta txn appId of a full snapshot's commit (DESIGN.md §4.2): version 0.
 func TxnAppID(appID, snapshot string) string { return appID + "#full." + snapshot }
 
+// emptySuffix marks the txn appId of the commit of a snapshot that read no rows: it adds no
+// file, so only its txn (which checkpoints keep) says the snapshot exists. A snapshot with
+// rows is found by its rows instead, so deleting them still makes the next run read the
+// table again (seed text, Pitfalls).
+const emptySuffix = "#empty"
+
+// EmptyTxnAppID is the txn appId of an empty table's snapshot commit at snapshot.
+func EmptyTxnAppID(appID, snapshot string) string { return TxnAppID(appID, snapshot) + emptySuffix }
+
+// emptySnapshotLSN returns the snapshot LSN of an EmptyTxnAppID, or false.
+func emptySnapshotLSN(txnAppID string) (string, bool) {
+	rest, ok := strings.CutSuffix(txnAppID, emptySuffix)
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(rest, "#full.")
+	if i < 0 {
+		return "", false
+	}
+	l, err := lsn.Parse(rest[i+len("#full."):])
+	if err != nil {
+		return "", false
+	}
+	return l.String(), true
+}
+
 // Commit appends every range's files of snapshot snap to bronze in one Delta commit keyed
 // txn(<app_id>#full.<L>, 0), so the snapshot appears at once and a rerun adds nothing; then
 // (unless Standalone) the bootstrap facts row, keyed so it is written once. An empty table
-// commits nothing (rows 0). A snapshot without staging state that bronze already holds
+// commits no file, only its txn (EmptyTxnAppID), so a later run finds the snapshot. A snapshot without staging state that bronze already holds
 // (Open found it) only offers the bootstrap row, with rows unknown.
 func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
 	st, ok, err := j.loadOpen(ctx, snap.LSN)
@@ -49,7 +76,7 @@ func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
 		bytes += m.Bytes
 	}
 	res := CommitResult{Version: -1, Rows: &rows}
-	if len(files) > 0 {
+	{
 		_, cols, _, err := j.columns(ctx, st.CaptureInstance)
 		if err != nil {
 			return CommitResult{}, err
@@ -59,8 +86,12 @@ func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
 			return CommitResult{}, err
 		}
 		meta, _ := json.Marshal(map[string]any{"snapshot": st.CaptureInstance, "lsn": snap.LSN, "commit_ts": snap.CommitTS, "rows": rows})
+		txnApp := TxnAppID(j.AppID, snap.LSN)
+		if len(files) == 0 {
+			txnApp = EmptyTxnAppID(j.AppID, snap.LSN)
+		}
 		a := Append{
-			AppID: TxnAppID(j.AppID, snap.LSN), Version: 0, Schema: schema, Files: files,
+			AppID: txnApp, Version: 0, Schema: schema, Files: files,
 			UserMetadata: string(meta), Operation: "WRITE",
 			OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN, "rows": strconv.FormatInt(rows, 10), "bytes": strconv.FormatInt(bytes, 10)},
 		}

@@ -39,7 +39,8 @@ func (b *DeltaBronze) Schema(ctx context.Context) (*arrow.Schema, error) {
 }
 
 // WholeSnapshots implements Bronze with a scan of the operation-0 rows (files whose
-// statistics exclude _operation = 0 are skipped).
+// statistics exclude _operation = 0 are skipped), plus the snapshots of empty tables,
+// which only their commit's txn (EmptyTxnAppID) records.
 func (b *DeltaBronze) WholeSnapshots(ctx context.Context, instances []string) ([]FoundSnapshot, error) {
 	snap, err := b.Table.Snapshot(ctx)
 	if err != nil {
@@ -47,6 +48,12 @@ func (b *DeltaBronze) WholeSnapshots(ctx context.Context, instances []string) ([
 	}
 	if snap.Version() < 0 {
 		return nil, nil
+	}
+	found := map[string]*FoundSnapshot{}
+	for _, t := range snap.Txns() {
+		if l, ok := emptySnapshotLSN(t.AppID); ok {
+			found[l] = &FoundSnapshot{LSN: l}
+		}
 	}
 	schema, err := snap.ArrowSchema()
 	if err != nil {
@@ -67,7 +74,6 @@ func (b *DeltaBronze) WholeSnapshots(ctx context.Context, instances []string) ([
 	for _, n := range instances {
 		want[strings.ToLower(n)] = true
 	}
-	found := map[string]*FoundSnapshot{}
 	for {
 		rec, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
