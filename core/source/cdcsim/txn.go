@@ -156,21 +156,9 @@ func (tx *Txn) update(table string, key []any, set Row, split bool) error {
 	db := tx.db
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if tx.done {
-		return &TxnError{Table: table, Reason: "transaction already ended"}
-	}
-	t, err := db.tableLocked(table)
+	t, ident, old, err := tx.existingLocked(table, key)
 	if err != nil {
 		return err
-	}
-	k, err := t.normKey(key)
-	if err != nil {
-		return err
-	}
-	ident := t.identOfKey(k)
-	old, ok := tx.lookup(t, ident)
-	if !ok {
-		return &TxnError{Table: table, Reason: fmt.Sprintf("no row with key %v", key)}
 	}
 	nr := &row{vals: make([]any, len(t.cols)), ids: t.ids(), rid: old.rid}
 	for i, c := range t.cols {
@@ -215,25 +203,36 @@ func (tx *Txn) Delete(table string, key []any) error {
 	db := tx.db
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if tx.done {
-		return &TxnError{Table: table, Reason: "transaction already ended"}
-	}
-	t, err := db.tableLocked(table)
+	t, ident, old, err := tx.existingLocked(table, key)
 	if err != nil {
 		return err
-	}
-	k, err := t.normKey(key)
-	if err != nil {
-		return err
-	}
-	ident := t.identOfKey(k)
-	old, ok := tx.lookup(t, ident)
-	if !ok {
-		return &TxnError{Table: table, Reason: fmt.Sprintf("no row with key %v", key)}
 	}
 	tx.write(t, ident, nil)
 	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opDelete, before: old, seq: db.allocLSN()})
 	return nil
+}
+
+// existingLocked finds the row an Update or Delete names: its table, its identity and its
+// current image as this transaction sees it. An ended transaction, an unknown table, a bad
+// key and a missing row are typed errors. db.mu is held.
+func (tx *Txn) existingLocked(name string, key []any) (*table, string, *row, error) {
+	if tx.done {
+		return nil, "", nil, &TxnError{Table: name, Reason: "transaction already ended"}
+	}
+	t, err := tx.db.tableLocked(name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	k, err := t.normKey(key)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ident := t.identOfKey(k)
+	old, ok := tx.lookup(t, ident)
+	if !ok {
+		return nil, "", nil, &TxnError{Table: name, Reason: fmt.Sprintf("no row with key %v", key)}
+	}
+	return t, ident, old, nil
 }
 
 // Rollback ends the transaction without a trace in the table or the change tables.
