@@ -1,16 +1,12 @@
 package parquetio
 
 import (
-	"context"
 	"errors"
 	"io"
 	"math/big"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	pgo "github.com/parquet-go/parquet-go"
 )
 
@@ -18,25 +14,8 @@ import (
 // that shares no code with the writer, and checks the logical types and the raw stored
 // values of the largest row: what Spark and other engines decode.
 func TestIndependentReaderSeesDeltaEncodings(t *testing.T) {
-	ctx := context.Background()
-	st, dir := newStore(t)
-	s := mustSchema(t, allTypeColumns)
-	rec := bronzeRecord(memory.DefaultAllocator, s, 3, true)
-	defer rec.Release()
-	w := NewWriter(st, s, WriterOptions{})
-	if err := w.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	files, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(dir, files[0].Path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pf, err := pgo.OpenFile(f, files[0].Size)
+	f, size := writeAllTypes(t)
+	pf, err := pgo.OpenFile(f, size)
 	if err != nil {
 		t.Fatal(err)
 	}

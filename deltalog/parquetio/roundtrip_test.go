@@ -163,24 +163,7 @@ func TestReadFileProjection(t *testing.T) {
 // TestParquetTypes pins the physical and logical types Delta readers expect
 // (PROTOCOL.md § Delta Data Type to Parquet Type Mappings) and Spark writes.
 func TestParquetTypes(t *testing.T) {
-	ctx := context.Background()
-	st, dir := newStore(t)
-	s := mustSchema(t, allTypeColumns)
-	rec := bronzeRecord(memory.DefaultAllocator, s, 3, true)
-	defer rec.Release()
-	w := NewWriter(st, s, WriterOptions{})
-	if err := w.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	files, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(dir, files[0].Path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f, _ := writeAllTypes(t)
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		t.Fatal(err)
@@ -232,4 +215,29 @@ func TestParquetTypes(t *testing.T) {
 	if pf.MetaData().RowGroups[0].GetColumns()[0].GetMetaData().GetCodec() != 1 { // SNAPPY
 		t.Errorf("codec %v", pf.MetaData().RowGroups[0].GetColumns()[0].GetMetaData().GetCodec())
 	}
+}
+
+// writeAllTypes writes three rows of every bronze type (extremes included) as one file
+// and opens it; it returns the open file, closed when the test ends, and its size.
+func writeAllTypes(t *testing.T) (*os.File, int64) {
+	t.Helper()
+	ctx := context.Background()
+	st, dir := newStore(t)
+	s := mustSchema(t, allTypeColumns)
+	rec := bronzeRecord(memory.DefaultAllocator, s, 3, true)
+	defer rec.Release()
+	w := NewWriter(st, s, WriterOptions{})
+	if err := w.Write(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	files, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, files[0].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, files[0].Size
 }
