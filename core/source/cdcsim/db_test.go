@@ -2,16 +2,12 @@ package cdcsim
 
 import (
 	"context"
-	"errors"
-	"io"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcetest"
 )
 
 func ordersDB(t *testing.T, cfg Config) *DB {
@@ -31,47 +27,10 @@ func ordersDB(t *testing.T, cfg Config) *DB {
 	return db
 }
 
-// readAll drains rows into per-row maps.
+// readAll drains rows into per-row maps (sourcetest.Drain).
 func readAll(t *testing.T, r source.Rows) []map[string]any {
 	t.Helper()
-	defer r.Close()
-	var out []map[string]any
-	for {
-		rec, err := r.Next(context.Background())
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < int(rec.NumRows()); i++ {
-			m := map[string]any{}
-			for j, f := range rec.Schema().Fields() {
-				m[f.Name] = cellValue(rec.Column(j), i)
-			}
-			out = append(out, m)
-		}
-		rec.Release()
-	}
-}
-
-func cellValue(a arrow.Array, i int) any {
-	if a.IsNull(i) {
-		return nil
-	}
-	switch x := a.(type) {
-	case *array.String:
-		return x.Value(i)
-	case *array.Int32:
-		return int64(x.Value(i))
-	case *array.Int64:
-		return x.Value(i)
-	case *array.Decimal128:
-		return x.Value(i).ToString(x.DataType().(*arrow.Decimal128Type).Scale)
-	case *array.Timestamp:
-		return x.Value(i).ToTime(arrow.Microsecond)
-	}
-	return a.ValueStr(i)
+	return sourcetest.Drain(context.Background(), t, r)
 }
 
 func TestInsertUpdateDeleteReadsAsChangeRows(t *testing.T) {
