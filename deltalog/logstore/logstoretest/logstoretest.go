@@ -12,6 +12,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 )
 
 // Table is one empty table under test.
@@ -110,21 +111,7 @@ func testRaceForOneVersion(t *testing.T, tb Table) {
 		wg.Go(func() { errs[i] = ls[i].Write(t.Context(), 0, Commit(i, 0)) })
 	}
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			if winner >= 0 {
-				t.Fatalf("writers %d and %d both created version 0", winner, i)
-			}
-			winner = i
-		case !errors.Is(err, logstore.ErrVersionExists):
-			t.Fatalf("writer %d: %v", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no writer created version 0")
-	}
+	winner := storagetest.OneWinner(t, errs, logstore.ErrVersionExists)
 	if got, err := tb.New().Read(t.Context(), 0); err != nil || !bytes.Equal(got, Commit(winner, 0)) {
 		t.Fatalf("Read(0) = %q, %v; want writer %d's", got, err, winner)
 	}

@@ -181,21 +181,7 @@ func testPutIfAbsentRace(t *testing.T, s storage.Store) {
 		wg.Go(func() { errs[i] = s.PutIfAbsent(t.Context(), "race", fmt.Appendf(nil, "writer %d", i)) })
 	}
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			if winner >= 0 {
-				t.Fatalf("writers %d and %d both won", winner, i)
-			}
-			winner = i
-		case !errors.Is(err, storage.ErrExists):
-			t.Fatalf("writer %d: %v", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no writer won")
-	}
+	winner := OneWinner(t, errs, storage.ErrExists)
 	if got, want := get(t, s, "race"), fmt.Sprintf("writer %d", winner); got != want {
 		t.Fatalf("content = %q, want %q", got, want)
 	}
@@ -242,21 +228,7 @@ func testCopyIfAbsentRace(t *testing.T, s storage.Store) {
 		wg.Go(func() { errs[i] = s.CopyIfAbsent(t.Context(), fmt.Sprintf("tmp/%d", i), "target") })
 	}
 	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			if winner >= 0 {
-				t.Fatalf("copies %d and %d both won", winner, i)
-			}
-			winner = i
-		case !errors.Is(err, storage.ErrExists):
-			t.Fatalf("copy %d: %v", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no copy won")
-	}
+	winner := OneWinner(t, errs, storage.ErrExists)
 	if got, want := get(t, s, "target"), fmt.Sprintf("writer %d", winner); got != want {
 		t.Fatalf("content = %q, want %q", got, want)
 	}
@@ -342,4 +314,27 @@ func testURL(t *testing.T, s storage.Store) {
 	if strings.HasSuffix(u, "/") || !(strings.HasPrefix(u, "s3://") || strings.HasPrefix(u, "file:///")) {
 		t.Fatalf("URL() = %q, want s3:// or file:/// and no trailing slash", u)
 	}
+}
+
+// OneWinner checks the outcome of a race of writers that each tried to create the same
+// thing once: exactly one error is nil (its index is returned) and every other is lost
+// (errors.Is(err, lost), e.g. storage.ErrExists or logstore.ErrVersionExists).
+func OneWinner(t testing.TB, errs []error, lost error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both won", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, lost):
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer won")
+	}
+	return winner
 }
