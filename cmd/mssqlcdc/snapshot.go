@@ -9,6 +9,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/connect"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
@@ -56,7 +57,7 @@ func openJob(ctx context.Context, path string, sim bool, out io.Writer) (spec *c
 	return spec, src, job, nil
 }
 
-func printOffset(out io.Writer, o snapshot.Offset) {
+func printOffset(out io.Writer, o lsn.Offset) {
 	b, _ := json.Marshal(o)
 	fmt.Fprintln(out, string(b))
 }

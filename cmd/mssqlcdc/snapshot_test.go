@@ -36,8 +36,8 @@ func TestSnapshotCommandFindsItsSnapshot(t *testing.T) {
 	if code := run(context.Background(), []string{"snapshot", "--spec", spec, "--sim"}, &out1, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	var o1, o2 snapshot.Offset
-	if err := json.Unmarshal(out1.Bytes(), &o1); err != nil || !strings.HasPrefix(o1.LSN, "0x") {
+	var o1, o2 lsn.Offset
+	if err := json.Unmarshal(out1.Bytes(), &o1); err != nil || o1.LSN.IsZero() {
 		t.Fatalf("output %q: %v", out1.String(), err)
 	}
 	if code := run(context.Background(), []string{"snapshot", "--spec", spec, "--sim"}, &out2, &errOut); code != 0 {

@@ -1,5 +1,5 @@
 // Package checkpoint is the stream's progress under a prefix (S3 or local), in the layout
-// of DESIGN.md §4.5:
+// of docs/stream.md "Checkpoint layout":
 //
 //	offsets/<n>.json   batch n's start and end offset, written with a conditional put
 //	                   (PutIfAbsent) BEFORE the batch is read
@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -43,8 +44,8 @@ type Batch struct {
 	AppID string `json:"app_id"`
 	// Start is the offset the batch starts after (the previous batch's end); End is the
 	// last commit it reads: the batch reads [next(Start.LSN), End.LSN].
-	Start Offset `json:"start"`
-	End   Offset `json:"end"`
+	Start lsn.Offset `json:"start"`
+	End   lsn.Offset `json:"end"`
 	// Writer identifies the stream invocation that wrote the file, so that a retried put
 	// of our own is told apart from a rival's.
 	Writer string `json:"writer"`
@@ -77,7 +78,7 @@ func (e *ConcurrentStreamError) Error() string {
 }
 
 // AppIDMismatchError: the checkpoint belongs to another app_id. A new checkpoint needs a
-// new app_id and an app_id keeps its checkpoint (reference §7.1).
+// new app_id and an app_id keeps its checkpoint (docs/stream.md).
 type AppIDMismatchError struct {
 	Checkpoint    string
 	Want, Written string

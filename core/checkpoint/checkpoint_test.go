@@ -2,10 +2,8 @@ package checkpoint
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -21,27 +19,12 @@ func newStore(t *testing.T) storage.Store {
 	return s
 }
 
-func off(l string, ts string) Offset {
-	o := Offset{LSN: lsn.MustParse(l)}
-	if ts != "" {
-		o.CommitTS, _ = time.Parse(TimeLayout, ts)
+func off(l string, ts string) lsn.Offset {
+	t, err := lsn.ParseTime(ts)
+	if err != nil {
+		panic(err)
 	}
-	return o
-}
-
-func TestOffsetJSON(t *testing.T) {
-	b, _ := json.Marshal(off("0x2A000001F00003", "2026-09-28T14:03:12.117"))
-	if string(b) != `{"lsn":"0x0000002A000001F00003","commit_ts":"2026-09-28T14:03:12.117"}` {
-		t.Errorf("got %s", b)
-	}
-	b, _ = json.Marshal(Offset{})
-	if string(b) != `{"lsn":"0x00000000000000000000","commit_ts":""}` {
-		t.Errorf("zero: %s", b)
-	}
-	var o Offset
-	if err := json.Unmarshal([]byte(`{"lsn":"0x2a","commit_ts":"2026-09-28T14:03:12"}`), &o); err != nil || !o.HasTime() || o.CommitTS.Second() != 12 {
-		t.Errorf("no fraction: %v %v", o, err)
-	}
+	return lsn.At(lsn.MustParse(l), t)
 }
 
 func TestResumeRules(t *testing.T) {

@@ -269,7 +269,7 @@ func testBootstrapThenStream(t *testing.T, backend string, kc keyCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.LSN == "" {
+	if off.LSN.IsZero() {
 		t.Fatal("no offset")
 	}
 	// After the snapshot: a delete of a row it read, a key update, an insert.
@@ -362,7 +362,7 @@ func TestKilledRunThenFullRerunOnDelta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.LSN <= open.Snapshot.LSN {
+	if !open.Snapshot.LSN.Less(off.LSN) {
 		t.Fatalf("rerun stamp %s not after the killed run's %s", off.LSN, open.Snapshot.LSN)
 	}
 	fr := e.factsRows()
@@ -388,7 +388,7 @@ func TestExport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l == given && res.Snapshot.LSN != given.String() {
+		if l == given && res.Snapshot.LSN != given {
 			t.Fatalf("stamp %s, want the given %s", res.Snapshot.LSN, given)
 		}
 		var rows int64
@@ -406,7 +406,7 @@ func TestExport(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := 0; i < int(rec.NumRows()); i++ {
-					if got := rec.Column(0).(*array.String).Value(i); got != res.Snapshot.LSN {
+					if got := rec.Column(0).(*array.String).Value(i); got != res.Snapshot.LSN.String() {
 						t.Fatalf("_start_lsn %s, want %s", got, res.Snapshot.LSN)
 					}
 				}
@@ -476,7 +476,7 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recorded := lsn.MustParse(first.Snapshot.LSN)
+	recorded := first.Snapshot.LSN
 	e.db.Advance(time.Second)
 	if _, err := e.db.Exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("t", keyCases[0].row(13)); return err }); err != nil {
 		t.Fatal(err)
@@ -486,7 +486,7 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Snapshot.LSN != recorded.String() || res.Rows != 13 {
+	if res.Snapshot.LSN != recorded || res.Rows != 13 {
 		t.Fatalf("export %+v (%d rows), want the spec's stamp %s and 13 rows", res.Snapshot, res.Rows, recorded)
 	}
 	ahead := lsn.MustParse("0x7FFFFFFF000000010001")

@@ -12,7 +12,7 @@ import (
 )
 
 // TxnAppID is the Delta txn appId of a full snapshot's commit (DESIGN.md §4.2): version 0.
-func TxnAppID(appID, snapshot string) string { return appID + "#full." + snapshot }
+func TxnAppID(appID string, snapshot lsn.LSN) string { return appID + "#full." + snapshot.String() }
 
 // emptySuffix marks the txn appId of the commit of a snapshot that read no rows: it adds no
 // file, so only its txn (which checkpoints keep) says the snapshot exists. A snapshot with
@@ -21,23 +21,25 @@ func TxnAppID(appID, snapshot string) string { return appID + "#full." + snapsho
 const emptySuffix = "#empty"
 
 // EmptyTxnAppID is the txn appId of an empty table's snapshot commit at snapshot.
-func EmptyTxnAppID(appID, snapshot string) string { return TxnAppID(appID, snapshot) + emptySuffix }
+func EmptyTxnAppID(appID string, snapshot lsn.LSN) string {
+	return TxnAppID(appID, snapshot) + emptySuffix
+}
 
 // emptySnapshotLSN returns the snapshot LSN of an EmptyTxnAppID, or false.
-func emptySnapshotLSN(txnAppID string) (string, bool) {
+func emptySnapshotLSN(txnAppID string) (lsn.LSN, bool) {
 	rest, ok := strings.CutSuffix(txnAppID, emptySuffix)
 	if !ok {
-		return "", false
+		return lsn.Zero, false
 	}
 	i := strings.LastIndex(rest, "#full.")
 	if i < 0 {
-		return "", false
+		return lsn.Zero, false
 	}
 	l, err := lsn.Parse(rest[i+len("#full."):])
 	if err != nil {
-		return "", false
+		return lsn.Zero, false
 	}
-	return l.String(), true
+	return l, true
 }
 
 // Commit appends every range's files of snapshot snap to bronze in one Delta commit keyed
@@ -45,7 +47,7 @@ func emptySnapshotLSN(txnAppID string) (string, bool) {
 // (unless Standalone) the bootstrap facts row, keyed so it is written once. An empty table
 // commits no file, only its txn (EmptyTxnAppID), so a later run finds the snapshot. A snapshot without staging state that bronze already holds
 // (Open found it) only offers the bootstrap row, with rows unknown.
-func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
+func (j *Job) Commit(ctx context.Context, snap lsn.Offset) (CommitResult, error) {
 	st, ok, err := j.loadOpen(ctx, snap.LSN)
 	if err != nil {
 		return CommitResult{}, err
@@ -69,7 +71,7 @@ func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
 			return CommitResult{}, err
 		}
 		if !ok {
-			return CommitResult{}, &MissingRangeError{Snapshot: snap.LSN, Range: r.Index}
+			return CommitResult{}, &MissingRangeError{Snapshot: snap.LSN.String(), Range: r.Index}
 		}
 		files = append(files, m.Files...)
 		rows += m.Rows
@@ -85,7 +87,7 @@ func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
 		if err != nil {
 			return CommitResult{}, err
 		}
-		meta, _ := json.Marshal(map[string]any{"snapshot": st.CaptureInstance, "lsn": snap.LSN, "commit_ts": snap.CommitTS, "rows": rows})
+		meta, _ := json.Marshal(snapshotMetadata{CommitTS: commitTS(snap), LSN: snap.LSN, Rows: rows, Snapshot: st.CaptureInstance})
 		txnApp := TxnAppID(j.AppID, snap.LSN)
 		if len(files) == 0 {
 			txnApp = EmptyTxnAppID(j.AppID, snap.LSN)
@@ -93,7 +95,7 @@ func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
 		a := Append{
 			AppID: txnApp, Version: 0, Schema: schema, Files: files,
 			UserMetadata: string(meta), Operation: "WRITE",
-			OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN, "rows": strconv.FormatInt(rows, 10), "bytes": strconv.FormatInt(bytes, 10)},
+			OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN.String(), "rows": strconv.FormatInt(rows, 10), "bytes": strconv.FormatInt(bytes, 10)},
 		}
 		v, skipped, err := j.Bronze.AppendOnce(ctx, a)
 		if err != nil {
@@ -109,13 +111,13 @@ func (j *Job) Commit(ctx context.Context, snap Offset) (CommitResult, error) {
 
 // commitFound handles a snapshot Open found in bronze: nothing to commit; the bootstrap
 // row is offered (a crash between a snapshot's commit and its row only delays the row).
-func (j *Job) commitFound(ctx context.Context, snap Offset) (CommitResult, error) {
+func (j *Job) commitFound(ctx context.Context, snap lsn.Offset) (CommitResult, error) {
 	o, ok, err := j.Find(ctx)
 	if err != nil {
 		return CommitResult{}, err
 	}
 	if !ok || o.LSN != snap.LSN {
-		return CommitResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
+		return CommitResult{}, &PlanNotFoundError{Snapshot: snap.LSN.String()}
 	}
 	if err := j.bootstrapRow(ctx, snap, nil, nil); err != nil {
 		return CommitResult{}, err
@@ -123,19 +125,11 @@ func (j *Job) commitFound(ctx context.Context, snap Offset) (CommitResult, error
 	return CommitResult{Version: -1, Skipped: true}, nil
 }
 
-func (j *Job) bootstrapRow(ctx context.Context, snap Offset, rows *int64, started *time.Time) error {
+func (j *Job) bootstrapRow(ctx context.Context, snap lsn.Offset, rows *int64, started *time.Time) error {
 	if j.Facts == nil || j.Standalone {
 		return nil
 	}
-	l, err := lsn.Parse(snap.LSN)
-	if err != nil {
-		return err
-	}
-	ts, err := ParseCommitTS(snap.CommitTS)
-	if err != nil {
-		return err
-	}
-	ev := FactsEvent{AppID: j.AppID, Target: j.Target, LSN: l.String(), CommitTS: ts, Rows: rows}
+	ev := FactsEvent{AppID: j.AppID, Target: j.Target, LSN: snap.LSN.String(), CommitTS: snap.CommitTime(), Rows: rows}
 	if started != nil && !started.IsZero() {
 		s := *started
 		d := j.now().Sub(s).Milliseconds()
@@ -145,4 +139,21 @@ func (j *Job) bootstrapRow(ctx context.Context, snap Offset, rows *int64, starte
 		return fmt.Errorf("write bootstrap row: %w", err)
 	}
 	return nil
+}
+
+// snapshotMetadata is the commitInfo userMetadata of a snapshot's commit: the capture
+// instance, the stamp and the rows.
+type snapshotMetadata struct {
+	CommitTS string  `json:"commit_ts"`
+	LSN      lsn.LSN `json:"lsn"`
+	Rows     int64   `json:"rows"`
+	Snapshot string  `json:"snapshot"`
+}
+
+// commitTS is the offset's commit_ts as its JSON writes it ("" when unknown).
+func commitTS(o lsn.Offset) string {
+	if !o.HasTime() {
+		return ""
+	}
+	return lsn.FormatTime(o.CommitTS)
 }

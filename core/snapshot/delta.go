@@ -49,7 +49,7 @@ func (b *DeltaBronze) WholeSnapshots(ctx context.Context, instances []string) ([
 	if snap.Version() < 0 {
 		return nil, nil
 	}
-	found := map[string]*FoundSnapshot{}
+	found := map[lsn.LSN]*FoundSnapshot{}
 	for _, t := range snap.Txns() {
 		if l, ok := emptySnapshotLSN(t.AppID); ok {
 			found[l] = &FoundSnapshot{LSN: l}
@@ -95,7 +95,7 @@ func (b *DeltaBronze) WholeSnapshots(ctx context.Context, instances []string) ([
 	return out, nil
 }
 
-func collectSnapshots(rec arrow.RecordBatch, want map[string]bool, found map[string]*FoundSnapshot) error {
+func collectSnapshots(rec arrow.RecordBatch, want map[string]bool, found map[lsn.LSN]*FoundSnapshot) error {
 	col := func(name string) arrow.Array {
 		if idx := rec.Schema().FieldIndices(name); len(idx) > 0 {
 			return rec.Column(idx[0])
@@ -114,9 +114,13 @@ func collectSnapshots(rec arrow.RecordBatch, want map[string]bool, found map[str
 		if chunk != nil && chunk.IsValid(i) || ci.IsNull(i) || !want[strings.ToLower(ci.Value(i))] {
 			continue
 		}
-		s := start.Value(i)
+		text := start.Value(i)
 		if snapCol != nil && snapCol.IsValid(i) {
-			s = snapCol.Value(i)
+			text = snapCol.Value(i)
+		}
+		s, err := lsn.Parse(text)
+		if err != nil {
+			return fmt.Errorf("bronze: snapshot LSN %q: %w", text, err)
 		}
 		f := found[s]
 		if f == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -31,7 +32,7 @@ type Bronze interface {
 
 // FoundSnapshot is a snapshot found in bronze.
 type FoundSnapshot struct {
-	LSN      string
+	LSN      lsn.LSN
 	CommitTS *time.Time
 }
 
@@ -105,7 +106,7 @@ type FactsEvent struct {
 type Checkpoint interface {
 	// Latest is the end offset of the newest batch in offsets/; ok false when there is
 	// none (a fresh checkpoint).
-	Latest(ctx context.Context) (o Offset, ok bool, err error)
+	Latest(ctx context.Context) (o lsn.Offset, ok bool, err error)
 }
 
 // Staging is the store rooted at the checkpoint prefix where the steps keep their state

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
@@ -29,7 +30,7 @@ const (
 //	{"step": "close",  "open": <open's output>}
 type Event struct {
 	Step     string      `json:"step"`
-	Snapshot *Offset     `json:"snapshot,omitempty"`
+	Snapshot *lsn.Offset `json:"snapshot,omitempty"`
 	Range    *Range      `json:"range,omitempty"`
 	Open     *OpenResult `json:"open,omitempty"`
 }
@@ -45,7 +46,7 @@ func (e *EventError) Error() string {
 }
 
 // Handle runs the step ev names and returns its output: OpenResult, PlanResult,
-// ReadResult, CommitResult or Offset. Errors are returned by Named, so the Lambda runtime
+// ReadResult, CommitResult or lsn.Offset. Errors are returned by Named, so the Lambda runtime
 // reports the type name Step Functions matches.
 func (j *Job) Handle(ctx context.Context, ev Event) (any, error) {
 	out, err := j.handle(ctx, ev)
@@ -57,7 +58,7 @@ func (j *Job) Handle(ctx context.Context, ev Event) (any, error) {
 
 func (j *Job) handle(ctx context.Context, ev Event) (any, error) {
 	needSnap := func() error {
-		if ev.Snapshot == nil || ev.Snapshot.LSN == "" {
+		if ev.Snapshot == nil || ev.Snapshot.LSN.IsZero() {
 			return &EventError{Step: ev.Step, Reason: "needs snapshot {lsn, commit_ts}"}
 		}
 		return nil

@@ -13,7 +13,7 @@ import (
 
 // ExportResult is what Export wrote.
 type ExportResult struct {
-	Snapshot Offset     `json:"snapshot"`
+	Snapshot lsn.Offset `json:"snapshot"`
 	Rows     int64      `json:"rows"`
 	Files    []DataFile `json:"files"`
 }
@@ -46,7 +46,7 @@ func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts
 	} else if err := checkGivenStamp(ctx, j.Source, ci, l); err != nil {
 		return ExportResult{}, err
 	}
-	ts, err := commitTime(ctx, j.Source, l)
+	off, err := stampOffset(ctx, j.Source, l)
 	if err != nil {
 		return ExportResult{}, err
 	}
@@ -62,8 +62,8 @@ func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts
 	if err != nil {
 		return ExportResult{}, err
 	}
-	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: ts, Snapshot: l}
-	res := ExportResult{Snapshot: MakeOffset(l, ts), Files: []DataFile{}}
+	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: off.CommitTime(), Snapshot: l}
+	res := ExportResult{Snapshot: off, Files: []DataFile{}}
 	for _, r := range ranges {
 		read := source.TableRead{Table: j.table(ci), Columns: cols, ReadOptions: j.ReadOptions}
 		if r.Lo != nil || r.Hi != nil {

@@ -206,7 +206,7 @@ func (b *fakeBronze) WholeSnapshots(ctx context.Context, instances []string) ([]
 			}
 			if ok && !seen[sn.Value(i)] {
 				seen[sn.Value(i)] = true
-				out = append(out, FoundSnapshot{LSN: sn.Value(i)})
+				out = append(out, FoundSnapshot{LSN: lsn.MustParse(sn.Value(i))})
 			}
 		}
 	}
@@ -311,12 +311,12 @@ func (f *fakeFacts) Bootstrapped(ctx context.Context, ev FactsEvent) error {
 }
 
 type fakeCheckpoint struct {
-	off *Offset
+	off *lsn.Offset
 }
 
-func (c fakeCheckpoint) Latest(ctx context.Context) (Offset, bool, error) {
+func (c fakeCheckpoint) Latest(ctx context.Context) (lsn.Offset, bool, error) {
 	if c.off == nil {
-		return Offset{}, false, nil
+		return lsn.Offset{}, false, nil
 	}
 	return *c.off, true, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
@@ -17,7 +18,7 @@ import (
 // machine runs the bootstrap machine's steps one after the other, each as a fresh
 // invocation; a step that fails is run again without faults (Step Functions' Retry: a new
 // invocation after the failed one died), and so is every step after it.
-func machine(t *testing.T, e *env) snapshot.Offset {
+func machine(t *testing.T, e *env) lsn.Offset {
 	t.Helper()
 	ctx := context.Background()
 	failed := false
@@ -46,7 +47,7 @@ func machine(t *testing.T, e *env) snapshot.Offset {
 	if open.Status != snapshot.Resume {
 		step("commit", func(j *snapshot.Job) error { _, err := j.Commit(ctx, open.Snapshot); return err })
 	}
-	var off snapshot.Offset
+	var off lsn.Offset
 	step("close", func(j *snapshot.Job) (err error) { off, err = j.Close(ctx, open); return })
 	return off
 }
@@ -114,7 +115,7 @@ func testKilled(t *testing.T, backend string, every int) {
 	want := machine(t, e)
 	wantRows := snapshotRows(t, e)
 	ops := clean.Ops()
-	if len(wantRows) != 1 || wantRows[want.LSN] != 20 {
+	if len(wantRows) != 1 || wantRows[want.LSN.String()] != 20 {
 		t.Fatalf("clean run: %v", wantRows)
 	}
 	t.Logf("a clean bootstrap makes %d external calls", len(ops))
@@ -129,7 +130,7 @@ func testKilled(t *testing.T, backend string, every int) {
 			got := machine(t, e)
 			rows := snapshotRows(t, e)
 			fr := e.factsRows()
-			if got != want || len(rows) != 1 || rows[want.LSN] != 20 || count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
+			if got != want || len(rows) != 1 || rows[want.LSN.String()] != 20 || count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
 				t.Fatalf("killed at %d (%s, after %v): offset %+v, snapshot rows %v, bootstrap rows %d, open rows %d",
 					k, ops[k-1], after, got, rows, count(fr, facts.EventBootstrap), count(fr, facts.EventSnapshotOpen))
 			}

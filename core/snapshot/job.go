@@ -97,60 +97,56 @@ func (j *Job) modeLock(ctx context.Context) error {
 // Find returns the newest whole snapshot of the table in bronze, under any of its capture
 // instances (names ignoring case). The stream calls it on a fresh checkpoint with
 // bootstrap=true and starts after the snapshot's LSN.
-func (j *Job) Find(ctx context.Context) (Offset, bool, error) {
+func (j *Job) Find(ctx context.Context) (lsn.Offset, bool, error) {
 	_, names, err := j.instance(ctx)
 	if err != nil {
-		return Offset{}, false, err
+		return lsn.Offset{}, false, err
 	}
 	return j.find(ctx, names)
 }
 
-func (j *Job) find(ctx context.Context, names []string) (Offset, bool, error) {
+func (j *Job) find(ctx context.Context, names []string) (lsn.Offset, bool, error) {
 	found, err := j.Bronze.WholeSnapshots(ctx, names)
 	if err != nil {
-		return Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
+		return lsn.Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
 	}
 	var best *FoundSnapshot
 	for i := range found {
-		if best == nil || found[i].LSN > best.LSN {
+		if best == nil || best.LSN.Less(found[i].LSN) {
 			best = &found[i]
 		}
 	}
 	if best == nil {
-		return Offset{}, false, nil
+		return lsn.Offset{}, false, nil
 	}
-	l, err := lsn.Parse(best.LSN)
-	if err != nil {
-		return Offset{}, false, fmt.Errorf("snapshot LSN in bronze: %w", err)
-	}
-	ts := best.CommitTS
-	if ts == nil {
-		if ts, err = commitTime(ctx, j.Source, l); err != nil {
-			return Offset{}, false, err
-		}
-	}
-	return MakeOffset(l, ts), true, nil
+	return j.offsetOf(ctx, *best)
 }
 
 // findAt returns the whole snapshot bronze holds at exactly l, if any.
-func (j *Job) findAt(ctx context.Context, names []string, l lsn.LSN) (Offset, bool, error) {
+func (j *Job) findAt(ctx context.Context, names []string, l lsn.LSN) (lsn.Offset, bool, error) {
 	found, err := j.Bronze.WholeSnapshots(ctx, names)
 	if err != nil {
-		return Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
+		return lsn.Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
 	}
 	for _, f := range found {
-		if f.LSN != l.String() {
-			continue
+		if f.LSN == l {
+			return j.offsetOf(ctx, f)
 		}
-		ts := f.CommitTS
-		if ts == nil {
-			if ts, err = commitTime(ctx, j.Source, l); err != nil {
-				return Offset{}, false, err
-			}
-		}
-		return MakeOffset(l, ts), true, nil
 	}
-	return Offset{}, false, nil
+	return lsn.Offset{}, false, nil
+}
+
+// offsetOf is the offset of a snapshot found in bronze: its rows' commit time, else (an
+// empty table's snapshot, recorded by its txn alone) the source's commit time of its LSN.
+func (j *Job) offsetOf(ctx context.Context, f FoundSnapshot) (lsn.Offset, bool, error) {
+	if f.CommitTS != nil {
+		return lsn.At(f.LSN, *f.CommitTS), true, nil
+	}
+	off, err := stampOffset(ctx, j.Source, f.LSN)
+	if err != nil {
+		return lsn.Offset{}, false, err
+	}
+	return off, true, nil
 }
 
 // Open starts a full snapshot (DESIGN.md §6.2): mode lock; a snapshot already in bronze is
@@ -199,17 +195,16 @@ func (j *Job) Open(ctx context.Context) (OpenResult, error) {
 			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
 		}
 	}
-	ts, err := commitTime(ctx, j.Source, l)
+	off, err := stampOffset(ctx, j.Source, l)
 	if err != nil {
 		return OpenResult{}, err
 	}
-	off := MakeOffset(l, ts)
 	if j.Facts != nil && !j.Standalone {
 		kind := "bootstrap"
 		if j.Resnapshot {
 			kind = "resnapshot"
 		}
-		ev := FactsEvent{AppID: j.AppID, Target: j.Target, LSN: off.LSN, CommitTS: ts,
+		ev := FactsEvent{AppID: j.AppID, Target: j.Target, LSN: off.LSN.String(), CommitTS: off.CommitTime(),
 			Detail: fmt.Sprintf(`{"mode":"full","kind":%q,"generation":0,"lost_from_ts":null,"lost_to_ts":null}`, kind)}
 		if err := j.Facts.SnapshotOpened(ctx, ev); err != nil {
 			return OpenResult{}, fmt.Errorf("write snapshot_open row: %w", err)
@@ -223,7 +218,7 @@ func (j *Job) Open(ctx context.Context) (OpenResult, error) {
 }
 
 // loadOpen reads the staging state of snapshot l.
-func (j *Job) loadOpen(ctx context.Context, l string) (openState, bool, error) {
+func (j *Job) loadOpen(ctx context.Context, l lsn.LSN) (openState, bool, error) {
 	var st openState
 	ok, err := getJSON(ctx, j.Staging, openKey(l), &st)
 	return st, ok, err
@@ -278,13 +273,13 @@ func (j *Job) rangeCount(ctx context.Context, ci source.CaptureInstance, keys []
 // Plan cuts the table of snapshot snap into key ranges for NumPartitions and records them
 // in the staging area. A rerun plans again and replaces the plan (reads not yet committed
 // are redone by the Map that follows).
-func (j *Job) Plan(ctx context.Context, snap Offset) (PlanResult, error) {
+func (j *Job) Plan(ctx context.Context, snap lsn.Offset) (PlanResult, error) {
 	st, ok, err := j.loadOpen(ctx, snap.LSN)
 	if err != nil {
 		return PlanResult{}, err
 	}
 	if !ok {
-		return PlanResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
+		return PlanResult{}, &PlanNotFoundError{Snapshot: snap.LSN.String()}
 	}
 	ci, _, keys, err := j.columns(ctx, st.CaptureInstance)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -95,7 +96,7 @@ func TestRunTakesSnapshotOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.LSN != r.src.maxLSN.String() || off.CommitTS != "2026-10-01T12:00:00.123" {
+	if off.LSN != r.src.maxLSN || lsn.FormatTime(off.CommitTS) != "2026-10-01T12:00:00.123" {
 		t.Fatalf("offset %+v", off)
 	}
 	if r.br.rows() != 100 || r.br.commits != 1 || r.src.reads != 4 {
@@ -104,7 +105,7 @@ func TestRunTakesSnapshotOnce(t *testing.T) {
 	rec := r.br.committed[0]
 	sch := rec.Schema()
 	col := func(n string) int { return sch.FieldIndices(n)[0] }
-	if v := rec.Column(col(bronze.ColStartLSN)).(*array.String).Value(0); v != off.LSN {
+	if v := rec.Column(col(bronze.ColStartLSN)).(*array.String).Value(0); v != off.LSN.String() {
 		t.Errorf("_start_lsn %s", v)
 	}
 	if v := rec.Column(col(bronze.ColOperation)).(*array.Int32).Value(0); v != 0 {
@@ -115,11 +116,11 @@ func TestRunTakesSnapshotOnce(t *testing.T) {
 			t.Errorf("%s not NULL", n)
 		}
 	}
-	if len(r.facts.opens) != 1 || r.facts.opens[0].LSN != off.LSN {
+	if len(r.facts.opens) != 1 || r.facts.opens[0].LSN != off.LSN.String() {
 		t.Fatalf("snapshot_open rows %+v", r.facts.opens)
 	}
 	b := r.facts.boots["orders-v1"]
-	if b.Rows == nil || *b.Rows != 100 || b.DurationMs == nil || b.LSN != off.LSN {
+	if b.Rows == nil || *b.Rows != 100 || b.DurationMs == nil || b.LSN != off.LSN.String() {
 		t.Fatalf("bootstrap row %+v", b)
 	}
 
@@ -153,7 +154,7 @@ func TestOpenFindsSnapshotUnderAnotherCaptureInstanceCase(t *testing.T) {
 
 func TestOpenResumesFromCheckpoint(t *testing.T) {
 	r := newRig(t, 10)
-	off := Offset{LSN: "0x00000021000000100001", CommitTS: "2026-10-01T13:00:00.000"}
+	off := lsn.At(lsn.MustParse("0x00000021000000100001"), time.Date(2026, 10, 1, 13, 0, 0, 0, time.UTC))
 	r.job.Checkpoint = fakeCheckpoint{off: &off}
 	res, err := r.job.Open(context.Background())
 	if err != nil {
@@ -195,7 +196,7 @@ func TestKilledRunThenFullRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.LSN != r.src.maxLSN.String() || r.br.rows() != 20 || r.br.commits != 1 || len(r.facts.opens) != 2 {
+	if off.LSN != r.src.maxLSN || r.br.rows() != 20 || r.br.commits != 1 || len(r.facts.opens) != 2 {
 		t.Fatalf("offset %+v rows %d commits %d opens %d", off, r.br.rows(), r.br.commits, len(r.facts.opens))
 	}
 }
@@ -234,7 +235,7 @@ func TestStandaloneWritesNoFactsRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.LSN != r.src.maxLSN.String() || r.br.commits != 2 {
+	if off.LSN != r.src.maxLSN || r.br.commits != 2 {
 		t.Fatalf("resnapshot %+v commits %d", off, r.br.commits)
 	}
 }
@@ -279,7 +280,7 @@ func TestFaultThenRerunOfTheStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if off.LSN != r.src.maxLSN.String() || r.br.rows() != 30 || r.br.commits != 1 || len(r.facts.boots) != 1 {
+			if off.LSN != r.src.maxLSN || r.br.rows() != 30 || r.br.commits != 1 || len(r.facts.boots) != 1 {
 				t.Fatalf("rows %d commits %d boots %d", r.br.rows(), r.br.commits, len(r.facts.boots))
 			}
 		})

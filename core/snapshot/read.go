@@ -20,7 +20,7 @@ import (
 // (DESIGN.md §4.2): _operation 0, _start_lsn and _snapshot L, _commit_ts the commit time
 // of L, NULL _seqval, _command_id, _batch_id and _chunk. Memory stays bounded: batches go
 // to the file writer as they arrive.
-func (j *Job) Read(ctx context.Context, snap Offset, r Range) (ReadResult, error) {
+func (j *Job) Read(ctx context.Context, snap lsn.Offset, r Range) (ReadResult, error) {
 	st, ok, err := j.loadOpen(ctx, snap.LSN)
 	if err != nil {
 		return ReadResult{}, err
@@ -31,7 +31,7 @@ func (j *Job) Read(ctx context.Context, snap Offset, r Range) (ReadResult, error
 		return ReadResult{}, err
 	}
 	if !ok || !pok || r.Index < 0 || r.Index >= len(ps.Ranges) {
-		return ReadResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
+		return ReadResult{}, &PlanNotFoundError{Snapshot: snap.LSN.String()}
 	}
 	r = ps.Ranges[r.Index] // the recorded bounds, not the payload's
 	ci, cols, keys, err := j.columns(ctx, st.CaptureInstance)
@@ -52,15 +52,8 @@ func (j *Job) Read(ctx context.Context, snap Offset, r Range) (ReadResult, error
 		}
 		read.Keys = keys
 	}
-	l, err := lsn.Parse(st.Snapshot.LSN)
-	if err != nil {
-		return ReadResult{}, err
-	}
-	ts, err := ParseCommitTS(st.Snapshot.CommitTS)
-	if err != nil {
-		return ReadResult{}, err
-	}
-	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: ts, Snapshot: l}
+	l := st.Snapshot.LSN
+	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: st.Snapshot.CommitTime(), Snapshot: l}
 	m, err := j.readRange(ctx, read, schema, stamp, j.Bronze.NewFileWriter(schema))
 	if err != nil {
 		return ReadResult{}, err

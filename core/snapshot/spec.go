@@ -68,23 +68,19 @@ type StreamCheckpoint struct {
 
 // Latest implements Checkpoint: the last committed batch's end, else the pending batch's
 // start.
-func (c *StreamCheckpoint) Latest(ctx context.Context) (Offset, bool, error) {
+func (c *StreamCheckpoint) Latest(ctx context.Context) (lsn.Offset, bool, error) {
 	st, err := c.C.Resume(ctx)
 	if err != nil {
-		return Offset{}, false, err
+		return lsn.Offset{}, false, err
 	}
-	var o checkpoint.Offset
+	var o lsn.Offset
 	switch {
 	case st.Last != nil:
 		o = st.Last.End
 	case st.Pending != nil:
 		o = st.Pending.Start
 	default:
-		return Offset{}, false, nil
+		return lsn.Offset{}, false, nil
 	}
-	var ts *time.Time
-	if o.HasTime() {
-		ts = &o.CommitTS
-	}
-	return MakeOffset(o.LSN, ts), true, nil
+	return o, true, nil
 }

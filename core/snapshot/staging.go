@@ -9,21 +9,22 @@ import (
 	"io"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // Staging keys under the checkpoint prefix, per snapshot LSN L. Plain puts: a rerun of a
 // step replaces its own file.
-func openKey(l string) string            { return "snapshots/" + l + "/open.json" }
-func planKey(l string) string            { return "snapshots/" + l + "/plan.json" }
-func manifestKey(l string, i int) string { return fmt.Sprintf("snapshots/%s/ranges/%d.json", l, i) }
+func openKey(l lsn.LSN) string            { return "snapshots/" + l.String() + "/open.json" }
+func planKey(l lsn.LSN) string            { return "snapshots/" + l.String() + "/plan.json" }
+func manifestKey(l lsn.LSN, i int) string { return fmt.Sprintf("snapshots/%s/ranges/%d.json", l, i) }
 
 // openState is snapshots/<L>/open.json: what Open decided, for the later steps.
 type openState struct {
-	AppID           string    `json:"app_id"`
-	CaptureInstance string    `json:"capture_instance"`
-	Snapshot        Offset    `json:"snapshot"`
-	StartedAt       time.Time `json:"started_at"`
+	AppID           string     `json:"app_id"`
+	CaptureInstance string     `json:"capture_instance"`
+	Snapshot        lsn.Offset `json:"snapshot"`
+	StartedAt       time.Time  `json:"started_at"`
 }
 
 // planState is snapshots/<L>/plan.json.

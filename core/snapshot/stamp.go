@@ -45,16 +45,15 @@ func checkGivenStamp(ctx context.Context, src source.Source, ci source.CaptureIn
 	return nil
 }
 
-// commitTime is the UTC commit time of l, nil when l is no commit's (a decremented start
-// LSN): the snapshot rows' _commit_ts is then NULL.
-func commitTime(ctx context.Context, src source.Source, l lsn.LSN) (*time.Time, error) {
+// stampOffset is the offset of stamp l: with l's commit time, none when l is no commit's (a
+// decremented start LSN): the snapshot rows' _commit_ts is then NULL.
+func stampOffset(ctx context.Context, src source.Source, l lsn.LSN) (lsn.Offset, error) {
 	t, ok, err := src.CommitTime(ctx, l)
 	if err != nil {
-		return nil, fmt.Errorf("read commit time of %s: %w", l, err)
+		return lsn.Offset{}, fmt.Errorf("read commit time of %s: %w", l, err)
 	}
 	if !ok {
-		return nil, nil
+		t = time.Time{}
 	}
-	t = t.UTC()
-	return &t, nil
+	return lsn.At(l, t), nil
 }

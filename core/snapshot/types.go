@@ -6,38 +6,6 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// Offset is a stream position (DESIGN.md §4.1): the last processed commit LSN and its UTC
-// commit time with milliseconds, "" when the LSN is no commit's.
-type Offset struct {
-	LSN      string `json:"lsn"`
-	CommitTS string `json:"commit_ts"`
-}
-
-// commitTSLayout is the offset's commit_ts format: UTC, always three fractional digits.
-const commitTSLayout = "2006-01-02T15:04:05.000"
-
-// MakeOffset is the offset of l with its commit time t (nil: unknown, "").
-func MakeOffset(l lsn.LSN, t *time.Time) Offset {
-	o := Offset{LSN: l.String()}
-	if t != nil {
-		o.CommitTS = t.UTC().Format(commitTSLayout)
-	}
-	return o
-}
-
-// ParseCommitTS reads an offset's commit_ts ("" is nil). Values without fractional
-// seconds are accepted.
-func ParseCommitTS(s string) (*time.Time, error) {
-	if s == "" {
-		return nil, nil
-	}
-	t, err := time.Parse("2006-01-02T15:04:05.999999999", s)
-	if err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
-
 // Status is what Open found.
 type Status string
 
@@ -55,7 +23,7 @@ const (
 type OpenResult struct {
 	Status Status `json:"status"`
 	// Snapshot is the snapshot's offset (Opened, Found), or the checkpoint's latest (Resume).
-	Snapshot Offset `json:"snapshot"`
+	Snapshot lsn.Offset `json:"snapshot"`
 	// CaptureInstance is the instance the snapshot is taken for (as SQL Server names it).
 	CaptureInstance string `json:"capture_instance,omitempty"`
 	// StartedAt is when Open stamped L (Opened), UTC.

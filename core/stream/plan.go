@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -40,7 +40,7 @@ func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 }
 
 // initialOffset is where a fresh checkpoint starts (reference §3.2).
-func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance, maxLSN lsn.LSN) (checkpoint.Offset, error) {
+func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance, maxLSN lsn.LSN) (lsn.Offset, error) {
 	if r.spec.Bootstrap {
 		return r.bootstrapOffset(ctx)
 	}
@@ -50,7 +50,7 @@ func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance,
 		oldest := insts[0]
 		min, err := r.src.MinLSN(ctx, oldest.Name)
 		if err != nil {
-			return checkpoint.Offset{}, r.sourceErr("min_lsn", err)
+			return lsn.Offset{}, r.sourceErr("min_lsn", err)
 		}
 		return r.offsetAt(ctx, min.Prev())
 	case config.StartLatest:
@@ -63,7 +63,7 @@ func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance,
 			// a snapshot would be stamped (bug-log B.6).
 			return r.offsetAt(ctx, newest.StartLSN.Prev())
 		}
-		return checkpoint.Offset{}, &config.ConfigError{Problems: []config.Problem{{Field: "options.startingLsn",
+		return lsn.Offset{}, &config.ConfigError{Problems: []config.Problem{{Field: "options.startingLsn",
 			Reason: "latest: neither max_lsn nor the capture instance's start LSN is known yet; retry once the capture job has run"}}}
 	default:
 		return r.offsetAt(ctx, at)
@@ -71,19 +71,18 @@ func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance,
 }
 
 // offsetAt is l with its commit time ("" when l is no commit's).
-func (r *run) offsetAt(ctx context.Context, l lsn.LSN) (checkpoint.Offset, error) {
-	o := checkpoint.Offset{LSN: l}
+func (r *run) offsetAt(ctx context.Context, l lsn.LSN) (lsn.Offset, error) {
 	if l.IsZero() {
-		return o, nil
+		return lsn.Offset{}, nil
 	}
 	t, ok, err := r.src.CommitTime(ctx, l)
 	if err != nil {
-		return o, r.sourceErr("commit time", err)
+		return lsn.Offset{LSN: l}, r.sourceErr("commit time", err)
 	}
-	if ok {
-		o.CommitTS = t.UTC()
+	if !ok {
+		t = time.Time{}
 	}
-	return o, nil
+	return lsn.At(l, t), nil
 }
 
 // planEnd is the end of the next batch after start (reference §4.2): the target recorded

@@ -108,13 +108,13 @@ type Result struct {
 	Batches int   `json:"batches"`
 	Rows    int64 `json:"rows"`
 	// Offset is the stream's position after the invocation: the last committed end.
-	Offset checkpoint.Offset `json:"offset"`
+	Offset lsn.Offset `json:"offset"`
 }
 
 // BatchReport describes one committed batch (for progress lines, logs and metrics).
 type BatchReport struct {
 	Batch      int64
-	Start, End checkpoint.Offset
+	Start, End lsn.Offset
 	Rows       int64
 	// Bytes is the Arrow size of the change rows read.
 	Bytes    int64
@@ -189,7 +189,7 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 		return res, err
 	}
 
-	var start checkpoint.Offset
+	var start lsn.Offset
 	switch {
 	case state.Pending != nil:
 		start = state.Pending.Start
@@ -314,14 +314,14 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 // either, the newest whole snapshot in bronze (operation-0 rows under any capture instance
 // of the table, names ignoring case: seed "How it behaves"), which is where a snapshot
 // taken alone (snapshot(target), writing no facts rows) is found.
-func (r *run) bootstrapOffset(ctx context.Context) (checkpoint.Offset, error) {
+func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
 	snap, err := r.deps.Facts.Snapshot(ctx)
 	if err != nil {
-		return checkpoint.Offset{}, fmt.Errorf("read facts table: %w", err)
+		return lsn.Offset{}, fmt.Errorf("read facts table: %w", err)
 	}
 	rows, err := facts.ReadEvents(ctx, snap, r.spec.AppID, facts.EventSnapshotOpen, facts.EventBootstrap, facts.EventResnapshot)
 	if err != nil {
-		return checkpoint.Offset{}, err
+		return lsn.Offset{}, err
 	}
 	var start lsn.LSN
 	found := false
@@ -338,14 +338,12 @@ func (r *run) bootstrapOffset(ctx context.Context) (checkpoint.Offset, error) {
 			Bronze: &snapshot.DeltaBronze{Table: r.deps.Bronze}}
 		off, ok, err := job.Find(ctx)
 		if err != nil {
-			return checkpoint.Offset{}, err
+			return lsn.Offset{}, err
 		}
 		if !ok {
-			return checkpoint.Offset{}, &NoSnapshotError{AppID: r.spec.AppID}
+			return lsn.Offset{}, &NoSnapshotError{AppID: r.spec.AppID}
 		}
-		if start, err = lsn.Parse(off.LSN); err != nil {
-			return checkpoint.Offset{}, fmt.Errorf("snapshot LSN in bronze: %w", err)
-		}
+		start = off.LSN
 	}
 	return r.offsetAt(ctx, start)
 }

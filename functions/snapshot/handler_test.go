@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
@@ -141,7 +142,7 @@ func TestErrorsAreNamed(t *testing.T) {
 	}{
 		{snapshot.Event{Step: "explode"}, "EventError"},
 		{snapshot.Event{Step: "plan"}, "EventError"},
-		{snapshot.Event{Step: "commit", Snapshot: &snapshot.Offset{LSN: "0x00000001000000010001"}}, "PlanNotFoundError"},
+		{snapshot.Event{Step: "commit", Snapshot: &lsn.Offset{LSN: lsn.MustParse("0x00000001000000010001")}}, "PlanNotFoundError"},
 	}
 	for _, c := range cases {
 		_, err := h.Handle(context.Background(), c.ev)
