@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 // A flag the command does not know is a usage mistake: exit 2, and the flag package's

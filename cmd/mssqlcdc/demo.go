@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
@@ -19,6 +18,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 func init() {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 func init() {

@@ -14,10 +14,10 @@ import (
 	"sync"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 func init() {

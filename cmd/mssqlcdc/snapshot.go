@@ -8,10 +8,10 @@ import (
 	"os"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 func init() {

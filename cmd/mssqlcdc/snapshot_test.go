@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 func writeSimSpec(t *testing.T) string {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 func init() {

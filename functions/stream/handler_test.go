@@ -17,10 +17,10 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")

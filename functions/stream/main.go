@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 func main() {

@@ -13,13 +13,13 @@ import (
 )
 
 // functionSDKCalls are the files whose AWS SDK calls the functions make at run time (the
-// clients deltalog/location and core/connect build), and how each file names its client.
+// clients deltalog/location and internal/connect build), and how each file names its client.
 // deltalog/logstore/dynamo/setup.go (CreateTable) is left out: tables are Terraform's
 // (modules/mssqlcdc-shared), never the functions'.
 var functionSDKCalls = []struct{ glob, client string }{
 	{"deltalog/storage/s3store/*.go", `s\.client`},
 	{"deltalog/logstore/dynamo/*.go", `l\.ddb`},
-	{"core/connect/secrets.go", `s\.Client`},
+	{"internal/connect/secrets.go", `s\.Client`},
 }
 
 // sdkActions is the IAM authorization each SDK operation needs (Service Authorization
@@ -143,14 +143,14 @@ func TestLambdaPolicyActions(t *testing.T) {
 	}
 }
 
-// specLocations maps the config.Spec fields core/connect opens as table or store locations
+// specLocations maps the config.Spec fields internal/connect opens as table or store locations
 // to the key of local.s3_locations granting them.
 var specLocations = map[string]string{"Bronze": "bronze", "FactsTable": "facts", "Checkpoint": "checkpoint"}
 
 // TestS3LocationsAreWhatTheFunctionsOpen: the S3 grant covers exactly the spec URLs
-// core/connect opens (Table / location.Open with spec.<Field>), no more and no fewer.
+// internal/connect opens (Table / location.Open with spec.<Field>), no more and no fewer.
 func TestS3LocationsAreWhatTheFunctionsOpen(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(repoRoot, "core/connect/open.go"))
+	src, err := os.ReadFile(filepath.Join(repoRoot, "internal/connect/open.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestS3LocationsAreWhatTheFunctionsOpen(t *testing.T) {
 	for _, m := range regexp.MustCompile(`\(ctx, spec\.([A-Za-z]+), cfg\)`).FindAllStringSubmatch(string(src), -1) {
 		k, ok := specLocations[m[1]]
 		if !ok {
-			t.Errorf("core/connect opens spec.%s: grant it in local.s3_locations and add it to specLocations", m[1])
+			t.Errorf("internal/connect opens spec.%s: grant it in local.s3_locations and add it to specLocations", m[1])
 			continue
 		}
 		want = append(want, k)
@@ -167,6 +167,6 @@ func TestS3LocationsAreWhatTheFunctionsOpen(t *testing.T) {
 	got := sortedKeys(objectKeys(t, mod.locals["s3_locations"].Expr))
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("local.s3_locations = %q, want the locations core/connect opens %q", got, want)
+		t.Errorf("local.s3_locations = %q, want the locations internal/connect opens %q", got, want)
 	}
 }

@@ -6,7 +6,7 @@
 
 locals {
   # Where the functions read and write, from the spec's URLs (validated as
-  # s3://bucket/prefix without a trailing '/'): the three locations core/connect opens. The
+  # s3://bucket/prefix without a trailing '/'): the three locations internal/connect opens. The
   # snapshot's staging area (plans, manifests) is under the checkpoint. DESIGN.md §4.4's
   # "<bronze>_snapshot_plans" table belongs to the chunked snapshot, which is not built
   # (core/config refuses it), so nothing is granted there.
@@ -24,7 +24,7 @@ locals {
   s3_buckets = toset([for p in values(local.s3_paths) : p.bucket])
 
   # The Delta log table's items, in the region the spec names for it (dynamo_region, else
-  # region, else the provider's), as core/connect opens it.
+  # region, else the provider's), as internal/connect opens it.
   dynamo_table     = coalesce(var.spec.storage.dynamo_table, "-")
   dynamo_table_arn = "arn:${local.partition}:dynamodb:${coalesce(var.spec.storage.dynamo_region, var.spec.storage.region, local.region)}:${local.account}:table/${local.dynamo_table}"
   uses_dynamo      = var.spec.storage.dynamo_table != null

@@ -10,5 +10,7 @@
 //   - bronze, the facts table and the checkpoint prefix (deltalog/location, with the spec's
 //     storage settings), as the stream's Deps or the snapshot's Job.
 //
-// Nothing here holds state: a warm Lambda keeps what it opened itself.
+// Nothing here holds state: a warm Lambda keeps what it opened itself. It is the
+// composition root, so it lives outside core/: core imports no AWS SDK and no Lambda
+// library (core/deps_test.go checks it), and this package is where they meet the domain.
 package connect
