@@ -11,10 +11,12 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/mssqlcdc/mssqlcdc/internal/testfiles"
 )
 
 // TestCheckpointMatchesSpark compares the Parquet layout of our checkpoint with the
-// checkpoints Spark and delta-rs wrote in ../shared/testdata/delta: every leaf column they
+// checkpoints Spark and delta-rs wrote in testdata/delta: every leaf column they
 // have that we write must have the same path, physical type and logical type (a signed
 // INT(64)/INT(32) annotation equals none), and Spark's nesting levels (delta-rs makes
 // metaData.format.options required, Spark does not), so engines that read theirs read
@@ -26,7 +28,7 @@ func TestCheckpointMatchesSpark(t *testing.T) {
 		t.Fatal(err)
 	}
 	ourCols := parquetLeaves(t, ours)
-	root := sharedDeltaDir(t)
+	root := testfiles.DeltaDir(t)
 	for cp, levels := range map[string]bool{
 		"simple_table_with_checkpoint/_delta_log/00000000000000000010.checkpoint.parquet": true,  // Spark
 		"checkpoint_with_partitions/_delta_log/00000000000000000002.checkpoint.parquet":   false, // delta-rs

@@ -10,9 +10,11 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/mssqlcdc/mssqlcdc/internal/testfiles"
 )
 
-// goldenRow is one row of ../shared/testdata/delta/README.md. rowsFiles and rowsStats are
+// goldenRow is one row of testdata/delta/README.md. rowsFiles and rowsStats are
 // -1 for "n/a" / "-"; lastCheckpoint is -1 for "-".
 type goldenRow struct {
 	table          string
@@ -52,10 +54,10 @@ var golden = []goldenRow{
 	{"with_checkpoint_no_last_checkpoint", 3, 2, 1, -1, 5, 1, 2, "", "", ""},
 }
 
-// TestGoldenTables reads every table in ../shared/testdata/delta (written by Spark,
+// TestGoldenTables reads every table in testdata/delta (written by Spark,
 // Databricks and delta-rs) and matches the README's expected values, or the refusal.
 func TestGoldenTables(t *testing.T) {
-	root := sharedDeltaDir(t)
+	root := testfiles.DeltaDir(t)
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
-	"github.com/mssqlcdc/mssqlcdc/internal/sharedtestdata"
 )
 
 // plainLogStore commits with the store's PutIfAbsent and finds the latest version by
@@ -59,7 +58,3 @@ func openDir(t testing.TB, dir string) *Table {
 	}
 	return Open(st, plainLogStore{st}, Options{})
 }
-
-// sharedDeltaDir is ../shared/testdata/delta beside the repository root (see
-// sharedtestdata.DeltaDir).
-var sharedDeltaDir = sharedtestdata.DeltaDir

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/internal/testfiles"
 )
 
 // rawOperationParameters is the operationParameters object of a commit file's commitInfo,
@@ -33,10 +35,10 @@ func rawOperationParameters(t *testing.T, commit []byte) string {
 }
 
 // An append's commitInfo.operationParameters is byte for byte what Spark writes for a
-// WRITE in Append mode (a Spark 3 / Delta commit of the shared golden tables): every
-// value a JSON string, the partition list as the string "[]".
+// WRITE in Append mode (a Spark 3 / Delta commit of the golden tables in testdata/delta):
+// every value a JSON string, the partition list as the string "[]".
 func TestAppendOperationParametersMatchSpark(t *testing.T) {
-	spark, err := os.ReadFile(filepath.Join(sharedDeltaDir(t), "checkpoints", "_delta_log", "00000000000000000001.json"))
+	spark, err := os.ReadFile(filepath.Join(testfiles.DeltaDir(t), "checkpoints", "_delta_log", "00000000000000000001.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,15 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/internal/testfiles"
 )
 
-// TestScanGoldenTables scans every column of each shared table (written by Spark,
-// Databricks and delta-rs) whose data is readable and whose row count the README gives,
-// and checks that tables with deletion vectors or column mapping are refused.
+// TestScanGoldenTables scans every column of each golden table in testdata/delta (written
+// by Spark, Databricks and delta-rs) whose data is readable and whose row count the README
+// gives, and checks that tables with deletion vectors or column mapping are refused.
 func TestScanGoldenTables(t *testing.T) {
-	root := sharedDeltaDir(t)
+	root := testfiles.DeltaDir(t)
 	ctx := context.Background()
 	for _, g := range golden {
 		// Tables whose data files the README lists as missing have rowsFiles -1.
@@ -66,7 +68,7 @@ func TestScanGoldenTables(t *testing.T) {
 //	go test ./deltalog/ -run '^$' -bench ScanCOVID -benchmem
 func BenchmarkScanCOVID(b *testing.B) {
 	ctx := context.Background()
-	snap, err := openDir(b, filepath.Join(sharedDeltaDir(b), "COVID-19_NYT")).Snapshot(ctx)
+	snap, err := openDir(b, filepath.Join(testfiles.DeltaDir(b), "COVID-19_NYT")).Snapshot(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}

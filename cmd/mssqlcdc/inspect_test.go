@@ -13,7 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
-	"github.com/mssqlcdc/mssqlcdc/internal/sharedtestdata"
+	"github.com/mssqlcdc/mssqlcdc/internal/testfiles"
 )
 
 // writeInspectTable creates, at url, a table partitioned by p with a timestamp_ntz column
@@ -171,7 +171,7 @@ func TestInspectS3(t *testing.T) {
 }
 
 func TestInspectRefusalsAndErrors(t *testing.T) {
-	features := filepath.Join(sharedDeltaDir(t), "simple_table_features")
+	features := filepath.Join(testfiles.DeltaDir(t), "simple_table_features")
 	_, errOut, code := runCLI(t, "inspect", features)
 	if code != 1 || !strings.Contains(errOut, `reader feature "blahabl" is not supported`) {
 		t.Errorf("simple_table_features: exit %d, %q", code, errOut)
@@ -193,7 +193,7 @@ func TestInspectRefusalsAndErrors(t *testing.T) {
 
 // TestInspectGoldenTable reads a Spark-written table with a checkpoint.
 func TestInspectGoldenTable(t *testing.T) {
-	out, errOut, code := runCLI(t, "inspect", filepath.Join(sharedDeltaDir(t), "checkpoint_with_partitions"), "--json")
+	out, errOut, code := runCLI(t, "inspect", filepath.Join(testfiles.DeltaDir(t), "checkpoint_with_partitions"), "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -205,7 +205,3 @@ func TestInspectGoldenTable(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 }
-
-// sharedDeltaDir is ../shared/testdata/delta beside the repository root (see
-// sharedtestdata.DeltaDir).
-var sharedDeltaDir = sharedtestdata.DeltaDir

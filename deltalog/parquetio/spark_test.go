@@ -15,13 +15,14 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/testfiles"
 )
 
-// TestReadsSparkInt96EdgeTimestamps reads the Databricks-written files of
-// shared/testdata/delta/table_with_edge_timestamps: INT96 timestamps in year 9999, which
+// TestReadsSparkInt96EdgeTimestamps reads the Databricks-written files of the golden table
+// testdata/delta/table_with_edge_timestamps: INT96 timestamps in year 9999, which
 // pqarrow alone refuses (outside the nanosecond range). Values are the file's stats.
 func TestReadsSparkInt96EdgeTimestamps(t *testing.T) {
-	st, err := localstore.New("../../../shared/testdata/delta/table_with_edge_timestamps")
+	st, err := localstore.New(testfiles.DeltaTable(t, "table_with_edge_timestamps"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +78,11 @@ func TestInt96Micros(t *testing.T) {
 	}
 }
 
-// TestReadsOtherEnginesDataFiles reads every data file of shared/testdata/delta (written by
+// TestReadsOtherEnginesDataFiles reads every data file of testdata/delta (written by
 // Spark, Databricks and delta-rs; the large COVID-19_NYT set aside) and checks the row
 // count against the file's footer.
 func TestReadsOtherEnginesDataFiles(t *testing.T) {
-	root := "../../../shared/testdata/delta"
+	root := testfiles.DeltaDir(t)
 	st, err := localstore.New(root)
 	if err != nil {
 		t.Fatal(err)
