@@ -10,9 +10,9 @@ import (
 	"strings"
 )
 
-// Protocol is the protocol action: the reader and writer versions a table requires and,
-// at reader version 3 / writer version 7, the table features by name (PROTOCOL.md
-// § Protocol Evolution, § Table Features).
+// Protocol is the protocol action: the reader and writer versions a table requires and, at
+// reader version 3 / writer version 7, the table features by name
+// (docs/reference/delta-protocol.md §6.1, §6.2).
 type Protocol struct {
 	MinReaderVersion int `json:"minReaderVersion"`
 	MinWriterVersion int `json:"minWriterVersion"`
@@ -24,7 +24,7 @@ type Protocol struct {
 
 // MarshalJSON writes readerFeatures exactly when minReaderVersion is 3 and writerFeatures
 // exactly when minWriterVersion is 7, as [] when empty: the lists are required there and
-// absent below (PROTOCOL.md § Protocol Evolution).
+// absent below (docs/reference/delta-protocol.md §6.1).
 func (p Protocol) MarshalJSON() ([]byte, error) {
 	type lists struct {
 		MinReaderVersion int       `json:"minReaderVersion"`
@@ -56,7 +56,7 @@ type Format struct {
 	Options  map[string]string `json:"options"`
 }
 
-// Metadata is the metaData action (PROTOCOL.md § Change Metadata). A later metaData
+// Metadata is the metaData action (docs/reference/delta-protocol.md §2.2). A later metaData
 // replaces the previous one entirely.
 type Metadata struct {
 	// ID is the table's GUID; it never changes.
@@ -94,7 +94,7 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// DeletionVector is a deletion vector descriptor (PROTOCOL.md § Deletion Vectors).
+// DeletionVector is a deletion vector descriptor (docs/reference/delta-protocol.md §2.6).
 type DeletionVector struct {
 	// StorageType is "u" (relative UUID path), "i" (inline) or "p" (absolute path).
 	StorageType    string `json:"storageType"`
@@ -108,7 +108,7 @@ type DeletionVector struct {
 }
 
 // UniqueID is storageType + pathOrInlineDv, plus "@offset" when an offset is present
-// (PROTOCOL.md § Deletion Vectors). Together with a path it identifies a logical file.
+// (docs/reference/delta-protocol.md §2.6). Together with a path it identifies a logical file.
 func (dv *DeletionVector) UniqueID() string {
 	if dv == nil {
 		return ""
@@ -120,8 +120,8 @@ func (dv *DeletionVector) UniqueID() string {
 	return id
 }
 
-// Add is the add action: a data file that is part of the table (PROTOCOL.md § Add File
-// and Remove File).
+// Add is the add action: a data file that is part of the table
+// (docs/reference/delta-protocol.md §2.4).
 type Add struct {
 	// Path is the file's URI relative to the table root (or absolute), percent-encoded as
 	// it appears in the log. Use (*Add).DecodedPath for the object key.
@@ -156,7 +156,7 @@ func (a Add) MarshalJSON() ([]byte, error) {
 }
 
 // Remove is the remove action: a logical file leaves the table and becomes a tombstone
-// until VACUUM (PROTOCOL.md § Add File and Remove File).
+// until VACUUM (docs/reference/delta-protocol.md §2.4).
 type Remove struct {
 	Path string `json:"path"`
 	// DeletionTimestamp is in milliseconds since the epoch; tombstone expiry counts from it.
@@ -173,7 +173,7 @@ type Remove struct {
 	DefaultRowCommitVersion *int64            `json:"defaultRowCommitVersion,omitempty"`
 }
 
-// Txn is the application transaction identifier (PROTOCOL.md § Transaction Identifiers):
+// Txn is the application transaction identifier (docs/reference/delta-protocol.md §2.7):
 // the snapshot keeps the latest Version per AppID, which makes appends idempotent.
 type Txn struct {
 	AppID   string `json:"appId"`
@@ -182,7 +182,7 @@ type Txn struct {
 	LastUpdated *int64 `json:"lastUpdated,omitempty"`
 }
 
-// CommitInfo is the commitInfo action (PROTOCOL.md § Commit Provenance Information). It is
+// CommitInfo is the commitInfo action (docs/reference/delta-protocol.md §2.8). It is
 // free-form: the fields Spark writes and reads are typed here and every other field is
 // kept in Extra so that a decoded commitInfo re-encodes without loss.
 type CommitInfo struct {
@@ -321,7 +321,7 @@ func stringMap(data []byte) (map[string]string, error) {
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
 
-// DomainMetadata is the domainMetadata action (PROTOCOL.md § Domain Metadata).
+// DomainMetadata is the domainMetadata action (docs/reference/delta-protocol.md §2.9).
 type DomainMetadata struct {
 	Domain        string `json:"domain"`
 	Configuration string `json:"configuration"`
@@ -329,7 +329,7 @@ type DomainMetadata struct {
 	Removed bool `json:"removed"`
 }
 
-// CDC is the cdc action: a change data file (PROTOCOL.md § Add CDC File).
+// CDC is the cdc action: a change data file (docs/reference/delta-protocol.md §2.10).
 type CDC struct {
 	Path            string            `json:"path"`
 	PartitionValues map[string]string `json:"partitionValues"`
@@ -340,7 +340,7 @@ type CDC struct {
 
 // Action is one line of a commit file: exactly one of its fields is set. Lines with an
 // action type this package does not know decode to an Action with no field set and are
-// ignored (PROTOCOL.md § Protocol Evolution).
+// ignored (docs/reference/delta-protocol.md §2.1).
 type Action struct {
 	Protocol       *Protocol       `json:"protocol,omitempty"`
 	MetaData       *Metadata       `json:"metaData,omitempty"`
@@ -367,7 +367,7 @@ func (a *Action) count() int {
 }
 
 // EncodeActions serializes actions as a commit file: one JSON object per line, each line
-// ending in "\n" (PROTOCOL.md § Delta Log Entries).
+// ending in "\n" (docs/reference/delta-protocol.md §2.1).
 func EncodeActions(actions []Action) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -412,9 +412,10 @@ func DecodeActions(data []byte) ([]Action, error) {
 	return actions, nil
 }
 
-// DecodedPath is the file path with its percent-encoding removed (PROTOCOL.md § Add File
-// and Remove File: paths are RFC 2396 URIs), the object key under the table root for a
-// relative path. A path that is not valid percent-encoding is returned unchanged.
+// DecodedPath is the file path with its percent-encoding removed
+// (docs/reference/delta-protocol.md §2.4: paths are RFC 2396 URIs), the object key under the
+// table root for a relative path. A path that is not valid percent-encoding is returned
+// unchanged.
 func (a *Add) DecodedPath() string { return decodePath(a.Path) }
 
 // DecodedPath is the file path with its percent-encoding removed; see Add.DecodedPath.
@@ -431,9 +432,9 @@ func decodePath(p string) string {
 	return d
 }
 
-// Stats is the per-file statistics document in add.stats (PROTOCOL.md § Per-file
-// Statistics). MinValues, MaxValues and NullCount mirror the data schema (nested objects
-// for structs); their leaves are kept as raw JSON so each column decodes them by its type.
+// Stats is the per-file statistics document in add.stats (docs/reference/delta-protocol.md
+// §4). MinValues, MaxValues and NullCount mirror the data schema (nested objects for structs);
+// their leaves are kept as raw JSON so each column decodes them by its type.
 type Stats struct {
 	NumRecords int64                      `json:"numRecords"`
 	MinValues  map[string]json.RawMessage `json:"minValues,omitempty"`

@@ -39,10 +39,10 @@ func nullMapValues(t *testing.T, data []byte, col, field string) int {
 	return n
 }
 
-// Only partition values use the empty string for null (PROTOCOL.md § Partition Value
-// Serialization). Configuration, format options and tags are plain string maps: an
-// empty value stays an empty string in a checkpoint, as in the JSON commit (Spark reads a
-// null configuration value as a missing one, or fails on it).
+// Only partition values use the empty string for null (docs/reference/delta-protocol.md §3).
+// Configuration, format options and tags are plain string maps: an empty value stays an empty
+// string in a checkpoint, as in the JSON commit (Spark reads a null configuration value as a
+// missing one, or fails on it).
 func TestCheckpointKeepsEmptyStringsOutsidePartitionValues(t *testing.T) {
 	md := lgMetadata()
 	md.Configuration = map[string]string{"delta.checkpointInterval": "10", "note": ""}

@@ -15,8 +15,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
-// checkpointColumns are the top-level checkpoint columns replay needs (PROTOCOL.md
-// § Checkpoint Schema); V2-only columns are never read (v2Checkpoint is refused).
+// checkpointColumns are the top-level checkpoint columns replay needs
+// (docs/reference/delta-protocol.md §7.2); V2-only columns are never read (v2Checkpoint is
+// refused).
 var checkpointColumns = map[string]bool{
 	"txn": true, "add": true, "remove": true, "metaData": true, "protocol": true, "domainMetadata": true,
 }
@@ -211,7 +212,7 @@ func intValue(a arrow.Array, i int) (int64, bool) {
 }
 
 // strMap reads a map<string,string> (or the legacy list<struct<key,value>> form); null
-// values read as "" (PROTOCOL.md § Partition Value Serialization: empty means null).
+// values read as "" (docs/reference/delta-protocol.md §3: empty means null).
 func (s structCols) strMap(name string, i int) map[string]string {
 	var keys, items arrow.Array
 	var start, end int64

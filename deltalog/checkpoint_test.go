@@ -126,9 +126,9 @@ func assertSameState(t *testing.T, a, b *Snapshot) {
 	}
 }
 
-// TestCheckpointSchema pins the Parquet layout other engines read (PROTOCOL.md
-// § Checkpoint Schema): top-level column order, nested field names, map and list
-// encodings, and no stats_parsed.
+// TestCheckpointSchema pins the Parquet layout other engines read
+// (docs/reference/delta-protocol.md §7.2): top-level column order, nested field names, map and
+// list encodings, and no stats_parsed.
 func TestCheckpointSchema(t *testing.T) {
 	p := &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{FeatureTimestampNTZ}, WriterFeatures: []string{FeatureTimestampNTZ}}
 	data, err := encodeCheckpoint([]Action{{Protocol: p}, {MetaData: lgMetadata()}, {Add: lgAdd(1)}})

@@ -21,10 +21,10 @@ import (
 // memory a reader decodes at once. A variable so tests can make several row groups.
 var checkpointBatchRows = 50_000
 
-// The checkpoint schema (PROTOCOL.md § Checkpoint Schema), in Spark's column order. Every
-// column and nested field is nullable, as Spark writes them, except map keys; stats_parsed
-// and partitionValues_parsed are not written (delta.checkpoint.writeStatsAsStruct is
-// optional for readers, and every reader handles the stats string).
+// The checkpoint schema (docs/reference/delta-protocol.md §7.2), in Spark's column order.
+// Every column and nested field is nullable, as Spark writes them, except map keys;
+// stats_parsed and partitionValues_parsed are not written (delta.checkpoint.writeStatsAsStruct
+// is optional for readers, and every reader handles the stats string).
 var (
 	cpStrMap  = func() *arrow.MapType { return arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String) }
 	cpStrList = func() *arrow.ListType {
@@ -110,7 +110,7 @@ const (
 
 // WriteCheckpoint writes a classic V1 checkpoint of snap's version,
 // _delta_log/<v:020>.checkpoint.parquet, then points _delta_log/_last_checkpoint at it
-// (PROTOCOL.md § Checkpoints, § Last Checkpoint File). The checkpoint holds the protocol,
+// (docs/reference/delta-protocol.md §7, §8). The checkpoint holds the protocol,
 // the metadata, every live add (with stats as a JSON string), the remove tombstones
 // younger than delta.deletedFileRetentionDuration (default one week), every txn and the
 // live domain metadata; never commitInfo or cdc. Writing the same checkpoint twice is
@@ -337,7 +337,7 @@ func appendMetadata(s *array.StructBuilder, m *Metadata) {
 }
 
 // appendProtocol writes the feature lists only at reader 3 / writer 7, where they are
-// required and must be non-null (PROTOCOL.md § Checkpoint Schema); null otherwise.
+// required and must be non-null (docs/reference/delta-protocol.md §7.2); null otherwise.
 func appendProtocol(s *array.StructBuilder, p *Protocol) {
 	s.Append(true)
 	s.FieldBuilder(0).(*array.Int32Builder).Append(int32(p.MinReaderVersion))
@@ -402,7 +402,7 @@ func appendStrMap(b array.Builder, m map[string]string, required bool) {
 }
 
 // appendPartitionValues writes partition values: as appendStrMap, except that an empty
-// value is written as null (PROTOCOL.md § Partition Value Serialization: the empty string
+// value is written as null (docs/reference/delta-protocol.md §3: the empty string
 // means null). Other string maps (configuration, options, tags) keep empty strings.
 func appendPartitionValues(b array.Builder, m map[string]string, required bool) {
 	appendMap(b, m, required, true)

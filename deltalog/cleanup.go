@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultLogRetention is delta.logRetentionDuration's default, "interval 30 days"
-// (PROTOCOL.md § Metadata Cleanup; Delta docs § table properties).
+// (docs/reference/delta-protocol.md §11.1, §11.2).
 const DefaultLogRetention = 30 * 24 * time.Hour
 
 // CleanupOptions tune CleanupLog.
@@ -31,7 +31,7 @@ type CleanupResult struct {
 	Deleted []string
 }
 
-// CleanupLog deletes expired log files (PROTOCOL.md § Metadata Cleanup), as Spark does
+// CleanupLog deletes expired log files (docs/reference/delta-protocol.md §11.2), as Spark does
 // after a checkpoint:
 //
 //  1. The cutoff is midnight UTC of the day Retention ago. Commit times are the commit
@@ -143,9 +143,9 @@ func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupRes
 	return res, nil
 }
 
-// otherLogFileVersion is the version of a .crc file (<v:020>.crc) or the start version of
-// a compacted file (<x:020>.<y:020>.compacted.json) (PROTOCOL.md § Version Checksum File,
-// § Log Compaction Files).
+// otherLogFileVersion is the version of a .crc file (<v:020>.crc) or the start version of a
+// compacted file (<x:020>.<y:020>.compacted.json) (docs/reference/delta-protocol.md §12,
+// §1.1).
 func otherLogFileVersion(key string) (int64, bool) {
 	name, ok := strings.CutPrefix(key, LogDir)
 	if !ok || len(name) < 21 || name[20] != '.' || strings.Contains(name, "/") {

@@ -42,8 +42,8 @@ type CommitResult struct {
 	Skipped bool
 }
 
-// Commit writes the transaction as the next version of the table (PROTOCOL.md § Overview,
-// optimistic concurrency):
+// Commit writes the transaction as the next version of the table
+// (docs/reference/delta-protocol.md §10.1, optimistic concurrency):
 //
 //  1. Refuse a table this package may not write (Snapshot.CanWrite: unknown writer
 //     features, deletion vectors, column mapping, ...). Creating a table needs SetSchema
@@ -360,7 +360,7 @@ func (tx *Transaction) maybeCheckpoint(ctx context.Context) {
 }
 
 // postCommitSnapshot is the state at the result version built from the transaction's
-// snapshot, the winners and its committed actions (PROTOCOL.md § Action Reconciliation),
+// snapshot, the winners and its committed actions (docs/reference/delta-protocol.md §9.2),
 // or nil when the winners do not cover every version in between.
 func (tx *Transaction) postCommitSnapshot() *Snapshot {
 	base := tx.snap

@@ -1,7 +1,7 @@
 package deltalog
 
-// Conflict detection for a lost commit race (PROTOCOL.md § Overview; the rules follow
-// Spark's ConflictChecker, reference notes A14).
+// Conflict detection for a lost commit race (docs/reference/delta-protocol.md §10.1); the
+// rules follow Spark's ConflictChecker (docs/reference/delta-protocol.md §10.2).
 //
 // A Transaction only appends and reads nothing but the snapshot's protocol, metadata and
 // its own app id's txn version, so of Spark's checks only these can fail it:

@@ -1,5 +1,5 @@
 // Package deltalog reads and writes Delta Lake tables (the Delta transaction log protocol,
-// delta-io/delta PROTOCOL.md) on an object store, so that Spark, Databricks, delta-rs,
+// as docs/reference/delta-protocol.md states it) on an object store, so that Spark, Databricks, delta-rs,
 // Trino, Athena and DuckDB read what mssqlcdc writes, and mssqlcdc reads what they write.
 //
 // # Layout
@@ -23,7 +23,7 @@
 //   - A writer reads snapshot v_read, writes its data files (names unique per attempt,
 //     never reused), then tries v_read+1. On a lost race it waits a jittered backoff
 //     (Options.RetryBaseDelay doubling up to Options.RetryMaxDelay), reads every winning
-//     commit and applies the conflict rules (PROTOCOL.md § Overview; Spark's
+//     commit and applies the conflict rules (docs/reference/delta-protocol.md §10.1; Spark's
 //     ConflictChecker): blind appends proceed at latest+1; a changed protocol or metaData,
 //     or a moved txn of the same app id, aborts with a typed error
 //     (*ConcurrentModificationError, *ConcurrentTxnError); Options.MaxCommitAttempts lost
@@ -60,18 +60,17 @@
 // # Reading (log.go, replay.go, checkpoint_read.go)
 //
 // Table.Snapshot reads _last_checkpoint (a hint only) and the checkpoint it names, without
-// listing. When the hint is missing, newer than a time-travel target, more than 20
-// commits (two default intervals) behind it, or names a missing or unreadable checkpoint,
-// it lists _delta_log (from the hint's version, else from 0) and
-// takes the newest complete checkpoint at or below the target (a multi-part set missing a
-// part is ignored; an unreadable checkpoint falls back to an older one, then to version
-// 0). Then it replays the JSON commits after it, read through LogStore.Read so that half-done
-// DynamoDB commits are completed first. Reconciliation (PROTOCOL.md § Action
-// Reconciliation): the latest protocol and metaData win; the latest txn per app id; the
-// latest domainMetadata per domain (removed deletes it); per logical file, keyed by
-// (decoded path, deletion vector unique id), the latest add (live) or remove (tombstone).
-// commitInfo comes only from JSON commits, never checkpoints. Unknown action types and
-// fields are ignored (PROTOCOL.md § Protocol Evolution).
+// listing. When the hint is missing, newer than a time-travel target, more than 20 commits
+// (two default intervals) behind it, or names a missing or unreadable checkpoint, it lists
+// _delta_log (from the hint's version, else from 0) and takes the newest complete checkpoint
+// at or below the target (a multi-part set missing a part is ignored; an unreadable checkpoint
+// falls back to an older one, then to version 0). Then it replays the JSON commits after it,
+// read through LogStore.Read so that half-done DynamoDB commits are completed first.
+// Reconciliation (docs/reference/delta-protocol.md §9.2): the latest protocol and metaData
+// win; the latest txn per app id; the latest domainMetadata per domain (removed deletes it);
+// per logical file, keyed by (decoded path, deletion vector unique id), the latest add (live)
+// or remove (tombstone). commitInfo comes only from JSON commits, never checkpoints. Unknown
+// action types and fields are ignored (docs/reference/delta-protocol.md §2.1).
 //
 // # Protocol and table features (protocol.go)
 //

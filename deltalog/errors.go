@@ -6,9 +6,9 @@ import (
 )
 
 // UnsupportedFeatureError refuses a table that needs a table feature this package does not
-// implement (PROTOCOL.md § Table Features: a reader must refuse unknown reader features, a
-// writer every feature it does not implement). Reader is true when reading is refused,
-// false when only writing is.
+// implement (docs/reference/delta-protocol.md §6.2: a reader must refuse unknown reader
+// features, a writer every feature it does not implement). Reader is true when reading is
+// refused, false when only writing is.
 type UnsupportedFeatureError struct {
 	Feature string
 	Reader  bool
@@ -23,7 +23,7 @@ func (e *UnsupportedFeatureError) Error() string {
 
 // UnsupportedVersionError refuses a table whose minReaderVersion (Reader true) or
 // minWriterVersion (Reader false) is above what this package implements (reader 3,
-// writer 7) (PROTOCOL.md § Protocol Evolution).
+// writer 7) (docs/reference/delta-protocol.md §6.1).
 type UnsupportedVersionError struct {
 	Version int
 	Reader  bool

@@ -120,12 +120,12 @@ func (e *eqFilter) check(schema *StructType) error {
 	return nil
 }
 
-// skip: a partition column is compared with the file's partition value; otherwise the
-// value must lie within [minValues, maxValues] and the column must not be all NULL. A
-// missing statistic means unknown (the file is read). With tightBounds false (deletion
-// vectors) the bounds and an all-NULL nullCount stay valid. Truncated string bounds stay valid:
-// Delta cuts the min to a prefix (not above any value) and extends a cut max so it stays
-// an upper bound (PROTOCOL.md § Per-file Statistics).
+// skip: a partition column is compared with the file's partition value; otherwise the value
+// must lie within [minValues, maxValues] and the column must not be all NULL. A missing
+// statistic means unknown (the file is read). With tightBounds false (deletion vectors) the
+// bounds and an all-NULL nullCount stay valid. Truncated string bounds stay valid: Delta cuts
+// the min to a prefix (not above any value) and extends a cut max so it stays an upper bound
+// (docs/reference/delta-protocol.md §4).
 func (e *eqFilter) skip(f *fileView) bool {
 	if f.partCols[strings.ToLower(e.name)] {
 		pv, ok := lookupFold(f.add.PartitionValues, e.name)

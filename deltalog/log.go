@@ -15,8 +15,8 @@ import (
 // LogDir is the log directory's key prefix under the table root.
 const LogDir = "_delta_log/"
 
-// LastCheckpointKey is the key of the _last_checkpoint hint (PROTOCOL.md § Last
-// Checkpoint File).
+// LastCheckpointKey is the key of the _last_checkpoint hint (docs/reference/delta-protocol.md
+// §8).
 const LastCheckpointKey = LogDir + "_last_checkpoint"
 
 // CommitFileKey is the key of version v's commit file: _delta_log/<v:020>.json.
@@ -26,8 +26,8 @@ func CommitFileKey(v int64) string { return fmt.Sprintf("%s%020d.json", LogDir, 
 // _delta_log/<v:020>.checkpoint.parquet.
 func CheckpointFileKey(v int64) string { return fmt.Sprintf("%s%020d.checkpoint.parquet", LogDir, v) }
 
-// LastCheckpoint is the _last_checkpoint JSON object (PROTOCOL.md § Last Checkpoint File
-// Schema). It is a hint: readers fall back to listing when it is missing or stale.
+// LastCheckpoint is the _last_checkpoint JSON object (docs/reference/delta-protocol.md §8). It
+// is a hint: readers fall back to listing when it is missing or stale.
 type LastCheckpoint struct {
 	// Version is the checkpoint's table version.
 	Version int64 `json:"version"`
@@ -81,8 +81,8 @@ type logFile struct {
 	key         string
 }
 
-// parseLogFile classifies a key under _delta_log/ (PROTOCOL.md § File Types). Temp files,
-// .crc files, compacted files and anything else are kindOther.
+// parseLogFile classifies a key under _delta_log/ (docs/reference/delta-protocol.md §1.1).
+// Temp files, .crc files, compacted files and anything else are kindOther.
 func parseLogFile(key string) logFile {
 	name, ok := strings.CutPrefix(key, LogDir)
 	if !ok || len(name) < 21 || name[20] != '.' || strings.Contains(name, "/") {
@@ -129,8 +129,8 @@ type logListing struct {
 	maxCommit   int64           // -1 when none
 }
 
-// listLog lists _delta_log/ from version from onwards and groups the files. Multi-part
-// sets missing a part are dropped (PROTOCOL.md § Checkpoints); V2 UUID-named checkpoints
+// listLog lists _delta_log/ from version from onwards and groups the files. Multi-part sets
+// missing a part are dropped (docs/reference/delta-protocol.md §7); V2 UUID-named checkpoints
 // are not used (the v2Checkpoint reader feature is refused).
 func listLog(ctx context.Context, store storage.Store, from int64) (logListing, error) {
 	l := logListing{commits: map[int64]bool{}, maxCommit: -1}

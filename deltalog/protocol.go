@@ -5,14 +5,14 @@ import (
 	"strings"
 )
 
-// The highest protocol versions this package implements (PROTOCOL.md § Protocol Evolution):
-// reader version 3 and writer version 7 carry explicit feature lists.
+// The highest protocol versions this package implements (docs/reference/delta-protocol.md
+// §6.1): reader version 3 and writer version 7 carry explicit feature lists.
 const (
 	maxReaderVersion = 3
 	maxWriterVersion = 7
 )
 
-// Table feature names (PROTOCOL.md § Valid Feature Names in Table Features).
+// Table feature names (docs/reference/delta-protocol.md §6.5).
 const (
 	FeatureAppendOnly          = "appendOnly"
 	FeatureInvariants          = "invariants"
@@ -69,7 +69,7 @@ var writerFeatures = map[string]bool{
 }
 
 // legacyWriterFeatures are the features each legacy writer version implies, cumulatively
-// (PROTOCOL.md § Writer Version Requirements).
+// (docs/reference/delta-protocol.md §6.1).
 var legacyWriterFeatures = [][]string{
 	2: {FeatureAppendOnly, FeatureInvariants},
 	3: {FeatureCheckConstraints},
@@ -113,9 +113,9 @@ func (p Protocol) HasWriterFeature(name string) bool {
 	return slices.Contains(p.WriterFeatureSet(), name)
 }
 
-// CanRead checks that this package can read a table with protocol p (PROTOCOL.md § Table
-// Features): every reader feature must be supported, then the reader version. It returns
-// *UnsupportedFeatureError naming the first unsupported feature, or
+// CanRead checks that this package can read a table with protocol p
+// (docs/reference/delta-protocol.md §6.2): every reader feature must be supported, then the
+// reader version. It returns *UnsupportedFeatureError naming the first unsupported feature, or
 // *UnsupportedVersionError.
 func (p Protocol) CanRead() error {
 	if p.MinReaderVersion >= 3 {
@@ -132,8 +132,8 @@ func (p Protocol) CanRead() error {
 }
 
 // CanWrite checks that this package can append to a table with protocol p and metadata m
-// (PROTOCOL.md § Table Features: a writer implements every reader and writer feature).
-// Refused with *UnsupportedFeatureError{Reader: false}: any feature not implemented,
+// (docs/reference/delta-protocol.md §6.2: a writer implements every reader and writer
+// feature). Refused with *UnsupportedFeatureError{Reader: false}: any feature not implemented,
 // deletion vectors and column mapping in any form, and invariants, CHECK constraints,
 // generated, identity and default columns when the metadata uses them. Refused with
 // *UnsupportedVersionError when minWriterVersion is above 7.
@@ -161,9 +161,8 @@ func CanWrite(p Protocol, m Metadata) error {
 }
 
 // activeWriterFeature returns a feature the metadata uses that an appender cannot honour
-// (PROTOCOL.md § Column Invariants, § CHECK Constraints, § Generated Columns, § Identity
-// Columns, § Default Columns, § Column Mapping), or "". It is checked whatever the protocol
-// says, since a property or column annotation is enough for Spark to enforce it.
+// (docs/reference/delta-protocol.md §6.6), or "". It is checked whatever the protocol says,
+// since a property or column annotation is enough for Spark to enforce it.
 func activeWriterFeature(m Metadata) string {
 	for k, v := range m.Configuration {
 		if strings.HasPrefix(k, "delta.constraints.") {
@@ -216,9 +215,9 @@ func activeColumnFeature(t DataType) string {
 	return ""
 }
 
-// ProtocolFor is the lowest protocol for a new table with this schema (PROTOCOL.md
-// § Timestamp without timezone): reader 3 / writer 7 with timestampNtz in both feature
-// lists when any column (at any depth) is timestamp_ntz, else reader 1 / writer 2.
+// ProtocolFor is the lowest protocol for a new table with this schema
+// (docs/reference/delta-protocol.md §6.4): reader 3 / writer 7 with timestampNtz in both
+// feature lists when any column (at any depth) is timestamp_ntz, else reader 1 / writer 2.
 func ProtocolFor(schema *StructType) Protocol {
 	if schema.UsesType(TypeTimestampNTZ) {
 		return Protocol{
@@ -231,8 +230,8 @@ func ProtocolFor(schema *StructType) Protocol {
 }
 
 // UpgradeProtocol returns the protocol a table with protocol cur needs once its schema is
-// schema, and whether it differs from cur. Moving a legacy table to reader 3 / writer 7
-// lists every feature its old versions implied (PROTOCOL.md § Table Features, upgrading).
+// schema, and whether it differs from cur. Moving a legacy table to reader 3 / writer 7 lists
+// every feature its old versions implied (docs/reference/delta-protocol.md §6.3).
 func UpgradeProtocol(cur Protocol, schema *StructType) (Protocol, bool) {
 	if !schema.UsesType(TypeTimestampNTZ) || (cur.HasReaderFeature(FeatureTimestampNTZ) && cur.HasWriterFeature(FeatureTimestampNTZ)) {
 		return cur, false

@@ -20,7 +20,7 @@ const hintedReplayLimit = 2 * DefaultCheckpointInterval
 // checkpoint.
 const readConcurrency = 8
 
-// Snapshot reads the latest version of the table (PROTOCOL.md § Action Reconciliation).
+// Snapshot reads the latest version of the table (docs/reference/delta-protocol.md §9.2).
 // A table with no commits yields a snapshot with Version() == -1. Errors:
 // *UnsupportedFeatureError / *UnsupportedVersionError when the table cannot be read,
 // *CorruptLogError when the log cannot be replayed.
@@ -58,10 +58,10 @@ func (t *Table) emptySnapshot() *Snapshot {
 	}
 }
 
-// load builds the snapshot at target (PROTOCOL.md § Checkpoints, § Action
-// Reconciliation): the newest complete checkpoint at or below target, found from the
-// _last_checkpoint hint or, when the hint is missing or stale, by listing the whole log;
-// then the JSON commits after it, in order.
+// load builds the snapshot at target (docs/reference/delta-protocol.md §7, §9.2): the newest
+// complete checkpoint at or below target, found from the _last_checkpoint hint or, when the
+// hint is missing or stale, by listing the whole log; then the JSON commits after it, in
+// order.
 func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, error) {
 	from := int64(0)
 	lc, ok, err := ReadLastCheckpoint(ctx, t.store)
@@ -184,7 +184,7 @@ func (t *Table) build(ctx context.Context, cp *checkpointRef, target, latest int
 	}
 	s.protocol = *proto
 	// The protocol is checked before anything else in the snapshot is trusted
-	// (PROTOCOL.md § Table Features).
+	// (docs/reference/delta-protocol.md §6.2).
 	if err := s.protocol.CanRead(); err != nil {
 		return nil, err
 	}
@@ -265,10 +265,10 @@ func (t *Table) readCommits(ctx context.Context, from, to int64, fromZero bool, 
 	return out, nil
 }
 
-// applyAction reconciles one action into the snapshot (PROTOCOL.md § Action
-// Reconciliation): the latest protocol and metaData win, the latest txn per appId, the
-// latest domainMetadata per domain (removed deletes it), and per (path, DV id) the latest
-// add or remove. commitInfo and cdc do not take part.
+// applyAction reconciles one action into the snapshot (docs/reference/delta-protocol.md §9.2):
+// the latest protocol and metaData win, the latest txn per appId, the latest domainMetadata
+// per domain (removed deletes it), and per (path, DV id) the latest add or remove. commitInfo
+// and cdc do not take part.
 func (s *Snapshot) applyAction(a Action, proto **Protocol, meta **Metadata) {
 	switch {
 	case a.Add != nil:

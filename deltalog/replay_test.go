@@ -33,7 +33,7 @@ func TestSnapshotOfMissingTable(t *testing.T) {
 	}
 }
 
-// TestReconciliation follows PROTOCOL.md § Action Reconciliation: the newest action per
+// TestReconciliation follows docs/reference/delta-protocol.md §9.2: the newest action per
 // (path, DV id) wins, the latest txn per app id, the latest metaData and protocol,
 // domain tombstones delete, commitInfo comes from the JSON commits.
 func TestReconciliation(t *testing.T) {

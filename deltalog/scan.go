@@ -270,7 +270,7 @@ func (it *scanIter) column(ctx context.Context, rec arrow.RecordBatch, f arrow.F
 	return cast, nil
 }
 
-// partitionArray repeats a partition value (PROTOCOL.md § Partition Value Serialization;
+// partitionArray repeats a partition value (docs/reference/delta-protocol.md §3;
 // "" is NULL) n times as an array of f's type.
 func partitionArray(mem memory.Allocator, f arrow.Field, v string, n int) (arrow.Array, error) {
 	if v == "" {

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// DataType is a Delta data type (PROTOCOL.md § Schema Serialization Format): a
+// DataType is a Delta data type (docs/reference/delta-protocol.md §5.1): a
 // PrimitiveType, *DecimalType, *StructType, *ArrayType or *MapType.
 type DataType interface {
 	deltaType()
@@ -249,7 +249,7 @@ func (s *StructType) FieldNames() []string {
 }
 
 // Field returns the top-level field with this name, compared ignoring case as Delta
-// requires (PROTOCOL.md § Schema Serialization Format).
+// requires (docs/reference/delta-protocol.md §5.1).
 func (s *StructType) Field(name string) (StructField, bool) {
 	for _, f := range s.Fields {
 		if strings.EqualFold(f.Name, name) {

@@ -9,14 +9,14 @@ import (
 )
 
 // fileKey identifies a logical file: its path and its deletion vector's unique id ("" when
-// it has none) (PROTOCOL.md § Add File and Remove File).
+// it has none) (docs/reference/delta-protocol.md §2.4).
 type fileKey struct {
 	path string
 	dvID string
 }
 
-// Snapshot is the reconciled state of a table at one version (PROTOCOL.md § Action
-// Reconciliation). It is immutable and safe for concurrent use.
+// Snapshot is the reconciled state of a table at one version (docs/reference/delta-protocol.md
+// §9.2). It is immutable and safe for concurrent use.
 type Snapshot struct {
 	table    *Table
 	version  int64
@@ -66,8 +66,8 @@ func (s *Snapshot) Tombstones() []Remove {
 	return out
 }
 
-// TxnVersion is the latest txn version recorded for appID (PROTOCOL.md § Transaction
-// Identifiers); ok is false when the app id has none.
+// TxnVersion is the latest txn version recorded for appID (docs/reference/delta-protocol.md
+// §2.7); ok is false when the app id has none.
 func (s *Snapshot) TxnVersion(appID string) (version int64, ok bool) {
 	t, ok := s.txns[appID]
 	return t.Version, ok

@@ -12,7 +12,7 @@ import (
 const DefaultCheckpointInterval = 10
 
 // DefaultTombstoneRetention is delta.deletedFileRetentionDuration's default, "interval 1
-// week" (PROTOCOL.md § Action Reconciliation): remove tombstones younger than this are
+// week" (docs/reference/delta-protocol.md §11.3): remove tombstones younger than this are
 // kept in checkpoints.
 const DefaultTombstoneRetention = 7 * 24 * time.Hour
 

@@ -16,9 +16,10 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
-// Transaction is one optimistic transaction on a table, begun from a snapshot (PROTOCOL.md
-// § Overview): it collects the files to add, the application's txn id, the commit's
-// provenance and at most one schema change, and Commit writes them as the next version.
+// Transaction is one optimistic transaction on a table, begun from a snapshot
+// (docs/reference/delta-protocol.md §10.1): it collects the files to add, the application's
+// txn id, the commit's provenance and at most one schema change, and Commit writes them as the
+// next version.
 //
 // A Transaction only appends: every commit it makes is a blind append in Spark's sense
 // (commitInfo.isBlindAppend = true), so it conflicts with a concurrent commit only when that
@@ -61,13 +62,13 @@ func (t *Table) Begin(snap *Snapshot) *Transaction {
 // Snapshot is the snapshot the transaction reads.
 func (tx *Transaction) Snapshot() *Snapshot { return tx.snap }
 
-// Add adds data files to the commit. Paths are relative to the table root and must be
-// unique (PROTOCOL.md § Data Files: never reuse a name); DataChange should be true for new
-// rows. AddFromParquet builds an Add from a written file.
+// Add adds data files to the commit. Paths are relative to the table root and must be unique
+// (docs/reference/delta-protocol.md §1.2: never reuse a name); DataChange should be true for
+// new rows. AddFromParquet builds an Add from a written file.
 func (tx *Transaction) Add(files ...Add) { tx.adds = append(tx.adds, files...) }
 
 // AddFromParquet is the add action for a data file parquetio wrote: its path
-// percent-encoded as the log requires (PROTOCOL.md § Add File and Remove File), size,
+// percent-encoded as the log requires (docs/reference/delta-protocol.md §2.4), size,
 // modification time in milliseconds, dataChange true (new rows) and its statistics.
 func AddFromParquet(f parquetio.File) Add {
 	return Add{
@@ -79,9 +80,9 @@ func AddFromParquet(f parquetio.File) Add {
 	}
 }
 
-// SetAppTxn records txn(appID, version) in the commit (PROTOCOL.md § Transaction
-// Identifiers). Commit skips the whole transaction, successfully, when the table already
-// records a version >= version for appID: that is how a replayed batch is not doubled.
+// SetAppTxn records txn(appID, version) in the commit (docs/reference/delta-protocol.md §2.7).
+// Commit skips the whole transaction, successfully, when the table already records a version
+// >= version for appID: that is how a replayed batch is not doubled.
 func (tx *Transaction) SetAppTxn(appID string, version int64) {
 	tx.appID, tx.appVersion, tx.hasApp = appID, version, true
 }
@@ -202,8 +203,8 @@ func typeString(t DataType) string {
 	return strings.TrimSuffix(strings.TrimPrefix(s, `{"type":"struct","fields":[{"name":"x","type":`), `,"nullable":false,"metadata":{}}]}`)
 }
 
-// checkUniqueNames refuses top-level names equal ignoring case (PROTOCOL.md § Schema
-// Serialization Format: column names are case-insensitive).
+// checkUniqueNames refuses top-level names equal ignoring case
+// (docs/reference/delta-protocol.md §5.1: column names are case-insensitive).
 func checkUniqueNames(s *StructType) error {
 	seen := map[string]string{}
 	for _, f := range s.Fields {

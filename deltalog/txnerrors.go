@@ -6,11 +6,11 @@ import (
 )
 
 // ConcurrentModificationError aborts a commit because a commit that won the race since the
-// transaction's snapshot changed what the transaction depends on: the protocol or the
-// metadata (schema, partitioning, configuration). Version is the winning commit's version
-// and Reason names what it changed. Re-read the table (and re-validate the schema) before
-// trying again; retrying the same transaction cannot succeed (PROTOCOL.md § Overview;
-// Spark ConflictChecker: ProtocolChangedException, MetadataChangedException).
+// transaction's snapshot changed what the transaction depends on: the protocol or the metadata
+// (schema, partitioning, configuration). Version is the winning commit's version and Reason
+// names what it changed. Re-read the table (and re-validate the schema) before trying again;
+// retrying the same transaction cannot succeed (docs/reference/delta-protocol.md §10.2; Spark
+// ConflictChecker: ProtocolChangedException, MetadataChangedException).
 type ConcurrentModificationError struct {
 	Version int64
 	Reason  string

@@ -31,8 +31,8 @@ type VacuumResult struct {
 }
 
 // Vacuum deletes the data files under the table root that the latest snapshot does not
-// reference and that are older than the retention (PROTOCOL.md § Overview; Delta docs
-// § vacuum, "FULL" mode):
+// reference and that are older than the retention (docs/reference/delta-protocol.md
+// §11.4, "FULL" mode):
 //   - it lists the whole table root, skipping _delta_log and every hidden path: a path
 //     segment starting with "." or with "_" unless it contains "=" (a partition
 //     directory of a column named _x), as Spark's hidden-file rule does — so
@@ -40,7 +40,7 @@ type VacuumResult struct {
 //   - referenced are the live files and the files of removes whose deletionTimestamp is
 //     within the retention, so a snapshot time travel can still reach within the retention
 //     keeps its files; a path may be relative or an absolute URI under the table root
-//     (PROTOCOL.md § Add File and Remove File), compared as the key it names (tableKey);
+//     (docs/reference/delta-protocol.md §2.4), compared as the key it names (tableKey);
 //   - an unreferenced file is deleted only when its modification time is older than the
 //     retention: a file a writer uploaded but has not committed yet is younger than that.
 //
@@ -126,7 +126,7 @@ func hiddenPath(key string) bool {
 	return false
 }
 
-// tableKey is the store key a log path names (PROTOCOL.md § Add File and Remove File: a
+// tableKey is the store key a log path names (docs/reference/delta-protocol.md §2.4: a
 // percent-encoded URI, relative to the table root or absolute): a relative path decoded,
 // or an absolute URI under root made relative, as Spark's VACUUM relativizes paths.
 // s3, s3a and s3n name the same bucket. ok is false for a file outside the table.

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// An add may name its file by an absolute URI (PROTOCOL.md § Add File and Remove File:
+// An add may name its file by an absolute URI (docs/reference/delta-protocol.md §2.4:
 // "relative to the table root, or absolute"; Spark writes them for clones and restores).
 // Vacuum compares listed keys with the log's paths: an absolute path to a file under the
 // table root is that file, live, and must never be deleted.

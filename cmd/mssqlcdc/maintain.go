@@ -22,7 +22,7 @@ func init() {
 }
 
 // The table properties that set each operation's retention, and their defaults
-// (PROTOCOL.md § Metadata Cleanup; Delta docs § table properties, § vacuum).
+// (docs/reference/delta-protocol.md §11.1, §11.2, §11.4).
 const (
 	logRetentionKey     = "delta.logRetentionDuration"
 	deletedRetentionKey = "delta.deletedFileRetentionDuration"
@@ -115,7 +115,7 @@ func maintainUsage(fs *flag.FlagSet) func() {
 func runMaintain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("maintain", stderr)
 	fs.Usage = maintainUsage(fs)
-	cleanup := fs.Bool("cleanup-log", false, "delete expired _delta_log files (PROTOCOL.md § Metadata Cleanup)")
+	cleanup := fs.Bool("cleanup-log", false, "delete expired _delta_log files (docs/reference/delta-protocol.md §11.2)")
 	vacuum := fs.Bool("vacuum", false, "delete data files the table no longer references (VACUUM)")
 	dryRun := fs.Bool("dry-run", false, "list what would be deleted; delete nothing")
 	var retention retentionFlag

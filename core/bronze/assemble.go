@@ -12,7 +12,7 @@ import (
 )
 
 // SnapshotStamp is what a snapshot read stamps on every row it read
-// (reference/original-stream-and-tables.md §6.1, snapshot rows).
+// (docs/reference/original-library.md §9.1, docs/bronze.md § Columns).
 type SnapshotStamp struct {
 	// CaptureInstance is the instance the snapshot was taken for.
 	CaptureInstance string

@@ -4,8 +4,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// Names of the metadata columns (DESIGN.md §4.2; reference/original-stream-and-tables.md
-// §6.1). They keep the original's names so downstream SQL runs unchanged.
+// Names of the metadata columns (docs/design.md §4.2, docs/bronze.md § Columns). They keep
+// the original's names so downstream SQL runs unchanged.
 const (
 	ColCaptureInstance = "_capture_instance"
 	ColStartLSN        = "_start_lsn"
@@ -61,7 +61,7 @@ func MetadataFields() []arrow.Field {
 }
 
 // IsMetadataColumn reports whether name is a metadata column name, ignoring case (Delta
-// column names are unique ignoring case, PROTOCOL.md § Schema Serialization Format).
+// column names are unique ignoring case, docs/reference/delta-protocol.md §5.1).
 func IsMetadataColumn(name string) bool {
 	_, ok := metadataName(name)
 	return ok

@@ -1,4 +1,4 @@
-// Package bronze is the shape of a bronze Delta table (DESIGN.md §4.2): the metadata
+// Package bronze is the shape of a bronze Delta table (docs/design.md §4.2): the metadata
 // columns, the SQL Server → Arrow → Delta type mapping of the captured columns, and the
 // assemblers that turn a Source record batch into a bronze record batch.
 //
@@ -15,11 +15,10 @@
 //	_snapshot          utf8                 NULL on change rows
 //	_chunk             int32                NULL except on chunked snapshot rows
 //
-// Integer widths: DESIGN.md and the original (reference/original-stream-and-tables.md §6.1)
-// say INT for _operation, _command_id, _batch_id and _chunk. _operation, _command_id and
-// _chunk are int32 (Delta "integer"), as in the original. _batch_id is int64 (Delta
-// "long"): batch ids only grow, and a stream that runs a batch a minute for decades must
-// not overflow; a reader that compares it with an INT works unchanged. Every column is
-// nullable, so that schema evolution (adding nullable columns) and Spark writers on the
-// same table never trip over a NOT NULL invariant.
+// Integer widths: the original library says INT for _operation, _command_id, _batch_id and
+// _chunk. _operation, _command_id and _chunk are int32 (Delta "integer"), as in the
+// original. _batch_id is int64 (Delta "long"): batch ids only grow, and a stream that runs a
+// batch a minute for decades must not overflow; a reader that compares it with an INT works
+// unchanged. Every column is nullable, so that schema evolution (adding nullable columns) and
+// Spark writers on the same table never trip over a NOT NULL invariant.
 package bronze

@@ -26,7 +26,7 @@ func (e *UnsupportedTypeError) Error() string {
 }
 
 // ColumnCollisionError: a captured column's name equals a metadata column's name ignoring
-// case (reference/original-stream-and-tables.md §6.1), or two captured columns' names are
+// case (docs/reference/original-library.md §5.3), or two captured columns' names are
 // equal ignoring case (Delta column names are unique ignoring case).
 type ColumnCollisionError struct {
 	Column string

@@ -36,7 +36,7 @@ func ChangeSchema(cols []source.Column) (*arrow.Schema, error) {
 	return arrow.NewSchema(out, nil), nil
 }
 
-// Schema is the whole bronze table (DESIGN.md §4.2): the six leading metadata columns,
+// Schema is the whole bronze table (docs/design.md §4.2): the six leading metadata columns,
 // the captured columns, then _batch_id, _snapshot and _chunk. Errors as in TableSchema and
 // ChangeSchema.
 func Schema(cols []source.Column) (*arrow.Schema, error) {

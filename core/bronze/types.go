@@ -16,7 +16,8 @@ const (
 )
 
 // ArrowType is the bronze (Arrow) type of a SQL Server column, following
-// reference/original-stream-and-tables.md §6.3 and original-snapshots-and-sql.md §1.3 P2:
+// docs/reference/sqlserver-cdc.md §7.1 and §4.3 (the types sys.sp_cdc_get_captured_columns
+// reports):
 //
 //	bit                                  boolean
 //	tinyint, smallint                    int16 (tinyint 0..255 does not fit int8)

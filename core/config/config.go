@@ -1,13 +1,12 @@
 // Package config is the table spec: one JSON document per table that says where the
 // changes come from (a SQL Server capture instance), where they go (bronze, facts and the
-// checkpoint) and how the jobs read them (DESIGN.md §4.6).
+// checkpoint) and how the jobs read them (docs/design.md §4.6, docs/spec.md).
 //
-// Names follow the Python original the seed describes, so a spec reads like its calls:
-// source options keep the seed's camelCase names (numPartitions, maxCommitsPerBatch,
-// startingLsn, ...; reference original-stream-and-tables.md §18.1) and job parameters keep
-// its snake_case names (app_id, checkpoint, facts_table, bootstrap, ...; §18.2 and
-// seed/bootstrap.md). JSON field names match case-insensitively, as the original's options
-// did; an unknown field is an error rather than a silent no-op.
+// Names follow the Python original library, so a spec reads like its calls: source options
+// keep its camelCase names (numPartitions, maxCommitsPerBatch, startingLsn, ...) and job
+// parameters its snake_case names (app_id, checkpoint, facts_table, bootstrap, ...)
+// (docs/reference/original-library.md §16). JSON field names match case-insensitively, as
+// the original's options did; an unknown field is an error rather than a silent no-op.
 //
 // Parse decodes and applies defaults; Validate collects every problem into one
 // *ConfigError. Secrets are resolved by the caller (main or the CLI) through Password, so
@@ -20,16 +19,17 @@ import "github.com/mssqlcdc/mssqlcdc/core/lsn"
 // Defaults) or fill it and call Defaults and Validate.
 type Spec struct {
 	// AppID is the sink identity (Delta txn appId of bronze appends; facts rows use
-	// "<app_id>#facts"). Keep one per checkpoint for its whole life (reference §7.1).
+	// "<app_id>#facts"). Keep one per checkpoint for its whole life
+	// (docs/reference/original-library.md §5.2).
 	AppID string `json:"app_id"`
 	// Source is how to reach SQL Server and which capture instance to read.
 	Source Source `json:"source"`
-	// Options are the seed's source options.
+	// Options are the original library's source options.
 	Options Options `json:"options"`
 
 	// Bronze is the bronze Delta table's URL: a local path, file://, or s3://bucket/prefix.
 	Bronze string `json:"bronze"`
-	// Checkpoint is the checkpoint prefix URL (offsets/, commits/; DESIGN.md §4.5).
+	// Checkpoint is the checkpoint prefix URL (offsets/, commits/; docs/design.md §4.5).
 	Checkpoint string `json:"checkpoint"`
 	// FactsTable is the facts Delta table's URL; many tables may share one.
 	FactsTable string `json:"facts_table"`
@@ -77,7 +77,8 @@ type Source struct {
 	CaptureInstance string `json:"captureInstance"`
 }
 
-// Options are the seed's source options (reference §18.1), under their names.
+// Options are the original library's source options, under their names
+// (docs/reference/original-library.md §16).
 type Options struct {
 	// NumPartitions is the most ranges (connections) one batch or snapshot reads at once.
 	NumPartitions int `json:"numPartitions"`
@@ -85,7 +86,7 @@ type Options struct {
 	// counted database-wide; nil is unlimited. 0 is an error (not "unlimited").
 	MaxCommitsPerBatch *int `json:"maxCommitsPerBatch"`
 	// StartingLsn is "earliest", "latest" or an LSN taken as already processed; used only
-	// when the checkpoint has no offsets (§3.2).
+	// when the checkpoint has no offsets (docs/reference/sqlserver-cdc.md §1.6).
 	StartingLsn string `json:"startingLsn"`
 	// SnapshotKeys are the key columns of snapshots; empty uses the unique index of the
 	// capture instance.
@@ -120,14 +121,14 @@ type Storage struct {
 	// DynamoRegion is the DynamoDB log table's region; empty: Region (then the SDK's
 	// chain). Every writer of a table must use the same table in the same region: Spark's
 	// S3DynamoDBLogStore defaults ddb.region to SparkDynamoRegion whatever the bucket's
-	// region (reference delta-protocol-notes.md B3), so set it to that next to Spark
+	// region (docs/reference/delta-protocol.md §13.3), so set it to that next to Spark
 	// writers left at their defaults. Only with DynamoTable.
 	DynamoRegion string `json:"dynamo_region"`
 	// TablePathScheme is the scheme of the log table's tablePath key: "s3", "s3a" or
 	// "s3n", the scheme the Spark writers use (s3a for OSS Spark with hadoop-aws, often s3
 	// on EMR). Spark keys by the path as the job wrote it, so s3://b/t and s3a://b/t get no
-	// mutual exclusion (delta-protocol-notes.md B4). Empty: each URL's own scheme. Only
-	// with DynamoTable.
+	// mutual exclusion (docs/reference/delta-protocol.md §13.4). Empty: each URL's own
+	// scheme. Only with DynamoTable.
 	TablePathScheme string `json:"table_path_scheme"`
 }
 
@@ -144,17 +145,21 @@ const (
 	DefaultSourceTimeZone = "auto"
 	// DefaultSnapshot is the snapshot mode.
 	DefaultSnapshot = SnapshotFull
-	// DefaultChunkRows is the seed example's chunk size.
+	// DefaultChunkRows is the chunk size the original library's guide uses
+	// (docs/reference/original-library.md §16).
 	DefaultChunkRows = 1_000_000
-	// DefaultTargetWaveSeconds is the seed's 5 minutes per backfill wave.
+	// DefaultTargetWaveSeconds is the original's 5 minutes per backfill wave
+	// (docs/reference/original-library.md §10.3).
 	DefaultTargetWaveSeconds = 300.0
-	// DefaultMinHeadroomHours is the seed example's pause threshold.
+	// DefaultMinHeadroomHours is the pause threshold the original library's guide uses
+	// (docs/reference/original-library.md §16).
 	DefaultMinHeadroomHours = 24.0
 	// DefaultDynamoTable is Delta's S3DynamoDBLogStore default table name; it applies only
 	// when Storage.DynamoTable is set to it explicitly (empty means conditional put).
 	DefaultDynamoTable = "delta_log"
 	// SparkDynamoRegion is the region Spark's S3DynamoDBLogStore uses for its log table
-	// when ddb.region is unset, whatever the bucket's region (delta-protocol-notes.md B3).
+	// when ddb.region is unset, whatever the bucket's region
+	// (docs/reference/delta-protocol.md §13.3).
 	// It is not a default here (an unset Storage.DynamoRegion follows Storage.Region, where
 	// the Terraform module grants the table); set DynamoRegion to it to share a table's
 	// commits with such Spark jobs.
@@ -239,7 +244,8 @@ func (s *Spec) Starting() (kind string, l lsn.LSN) {
 }
 
 // EffectiveIsolation is the snapshot read isolation: Isolation when set, else
-// Options.IsolationLevel (seed: "isolation=..., or the stream's isolationLevel option").
+// Options.IsolationLevel, as the original's backfill did (docs/reference/original-library.md
+// §10.3).
 func (s *Spec) EffectiveIsolation() string {
 	if s.Isolation != "" {
 		return s.Isolation

@@ -1,9 +1,9 @@
 // Package lsn is SQL Server's log sequence number as a value.
 //
-// An LSN is 10 bytes: a 4-byte virtual log file sequence number, a 4-byte log block
-// offset and a 2-byte slot number, compared as one big-endian unsigned integer. Outside
-// SQL it travels as "0x" followed by 20 uppercase hex digits (22 characters), so that
-// plain string order is LSN order (DESIGN.md §4.1). It is bound to SQL as
+// An LSN is 10 bytes: a 4-byte virtual log file sequence number, a 4-byte log block offset and
+// a 2-byte slot number, compared as one big-endian unsigned integer. Outside SQL it travels as
+// "0x" followed by 20 uppercase hex digits (22 characters), so that plain string order is LSN
+// order (docs/design.md §4.1, docs/reference/sqlserver-cdc.md §1.2). It is bound to SQL as
 // CONVERT(binary(10), @p, 1) and read back as CONVERT(varchar(22), x, 1).
 //
 // Next and Prev give the same results as sys.fn_cdc_increment_lsn and

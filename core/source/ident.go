@@ -13,7 +13,7 @@ const MaxCaptureInstanceLen = 100
 // CheckCaptureInstance validates a capture instance name as every Source takes it: 1..100
 // characters of valid UTF-8 in any script (default names such as dbo_Situação are
 // allowed), no ']' and no control characters, so that it can be inlined bracket-quoted as
-// cdc.[<ci>_CT] (reference original-snapshots-and-sql.md §1.0). Bad input is an
+// cdc.[<ci>_CT] (docs/reference/sqlserver-cdc.md §4.1). Bad input is an
 // *InvalidArgumentError.
 func CheckCaptureInstance(ci string) error {
 	const arg = "capture instance"

@@ -4,7 +4,7 @@
 // Source. Two implementations exist: core/source/mssql, the T-SQL on go-mssqldb that users
 // run, and core/source/cdcsim, an in-memory simulator that the tests and the demo run. The
 // contract suite in core/source/sourcetest holds both to the SQL Server behaviours the
-// engine relies on (reference: shared/reference/original-snapshots-and-sql.md §1, §6, §7).
+// engine relies on (docs/reference/sqlserver-cdc.md, docs/reference/lab-findings.md).
 //
 // Conventions:
 //   - LSNs are lsn.LSN values; the zero LSN stands for "none".
@@ -86,8 +86,8 @@ type Source interface {
 	// Records have the ChangeSchema: _start_lsn, _seqval, _operation, _command_id,
 	// _commit_ts, then r.Columns. A column the instance lacks is read as typed NULL; one
 	// with Present false, dropped from the source table, is still read from the change
-	// table, which keeps its values captured before the DROP and NULL after it (reference
-	// original-stream-and-tables.md §7 item 19). A purged range reads as empty, without
+	// table, which keeps its values captured before the DROP and NULL after it
+	// (docs/reference/sqlserver-cdc.md §6.2). A purged range reads as empty, without
 	// error: callers check MinLSN before and after. From > To reads nothing.
 	ReadChanges(ctx context.Context, r ChangeRead) (Rows, error)
 
@@ -132,8 +132,8 @@ type Source interface {
 
 	// Ping is one `SELECT 1` round trip on a connection of its own, timed from sending the
 	// statement to reading its row (acquiring or logging in the connection is not counted):
-	// the source_rtt_ms input of the facts row (reference original-snapshots-and-sql.md
-	// §1.6, original-stream-and-tables.md §9.1). The duration is positive. An error is
+	// the source_rtt_ms input of the facts row (docs/reference/sqlserver-cdc.md §11,
+	// docs/facts.md § Columns). The duration is positive. An error is
 	// returned as is; callers measuring metrics record NULL and go on.
 	Ping(ctx context.Context) (time.Duration, error)
 
@@ -308,12 +308,12 @@ type Rows interface {
 	Close() error
 }
 
-// NetworkWaiter is implemented by the Rows of ReadChanges when the source can tell how
-// long the read's session waited for the client to consume rows: the growth of the
-// session's ASYNC_NETWORK_IO wait (sys.dm_exec_session_wait_stats, wait_time_ms for
-// session_id = @@SPID) between just before the read and its end, on the same session
-// (reference original-snapshots-and-sql.md §1.6, original-stream-and-tables.md §5.2,
-// §9.1 network_wait_ms). No row for the wait type counts as 0.
+// NetworkWaiter is implemented by the Rows of ReadChanges when the source can tell how long
+// the read's session waited for the client to consume rows: the growth of the session's
+// ASYNC_NETWORK_IO wait (sys.dm_exec_session_wait_stats, wait_time_ms for session_id = @@SPID)
+// between just before the read and its end, on the same session
+// (docs/reference/sqlserver-cdc.md §11; network_wait_ms in docs/facts.md § Columns). No row
+// for the wait type counts as 0.
 //
 // NetworkWait is valid once the rows have been drained (Next returned io.EOF) or closed;
 // before that ok is false. ok is also false when the wait could not be read (the view is

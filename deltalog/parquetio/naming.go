@@ -5,10 +5,10 @@ import (
 	"fmt"
 )
 
-// fileName is a data file name as Spark writes them, part-<part:05>-<uuid>-c000.<codec>.parquet,
-// with a fresh random (version 4) UUID: unique per attempt, so a retried write never
-// reuses a name (PROTOCOL.md § Data Files: file names must be unique and never
-// overwritten).
+// fileName is a data file name as Spark writes them,
+// part-<part:05>-<uuid>-c000.<codec>.parquet, with a fresh random (version 4) UUID: unique per
+// attempt, so a retried write never reuses a name (docs/reference/delta-protocol.md §1.2: file
+// names must be unique and never overwritten).
 func fileName(part int, codec Codec) string {
 	var u [16]byte
 	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails (Go 1.24+)

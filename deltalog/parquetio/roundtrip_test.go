@@ -161,7 +161,7 @@ func TestReadFileProjection(t *testing.T) {
 }
 
 // TestParquetTypes pins the physical and logical types Delta readers expect
-// (PROTOCOL.md § Delta Data Type to Parquet Type Mappings) and Spark writes.
+// (docs/reference/delta-protocol.md §5.2) and Spark writes.
 func TestParquetTypes(t *testing.T) {
 	f, _ := writeAllTypes(t)
 	pf, err := file.NewParquetReader(f)

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 )
 
-// Delta per-file statistics (PROTOCOL.md § Per-file Statistics), computed from the values
+// Delta per-file statistics (docs/reference/delta-protocol.md §4), computed from the values
 // written, as Spark's StatisticsCollection does:
 //   - numRecords always;
 //   - nullCount for each of the first NumIndexedCols leaf columns;

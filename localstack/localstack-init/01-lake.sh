@@ -1,7 +1,7 @@
 #!/bin/bash
 # LocalStack ready hook: the lake bucket and the Delta commit table. The DynamoDB table has
 # the S3DynamoDBLogStore schema (tablePath hash key, fileName range key), so Spark and
-# delta-rs writers can share it (DESIGN.md §7).
+# delta-rs writers can share it (docs/design.md §7).
 set -euo pipefail
 awslocal s3 mb s3://mssqlcdc-lake || true
 awslocal dynamodb create-table \

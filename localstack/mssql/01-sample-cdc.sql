@@ -7,8 +7,8 @@ IF DB_ID(N'shop') IS NULL
     CREATE DATABASE shop;
 GO
 
--- Snapshot reads with isolation=snapshot need this (reference §1.0); READ COMMITTED reads
--- do not.
+-- Snapshot reads with isolation=snapshot need this (docs/reference/sqlserver-cdc.md §8.1);
+-- READ COMMITTED reads do not.
 ALTER DATABASE shop SET ALLOW_SNAPSHOT_ISOLATION ON;
 GO
 
@@ -61,8 +61,8 @@ IF NOT EXISTS (SELECT 1 FROM sys.tables WHERE object_id = OBJECT_ID(N'dbo.orders
         @supports_net_changes = 0;
 GO
 
--- The least-privilege reader (docs/permissions.md; reference original-stream-and-tables.md
--- §20): SELECT on each source table and on each capture instance's change table, nothing
+-- The least-privilege reader (docs/permissions.md, docs/reference/sqlserver-cdc.md §9):
+-- SELECT on each source table and on each capture instance's change table, nothing
 -- else. No db_owner, no VIEW SERVER STATE, no msdb, no other cdc.* tables.
 IF SUSER_ID(N'cdc_reader') IS NULL
     CREATE LOGIN cdc_reader WITH PASSWORD = N'$(READER_PASSWORD)', CHECK_POLICY = OFF;

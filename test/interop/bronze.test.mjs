@@ -1,5 +1,5 @@
-// Reads the demo's bronze table with DuckDB and a Delta log reader written here from
-// PROTOCOL.md (delta.mjs), none of mssqlcdc's Go code: the live files, row counts, column
+// Reads the demo's bronze table with DuckDB and a Delta log reader written here from the
+// protocol (delta.mjs, docs/reference/delta-protocol.md), none of mssqlcdc's Go code: the live files, row counts, column
 // types, per-file statistics and checkpoints must agree with what the log and
 // `mssqlcdc inspect` say about the table.
 
@@ -16,7 +16,7 @@ before(async () => {
 after(() => lake?.close());
 
 // duckType is the DuckDB type a Parquet reader should see for a Delta primitive type
-// (PROTOCOL.md § Primitive Types).
+// (docs/reference/delta-protocol.md §5.1).
 function duckType(deltaType) {
   const dec = /^decimal\((\d+),(\d+)\)$/.exec(deltaType);
   if (dec) return `DECIMAL(${dec[1]},${dec[2]})`;

@@ -1,6 +1,7 @@
-// A Delta Lake log reader written from delta-io/delta PROTOCOL.md alone, sharing no code
-// with deltalog, so that the interop tests check our tables against an independent reading:
-// the JSON commits are parsed here, the checkpoint Parquet is read by DuckDB.
+// A Delta Lake log reader written from the Delta protocol alone
+// (docs/reference/delta-protocol.md), sharing no code with deltalog, so that the interop
+// tests check our tables against an independent reading: the JSON commits are parsed here,
+// the checkpoint Parquet is read by DuckDB.
 //
 // It covers what mssqlcdc's tables use: single- and multi-part checkpoints, add and remove
 // actions keyed by their decoded path (no deletion vectors, no partitions), and the latest
@@ -26,7 +27,7 @@ export async function rows(conn, sql) {
 }
 
 /**
- * dataPath turns an add or remove path (PROTOCOL.md § Add File and Remove File: a URI,
+ * dataPath turns an add or remove path (docs/reference/delta-protocol.md §2.4: a URI,
  * relative to the table root or absolute) into a local file path.
  */
 export function dataPath(tableDir, uriPath) {
@@ -52,8 +53,9 @@ export function lastCheckpoint(tableDir) {
 }
 
 /**
- * checkpointFiles are the Parquet files of the checkpoint at version v (PROTOCOL.md §
- * Checkpoints): <v>.checkpoint.parquet, or parts <v>.checkpoint.<i>.<n>.parquet.
+ * checkpointFiles are the Parquet files of the checkpoint at version v
+ * (docs/reference/delta-protocol.md §7): <v>.checkpoint.parquet, or parts
+ * <v>.checkpoint.<i>.<n>.parquet.
  */
 export function checkpointFiles(tableDir, version, parts) {
   const v = String(version).padStart(20, '0');
@@ -88,9 +90,9 @@ export async function checkpointState(conn, tableDir, version, parts) {
 }
 
 /**
- * replay applies the JSON commits from..to (inclusive) to state, in order (PROTOCOL.md §
- * Action Reconciliation): an add makes its path live, a remove drops it, the last
- * metaData and protocol win.
+ * replay applies the JSON commits from..to (inclusive) to state, in order
+ * (docs/reference/delta-protocol.md §9.2): an add makes its path live, a remove drops it,
+ * the last metaData and protocol win.
  */
 export function replay(tableDir, state, from, to) {
   for (let v = from; v <= to; v++) {

@@ -22,7 +22,7 @@ type instance struct {
 	min     lsn.LSN // zero until capture passes start
 	created time.Time
 	// cmdOffset shifts __$command_id: two instances of one table number the same change
-	// differently (reference §7 item 4).
+	// differently (docs/reference/sqlserver-cdc.md §3.3).
 	cmdOffset int32
 	changes   []change // in (start_lsn, command_id, seqval, operation) order
 	// present[j] is whether the table still has cols[j] (by column_id); refreshed on DDL.

@@ -1,8 +1,8 @@
 // Package cdcsim is an in-memory SQL Server CDC database that implements source.Source.
 //
 // The tests of every flow and the demo run on it, so it behaves like SQL Server wherever
-// the engine depends on SQL Server (reference: shared/reference/original-snapshots-and-sql.md
-// §5 and §6, whose lab findings are its specification, and §7). It models:
+// the engine depends on SQL Server (docs/reference/sqlserver-cdc.md; the lab findings of
+// docs/reference/lab-findings.md are its specification). It models:
 //
 //   - One database-wide commit timeline (cdc.lsn_time_mapping). LSNs grow in commit order
 //     with gaps; transactions that touch no CDC table get an LSN but no mapping row; idle

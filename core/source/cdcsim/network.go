@@ -14,7 +14,7 @@ import (
 // DefaultRTT is what Ping reports unless SetNetwork sets another round trip.
 const DefaultRTT = time.Millisecond
 
-// Network models the diagnostics of reference original-snapshots-and-sql.md §1.6: the
+// Network models the diagnostics of docs/reference/sqlserver-cdc.md §11: the
 // SELECT 1 round trip Ping reports and the ASYNC_NETWORK_IO wait change reads report
 // (source.NetworkWaiter). The zero value pings in DefaultRTT and reads without waiting.
 type Network struct {

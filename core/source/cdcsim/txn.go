@@ -147,7 +147,7 @@ func (tx *Txn) Update(table string, key []any, set Row) error {
 
 // UpdateAsDeleteInsert is Update logged as a split update: a delete (1) and an insert (2)
 // sharing seqval and command_id, as SQL Server logs some updates of unique-indexed columns
-// (bug log A2).
+// (docs/reference/known-failures.md §A2).
 func (tx *Txn) UpdateAsDeleteInsert(table string, key []any, set Row) error {
 	return tx.update(table, key, set, true)
 }

@@ -48,7 +48,8 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 	cols := make([]changeColumn, len(r.Columns))
 	for i, c := range r.Columns {
 		// Present is not consulted: a column dropped from the source table stays in the
-		// change table with the values captured before the DROP (§7 item 19).
+		// change table with the values captured before the DROP
+		// (docs/reference/sqlserver-cdc.md §6.2).
 		cols[i] = changeColumn{Name: c.Name, Present: has[strings.ToLower(c.Name)]}
 	}
 	var p params
@@ -68,7 +69,8 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 	ec.CaptureInstance = r.CaptureInstance
 	mapErr := func(err error) error { return d.changeTableError(ctx, err, ec) }
 	// The read holds its connection so that the session's network wait can be read on
-	// the same session before and after it (§1.6); a failed reading only loses the metric.
+	// the same session before and after it (docs/reference/sqlserver-cdc.md §11); a failed
+	// reading only loses the metric.
 	var out *arrowRows
 	err = d.retry().do(ctx, func() error {
 		conn, err := d.db.Conn(ctx)

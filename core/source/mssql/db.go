@@ -74,8 +74,8 @@ func (d *DB) Close() error {
 	return d.db.Close()
 }
 
-// retry is the options' policy with a warning per retry (reference §1.0: each retry is
-// logged).
+// retry is the options' policy with a warning per retry (docs/reference/sqlserver-cdc.md §10:
+// each retry is logged).
 func (d *DB) retry() Retry {
 	r := d.opts.Retry
 	if r.OnRetry == nil {

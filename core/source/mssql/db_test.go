@@ -416,7 +416,7 @@ func TestReadTableEarlyCloseAndFetchError(t *testing.T) {
 
 // A column dropped from the source table (in sp_cdc_get_captured_columns, not in
 // sys.columns: Present false) is still in the change table with the values captured before
-// the DROP (reference original-stream-and-tables.md §7 item 19): the change read selects it.
+// the DROP (docs/reference/sqlserver-cdc.md §6.2): the change read selects it.
 func TestReadChangesDroppedColumnReadsChangeTable(t *testing.T) {
 	d, s := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
 		switch {

@@ -9,7 +9,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// The diagnostics of reference original-snapshots-and-sql.md §1.6: the round trip and the
+// The diagnostics of docs/reference/sqlserver-cdc.md §11: the round trip and the
 // session's network wait that the facts row's source_rtt_ms and network_wait_ms report.
 
 // sqlPing is the round trip Ping times.

@@ -55,7 +55,7 @@ type errContext struct {
 }
 
 // mapError turns a driver error into the typed errors of core/source (the one place SQL
-// error numbers are mapped; STYLE.md practice 5):
+// error numbers are mapped; their meaning: docs/reference/sqlserver-cdc.md §10):
 //
 //	1222                                  *source.LockTimeoutError
 //	18456                                 *source.LoginError
@@ -68,7 +68,7 @@ type errContext struct {
 //
 // Context cancellation and anything else come back wrapped as "<op>: %w". nil is nil.
 // A permission error on a change table is only a guess until probeChangeTable confirms
-// it (§1.3 P6); the caller runs the probe.
+// it (P6, docs/reference/sqlserver-cdc.md §9); the caller runs the probe.
 func mapError(err error, c errContext) error {
 	if err == nil {
 		return nil

@@ -11,7 +11,7 @@ import (
 const MaxCaptureInstanceLen = source.MaxCaptureInstanceLen
 
 // checkCaptureInstance validates a capture instance name before it is inlined as
-// cdc.[<ci>_CT] (reference original-snapshots-and-sql.md §1.0, invariant 13), with
+// cdc.[<ci>_CT] (docs/reference/sqlserver-cdc.md §4.1, §8.4), with
 // source.CheckCaptureInstance: bad input is a *source.InvalidArgumentError.
 func checkCaptureInstance(ci string) error { return source.CheckCaptureInstance(ci) }
 
@@ -40,7 +40,7 @@ func tableName(t source.Table) (string, error) {
 }
 
 // checkCollation validates a collation name before it is inlined after COLLATE: letters,
-// digits and '_' only (reference §1.0).
+// digits and '_' only (docs/reference/sqlserver-cdc.md §8.4).
 func checkCollation(c string) error {
 	if c == "" {
 		return &source.InvalidArgumentError{Arg: "collation", Reason: "empty name"}
@@ -55,7 +55,7 @@ func checkCollation(c string) error {
 }
 
 // checkZoneName validates a Windows time zone name (sourceTimeZone, CURRENT_TIMEZONE_ID()):
-// letters, digits, space and ._+-/() only (reference §1.0).
+// letters, digits, space and ._+-/() only (docs/reference/sqlserver-cdc.md §8.4).
 func checkZoneName(z string) error {
 	if z == "" {
 		return &source.InvalidArgumentError{Arg: "sourceTimeZone", Reason: "empty zone name"}

@@ -9,8 +9,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// The composite key-range builder (reference original-snapshots-and-sql.md §1.5, "the range
-// builder", and §7 pitfalls 21–23).
+// The composite key-range builder (docs/reference/sqlserver-cdc.md §8.6, working around the
+// T-SQL facts of docs/reference/sqlserver-cdc.md §8.5).
 //
 // T-SQL has no row-value comparison, and an OR-combined predicate such as
 // a >= x AND (a > x OR (a = x AND b >= y)) seeks on a only. So lo <= (k1..kn) < hi is cut
@@ -89,9 +89,10 @@ func (predConst) isPred()   {}
 func (predAnd) isPred()     {}
 func (predOr) isPred()      {}
 
-// compare builds "column col op bound" with NULL-first semantics (§1.5 step 1): against a
-// NULL bound, = is IS NULL, > is IS NOT NULL, >= is always true and < always false;
-// against a non-NULL bound, < also holds for NULL (NULL sorts below every value).
+// compare builds "column col op bound" with NULL-first semantics
+// (docs/reference/sqlserver-cdc.md §8.6 step 1): against a NULL bound, = is IS NULL, > is IS
+// NOT NULL, >= is always true and < always false; against a non-NULL bound, < also holds for
+// NULL (NULL sorts below every value).
 func compare(col int, op cmpOp, ref boundRef, v any) pred {
 	if v == nil {
 		switch op {
@@ -160,7 +161,8 @@ func or(ps ...pred) pred {
 	return out
 }
 
-// rangePieces cuts lo <= (k_0..k_{n-1}) < hi into disjoint conjunctions (§1.5 steps 2–7).
+// rangePieces cuts lo <= (k_0..k_{n-1}) < hi into disjoint conjunctions
+// (docs/reference/sqlserver-cdc.md §8.6 steps 2–7).
 // A nil lo or hi is open; the range open below includes keys whose leading column is
 // NULL. Pieces that are always false are left out; no pieces means an empty range; a
 // single predConst(true) piece means the whole table.

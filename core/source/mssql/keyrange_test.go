@@ -101,7 +101,8 @@ func TestRangePiecesPartitionRandom(t *testing.T) {
 	}
 }
 
-// The case the CI guards exist for (§1.5 step 6): bounds unequal in Go, equal in SQL.
+// The case the CI guards exist for (docs/reference/sqlserver-cdc.md §8.6 step 6): bounds
+// unequal in Go, equal in SQL.
 func TestRangePiecesCaseInsensitiveBounds(t *testing.T) {
 	kinds := []colKind{kindCIText, kindInt}
 	lo := source.Key{"n", int64(1)}
@@ -125,7 +126,8 @@ func TestRangePiecesShapes(t *testing.T) {
 		lo, hi source.Key
 		want   []string
 	}{
-		{"both bounds (reference §1.5 example)", source.Key{int64(1), int64(2)}, source.Key{int64(3), int64(4)}, []string{
+		// The example of docs/reference/sqlserver-cdc.md §8.6.
+		{"both bounds", source.Key{int64(1), int64(2)}, source.Key{int64(3), int64(4)}, []string{
 			"[a] = x AND [b] >= y AND ([a] < u OR [a] IS NULL OR ([a] = u AND ([b] < v OR [b] IS NULL)))",
 			"[a] > x AND ([a] < u OR [a] IS NULL)",
 			"[a] = u AND ([b] < v OR [b] IS NULL) AND [a] > x",

@@ -10,10 +10,11 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// sourceZone resolves the source time zone once (reference §1.1): the sourceTimeZone
-// option when it names a zone; else TZ1 decides by version whether CURRENT_TIMEZONE_ID()
-// exists (2022+, Azure SQL Database, Managed Instance) and TZ2 asks it; else the server's
-// current fixed offset, with a warning that it is exact only for zones without DST.
+// sourceZone resolves the source time zone once (docs/reference/sqlserver-cdc.md §2.3): the
+// sourceTimeZone option when it names a zone; else TZ1 decides by version whether
+// CURRENT_TIMEZONE_ID() exists (2022+, Azure SQL Database, Managed Instance) and TZ2 asks it;
+// else the server's current fixed offset, with a warning that it is exact only for zones
+// without DST.
 func (d *DB) sourceZone(ctx context.Context) (zone, error) {
 	d.zoneMu.Lock()
 	defer d.zoneMu.Unlock()

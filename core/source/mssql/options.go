@@ -44,11 +44,13 @@ type Options struct {
 	// DefaultAppName.
 	AppName string
 	// DialTimeout bounds opening a TCP connection; 0 means DefaultDialTimeout. There is no
-	// query timeout: it would also kill long, healthy snapshot reads (reference §1.0).
+	// query timeout: it would also kill long, healthy snapshot reads
+	// (docs/reference/sqlserver-cdc.md §8.2).
 	DialTimeout time.Duration
 
 	// SourceTimeZone is how tran_end_time converts to UTC: "auto" (or ""), "UTC", or a
-	// Windows time zone name such as "E. South America Standard Time" (reference §1.1).
+	// Windows time zone name such as "E. South America Standard Time"
+	// (docs/reference/sqlserver-cdc.md §2.3).
 	SourceTimeZone string
 
 	// BatchRows and BatchBytes are the batch caps when a read's ReadOptions leave them 0;

@@ -20,7 +20,7 @@ func (p *params) add(v any) string {
 }
 
 // lsn binds an LSN as its canonical text and converts it on the server with style 1
-// (reference §1.0: "0x" + 20 hex digits ⇄ binary(10)).
+// (docs/reference/sqlserver-cdc.md §1.2: "0x" + 20 hex digits ⇄ binary(10)).
 func (p *params) lsn(l lsn.LSN) string {
 	return "CONVERT(binary(10), " + p.add(l.String()) + ", 1)"
 }

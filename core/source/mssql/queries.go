@@ -7,8 +7,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// The statements of reference original-snapshots-and-sql.md §1.2–§1.4 as pure builders:
-// SQL text and arguments, no I/O. Names (M1, P2, C1, …) are the reference's ids.
+// The metadata and change-table statements of docs/reference/sqlserver-cdc.md §12 as pure
+// builders: SQL text and arguments, no I/O. Names (M1, P2, C1, …) are that table's labels.
 
 // M1: capture progress. NULL on a database capture never wrote.
 const sqlMaxLSN = "SELECT " + "CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1)"

@@ -9,9 +9,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// Retry defaults (reference original-snapshots-and-sql.md §1.0 "Retries", ADR 0029 of the
-// original): 3 retries after the first attempt, sleeping Base × 2^attempt × U(0.5, 1),
-// that is 1–2 s, 2–4 s, 4–8 s, about 14 s at most.
+// Retry defaults (the original library's, docs/reference/sqlserver-cdc.md §10): 3 retries
+// after the first attempt, sleeping Base × 2^attempt × U(0.5, 1), that is 1–2 s, 2–4 s, 4–8 s,
+// about 14 s at most.
 const (
 	DefaultRetries   = 3
 	DefaultRetryBase = 2 * time.Second

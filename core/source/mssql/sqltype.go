@@ -8,10 +8,10 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// castType is the SQL type a bound key value is cast to so that it compares as the
-// column does (reference §1.0 and §1.5 S7): the declared type with its arguments, and for
-// char/varchar/nchar/nvarchar the column's collation inside the CAST, so that an nvarchar
-// parameter converts in the column's own code page and the comparison seeks.
+// castType is the SQL type a bound key value is cast to so that it compares as the column does
+// (docs/reference/sqlserver-cdc.md §8.5 and §12, statement S7): the declared type with its
+// arguments, and for char/varchar/nchar/nvarchar the column's collation inside the CAST, so
+// that an nvarchar parameter converts in the column's own code page and the comparison seeks.
 //
 // Types that cannot be compared (text, ntext, image, xml) and types without a bronze value
 // are a *source.InvalidArgumentError naming the column. A char key without a collation is

@@ -10,13 +10,14 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// Source-table statements (reference original-snapshots-and-sql.md §1.5, S1–S6). Each runs
+// Source-table statements (S1–S6 of docs/reference/sqlserver-cdc.md §12). Each runs
 // after sessionPrefix on a connection of its own.
 
 // sessionPrefix is the parameterless batch sent before every source-table read: the lock
 // timeout and the isolation level, always both, so a pooled session never carries a
-// previous read's settings (§1.0: they stick to the session). READ UNCOMMITTED and NOLOCK
-// are refused: a dirty read that a rollback removes is never corrected by a change row.
+// previous read's settings (docs/reference/sqlserver-cdc.md §8.2: they stick to the
+// session). READ UNCOMMITTED and NOLOCK are refused: a dirty read that a rollback removes is
+// never corrected by a change row.
 func sessionPrefix(t source.Table) (string, error) {
 	timeout := int64(-1)
 	if t.LockTimeout != nil {

@@ -8,10 +8,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// Commit-time conversion (reference original-snapshots-and-sql.md §1.1, TZ1–TZ7;
-// original-stream-and-tables.md §5.3). cdc.lsn_time_mapping.tran_end_time is a zoneless
-// datetime on the server's local clock; every commit time this package returns is UTC,
-// with millisecond precision.
+// Commit-time conversion (TZ1–TZ7 of docs/reference/sqlserver-cdc.md §2.3–§2.6).
+// cdc.lsn_time_mapping.tran_end_time is a zoneless datetime on the server's local clock;
+// every commit time this package returns is UTC, with millisecond precision.
 
 // SourceTimeZone values besides a Windows zone name.
 const (

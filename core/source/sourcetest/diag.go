@@ -9,8 +9,8 @@ import (
 
 // testPingAndNetworkWait: Ping is a positive round trip, and a drained change read whose
 // Rows implement source.NetworkWaiter reports a wait of at least 0 — the inputs of the
-// facts row's source_rtt_ms and network_wait_ms (reference original-snapshots-and-sql.md
-// §1.6). A server that does not expose the session wait stats may report none (ok false).
+// facts row's source_rtt_ms and network_wait_ms (docs/reference/sqlserver-cdc.md §11). A
+// server that does not expose the session wait stats may report none (ok false).
 func testPingAndNetworkWait(ctx context.Context, t *testing.T, env Env) {
 	src := env.Source()
 	rtt, err := src.Ping(ctx)

@@ -1,8 +1,8 @@
 // Package sourcetest is the contract suite of source.Source: one named test per SQL Server
-// behaviour the engine relies on (reference: shared/reference/original-snapshots-and-sql.md
-// §6 and §7). Run calls it against any implementation through a Harness that can also make
-// writes happen: the simulator's write API for core/source/cdcsim, T-SQL for a real SQL
-// Server.
+// behaviour the engine relies on (docs/reference/sqlserver-cdc.md, with the lab findings of
+// docs/reference/lab-findings.md). Run calls it against any implementation through a Harness
+// that can also make writes happen: the simulator's write API for core/source/cdcsim, T-SQL
+// for a real SQL Server.
 package sourcetest
 
 import (

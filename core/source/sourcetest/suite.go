@@ -151,8 +151,8 @@ func testEmptyInterval(ctx context.Context, t *testing.T, env Env) {
 	}
 }
 
-// Cleanup moves min LSN; the purged range then reads as empty, without an error (lab t3,
-// §7 item 2).
+// Cleanup moves min LSN; the purged range then reads as empty, without an error
+// (docs/reference/lab-findings.md §3, docs/reference/sqlserver-cdc.md §5.2).
 func testPurgedRange(ctx context.Context, t *testing.T, env Env) {
 	tbl, ci := ordersTable(ctx, t, env)
 	for i := 1; i <= 3; i++ {
@@ -195,7 +195,8 @@ func testIdleAdvances(ctx context.Context, t *testing.T, env Env) {
 }
 
 // A just-enabled instance's start_lsn is above max LSN and min LSN reports it as not found
-// until capture passes it (§7 item 10); then min LSN is start_lsn.
+// until capture passes it (docs/reference/sqlserver-cdc.md §4.4); then min LSN is
+// start_lsn.
 func testNewInstanceStart(ctx context.Context, t *testing.T, env Env) {
 	tbl, _ := ordersTable(ctx, t, env)
 	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
@@ -225,7 +226,7 @@ func testNewInstanceStart(ctx context.Context, t *testing.T, env Env) {
 }
 
 // Two instances of one table number command_id differently; (start_lsn, seqval,
-// operation) identifies a change across them (§7 item 4).
+// operation) identifies a change across them (docs/reference/sqlserver-cdc.md §3.3).
 func testCommandIDPerInstance(ctx context.Context, t *testing.T, env Env) {
 	tbl, ci1 := ordersTable(ctx, t, env)
 	must(t, env.EnableCapture(ctx, tbl, "orders_v2"))
@@ -249,7 +250,8 @@ func testCommandIDPerInstance(ctx context.Context, t *testing.T, env Env) {
 	}
 }
 
-// time→LSN truncates to whole seconds and never answers a later commit (§7 item 8).
+// time→LSN truncates to whole seconds and never answers a later commit
+// (docs/reference/sqlserver-cdc.md §2.6).
 func testTimeToLSN(ctx context.Context, t *testing.T, env Env) {
 	tbl, ci := ordersTable(ctx, t, env)
 	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
@@ -308,7 +310,7 @@ func testCommitOrder(ctx context.Context, t *testing.T, env Env) {
 }
 
 // CommitTime matches commit LSNs exactly; CommitAtOrBefore finds the last commit at or
-// before any LSN (§7 item 9).
+// before any LSN (docs/reference/sqlserver-cdc.md §2.5).
 func testCommitTime(ctx context.Context, t *testing.T, env Env) {
 	tbl, ci := ordersTable(ctx, t, env)
 	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
@@ -333,7 +335,8 @@ func testCommitTime(ctx context.Context, t *testing.T, env Env) {
 	}
 }
 
-// NthCommitAfter counts every mapping row: idle entries too (§7 item 11).
+// NthCommitAfter counts every mapping row: idle entries too
+// (docs/reference/sqlserver-cdc.md §2.1).
 func testNthCommitAfter(ctx context.Context, t *testing.T, env Env) {
 	tbl, ci := ordersTable(ctx, t, env)
 	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
@@ -491,7 +494,7 @@ func testCompositeTiles(ctx context.Context, t *testing.T, env Env) {
 }
 
 // A case-insensitive string key: 'foo' and 'FOO' sort as equal, and ranges cut at bounds
-// in either case still read every row once (§7 item 22).
+// in either case still read every row once (docs/reference/sqlserver-cdc.md §8.5).
 func testCaseInsensitiveTiles(ctx context.Context, t *testing.T, env Env) {
 	must(t, env.CreateTable(ctx, Table{Name: "names", Columns: [][2]string{{"name", "varchar(20) COLLATE Latin1_General_CI_AS"}, {"n", "int"}, {"v", "int"}}, Key: []string{"name", "n"}, Instance: "names_ci"}))
 	words := []string{"alpha", "Alpha", "ALPHA", "beta", "Beta", "gamma", "GAMMA", "delta", "n", "N", "zeta"}
@@ -525,7 +528,8 @@ func testCaseInsensitiveTiles(ctx context.Context, t *testing.T, env Env) {
 }
 
 // Chunks planned by chaining KeyBound (each the key after n rows) tile the table, with the
-// last chunk ending at the first key after MAX (S6 and the keyset plan of §3).
+// last chunk ending at the first key after MAX (S6 of docs/reference/sqlserver-cdc.md §12,
+// and the keyset plan of docs/reference/original-library.md §11.2).
 func testKeyBoundChain(ctx context.Context, t *testing.T, env Env) {
 	must(t, env.CreateTable(ctx, Table{Name: "comp", Columns: [][2]string{{"region", "varchar(10)"}, {"n", "int"}, {"v", "int"}}, Key: []string{"region", "n"}, Instance: "comp_ci"}))
 	var stmts []Stmt
@@ -573,8 +577,8 @@ func testUnknownInstance(ctx context.Context, t *testing.T, env Env) {
 
 // A column the instance lacks reads as a typed NULL in change rows and table rows. A
 // column marked not Present (dropped from the source table) is still in the change table,
-// which keeps the values captured before the DROP (reference original-stream-and-tables.md
-// §7 item 19): change rows read them, only the table read has NULL.
+// which keeps the values captured before the DROP (docs/reference/sqlserver-cdc.md §6.2):
+// change rows read them, only the table read has NULL.
 func testAbsentColumns(ctx context.Context, t *testing.T, env Env) {
 	tbl, ci := ordersTable(ctx, t, env)
 	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 7, "note": "x"})))

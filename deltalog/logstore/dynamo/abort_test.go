@@ -15,7 +15,7 @@ import (
 
 // abortingRival deletes the item our claim collided with, as soon as the collision is
 // seen: what delta-rs does with its own incomplete entry when its copy fails
-// (abort_commit_entry, delta-protocol-notes B7 step 5).
+// (abort_commit_entry, docs/reference/delta-protocol.md §13.7).
 type abortingRival struct {
 	dynamo.Client
 	ddb *dynamodb.Client

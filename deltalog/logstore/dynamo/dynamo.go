@@ -11,8 +11,8 @@
 //	complete   S         "true" / "false"
 //	expireTime N         epoch seconds, now + 1 day, set only when complete (TTL attribute)
 //
-// Writing version N (the algorithm recommended in delta-protocol-notes B12, which Spark and
-// delta-rs readers both recover):
+// Writing version N (docs/reference/delta-protocol.md §13.11, which Spark and delta-rs
+// readers both recover):
 //
 //  1. Check N: N.json must not exist, and item N-1 must be complete (recovered here when
 //     it is not) with N-1.json present. Skipped when this LogStore saw N-1 committed and

@@ -1,6 +1,6 @@
 // Package commitlog holds what every log store shares: the commit file names of Delta
-// PROTOCOL.md § Delta Log Entries (_delta_log/<v:020>.json) and finding the newest commit by
-// listing.
+// docs/reference/delta-protocol.md §2.1 (_delta_log/<v:020>.json) and finding the newest
+// commit by listing.
 package commitlog
 
 import (
@@ -93,7 +93,7 @@ func newest(ctx context.Context, s storage.Store, startAfter string) (int64, err
 }
 
 // lastCheckpoint reads _delta_log/_last_checkpoint's version, or -1 when it is missing or
-// unreadable (it is only a hint: PROTOCOL.md § Last Checkpoint File).
+// unreadable (it is only a hint: docs/reference/delta-protocol.md §8).
 func lastCheckpoint(ctx context.Context, s storage.Store) int64 {
 	b, err := s.GetRange(ctx, Dir+"_last_checkpoint", 0, -1)
 	if err != nil {

@@ -1,5 +1,5 @@
 # What the tables of one lake share: the DynamoDB commit table of Delta's
-# S3DynamoDBLogStore (DESIGN.md §7, deltalog/logstore/dynamo) and the lifecycle rule that
+# S3DynamoDBLogStore (docs/design.md §7, deltalog/logstore/dynamo) and the lifecycle rule that
 # expires its temporary commit files.
 
 # The item schema Spark, delta-rs and deltalog/logstore/dynamo share: tablePath (HASH) and

@@ -7,7 +7,7 @@
 locals {
   # Where the functions read and write, from the spec's URLs (validated as
   # s3://bucket/prefix without a trailing '/'): the three locations internal/connect opens. The
-  # snapshot's staging area (plans, manifests) is under the checkpoint. DESIGN.md §4.4's
+  # snapshot's staging area (plans, manifests) is under the checkpoint. docs/design.md §4.4's
   # "<bronze>_snapshot_plans" table belongs to the chunked snapshot, which is not built
   # (core/config refuses it), so nothing is granted there.
   s3_locations = {
@@ -172,7 +172,7 @@ data "aws_iam_policy_document" "states" {
   }
 
   # A machine that restarts itself before the 25,000-event history limit (the backfill
-  # loop, DESIGN.md §6.3) calls states:startExecution on its own ARN.
+  # loop, docs/design.md §6.3) calls states:startExecution on its own ARN.
   dynamic "statement" {
     for_each = length(local.self_starting_machines) > 0 ? [local.self_starting_machines] : []
     content {

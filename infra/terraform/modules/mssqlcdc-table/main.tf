@@ -1,4 +1,4 @@
-# One SQL Server table captured into Delta Lake on S3 (DESIGN.md §2): the Lambda functions
+# One SQL Server table captured into Delta Lake on S3 (docs/design.md §2): the Lambda functions
 # built by `make build`, each reading this table's spec from MSSQLCDC_SPEC. The IAM roles are
 # in iam.tf, the stream's schedule in schedule.tf, the state machines in stepfunctions.tf.
 
@@ -89,7 +89,7 @@ resource "aws_lambda_function" "this" {
   }
 
   # One stream invocation at a time per table: a second one would find the checkpoint's
-  # offsets taken and stop with ConcurrentStreamError (DESIGN.md §4.5, §6.1).
+  # offsets taken and stop with ConcurrentStreamError (docs/design.md §4.5, §6.1).
   reserved_concurrent_executions = each.key == "stream" ? 1 : -1
 
   environment {

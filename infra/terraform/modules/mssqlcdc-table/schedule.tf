@@ -1,4 +1,4 @@
-# EventBridge Scheduler runs the stream every N minutes (DESIGN.md §6.1). An invocation
+# EventBridge Scheduler runs the stream every N minutes (docs/design.md §6.1). An invocation
 # resumes from the checkpoint and works until caught up or out of time; reserved
 # concurrency 1 (main.tf) keeps one per table.
 

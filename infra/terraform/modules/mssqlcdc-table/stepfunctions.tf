@@ -1,4 +1,4 @@
-# The Step Functions machines of statemachine/*.asl.json (DESIGN.md §6.2-6.4), rendered with
+# The Step Functions machines of statemachine/*.asl.json (docs/design.md §6.2–§6.4), rendered with
 # templatefile(): each Task's Resource is a ${<function>_function_arn} placeholder.
 
 locals {

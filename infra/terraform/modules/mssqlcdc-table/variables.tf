@@ -15,7 +15,7 @@ variable "name" {
 
 variable "spec" {
   description = <<-EOT
-    The table spec (DESIGN.md 4.6, core/config): the JSON document every function of this
+    The table spec (docs/design.md §4.6, core/config): the JSON document every function of this
     table reads from its MSSQLCDC_SPEC environment variable. Attribute names are the JSON
     names; unset (null) attributes are left out of the document so the functions apply their
     own defaults. The bronze, checkpoint and facts_table URLs must be s3://bucket/prefix:
