@@ -55,7 +55,7 @@ var skipped = []string{"testdata/", "internal/repotest/"}
 
 var (
 	// section is one section sign and what it names: a number (§4.2, §A1) or a title.
-	sectionID = `(?:[A-Z]?\d+(?:\.\d+)*|[A-Z][\w'-]*(?: [A-Za-z][\w'-]*)*)`
+	sectionID = "(?:[A-Z]?\\d+(?:\\.\\d+)*|[A-Za-z`][\\w'`-]*(?: [A-Za-z`][\\w'`-]*)*)"
 	// citation is a document name followed by one or more section signs:
 	// "docs/reference/sqlserver-cdc.md §1.2, §3.5 and §9", "[facts.md](facts.md) § Events".
 	citation = regexp.MustCompile(`([\w./-]+\.md)\)?\s*§\s*` + sectionID +
@@ -341,6 +341,7 @@ func TestCheckFindsEachKind(t *testing.T) {
 		{"core/x/a.go", "// see docs/reference/sqlserver-cdc.md §1.2, §3.3 and §9.\n", ""},
 		{"core/x/a.go", "// see docs/reference/sqlserver-cdc.md\n// §1.2 (wrapped).\n", ""},
 		{"core/x/a.go", "// (docs/design.md §4.2; docs/bronze.md § Columns)\n", ""},
+		{"core/x/a.go", "// (docs/spec.md § source; docs/operations.md § `mssqlcdc maintain`)\n", ""},
 		{"docs/x.md", "as [facts.md](facts.md) § Events says and [§2.1](reference/delta-protocol.md)\n", ""},
 		{"docs/reference/lab-findings.md", "as §3 says\n", ""},
 		{"core/x/a.go", "// (DESIGN.md §4.2)\n", "DESIGN.md"},
