@@ -8,6 +8,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
@@ -32,15 +33,15 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc bootstrap --spec FILE [--no-stream] [--sim]"}
 	}
-	spec, src, job, err := openJob(ctx, *specPath, *sim, stderr)
+	spec, deps, err := openSnapshot(ctx, *specPath, *sim, stderr)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer deps.Source.Close()
 	if !spec.Bootstrap {
 		return &config.ConfigError{Problems: []config.Problem{{Field: "bootstrap", Reason: "mssqlcdc bootstrap needs bootstrap: true in the spec (the stream then starts at the snapshot); use mssqlcdc snapshot for a snapshot alone"}}}
 	}
-	off, err := job.Run(ctx)
+	off, err := snapshot.Run(ctx, deps)
 	if err != nil {
 		return err
 	}
@@ -49,11 +50,11 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *noStream {
 		return nil
 	}
-	deps, err := connect.StreamDeps(ctx, spec, src)
+	sdeps, err := connect.StreamDeps(ctx, spec, deps.Source)
 	if err != nil {
 		return err
 	}
-	return streamLoop(ctx, spec, deps, quietStreamOptions(stdout), loopOptions{availableNow: true}, stdout)
+	return streamLoop(ctx, spec, sdeps, quietStreamOptions(stdout), loopOptions{availableNow: true}, stdout)
 }
 
 // setupBootstrapDemoSource makes the demo's simulated database for a bootstrap: o.Rows
@@ -84,12 +85,12 @@ func setupBootstrapDemoSource(o demoOptions, out io.Writer) (*demoSource, error)
 // demoSnapshot runs the bootstrap's snapshot steps in-process while the workload writes,
 // and returns the snapshot's LSN: the stream starts after it.
 func demoSnapshot(ctx context.Context, spec *config.Spec, ds *demoSource, out io.Writer) (lsn.LSN, error) {
-	job, err := connect.SnapshotJob(ctx, spec, ds.db)
+	deps, err := connect.SnapshotDeps(ctx, spec, ds.db)
 	if err != nil {
 		return lsn.Zero, err
 	}
 	began := time.Now()
-	off, err := job.Run(ctx)
+	off, err := snapshot.Run(ctx, deps)
 	if err != nil {
 		return lsn.Zero, fmt.Errorf("snapshot: %w", err)
 	}

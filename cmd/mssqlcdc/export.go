@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
@@ -38,16 +38,16 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &usageError{msg: "--snapshot-lsn: " + err.Error()}
 		}
 	}
-	spec, src, job, err := openJob(ctx, *specPath, *sim, stderr)
+	spec, deps, err := openSnapshot(ctx, *specPath, *sim, stderr)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer deps.Source.Close()
 	dst, _, err := location.Open(ctx, *to, connect.Location(spec))
 	if err != nil {
 		return err
 	}
-	res, err := job.Export(ctx, dst, l, parquetio.WriterOptions{})
+	res, err := snapshot.Export(ctx, deps, dst, l)
 	if err != nil {
 		return err
 	}

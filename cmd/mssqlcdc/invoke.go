@@ -116,11 +116,11 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (an
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, &snapshot.EventError{Reason: "not a snapshot event: " + err.Error()}
 		}
-		job, err := connect.SnapshotJob(ctx, inv.spec, inv.src)
+		deps, err := connect.SnapshotDeps(ctx, inv.spec, inv.src)
 		if err != nil {
 			return nil, snapshot.Named(err)
 		}
-		return job.Handle(ctx, ev)
+		return snapshot.Handle(ctx, deps, ev)
 	case "stream":
 		var ev struct {
 			MaxSeconds *float64 `json:"max_seconds"`

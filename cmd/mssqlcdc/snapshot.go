@@ -41,20 +41,22 @@ func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer)
 	return db, nil, nil
 }
 
-// openJob loads the spec file at path, opens its SQL Server (or with sim the demo's
-// simulated database) and the snapshot job around it. The caller closes src.
-func openJob(ctx context.Context, path string, sim bool, out io.Writer) (spec *config.Spec, src source.Source, job *snapshot.Job, err error) {
+// openSnapshot loads the spec file at path, opens its SQL Server (or with sim the demo's
+// simulated database) and the snapshot steps' connections around it. The caller closes
+// deps.Source.
+func openSnapshot(ctx context.Context, path string, sim bool, out io.Writer) (spec *config.Spec, deps snapshot.Deps, err error) {
 	if spec, err = connect.SpecFile(path); err != nil {
-		return nil, nil, nil, err
+		return nil, snapshot.Deps{}, err
 	}
-	if src, _, err = openSource(ctx, spec, sim, out); err != nil {
-		return nil, nil, nil, err
+	src, _, err := openSource(ctx, spec, sim, out)
+	if err != nil {
+		return nil, snapshot.Deps{}, err
 	}
-	if job, err = connect.SnapshotJob(ctx, spec, src); err != nil {
+	if deps, err = connect.SnapshotDeps(ctx, spec, src); err != nil {
 		src.Close()
-		return nil, nil, nil, err
+		return nil, snapshot.Deps{}, err
 	}
-	return spec, src, job, nil
+	return spec, deps, nil
 }
 
 func printOffset(out io.Writer, o lsn.Offset) {
@@ -73,11 +75,11 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc snapshot --spec FILE [--resnapshot] [--sim]"}
 	}
-	spec, src, job, err := openJob(ctx, *specPath, *sim, stderr)
+	spec, deps, err := openSnapshot(ctx, *specPath, *sim, stderr)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer deps.Source.Close()
 	bronzeT, err := connect.Table(ctx, spec.Bronze, connect.Location(spec))
 	if err != nil {
 		return err
@@ -88,8 +90,8 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	// snapshot(target): no facts rows of its own, and no checkpoint to resume from: its
 	// offset starts a new checkpoint (seed "A snapshot without the stream").
-	job.Standalone, job.Resnapshot, job.Checkpoint = true, *resnapshot, nil
-	off, err := job.Run(ctx)
+	deps.Options.Standalone, deps.Options.Resnapshot = true, *resnapshot
+	off, err := snapshot.Run(ctx, deps)
 	if err != nil {
 		return err
 	}

@@ -110,11 +110,11 @@ func TestInvokeStreamNamesErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	job, err := connect.SnapshotJob(ctx, spec, src)
+	deps, err := connect.SnapshotDeps(ctx, spec, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := job.Run(ctx); err != nil {
+	if _, err := snapshot.Run(ctx, deps); err != nil {
 		t.Fatal(err)
 	}
 	inv := &invoker{spec: spec, src: src, ds: ds}

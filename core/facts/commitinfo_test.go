@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"maps"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // The facts commits' operationParameters are Spark's WRITE in Append mode, values bare as
@@ -18,17 +17,14 @@ import (
 // line itself: a quoted value ("\"Append\"") shows as another mode in DESCRIBE HISTORY.
 func TestAppendCommitInfoIsSparks(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "facts")
-	tbl := openFacts(t, dir)
+	lake := testlake.New(t, testlake.Local)
+	tbl := lake.Table(lake.URL("facts"))
 	for b := int64(0); b < 2; b++ {
 		if _, err := Append(ctx, tbl, TxnFacts("a"), b, []Row{{AppID: "a", BatchID: Int64(b), Target: "t"}}, parquetio.WriterOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st, err := localstore.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := lake.RawStore(lake.URL("facts"))
 	for _, name := range []string{"00000000000000000000.json", "00000000000000000001.json"} {
 		op, params := committedOperation(t, ctx, st.Get, "_delta_log/"+name)
 		want := map[string]string{"mode": "Append", "partitionBy": "[]"}

@@ -60,8 +60,17 @@ func DataSkippedRow(appID string, batch int64, target string, from, to lsn.LSN, 
 	return r
 }
 
-// OpenDetail is the snapshot_open row's detail (§9.5). Keys JSON keys are only ever
-// added. A missing or unknown Mode reads as chunked.
+// SnapshotRow is a snapshot's event row (snapshot_open, bootstrap, resnapshot) at the
+// snapshot's offset: min_lsn, max_lsn and end_lsn its LSN, the commit-time columns its
+// commit time (NULL when the LSN is no commit's), rows 0 (the caller sets a completion
+// row's count).
+func SnapshotRow(appID, target, event string, snap lsn.Offset) Row {
+	return eventRow(appID, nil, target, event, snap.LSN, snap.CommitTime())
+}
+
+// OpenDetail is the snapshot_open row's detail (docs/reference/original-library.md §6.5,
+// docs/facts.md), the one shape for writing it (String) and reading it (OpenSnapshots).
+// JSON keys are only ever added. A missing or unknown Mode reads as chunked.
 type OpenDetail struct {
 	Mode       string          `json:"mode"`
 	Kind       string          `json:"kind"`
@@ -70,6 +79,21 @@ type OpenDetail struct {
 	LostToTS   *string         `json:"lost_to_ts"`
 	Keys       []string        `json:"keys,omitempty"`
 	Plan       json.RawMessage `json:"plan,omitempty"`
+}
+
+// Modes and kinds of a snapshot_open row's detail.
+const (
+	ModeFull       = "full"
+	ModeChunked    = "chunked"
+	KindBootstrap  = "bootstrap"
+	KindResnapshot = "resnapshot"
+)
+
+// String is the detail's JSON, e.g. {"mode":"full","kind":"bootstrap","generation":0,
+// "lost_from_ts":null,"lost_to_ts":null}.
+func (d OpenDetail) String() string {
+	b, _ := json.Marshal(d)
+	return string(b)
 }
 
 // WarningsDetail is a micro-batch row's detail: {"warnings": [...]}, or "" for none.

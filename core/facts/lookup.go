@@ -45,8 +45,8 @@ func OpenSnapshots(rows []Row, appID string, minLSN lsn.LSN) []OpenSnapshot {
 			var d OpenDetail
 			_ = json.Unmarshal([]byte(r.Detail), &d)
 			mode := d.Mode
-			if mode != "full" {
-				mode = "chunked"
+			if mode != ModeFull {
+				mode = ModeChunked
 			}
 			opens = append(opens, OpenSnapshot{S: s, Mode: mode, Detail: d, Row: r})
 		}
@@ -62,13 +62,13 @@ func OpenSnapshots(rows []Row, appID string, minLSN lsn.LSN) []OpenSnapshot {
 		if closedAny && o.S.Compare(closed) <= 0 {
 			continue
 		}
-		if o.Mode == "full" && !minLSN.IsZero() && o.S.Less(minLSN) {
+		if o.Mode == ModeFull && !minLSN.IsZero() && o.S.Less(minLSN) {
 			continue
 		}
-		if o.Mode == "chunked" {
+		if o.Mode == ModeChunked {
 			superseded := false
 			for _, n := range opens[i+1:] {
-				if n.Mode == "chunked" && o.S.Less(n.S) {
+				if n.Mode == ModeChunked && o.S.Less(n.S) {
 					superseded = true
 					break
 				}

@@ -1,15 +1,17 @@
 // Package facts is the facts table: one row per stream batch plus event rows (snapshots,
 // schema changes, capture-instance switches, skipped data), shared by many tables, and the
-// look-ups the jobs make in it. Columns, event kinds, formulas and idempotency keys are
-// those of the original (reference original-stream-and-tables.md §9), unchanged, except
-// that facts rows hold no source key values (DESIGN.md §4.3): chunk bounds live in the
-// plans table.
+// look-ups the jobs make in it (docs/facts.md). Columns, event kinds, formulas and
+// idempotency keys are those of the original library (docs/reference/original-library.md
+// §6), unchanged, except that facts rows hold no source key values (docs/design.md §4.3):
+// chunk bounds live in the plans table.
 //
-// Every time column is timestamp_ntz in UTC (microseconds). Every append is keyed by a
-// Delta txn so that a replayed step never writes a row twice (§9.2, last column):
+// Every time column is timestamp_ntz in UTC (microseconds). Every append goes through
+// deltalog/ingest keyed by a Delta txn, so that a replayed step never writes a row twice
+// (docs/reference/original-library.md §6.2):
 //
 //	micro-batch row and its event rows   txn(<app_id>#facts, batch id)   TxnFacts
 //	bootstrap / resnapshot               txn(<app_id>#events, 0 or n)    TxnEvents
+//	snapshot_open (full)                 txn(<app_id>#open.<L>, 0)       TxnOpen
 //	snapshot_open (chunked)              txn(<app_id>#snapshots, n)      TxnSnapshots
 //	snapshot_chunk                       txn(<app_id>#snapchunks.<S>, wave) TxnSnapChunks
 //	snapshot_plan                        txn(<app_id>#snapplan.<S>, 0)   TxnSnapPlan
@@ -17,6 +19,8 @@ package facts
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
 // Column names, in creation order (§9.1). Readers select by name: tables migrated by the
@@ -107,8 +111,9 @@ func Schema() *arrow.Schema { return schema }
 
 // Txn app ids of the facts appends (§9.2). The version is the batch id, generation, or
 // wave as the package doc lists.
-func TxnFacts(appID string) string                { return appID + "#facts" }
-func TxnEvents(appID string) string               { return appID + "#events" }
-func TxnSnapshots(appID string) string            { return appID + "#snapshots" }
-func TxnSnapChunks(appID, snapshot string) string { return appID + "#snapchunks." + snapshot }
-func TxnSnapPlan(appID, snapshot string) string   { return appID + "#snapplan." + snapshot }
+func TxnFacts(appID string) string                  { return appID + "#facts" }
+func TxnEvents(appID string) string                 { return appID + "#events" }
+func TxnSnapshots(appID string) string              { return appID + "#snapshots" }
+func TxnOpen(appID string, snapshot lsn.LSN) string { return appID + "#open." + snapshot.String() }
+func TxnSnapChunks(appID, snapshot string) string   { return appID + "#snapchunks." + snapshot }
+func TxnSnapPlan(appID, snapshot string) string     { return appID + "#snapplan." + snapshot }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
 // BatchStats accumulates a batch's facts from the bronze records it writes (reference §8
@@ -115,14 +116,31 @@ func (s *BatchStats) Fill(r *Row) {
 	r.Deletes, r.Inserts, r.Updates = s.Deletes, s.Inserts, s.Updates
 }
 
-// UserMetadata is the compact JSON a stream append carries in commitInfo.userMetadata
-// (reference §8 step 3): the batch's facts, times ISO-8601 with milliseconds.
+// BatchMetadata is the compact JSON a stream batch's bronze commit carries in
+// commitInfo.userMetadata (docs/design.md §4.2; docs/reference/original-library.md §5.1):
+// the batch's facts, so a rerun after a crash between the bronze and the facts commit
+// rebuilds its facts row without reading the source again. The one shape for writing
+// (BatchStats.UserMetadata) and reading (ParseUserMetadata); times in lsn.TimeLayout.
+type BatchMetadata struct {
+	Rows        int64   `json:"rows"`
+	MinLSN      *string `json:"min_lsn"`
+	MaxLSN      *string `json:"max_lsn"`
+	MinCommitTS *string `json:"min_commit_ts"`
+	MaxCommitTS *string `json:"max_commit_ts"`
+	Deletes     int64   `json:"deletes"`
+	Inserts     int64   `json:"inserts"`
+	Updates     int64   `json:"updates"`
+	BatchID     *int64  `json:"batch_id"`
+	AppID       string  `json:"app_id"`
+}
+
+// UserMetadata is the batch's BatchMetadata JSON.
 func (s *BatchStats) UserMetadata(appID string, batchID int64) string {
 	ts := func(t *time.Time) *string {
 		if t == nil {
 			return nil
 		}
-		v := t.UTC().Format("2006-01-02T15:04:05.000")
+		v := lsn.FormatTime(*t)
 		return &v
 	}
 	str := func(v string) *string {
@@ -131,36 +149,17 @@ func (s *BatchStats) UserMetadata(appID string, batchID int64) string {
 		}
 		return &v
 	}
-	b, _ := json.Marshal(struct {
-		Rows        int64   `json:"rows"`
-		MinLSN      *string `json:"min_lsn"`
-		MaxLSN      *string `json:"max_lsn"`
-		MinCommitTS *string `json:"min_commit_ts"`
-		MaxCommitTS *string `json:"max_commit_ts"`
-		Deletes     int64   `json:"deletes"`
-		Inserts     int64   `json:"inserts"`
-		Updates     int64   `json:"updates"`
-		BatchID     int64   `json:"batch_id"`
-		AppID       string  `json:"app_id"`
-	}{s.Rows, str(s.MinLSN), str(s.MaxLSN), ts(s.MinCommitTS), ts(s.MaxCommitTS), s.Deletes, s.Inserts, s.Updates, batchID, appID})
+	b, _ := json.Marshal(BatchMetadata{Rows: s.Rows, MinLSN: str(s.MinLSN), MaxLSN: str(s.MaxLSN),
+		MinCommitTS: ts(s.MinCommitTS), MaxCommitTS: ts(s.MaxCommitTS), Deletes: s.Deletes, Inserts: s.Inserts,
+		Updates: s.Updates, BatchID: &batchID, AppID: appID})
 	return string(b)
 }
 
 // ParseUserMetadata reads back what UserMetadata wrote: the batch's facts, its app_id and
-// batch id. Bytes is not recorded and reads as 0.
+// batch id. Bytes is not recorded and reads as 0. A document without batch_id (another
+// writer's commit) is an error.
 func ParseUserMetadata(s string) (st BatchStats, appID string, batchID int64, err error) {
-	var md struct {
-		Rows        int64   `json:"rows"`
-		MinLSN      *string `json:"min_lsn"`
-		MaxLSN      *string `json:"max_lsn"`
-		MinCommitTS *string `json:"min_commit_ts"`
-		MaxCommitTS *string `json:"max_commit_ts"`
-		Deletes     int64   `json:"deletes"`
-		Inserts     int64   `json:"inserts"`
-		Updates     int64   `json:"updates"`
-		BatchID     *int64  `json:"batch_id"`
-		AppID       string  `json:"app_id"`
-	}
+	var md BatchMetadata
 	if err := json.Unmarshal([]byte(s), &md); err != nil {
 		return st, "", 0, fmt.Errorf("batch userMetadata: %w", err)
 	}
@@ -171,9 +170,9 @@ func ParseUserMetadata(s string) (st BatchStats, appID string, batchID int64, er
 		if p == nil {
 			return nil, nil
 		}
-		t, err := time.Parse("2006-01-02T15:04:05.999999999", *p)
+		t, err := lsn.ParseTime(*p)
 		if err != nil {
-			return nil, fmt.Errorf("batch userMetadata time %q: %w", *p, err)
+			return nil, fmt.Errorf("batch userMetadata: %w", err)
 		}
 		return &t, nil
 	}

@@ -3,39 +3,25 @@ package facts
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
-
-func openFacts(t *testing.T, dir string) *deltalog.Table {
-	st, err := localstore.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls, err := localfs.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return deltalog.Open(st, ls, deltalog.Options{RetryBaseDelay: 1})
-}
 
 // Appends are keyed by txn: a replay writes nothing. Many streams share one table and
 // append at once (blind appends retry on lost races).
 func TestAppendIdempotentAndShared(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "facts")
+	lake := testlake.New(t, testlake.Local)
+	url := lake.URL("facts")
 	var wg sync.WaitGroup
 	for a := 0; a < 4; a++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tbl := openFacts(t, dir)
+			tbl := lake.Table(url)
 			app := fmt.Sprint("app", a)
 			for b := int64(0); b < 3; b++ {
 				for try := 0; try < 2; try++ { // the second is a replay
@@ -44,15 +30,15 @@ func TestAppendIdempotentAndShared(t *testing.T) {
 						t.Errorf("%s batch %d: %v", app, b, err)
 						return
 					}
-					if res.Skipped != (try == 1) {
-						t.Errorf("%s batch %d try %d: skipped=%v", app, b, try, res.Skipped)
+					if res.Replayed != (try == 1) {
+						t.Errorf("%s batch %d try %d: replayed=%v", app, b, try, res.Replayed)
 					}
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	snap, err := openFacts(t, dir).Snapshot(ctx)
+	snap, err := lake.Table(url).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"sort"
 	"strings"
 
@@ -32,7 +31,6 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // Null is how a NULL value is written in a State.
@@ -98,34 +96,22 @@ func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*S
 	latest := map[string]*image{}
 	seen := map[string]bool{}
 	newest := "" // the newest whole snapshot's LSN; "" when bronze holds none
-	store := snap.Table().Store()
-	for _, add := range snap.Files() {
-		key, err := url.PathUnescape(add.Path)
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	for {
+		rec, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		it, err := parquetio.ReadFile(ctx, store, key, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		err = func() error {
-			defer it.Close()
-			for {
-				rec, err := it.Next(ctx)
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				newest = max(newest, newestSnapshot(rec))
-				err = fold(rec, cols, keys, latest, seen, lg)
-				rec.Release()
-				if err != nil {
-					return fmt.Errorf("%s: %w", key, err)
-				}
-			}
-		}()
+		newest = max(newest, newestSnapshot(rec))
+		err = fold(rec, cols, keys, latest, seen, lg)
+		rec.Release()
 		if err != nil {
 			return nil, nil, err
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,19 +16,16 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
-	"github.com/mssqlcdc/mssqlcdc/core/internal/emulake"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
-	"github.com/mssqlcdc/mssqlcdc/core/source/sourcefault"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // keyCase is one table shape: its columns, unique index (nil: heap), snapshotKeys, the
@@ -76,14 +72,13 @@ type env struct {
 	db   *cdcsim.DB
 	spec *config.Spec
 	kc   keyCase
-	aws  *emulake.Lake
-	// f, when set, routes every store, log store and source call of the jobs through it.
-	f *deltatest.Faults
+	lake *testlake.Lake
+	opts snapshot.Options
 }
 
-func newEnv(t *testing.T, kc keyCase, rows int) *env { return newEnvOn(t, backendLocal, kc, rows) }
+func newEnv(t *testing.T, kc keyCase, rows int) *env { return newEnvOn(t, testlake.Local, kc, rows) }
 
-func newEnvOn(t *testing.T, backend string, kc keyCase, rows int) *env {
+func newEnvOn(t *testing.T, backend testlake.Backend, kc keyCase, rows int) *env {
 	t.Helper()
 	db := cdcsim.New(cdcsim.Config{Seed: 7})
 	if err := db.CreateTable(cdcsim.TableSpec{Name: "t", Columns: kc.cols, Key: kc.index}); err != nil {
@@ -104,54 +99,37 @@ func newEnvOn(t *testing.T, backend string, kc keyCase, rows int) *env {
 	if _, err := db.EnableCapture("t", cdcsim.CaptureOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	lake := testlake.New(t, backend)
 	spec := &config.Spec{AppID: "t-v1", Bootstrap: true,
-		Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_t"},
-		Bronze: filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "checkpoint"), FactsTable: filepath.Join(dir, "facts")}
-	ab := useBackend(t, backend, spec)
+		Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_t"}}
+	lake.Use(spec)
 	spec.Defaults()
 	spec.Options.NumPartitions = 3
 	spec.Options.SnapshotKeys = kc.snapshotKeys
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, db: db, spec: spec, kc: kc, aws: ab}
+	return &env{t: t, db: db, spec: spec, kc: kc, lake: lake}
 }
 
-func (e *env) table(url string) *deltalog.Table {
-	st, ls := e.stores(url)
-	if e.f != nil {
-		st, ls = e.f.Store(st), e.f.LogStore(ls)
+// deps are the snapshot steps' connections of one invocation (fresh tables, as a new
+// Lambda would open), through the lake's fault plan when set.
+func (e *env) deps() snapshot.Deps {
+	opts := e.opts
+	if opts.Now == nil {
+		opts.Now = e.db.Now
 	}
-	return deltalog.Open(st, ls, deltalog.Options{RetryBaseDelay: 1})
+	return snapshot.Deps{Spec: e.spec, Source: e.lake.Source(e.db), Bronze: e.lake.Table(e.spec.Bronze),
+		Facts: e.lake.Table(e.spec.FactsTable), Staging: e.lake.Store(e.spec.Checkpoint), Options: opts}
 }
 
-func (e *env) checkpointStore() storage.Store {
-	st, _ := e.stores(e.spec.Checkpoint)
-	if e.f != nil {
-		return e.f.Store(st)
-	}
-	return st
-}
-
-// job is the snapshot job of one invocation (fresh tables, as a new Lambda would open).
-func (e *env) job() *snapshot.Job {
-	var src source.Source = e.db
-	if e.f != nil {
-		src = sourcefault.Wrap(e.db, e.f)
-	}
-	j := snapshot.FromSpec(e.spec, src, snapshot.Tables{Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: e.checkpointStore()})
-	j.Now = e.db.Now
-	return j
-}
+// run takes (or finds) the snapshot in-process.
+func (e *env) run() (lsn.Offset, error) { return snapshot.Run(context.Background(), e.deps()) }
 
 func (e *env) stream() {
 	e.t.Helper()
-	cp, _ := e.stores(e.spec.Checkpoint)
-	f := e.f
-	e.f = nil
-	defer func() { e.f = f }()
-	deps := stream.Deps{Source: e.db, Bronze: e.table(e.spec.Bronze), Facts: e.table(e.spec.FactsTable), Checkpoint: checkpoint.New(cp, e.spec.AppID)}
+	deps := stream.Deps{Source: e.db, Bronze: e.lake.RawTable(e.spec.Bronze), Facts: e.lake.RawTable(e.spec.FactsTable),
+		Checkpoint: checkpoint.New(e.lake.RawStore(e.spec.Checkpoint), e.spec.AppID)}
 	for i := 0; i < 100; i++ {
 		res, err := stream.Run(context.Background(), e.spec, deps, stream.Options{Now: e.db.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
@@ -174,11 +152,8 @@ func (e *env) exec(fn func(tx *cdcsim.Txn) error) {
 
 func (e *env) check() {
 	e.t.Helper()
-	f := e.f
-	e.f = nil
-	defer func() { e.f = f }()
 	ctx := context.Background()
-	snap, err := e.table(e.spec.Bronze).Snapshot(ctx)
+	snap, err := e.lake.RawTable(e.spec.Bronze).Snapshot(ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -205,10 +180,7 @@ func (e *env) check() {
 
 func (e *env) factsRows() []facts.Row {
 	e.t.Helper()
-	f := e.f
-	e.f = nil
-	defer func() { e.f = f }()
-	snap, err := e.table(e.spec.FactsTable).Snapshot(context.Background())
+	snap, err := e.lake.RawTable(e.spec.FactsTable).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -233,18 +205,18 @@ func count(rows []facts.Row, event string) int {
 // between the stamp and the read, deletes of rows the snapshot read and key updates.
 func TestBootstrapThenStreamRebuildsTheTable(t *testing.T) {
 	for _, kc := range keyCases {
-		t.Run(kc.name, func(t *testing.T) { testBootstrapThenStream(t, backendLocal, kc) })
+		t.Run(kc.name, func(t *testing.T) { testBootstrapThenStream(t, testlake.Local, kc) })
 	}
 }
 
 // The same on S3 (gofakes3) with the DynamoDB log store (dynalite).
 func TestBootstrapThenStreamOnEmulators(t *testing.T) {
 	for _, kc := range keyCases[:2] {
-		t.Run(kc.name, func(t *testing.T) { testBootstrapThenStream(t, backendAWS, kc) })
+		t.Run(kc.name, func(t *testing.T) { testBootstrapThenStream(t, testlake.AWS, kc) })
 	}
 }
 
-func testBootstrapThenStream(t *testing.T, backend string, kc keyCase) {
+func testBootstrapThenStream(t *testing.T, backend testlake.Backend, kc keyCase) {
 	e := newEnvOn(t, backend, kc, 60)
 	e.exec(func(tx *cdcsim.Txn) error { return tx.Update("t", kc.key(1), cdcsim.Row{"v": "changed before"}) })
 	// Commits between the stamp and the read: an update, a delete, an insert.
@@ -265,7 +237,7 @@ func testBootstrapThenStream(t *testing.T, backend string, kc keyCase) {
 	}
 	e.db.CommitBeforeRead(tx)
 
-	off, err := e.job().Run(context.Background())
+	off, err := e.run()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +262,7 @@ func testBootstrapThenStream(t *testing.T, backend string, kc keyCase) {
 
 	// A rerun of the whole flow reads nothing and writes no second row.
 	reads := e.db.Calls("ReadTable")
-	if _, err := e.job().Run(context.Background()); err != nil {
+	if _, err := e.run(); err != nil {
 		t.Fatal(err)
 	}
 	if e.db.Calls("ReadTable") != reads {
@@ -319,7 +291,7 @@ func TestBootstrapWithStartingLsnIsConfigError(t *testing.T) {
 func TestOpenUnderAnotherCaptureInstanceReadsNothing(t *testing.T) {
 	e := newEnv(t, keyCases[0], 30)
 	ctx := context.Background()
-	first, err := e.job().Run(ctx)
+	first, err := e.run()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +303,7 @@ func TestOpenUnderAnotherCaptureInstanceReadsNothing(t *testing.T) {
 	reads := e.db.Calls("ReadTable")
 	for _, name := range []string{"DBO_T", "dbo_t_v2"} {
 		e.spec.Source.CaptureInstance = name
-		res, err := e.job().Open(ctx)
+		res, err := snapshot.Open(ctx, e.deps())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,16 +321,16 @@ func TestOpenUnderAnotherCaptureInstanceReadsNothing(t *testing.T) {
 func TestKilledRunThenFullRerunOnDelta(t *testing.T) {
 	e := newEnv(t, keyCases[0], 30)
 	ctx := context.Background()
-	open, err := e.job().Open(ctx)
+	open, err := snapshot.Open(ctx, e.deps())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.job().Plan(ctx, open.Snapshot); err != nil {
+	if _, err := snapshot.Plan(ctx, e.deps(), open.Snapshot); err != nil {
 		t.Fatal(err)
 	}
 	// Killed. Capture moves on before the rerun, which stamps a new L.
 	e.exec(func(tx *cdcsim.Txn) error { return tx.Update("t", []any{int64(1)}, cdcsim.Row{"v": "later"}) })
-	off, err := e.job().Run(ctx)
+	off, err := e.run()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +356,7 @@ func TestExport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := e.job().Export(ctx, dst, l, parquetio.WriterOptions{})
+		res, err := snapshot.Export(ctx, e.deps(), dst, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,7 +391,7 @@ func TestExport(t *testing.T) {
 			t.Fatalf("exported %d rows (reported %d), want 40", rows, res.Rows)
 		}
 	}
-	if snap, _ := e.table(e.spec.Bronze).Snapshot(ctx); snap.Version() != -1 {
+	if snap, _ := e.lake.RawTable(e.spec.Bronze).Snapshot(ctx); snap.Version() != -1 {
 		t.Fatal("export wrote bronze")
 	}
 }
@@ -432,12 +404,12 @@ func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
 	s := "0x00000001000000010001"
 	row := facts.Row{AppID: e.spec.AppID, Event: facts.EventSnapshotOpen, MinLSN: s, MaxLSN: s, EndLSN: s,
 		Detail: `{"mode":"chunked","kind":"resnapshot","generation":2}`, Target: e.spec.Bronze, WrittenAt: time.Now().UTC()}
-	if _, err := facts.Append(ctx, e.table(e.spec.FactsTable), facts.TxnSnapshots(e.spec.AppID), 2, []facts.Row{row}, parquetio.WriterOptions{}); err != nil {
+	if _, err := facts.Append(ctx, e.lake.RawTable(e.spec.FactsTable), facts.TxnSnapshots(e.spec.AppID), 2, []facts.Row{row}, parquetio.WriterOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.job().Open(ctx)
+	_, err := snapshot.Open(ctx, e.deps())
 	var ml *snapshot.ModeLockError
-	if !errors.As(err, &ml) || ml.Snapshot != s || ml.Mode != "chunked" || ml.Generation != 2 {
+	if !errors.As(err, &ml) || ml.Snapshot.String() != s || ml.Mode != "chunked" || ml.Generation != 2 {
 		t.Fatalf("open: %v, want *ModeLockError for %s generation 2", err, s)
 	}
 	// The error names the snapshot's LSN and generation, and how to free the mode (seed
@@ -471,8 +443,7 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 		}
 		return d
 	}
-	job := e.job()
-	first, err := job.Export(ctx, dst(), lsn.Zero, parquetio.WriterOptions{})
+	first, err := snapshot.Export(ctx, e.deps(), dst(), lsn.Zero)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,8 +452,8 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 	if _, err := e.db.Exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("t", keyCases[0].row(13)); return err }); err != nil {
 		t.Fatal(err)
 	}
-	job.SnapshotLSN = recorded // recorded before this export's read; max_lsn has moved since
-	res, err := job.Export(ctx, dst(), lsn.Zero, parquetio.WriterOptions{})
+	e.spec.Options.SnapshotLsn = recorded.String() // recorded before this export's read; max_lsn has moved since
+	res, err := snapshot.Export(ctx, e.deps(), dst(), lsn.Zero)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,13 +461,13 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 		t.Fatalf("export %+v (%d rows), want the spec's stamp %s and 13 rows", res.Snapshot, res.Rows, recorded)
 	}
 	ahead := lsn.MustParse("0x7FFFFFFF000000010001")
-	job.SnapshotLSN = ahead
-	_, err = job.Export(ctx, dst(), lsn.Zero, parquetio.WriterOptions{})
+	e.spec.Options.SnapshotLsn = ahead.String()
+	_, err = snapshot.Export(ctx, e.deps(), dst(), lsn.Zero)
 	var sa *snapshot.StampAheadError
 	if !errors.As(err, &sa) || sa.Given != ahead {
 		t.Fatalf("export with a stamp ahead of max_lsn: %v", err)
 	}
-	_, err = job.Open(ctx)
+	_, err = snapshot.Open(ctx, e.deps())
 	if !errors.As(err, &sa) || reflectName(snapshot.Named(fmt.Errorf("open: %w", err))) != "*snapshot.StampAheadError" {
 		t.Fatalf("open with a stamp ahead of max_lsn: %v", err)
 	}
@@ -516,11 +487,11 @@ func TestExportRefusesNonEmptyTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := e.job().Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	first, err := snapshot.Export(ctx, e.deps(), dst, lsn.Zero)
 	if err != nil || len(first.Files) == 0 {
 		t.Fatalf("first export: %v, %d files", err, len(first.Files))
 	}
-	_, err = e.job().Export(ctx, dst, lsn.Zero, parquetio.WriterOptions{})
+	_, err = snapshot.Export(ctx, e.deps(), dst, lsn.Zero)
 	var ne *snapshot.TargetNotEmptyError
 	if !errors.As(err, &ne) || ne.URL != dst.URL() || ne.Key == "" {
 		t.Fatalf("second export: %v, want *TargetNotEmptyError naming %s and a key", err, dst.URL())

@@ -3,9 +3,9 @@ package snapshot_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -16,10 +16,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // Benchmarks of a full snapshot from cdcsim to committed Parquet files on local disk
@@ -133,30 +132,17 @@ func (r *meteredRows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 // sample > 0 it samples the live heap every sample rows read.
 func runBenchSnapshot(b *testing.B, src source.Source, ranges int, sample int64) *meteredSource {
 	b.Helper()
-	return runBenchSnapshotIn(b, b.TempDir(), src, ranges, sample)
+	return runBenchSnapshotIn(b, testlake.New(b, testlake.Local), src, ranges, sample)
 }
 
-func runBenchSnapshotIn(b *testing.B, dir string, src source.Source, ranges int, sample int64) *meteredSource {
+// runBenchSnapshotIn is runBenchSnapshot into lake (made before a meter starts).
+func runBenchSnapshotIn(b *testing.B, lake *testlake.Lake, src source.Source, ranges int, sample int64) *meteredSource {
 	b.Helper()
-	spec := &config.Spec{AppID: "bench", Source: config.Source{DSN: "sqlserver://sim@h?database=d", CaptureInstance: "dbo_bench"},
-		Bronze: filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "cp")}
+	spec := &config.Spec{AppID: "bench", Source: config.Source{DSN: "sqlserver://sim@h?database=d", CaptureInstance: "dbo_bench"}}
+	lake.Use(spec)
+	spec.FactsTable = ""
 	spec.Defaults()
 	spec.Options.NumPartitions = ranges
-	table := func(d string) *deltalog.Table {
-		st, err := localstore.New(d)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ls, err := localfs.New(d)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return deltalog.Open(st, ls, deltalog.Options{})
-	}
-	cp, err := localstore.New(spec.Checkpoint)
-	if err != nil {
-		b.Fatal(err)
-	}
 	m := &meteredSource{Source: src, sampling: sample > 0, next: sample, every: sample}
 	if sample > 0 {
 		runtime.GC()
@@ -164,13 +150,17 @@ func runBenchSnapshotIn(b *testing.B, dir string, src source.Source, ranges int,
 		runtime.ReadMemStats(&ms)
 		m.base = ms.HeapAlloc
 	}
-	j := snapshot.FromSpec(spec, m, snapshot.Tables{Bronze: table(spec.Bronze), Checkpoint: cp})
-	j.Standalone = true
-	if _, err := j.Run(context.Background()); err != nil {
+	d := snapshot.Deps{Spec: spec, Source: m, Bronze: lake.Table(spec.Bronze), Staging: lake.Store(spec.Checkpoint),
+		Options: snapshot.Options{Standalone: true, Writer: parquetio.WriterOptions{RowGroupBytes: *rowGroupMiB << 20}}}
+	if _, err := snapshot.Run(context.Background(), d); err != nil {
 		b.Fatal(err)
 	}
 	return m
 }
+
+// rowGroupMiB overrides the writers' row group (MiB; 0: ingest.DefaultRowGroupBytes), to
+// measure the default: go test ./core/snapshot -run '^$' -bench . -benchtime 1x -rowgroup 16
+var rowGroupMiB = flag.Int64("rowgroup", 0, "writer row group in MiB (0: the default)")
 
 func BenchmarkSnapshotThroughput(b *testing.B) {
 	const n = 1_000_000
@@ -207,11 +197,11 @@ func benchSnapshot(b *testing.B, src source.Source, ranges int) {
 	var rows, bytes int64
 	var m benchmetrics.Meter
 	for i := 0; i < b.N; i++ {
-		dir := b.TempDir() // created before the meter starts
+		lake := testlake.New(b, testlake.Local) // made before the meter starts
 		if i == 0 {
 			m = benchmetrics.Start()
 		}
-		ms := runBenchSnapshotIn(b, dir, src, ranges, 0)
+		ms := runBenchSnapshotIn(b, lake, src, ranges, 0)
 		rows, bytes = rows+ms.rows, bytes+ms.bytes
 	}
 	m.Report(b, rows, bytes)

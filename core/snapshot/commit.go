@@ -3,15 +3,19 @@ package snapshot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 )
 
-// TxnAppID is the Delta txn appId of a full snapshot's commit (DESIGN.md §4.2): version 0.
+// TxnAppID is the Delta txn appId of a full snapshot's commit (docs/design.md §4.2):
+// version 0.
 func TxnAppID(appID string, snapshot lsn.LSN) string { return appID + "#full." + snapshot.String() }
 
 // emptySuffix marks the txn appId of the commit of a snapshot that read no rows: it adds no
@@ -43,99 +47,97 @@ func emptySnapshotLSN(txnAppID string) (lsn.LSN, bool) {
 }
 
 // Commit appends every range's files of snapshot snap to bronze in one Delta commit keyed
-// txn(<app_id>#full.<L>, 0), so the snapshot appears at once and a rerun adds nothing; then
-// (unless Standalone) the bootstrap facts row, keyed so it is written once. An empty table
-// commits no file, only its txn (EmptyTxnAppID), so a later run finds the snapshot. A snapshot without staging state that bronze already holds
-// (Open found it) only offers the bootstrap row, with rows unknown.
-func (j *Job) Commit(ctx context.Context, snap lsn.Offset) (CommitResult, error) {
-	st, ok, err := j.loadOpen(ctx, snap.LSN)
+// txn(<app_id>#full.<L>, 0) through ingest, so the snapshot appears at once and a rerun
+// adds nothing; then (unless Standalone) the bootstrap facts row, keyed so it is written
+// once. An empty table commits no file, only its txn (EmptyTxnAppID), so a later run finds
+// the snapshot. A snapshot without staging state that bronze already holds (Open found it)
+// only offers the bootstrap row, with rows unknown. A range without a manifest is a
+// *MissingRangeError.
+func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) {
+	st, ok, err := loadOpen(ctx, d, snap.LSN)
 	if err != nil {
 		return CommitResult{}, err
 	}
 	var ps planState
 	pok := false
 	if ok {
-		if pok, err = getJSON(ctx, j.Staging, planKey(snap.LSN), &ps); err != nil {
+		if ps, pok, err = loadPlan(ctx, d, snap.LSN); err != nil {
 			return CommitResult{}, err
 		}
 	}
 	if !pok {
-		return j.commitFound(ctx, snap)
+		return commitFound(ctx, d, snap)
 	}
-	var files []DataFile
-	var rows, bytes int64
-	for _, r := range ps.Ranges {
-		var m manifest
-		ok, err := getJSON(ctx, j.Staging, manifestKey(snap.LSN, r.Index), &m)
-		if err != nil {
-			return CommitResult{}, err
-		}
-		if !ok {
-			return CommitResult{}, &MissingRangeError{Snapshot: snap.LSN.String(), Range: r.Index}
-		}
-		files = append(files, m.Files...)
-		rows += m.Rows
-		bytes += m.Bytes
+	keys := make([]string, len(ps.Ranges))
+	for i, r := range ps.Ranges {
+		keys[i] = manifestKey(snap.LSN, r.Index)
 	}
-	res := CommitResult{Version: -1, Rows: &rows}
-	{
-		_, cols, _, err := j.columns(ctx, st.CaptureInstance)
-		if err != nil {
-			return CommitResult{}, err
-		}
-		schema, err := j.targetSchema(ctx, cols)
-		if err != nil {
-			return CommitResult{}, err
-		}
-		meta, _ := json.Marshal(snapshotMetadata{CommitTS: commitTS(snap), LSN: snap.LSN, Rows: rows, Snapshot: st.CaptureInstance})
-		txnApp := TxnAppID(j.AppID, snap.LSN)
-		if len(files) == 0 {
-			txnApp = EmptyTxnAppID(j.AppID, snap.LSN)
-		}
-		a := Append{
-			AppID: txnApp, Version: 0, Schema: schema, Files: files,
-			UserMetadata: string(meta), Operation: "WRITE",
-			OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN.String(), "rows": strconv.FormatInt(rows, 10), "bytes": strconv.FormatInt(bytes, 10)},
-		}
-		v, skipped, err := j.Bronze.AppendOnce(ctx, a)
-		if err != nil {
-			return CommitResult{}, fmt.Errorf("commit snapshot to bronze: %w", err)
-		}
-		res.Version, res.Skipped = v, skipped
+	files, err := ingest.Gather(ctx, d.Staging, keys)
+	var ns *ingest.NotStagedError
+	if errors.As(err, &ns) {
+		return CommitResult{}, &MissingRangeError{Snapshot: snap.LSN, Range: ps.Ranges[ns.Index].Index}
 	}
-	if err := j.bootstrapRow(ctx, snap, &rows, &st.StartedAt); err != nil {
+	if err != nil {
 		return CommitResult{}, err
 	}
-	return res, nil
+	_, cols, _, err := d.columns(ctx, st.CaptureInstance)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	schema, err := targetSchema(ctx, d, cols)
+	if err != nil {
+		return CommitResult{}, err
+	}
+	meta, _ := json.Marshal(snapshotMetadata{CommitTS: commitTS(snap), LSN: snap.LSN, Rows: files.Rows, Snapshot: st.CaptureInstance})
+	txnApp := TxnAppID(d.Spec.AppID, snap.LSN)
+	if len(files.Adds) == 0 {
+		txnApp = EmptyTxnAppID(d.Spec.AppID, snap.LSN)
+	}
+	res, err := ingest.Append(ctx, d.Bronze, nil, ingest.Commit{AppID: txnApp, Version: 0, Schema: schema, Files: files,
+		UserMetadata: string(meta), Operation: "WRITE",
+		OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN.String(),
+			"rows": strconv.FormatInt(files.Rows, 10), "bytes": strconv.FormatInt(files.Bytes, 10)}})
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("commit snapshot to bronze: %w", err)
+	}
+	rows := files.Rows
+	if err := bootstrapRow(ctx, d, snap, &rows, &st.StartedAt); err != nil {
+		return CommitResult{}, err
+	}
+	return CommitResult{Version: res.Version, Rows: &rows, Skipped: res.Replayed}, nil
 }
 
 // commitFound handles a snapshot Open found in bronze: nothing to commit; the bootstrap
 // row is offered (a crash between a snapshot's commit and its row only delays the row).
-func (j *Job) commitFound(ctx context.Context, snap lsn.Offset) (CommitResult, error) {
-	o, ok, err := j.Find(ctx)
+func commitFound(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) {
+	o, ok, err := Find(ctx, d.Source, d.Bronze, d.Spec.Source.CaptureInstance)
 	if err != nil {
 		return CommitResult{}, err
 	}
 	if !ok || o.LSN != snap.LSN {
-		return CommitResult{}, &PlanNotFoundError{Snapshot: snap.LSN.String()}
+		return CommitResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
 	}
-	if err := j.bootstrapRow(ctx, snap, nil, nil); err != nil {
+	if err := bootstrapRow(ctx, d, snap, nil, nil); err != nil {
 		return CommitResult{}, err
 	}
 	return CommitResult{Version: -1, Skipped: true}, nil
 }
 
-func (j *Job) bootstrapRow(ctx context.Context, snap lsn.Offset, rows *int64, started *time.Time) error {
-	if j.Facts == nil || j.Standalone {
+// bootstrapRow writes the bootstrap facts row of snapshot snap, keyed
+// txn(<app_id>#events, 0) so that it is written once whatever the reruns: rows (nil when
+// unknown), started_at and duration_ms from the open's start when known.
+func bootstrapRow(ctx context.Context, d Deps, snap lsn.Offset, rows *int64, started *time.Time) error {
+	if d.Facts == nil || d.Options.Standalone {
 		return nil
 	}
-	ev := FactsEvent{AppID: j.AppID, Target: j.Target, LSN: snap.LSN.String(), CommitTS: snap.CommitTime(), Rows: rows}
+	r := facts.SnapshotRow(d.Spec.AppID, d.Spec.Bronze, facts.EventBootstrap, snap)
+	r.Rows = rows
 	if started != nil && !started.IsZero() {
-		s := *started
-		d := j.now().Sub(s).Milliseconds()
-		ev.StartedAt, ev.DurationMs = &s, &d
+		s := started.UTC()
+		r.StartedAt, r.DurationMs = &s, facts.Int64(d.now().Sub(s).Milliseconds())
 	}
-	if err := j.Facts.Bootstrapped(ctx, ev); err != nil {
+	r.WrittenAt = d.now()
+	if _, err := facts.Append(ctx, d.Facts, facts.TxnEvents(d.Spec.AppID), 0, []facts.Row{r}, d.Options.Writer); err != nil {
 		return fmt.Errorf("write bootstrap row: %w", err)
 	}
 	return nil

@@ -2,113 +2,123 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
-// Bronze is what the steps need of the bronze Delta table. DeltaBronze implements it on
-// deltalog; the interface keeps the steps testable without a log.
-type Bronze interface {
-	// Schema is the table's Arrow schema; nil when the table does not exist yet.
-	Schema(ctx context.Context) (*arrow.Schema, error)
-	// WholeSnapshots lists the whole snapshots in the table: the distinct
-	// coalesce(_snapshot, _start_lsn) of rows with _operation = 0 and _chunk NULL whose
-	// lower(_capture_instance) is one of instances (lower-cased names), each with the
-	// largest _commit_ts of its rows (reference original-snapshots-and-sql.md §2.2
-	// _last_snapshot). Any order.
-	WholeSnapshots(ctx context.Context, instances []string) ([]FoundSnapshot, error)
-	// NewFileWriter starts Parquet data files of schema in the table's folder; they hold
-	// no log entry until AppendOnce commits them.
-	NewFileWriter(schema *arrow.Schema) FileWriter
-	// AppendOnce commits files in one Delta commit keyed txn(a.AppID, a.Version), setting
-	// or evolving the table's schema to a.Schema. A commit whose txn the table already
-	// holds is skipped (skipped true, version the table's current one).
-	AppendOnce(ctx context.Context, a Append) (version int64, skipped bool, err error)
+// Deps are what the steps work with: the table spec and the connections, which the caller
+// opens and closes. One value serves every step of a snapshot; each step is a function of
+// it, so a Lambda invocation builds it, runs one step and drops it.
+type Deps struct {
+	// Spec is the validated table spec: app_id (the snapshot commit's txn is
+	// <app_id>#full.<L>, the facts rows carry it), the bronze URL (the facts rows'
+	// target), the capture instance, numPartitions, snapshotKeys, isolationLevel,
+	// lockTimeoutMs and snapshotLsn.
+	Spec *config.Spec
+	// Source is the SQL Server the table is read from.
+	Source source.Source
+	// Bronze is the table the snapshot is appended to.
+	Bronze *deltalog.Table
+	// Facts is the facts table: the mode lock reads it, the snapshot_open and bootstrap
+	// rows go to it. nil: no facts table (no rows, no mode lock).
+	Facts *deltalog.Table
+	// Staging is the checkpoint prefix: the stream's checkpoint (Open resumes from it) and
+	// the steps' state between invocations, snapshots/<L>/... (docs/snapshots.md).
+	Staging storage.Store
+	// Options tune the run; the zero value is a bootstrap's.
+	Options Options
 }
 
-// FoundSnapshot is a snapshot found in bronze.
-type FoundSnapshot struct {
-	LSN      lsn.LSN
-	CommitTS *time.Time
+// Options tune a snapshot. The zero value is the bootstrap machine's.
+type Options struct {
+	// Standalone is snapshot(target) (docs/snapshots.md, "A snapshot without the stream"):
+	// no snapshot_open and no bootstrap facts rows (only the stream's bootstrap writes
+	// them), and no checkpoint to resume from (its offset starts a new one). The mode lock
+	// still holds.
+	Standalone bool
+	// Resnapshot takes a new snapshot even when bronze holds one, and ignores the
+	// checkpoint.
+	Resnapshot bool
+	// MaxRangeRows cuts the table into more ranges than numPartitions when its row
+	// estimate (sys.sp_spaceused) divided by numPartitions exceeds it, so that each read
+	// fits in one Lambda invocation; DefaultMaxRangeRows when 0, no bound when negative.
+	MaxRangeRows int64
+	// Read bounds the record batches of the table reads.
+	Read source.ReadOptions
+	// Writer tunes the Parquet files; zero fields take ingest.Options' defaults.
+	Writer parquetio.WriterOptions
+	// Now is the clock (started_at, written_at, read_at); time.Now when nil.
+	Now func() time.Time
 }
 
-// FileWriter streams bronze records into data files of bounded size.
-type FileWriter interface {
-	// Write appends rec; the caller keeps ownership of rec.
-	Write(ctx context.Context, rec arrow.RecordBatch) error
-	// Close flushes and returns every file written.
-	Close(ctx context.Context) ([]DataFile, error)
-	// Abort drops what is buffered; files already written are orphans for VACUUM.
-	Abort(ctx context.Context)
+// DefaultMaxRangeRows is the rows one read aims to hold at most: at the slowest measured
+// pace (18,000 rows/s over four connections, 4,500 rows/s each) 2,000,000 rows read in
+// about 7.5 minutes, half of Lambda's 15.
+const DefaultMaxRangeRows = 2_000_000
+
+func (d Deps) now() time.Time {
+	if d.Options.Now != nil {
+		return d.Options.Now().UTC()
+	}
+	return time.Now().UTC()
 }
 
-// DataFile is one Parquet file written in the table's folder, as its Delta add action
-// needs it.
-type DataFile struct {
-	Path       string    `json:"path"` // relative to the table root
-	Size       int64     `json:"size"`
-	ModTime    time.Time `json:"mod_time"`
-	NumRecords int64     `json:"num_records"`
-	Stats      string    `json:"stats,omitempty"` // Delta stats JSON
+// table is the source table of ci, read with the spec's isolation and lock timeout.
+func (d Deps) table(ci source.CaptureInstance) source.Table {
+	t := source.Table{Schema: ci.SourceSchema, Name: ci.SourceTable, Isolation: source.ReadCommitted}
+	if d.Spec.EffectiveIsolation() == config.IsolationSnapshot {
+		t.Isolation = source.Snapshot
+	}
+	if ms := d.Spec.Options.LockTimeoutMs; ms != nil {
+		lt := time.Duration(*ms) * time.Millisecond
+		t.LockTimeout = &lt
+	}
+	return t
 }
 
-// Append is one snapshot commit.
-type Append struct {
-	AppID        string
-	Version      int64
-	Schema       *arrow.Schema
-	Files        []DataFile
-	UserMetadata string
-	// Operation and OperationParameters go to commitInfo.
-	Operation           string
-	OperationParameters map[string]string
+// givenStamp is the spec's snapshotLsn, zero when unset (validated by config).
+func (d Deps) givenStamp() lsn.LSN {
+	l, _ := lsn.Parse(d.Spec.Options.SnapshotLsn)
+	return l
 }
 
-// Facts is what the steps need of the facts table (reference original-stream-and-tables.md
-// §9). FactsTable implements it on core/facts.
-type Facts interface {
-	// OpenSnapshots lists the snapshots of appID still open: a snapshot_open row without
-	// a bootstrap or resnapshot row of the same app_id with max_lsn >= its LSN.
-	OpenSnapshots(ctx context.Context, appID string) ([]OpenSnapshot, error)
-	// SnapshotOpened appends a snapshot_open row (mode full: unkeyed, one per run).
-	SnapshotOpened(ctx context.Context, ev FactsEvent) error
-	// Bootstrapped appends the bootstrap row keyed txn(<app_id>#events, 0): a second call
-	// for the same app_id writes nothing.
-	Bootstrapped(ctx context.Context, ev FactsEvent) error
+// instances resolves the capture instance name (exactly, then ignoring case) and lists
+// the names of all the table's instances, lower-cased (snapshots are found under any).
+func instances(ctx context.Context, src source.Source, name string) (source.CaptureInstance, []string, error) {
+	list, err := src.CaptureInstances(ctx)
+	if err != nil {
+		return source.CaptureInstance{}, nil, fmt.Errorf("list capture instances: %w", err)
+	}
+	ci, err := source.Resolve(list, name)
+	if err != nil {
+		return source.CaptureInstance{}, nil, err
+	}
+	var names []string
+	for _, o := range source.InstancesOf(list, ci.SourceSchema, ci.SourceTable) {
+		names = append(names, strings.ToLower(o.Name))
+	}
+	return ci, names, nil
 }
 
-// OpenSnapshot is an open snapshot in the facts.
-type OpenSnapshot struct {
-	LSN        string
-	Mode       string // "full" or "chunked"
-	Generation int
+// columns resolves the snapshot's capture instance by its recorded name and reads its
+// captured columns and the key columns ranges are cut on.
+func (d Deps) columns(ctx context.Context, name string) (source.CaptureInstance, []source.Column, []source.Column, error) {
+	ci, _, err := instances(ctx, d.Source, name)
+	if err != nil {
+		return source.CaptureInstance{}, nil, nil, err
+	}
+	cols, err := d.Source.CapturedColumns(ctx, ci.Name)
+	if err != nil {
+		return source.CaptureInstance{}, nil, nil, fmt.Errorf("read captured columns: %w", err)
+	}
+	keys, _ := keyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
+	return ci, cols, keys, nil
 }
-
-// FactsEvent is a snapshot facts row: min_lsn = max_lsn = end_lsn = LSN, the commit-time
-// columns CommitTS.
-type FactsEvent struct {
-	AppID      string
-	Target     string
-	LSN        string
-	CommitTS   *time.Time
-	Rows       *int64
-	StartedAt  *time.Time
-	DurationMs *int64
-	// Detail is the row's detail JSON (snapshot_open: {mode, kind, generation, ...}).
-	Detail string
-}
-
-// Checkpoint is what Open needs of the stream's checkpoint: the offset it resumes from.
-type Checkpoint interface {
-	// Latest is the end offset of the newest batch in offsets/; ok false when there is
-	// none (a fresh checkpoint).
-	Latest(ctx context.Context) (o lsn.Offset, ok bool, err error)
-}
-
-// Staging is the store rooted at the checkpoint prefix where the steps keep their state
-// between invocations (snapshots/<L>/...).
-type Staging = storage.Store

@@ -11,8 +11,8 @@ import (
 // backfill machine, or take another target or app_id.
 type ModeLockError struct {
 	AppID      string
-	Snapshot   string // the open snapshot's LSN
-	Mode       string // its mode
+	Snapshot   lsn.LSN // the open snapshot's LSN
+	Mode       string  // its mode
 	Generation int
 }
 
@@ -24,7 +24,7 @@ func (e *ModeLockError) Error() string {
 // MissingRangeError: Commit found no staging manifest for a planned range: its read did
 // not finish. Rerun the read of that range.
 type MissingRangeError struct {
-	Snapshot string
+	Snapshot lsn.LSN
 	Range    int
 }
 
@@ -36,7 +36,7 @@ func (e *MissingRangeError) Error() string {
 // PlanNotFoundError: a step after Plan ran for a snapshot whose plan is not in the staging
 // area (Plan did not run for this LSN, or the checkpoint prefix changed).
 type PlanNotFoundError struct {
-	Snapshot string
+	Snapshot lsn.LSN
 }
 
 func (e *PlanNotFoundError) Error() string {

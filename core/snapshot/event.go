@@ -46,17 +46,17 @@ func (e *EventError) Error() string {
 }
 
 // Handle runs the step ev names and returns its output: OpenResult, PlanResult,
-// ReadResult, CommitResult or lsn.Offset. Errors are returned by Named, so the Lambda runtime
-// reports the type name Step Functions matches.
-func (j *Job) Handle(ctx context.Context, ev Event) (any, error) {
-	out, err := j.handle(ctx, ev)
+// ReadResult, CommitResult or lsn.Offset. Errors are returned by Named, so the Lambda
+// runtime reports the type name Step Functions matches.
+func Handle(ctx context.Context, d Deps, ev Event) (any, error) {
+	out, err := handle(ctx, d, ev)
 	if err != nil {
 		return nil, Named(err)
 	}
 	return out, nil
 }
 
-func (j *Job) handle(ctx context.Context, ev Event) (any, error) {
+func handle(ctx context.Context, d Deps, ev Event) (any, error) {
 	needSnap := func() error {
 		if ev.Snapshot == nil || ev.Snapshot.LSN.IsZero() {
 			return &EventError{Step: ev.Step, Reason: "needs snapshot {lsn, commit_ts}"}
@@ -65,12 +65,12 @@ func (j *Job) handle(ctx context.Context, ev Event) (any, error) {
 	}
 	switch ev.Step {
 	case StepOpen:
-		return j.Open(ctx)
+		return Open(ctx, d)
 	case StepPlan:
 		if err := needSnap(); err != nil {
 			return nil, err
 		}
-		return j.Plan(ctx, *ev.Snapshot)
+		return Plan(ctx, d, *ev.Snapshot)
 	case StepRead:
 		if err := needSnap(); err != nil {
 			return nil, err
@@ -78,17 +78,17 @@ func (j *Job) handle(ctx context.Context, ev Event) (any, error) {
 		if ev.Range == nil {
 			return nil, &EventError{Step: ev.Step, Reason: "needs range {index, lo, hi}"}
 		}
-		return j.Read(ctx, *ev.Snapshot, *ev.Range)
+		return Read(ctx, d, *ev.Snapshot, *ev.Range)
 	case StepCommit:
 		if err := needSnap(); err != nil {
 			return nil, err
 		}
-		return j.Commit(ctx, *ev.Snapshot)
+		return Commit(ctx, d, *ev.Snapshot)
 	case StepClose:
 		if ev.Open == nil {
 			return nil, &EventError{Step: ev.Step, Reason: "needs open (the open step's output)"}
 		}
-		return j.Close(ctx, *ev.Open)
+		return Close(*ev.Open), nil
 	}
 	return nil, &EventError{Step: ev.Step, Reason: "step must be open, plan, read, commit or close"}
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
-	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -15,42 +15,43 @@ import (
 type ExportResult struct {
 	Snapshot lsn.Offset `json:"snapshot"`
 	Rows     int64      `json:"rows"`
-	Files    []DataFile `json:"files"`
+	// Files are the data files written, as add actions (paths relative to the target).
+	Files []deltalog.Add `json:"files"`
 }
 
 // Export writes the table's current rows into Parquet files in dst, in the stream's
 // (bronze) schema, stamped as snapshot rows at L: the stamp recorded before the read
-// (StampLSN), or given when not zero, else the job's SnapshotLSN (seed: the snapshotLsn
-// option, an LSN recorded before the read started). A given stamp above what StampLSN
+// (StampLSN), or given when not zero, else the spec's snapshotLsn (an LSN recorded before
+// the read started, docs/snapshots.md "Export"). A given stamp above what StampLSN
 // records now is a *StampAheadError. It touches no Delta table, no facts and no staging
-// state: every call reads the table again with a new stamp (seed "A snapshot without the
-// stream": write it once and take the LSN it returns). dst must hold no object: otherwise
-// *TargetNotEmptyError, before anything is read (a second export beside the first would
-// double the rows). Ranges are read one after the other.
-func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts parquetio.WriterOptions) (ExportResult, error) {
+// state (d.Bronze, d.Facts and d.Staging are not used): every call reads the table again
+// with a new stamp. dst must hold no object: otherwise *TargetNotEmptyError, before
+// anything is read (a second export beside the first would double the rows). Ranges are
+// read one after the other.
+func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (ExportResult, error) {
 	if err := checkEmptyTarget(ctx, dst); err != nil {
 		return ExportResult{}, err
 	}
-	ci, _, err := j.instance(ctx)
+	ci, _, err := instances(ctx, d.Source, d.Spec.Source.CaptureInstance)
 	if err != nil {
 		return ExportResult{}, err
 	}
 	l := given
 	if l.IsZero() {
-		l = j.SnapshotLSN
+		l = d.givenStamp()
 	}
 	if l.IsZero() {
-		if l, err = StampLSN(ctx, j.Source, ci); err != nil {
+		if l, err = StampLSN(ctx, d.Source, ci); err != nil {
 			return ExportResult{}, err
 		}
-	} else if err := checkGivenStamp(ctx, j.Source, ci, l); err != nil {
+	} else if err := checkGivenStamp(ctx, d.Source, ci, l); err != nil {
 		return ExportResult{}, err
 	}
-	off, err := stampOffset(ctx, j.Source, l)
+	off, err := stampOffset(ctx, d.Source, l)
 	if err != nil {
 		return ExportResult{}, err
 	}
-	_, cols, keys, err := j.columns(ctx, ci.Name)
+	_, cols, keys, err := d.columns(ctx, ci.Name)
 	if err != nil {
 		return ExportResult{}, err
 	}
@@ -58,31 +59,27 @@ func (j *Job) Export(ctx context.Context, dst storage.Store, given lsn.LSN, opts
 	if err != nil {
 		return ExportResult{}, err
 	}
-	ranges, err := planRanges(ctx, j.Source, j.table(ci), keys, max(j.NumPartitions, 1))
+	ranges, err := planRanges(ctx, d.Source, d.table(ci), keys, max(d.Spec.Options.NumPartitions, 1))
 	if err != nil {
 		return ExportResult{}, err
 	}
 	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: off.CommitTime(), Snapshot: l}
-	res := ExportResult{Snapshot: off, Files: []DataFile{}}
+	var all ingest.Files
 	for _, r := range ranges {
-		read := source.TableRead{Table: j.table(ci), Columns: cols, ReadOptions: j.ReadOptions}
-		if r.Lo != nil || r.Hi != nil {
-			if read.Range.Lo, err = decodeKey(r.Lo, keys); err != nil {
-				return ExportResult{}, err
-			}
-			if read.Range.Hi, err = decodeKey(r.Hi, keys); err != nil {
-				return ExportResult{}, err
-			}
-			read.Keys = keys
+		read, err := rangeRead(d, ci, cols, keys, r)
+		if err != nil {
+			return ExportResult{}, err
 		}
-		m, err := j.readRange(ctx, read, schema, stamp, &parquetWriter{w: parquetio.NewWriter(dst, schema, opts)})
+		files, err := readRange(ctx, d, read, schema, stamp, dst)
 		if err != nil {
 			return ExportResult{}, fmt.Errorf("export range %d: %w", r.Index, err)
 		}
-		res.Rows += m.Rows
-		res.Files = append(res.Files, m.Files...)
+		all.Add(files)
 	}
-	return res, nil
+	if all.Adds == nil {
+		all.Adds = []deltalog.Add{}
+	}
+	return ExportResult{Snapshot: off, Rows: all.Rows, Files: all.Adds}, nil
 }
 
 // checkEmptyTarget returns *TargetNotEmptyError when dst holds any object (one List page).

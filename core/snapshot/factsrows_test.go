@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 )
 
@@ -23,7 +24,7 @@ func TestSnapshotFactsRowsFollowTheReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	off, err := e.job().Run(ctx)
+	off, err := snapshot.Run(ctx, e.deps())
 	if err != nil {
 		t.Fatal(err)
 	}

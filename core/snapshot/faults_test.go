@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
@@ -13,6 +12,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // machine runs the bootstrap machine's steps one after the other, each as a fresh
@@ -22,44 +22,39 @@ func machine(t *testing.T, e *env) lsn.Offset {
 	t.Helper()
 	ctx := context.Background()
 	failed := false
-	step := func(name string, fn func(j *snapshot.Job) error) {
+	step := func(name string, fn func(d snapshot.Deps) error) {
 		t.Helper()
-		if err := fn(e.job()); err != nil {
+		if err := fn(e.deps()); err != nil {
 			if failed || !errors.Is(err, deltatest.ErrKilled) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			failed = true
-			e.f = nil
-			if err := fn(e.job()); err != nil {
+			e.lake.Faults = nil
+			if err := fn(e.deps()); err != nil {
 				t.Fatalf("%s rerun: %v", name, err)
 			}
 		}
 	}
 	var open snapshot.OpenResult
-	step("open", func(j *snapshot.Job) (err error) { open, err = j.Open(ctx); return })
+	step("open", func(d snapshot.Deps) (err error) { open, err = snapshot.Open(ctx, d); return })
 	if open.Status == snapshot.Opened {
 		var plan snapshot.PlanResult
-		step("plan", func(j *snapshot.Job) (err error) { plan, err = j.Plan(ctx, open.Snapshot); return })
+		step("plan", func(d snapshot.Deps) (err error) { plan, err = snapshot.Plan(ctx, d, open.Snapshot); return })
 		for _, r := range plan.Ranges {
-			step("read", func(j *snapshot.Job) error { _, err := j.Read(ctx, open.Snapshot, r); return err })
+			step("read", func(d snapshot.Deps) error { _, err := snapshot.Read(ctx, d, open.Snapshot, r); return err })
 		}
 	}
 	if open.Status != snapshot.Resume {
-		step("commit", func(j *snapshot.Job) error { _, err := j.Commit(ctx, open.Snapshot); return err })
+		step("commit", func(d snapshot.Deps) error { _, err := snapshot.Commit(ctx, d, open.Snapshot); return err })
 	}
-	var off lsn.Offset
-	step("close", func(j *snapshot.Job) (err error) { off, err = j.Close(ctx, open); return })
-	return off
+	return snapshot.Close(open)
 }
 
 // snapshotRows counts bronze's operation-0 rows per _start_lsn.
 func snapshotRows(t *testing.T, e *env) map[string]int64 {
 	t.Helper()
 	ctx := context.Background()
-	f := e.f
-	e.f = nil
-	defer func() { e.f = f }()
-	snap, err := e.table(e.spec.Bronze).Snapshot(ctx)
+	snap, err := e.lake.RawTable(e.spec.Bronze).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,30 +83,21 @@ func snapshotRows(t *testing.T, e *env) map[string]int64 {
 	}
 }
 
-func mutates(op string) bool {
-	for _, w := range []string{"Put", "Copy", "Delete", "Write"} {
-		if strings.Contains(op, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // Kill the machine at every external call of every step (each store, log store and
 // source call; before it takes effect, and after for writes), rerun the failed step and
 // the rest: bronze holds the one snapshot, and the facts one snapshot_open and one
 // bootstrap row.
-func TestKilledAtEveryCallConverges(t *testing.T) { testKilled(t, backendLocal, 1) }
+func TestKilledAtEveryCallConverges(t *testing.T) { testKilled(t, testlake.Local, 1) }
 
 // On the emulators (S3 on gofakes3, DynamoDB log store on dynalite), every fifth call.
-func TestKilledOnEmulatorsConverges(t *testing.T) { testKilled(t, backendAWS, 5) }
+func TestKilledOnEmulatorsConverges(t *testing.T) { testKilled(t, testlake.AWS, 5) }
 
-func testKilled(t *testing.T, backend string, every int) {
+func testKilled(t *testing.T, backend testlake.Backend, every int) {
 	kc := keyCases[0]
 	clean := &deltatest.Faults{}
 	e := newEnvOn(t, backend, kc, 20)
 	e.spec.Options.NumPartitions = 2
-	e.f = clean
+	e.lake.Faults = clean
 	want := machine(t, e)
 	wantRows := snapshotRows(t, e)
 	ops := clean.Ops()
@@ -119,21 +105,16 @@ func testKilled(t *testing.T, backend string, every int) {
 		t.Fatalf("clean run: %v", wantRows)
 	}
 	t.Logf("a clean bootstrap makes %d external calls", len(ops))
-	for _, after := range []bool{false, true} {
-		for k := 1; k <= len(ops); k += every {
-			if after && !mutates(ops[k-1]) {
-				continue
-			}
-			e := newEnvOn(t, backend, kc, 20)
-			e.spec.Options.NumPartitions = 2
-			e.f = &deltatest.Faults{KillAt: k, After: after}
-			got := machine(t, e)
-			rows := snapshotRows(t, e)
-			fr := e.factsRows()
-			if got != want || len(rows) != 1 || rows[want.LSN.String()] != 20 || count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
-				t.Fatalf("killed at %d (%s, after %v): offset %+v, snapshot rows %v, bootstrap rows %d, open rows %d",
-					k, ops[k-1], after, got, rows, count(fr, facts.EventBootstrap), count(fr, facts.EventSnapshotOpen))
-			}
+	for _, f := range testlake.KillPlans(ops, every) {
+		e := newEnvOn(t, backend, kc, 20)
+		e.spec.Options.NumPartitions = 2
+		e.lake.Faults = f
+		got := machine(t, e)
+		rows := snapshotRows(t, e)
+		fr := e.factsRows()
+		if got != want || len(rows) != 1 || rows[want.LSN.String()] != 20 || count(fr, facts.EventBootstrap) != 1 || count(fr, facts.EventSnapshotOpen) != 1 {
+			t.Fatalf("killed at %d (%s, after %v): offset %+v, snapshot rows %v, bootstrap rows %d, open rows %d",
+				f.KillAt, ops[f.KillAt-1], f.After, got, rows, count(fr, facts.EventBootstrap), count(fr, facts.EventSnapshotOpen))
 		}
 	}
 }

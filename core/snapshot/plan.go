@@ -7,11 +7,66 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
+// Plan cuts the table of snapshot snap into key ranges for numPartitions and records them
+// in the staging area (plan.json: the bounds stay there, the output carries only the
+// ranges' indexes). A rerun plans again and replaces the plan (reads not yet committed are
+// redone by the Map that follows).
+func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
+	st, ok, err := loadOpen(ctx, d, snap.LSN)
+	if err != nil {
+		return PlanResult{}, err
+	}
+	if !ok {
+		return PlanResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
+	}
+	ci, _, keys, err := d.columns(ctx, st.CaptureInstance)
+	if err != nil {
+		return PlanResult{}, err
+	}
+	n := max(d.Spec.Options.NumPartitions, 1)
+	ranges, err := planRanges(ctx, d.Source, d.table(ci), keys, rangeCount(ctx, d, ci, keys, n))
+	if err != nil {
+		return PlanResult{}, err
+	}
+	ps := planState{Ranges: ranges}
+	if len(ranges) > 1 {
+		for _, k := range keys {
+			ps.Keys = append(ps.Keys, k.Name)
+		}
+	}
+	if err := putJSON(ctx, d.Staging, planKey(snap.LSN), ps); err != nil {
+		return PlanResult{}, err
+	}
+	refs := make([]Range, len(ranges))
+	for i, r := range ranges {
+		refs[i] = Range{Index: r.Index}
+	}
+	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: refs}, nil
+}
+
+// rangeCount is how many ranges to cut: n, or more when the table's row estimate would
+// put more than MaxRangeRows in a range (only with keys to cut on).
+func rangeCount(ctx context.Context, d Deps, ci source.CaptureInstance, keys []source.Column, n int) int {
+	limit := d.Options.MaxRangeRows
+	if limit == 0 {
+		limit = DefaultMaxRangeRows
+	}
+	if limit < 0 || len(keys) == 0 {
+		return n
+	}
+	est, err := d.Source.RowEstimate(ctx, d.table(ci))
+	if err != nil || est <= 0 {
+		return n // an estimate only sizes the plan; the read does not depend on it
+	}
+	return max(n, int((est+limit-1)/limit))
+}
+
 // keyColumns are the columns ranges are cut on: snapshotKeys when given, else the capture
-// instance's unique index (reference §2.1 step 4), matched to the captured columns by
+// instance's unique index (docs/reference/original-library.md §9.2), matched to the captured columns by
 // name ignoring case. ok is false when there are none or one is not a present captured
 // column: the table is then read as one range.
 func keyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []string) (keys []source.Column, ok bool) {
@@ -38,8 +93,8 @@ func keyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []
 	return keys, true
 }
 
-// planRanges cuts the table into up to n key ranges (reference §2.1 and §3 "Whole-snapshot
-// partitions"):
+// planRanges cuts the table into up to n key ranges (docs/reference/original-library.md
+// §9.2):
 //   - one integer key: MIN and MAX, then n' = min(n, MAX − MIN + 1) uniform ranges, bound i
 //     at MIN + (MAX − MIN + 1)·i / n' (floor) for i = 1..n'−1;
 //   - a composite or non-integer key: NTILE(n) bounds (Source.KeyTiles), ranges of about

@@ -12,120 +12,112 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // Read reads range r of snapshot snap into Parquet files in bronze's folder, without a log
-// entry, and records them in the range's staging manifest (replacing a former attempt's;
-// that attempt's files are orphans for VACUUM). Rows are stamped as snapshot rows
-// (DESIGN.md §4.2): _operation 0, _start_lsn and _snapshot L, _commit_ts the commit time
-// of L, NULL _seqval, _command_id, _batch_id and _chunk. Memory stays bounded: batches go
-// to the file writer as they arrive.
-func (j *Job) Read(ctx context.Context, snap lsn.Offset, r Range) (ReadResult, error) {
-	st, ok, err := j.loadOpen(ctx, snap.LSN)
+// entry, and stages them as the range's manifest (ingest.Stage, replacing a former
+// attempt's; that attempt's files are orphans for VACUUM). Rows are stamped as snapshot
+// rows (docs/bronze.md): _operation 0, _start_lsn and _snapshot L, _commit_ts the commit
+// time of L, NULL _seqval, _command_id, _batch_id and _chunk. Memory stays bounded: record
+// batches go to the file writer as they arrive.
+func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, error) {
+	st, ok, err := loadOpen(ctx, d, snap.LSN)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	var ps planState
-	pok, err := getJSON(ctx, j.Staging, planKey(snap.LSN), &ps)
+	ps, pok, err := loadPlan(ctx, d, snap.LSN)
 	if err != nil {
 		return ReadResult{}, err
 	}
 	if !ok || !pok || r.Index < 0 || r.Index >= len(ps.Ranges) {
-		return ReadResult{}, &PlanNotFoundError{Snapshot: snap.LSN.String()}
+		return ReadResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
 	}
 	r = ps.Ranges[r.Index] // the recorded bounds, not the payload's
-	ci, cols, keys, err := j.columns(ctx, st.CaptureInstance)
+	ci, cols, keys, err := d.columns(ctx, st.CaptureInstance)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	schema, err := j.targetSchema(ctx, cols)
+	schema, err := targetSchema(ctx, d, cols)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	read := source.TableRead{Table: j.table(ci), Columns: cols, ReadOptions: j.ReadOptions}
-	if r.Lo != nil || r.Hi != nil {
-		if read.Range.Lo, err = decodeKey(r.Lo, keys); err != nil {
-			return ReadResult{}, err
-		}
-		if read.Range.Hi, err = decodeKey(r.Hi, keys); err != nil {
-			return ReadResult{}, err
-		}
-		read.Keys = keys
-	}
-	l := st.Snapshot.LSN
-	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: st.Snapshot.CommitTime(), Snapshot: l}
-	m, err := j.readRange(ctx, read, schema, stamp, j.Bronze.NewFileWriter(schema))
+	read, err := rangeRead(d, ci, cols, keys, r)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	m.Range = r.Index
-	m.ReadAt = j.now()
-	if err := putJSON(ctx, j.Staging, manifestKey(snap.LSN, r.Index), m); err != nil {
+	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: st.Snapshot.LSN, CommitTS: st.Snapshot.CommitTime(), Snapshot: st.Snapshot.LSN}
+	files, err := readRange(ctx, d, read, schema, stamp, d.Bronze.Store())
+	if err != nil {
 		return ReadResult{}, err
 	}
-	return ReadResult{Range: r.Index, Rows: m.Rows, Files: len(m.Files), Bytes: m.Bytes}, nil
+	if err := ingest.Stage(ctx, d.Staging, manifestKey(snap.LSN, r.Index), files); err != nil {
+		return ReadResult{}, err
+	}
+	return ReadResult{Range: r.Index, Rows: files.Rows, Files: len(files.Adds), Bytes: files.Bytes}, nil
 }
 
-// readRange streams one ReadTable into bronze files.
-func (j *Job) readRange(ctx context.Context, read source.TableRead, schema *arrow.Schema, stamp bronze.SnapshotStamp, w FileWriter) (manifest, error) {
-	rows, err := j.Source.ReadTable(ctx, read)
+// rangeRead is the table read of range r: the whole table, or [Lo, Hi) on the key columns.
+func rangeRead(d Deps, ci source.CaptureInstance, cols, keys []source.Column, r Range) (source.TableRead, error) {
+	read := source.TableRead{Table: d.table(ci), Columns: cols, ReadOptions: d.Options.Read}
+	if r.Lo == nil && r.Hi == nil {
+		return read, nil
+	}
+	var err error
+	if read.Range.Lo, err = decodeKey(r.Lo, keys); err != nil {
+		return read, err
+	}
+	if read.Range.Hi, err = decodeKey(r.Hi, keys); err != nil {
+		return read, err
+	}
+	read.Keys = keys
+	return read, nil
+}
+
+// readRange streams one ReadTable, stamped, into data files of schema in dst.
+func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow.Schema, stamp bronze.SnapshotStamp, dst storage.Store) (ingest.Files, error) {
+	rows, err := d.Source.ReadTable(ctx, read)
 	if err != nil {
-		w.Abort(ctx)
-		return manifest{}, fmt.Errorf("read %s.%s: %w", read.Schema, read.Name, err)
+		return ingest.Files{}, fmt.Errorf("read %s.%s: %w", read.Schema, read.Name, err)
 	}
 	defer rows.Close()
-	var m manifest
-	for {
+	next := func(ctx context.Context) (arrow.RecordBatch, error) {
 		rec, err := rows.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
+		if err != nil && !errors.Is(err, io.EOF) {
+			err = fmt.Errorf("read %s.%s: %w", read.Schema, read.Name, err)
 		}
-		if err != nil {
-			w.Abort(ctx)
-			return manifest{}, fmt.Errorf("read %s.%s: %w", read.Schema, read.Name, err)
-		}
-		out, err := bronze.SnapshotRecord(schema, rec, stamp)
-		rec.Release()
-		if err != nil {
-			w.Abort(ctx)
-			return manifest{}, err
-		}
-		err = w.Write(ctx, out)
-		m.Rows += out.NumRows()
-		out.Release()
-		if err != nil {
-			w.Abort(ctx)
-			return manifest{}, fmt.Errorf("write snapshot files: %w", err)
-		}
+		return rec, err
 	}
-	files, err := w.Close(ctx)
+	w := ingest.NewWriter(dst, schema, d.Options.Writer)
+	err = ingest.Copy(ctx, next, w, func(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+		return bronze.SnapshotRecord(schema, rec, stamp)
+	})
 	if err != nil {
-		return manifest{}, fmt.Errorf("write snapshot files: %w", err)
+		w.Abort(ctx)
+		return ingest.Files{}, err
 	}
-	m.Files = files
-	for _, f := range files {
-		m.Bytes += f.Size
-	}
-	if m.Files == nil {
-		m.Files = []DataFile{}
-	}
-	return m, nil
+	return w.Close(ctx)
 }
 
 // targetSchema is the schema snapshot rows are written in: bronze's current schema with
 // the capture instance's columns it lacks appended (a column is matched ignoring case), or
 // the bronze schema of the columns when bronze does not exist yet.
-func (j *Job) targetSchema(ctx context.Context, cols []source.Column) (*arrow.Schema, error) {
+func targetSchema(ctx context.Context, d Deps, cols []source.Column) (*arrow.Schema, error) {
 	want, err := bronze.Schema(cols)
 	if err != nil {
 		return nil, err
 	}
-	have, err := j.Bronze.Schema(ctx)
+	snap, err := d.Bronze.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read bronze schema: %w", err)
 	}
-	if have == nil {
+	if snap.Version() < 0 {
 		return want, nil
+	}
+	have, err := snap.ArrowSchema()
+	if err != nil {
+		return nil, fmt.Errorf("read bronze schema: %w", err)
 	}
 	return mergeSchemas(have, want), nil
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // Staging keys under the checkpoint prefix, per snapshot LSN L. Plain puts: a rerun of a
-// step replaces its own file.
+// step replaces its own file. A range's manifest is its ingest.Files (ingest.Stage), the
+// files one read of range i wrote; Commit gathers them all (ingest.Gather).
 func openKey(l lsn.LSN) string            { return "snapshots/" + l.String() + "/open.json" }
 func planKey(l lsn.LSN) string            { return "snapshots/" + l.String() + "/plan.json" }
 func manifestKey(l lsn.LSN, i int) string { return fmt.Sprintf("snapshots/%s/ranges/%d.json", l, i) }
@@ -33,13 +34,18 @@ type planState struct {
 	Ranges []Range  `json:"ranges"`
 }
 
-// manifest is snapshots/<L>/ranges/<i>.json: the files one read of range i wrote.
-type manifest struct {
-	Range  int        `json:"range"`
-	Rows   int64      `json:"rows"`
-	Bytes  int64      `json:"bytes"`
-	Files  []DataFile `json:"files"`
-	ReadAt time.Time  `json:"read_at"`
+// loadOpen reads the staging state of snapshot l; ok is false when Open did not record it.
+func loadOpen(ctx context.Context, d Deps, l lsn.LSN) (openState, bool, error) {
+	var st openState
+	ok, err := getJSON(ctx, d.Staging, openKey(l), &st)
+	return st, ok, err
+}
+
+// loadPlan reads the plan of snapshot l; ok is false when there is none.
+func loadPlan(ctx context.Context, d Deps, l lsn.LSN) (planState, bool, error) {
+	var ps planState
+	ok, err := getJSON(ctx, d.Staging, planKey(l), &ps)
+	return ps, ok, err
 }
 
 func putJSON(ctx context.Context, st storage.Store, key string, v any) error {

@@ -9,8 +9,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// StampLSN is the snapshot LSN L recorded before a read (reference
-// original-snapshots-and-sql.md §2.0): the larger of sys.fn_cdc_get_max_lsn() and
+// StampLSN is the snapshot LSN L recorded before a read (docs/reference/sqlserver-cdc.md
+// §8.3): the larger of sys.fn_cdc_get_max_lsn() and
 // start_lsn − 1 of ci. The second covers a capture instance capture has not reached yet:
 // on a quiet database max_lsn stays below its first LSN for minutes, and every commit
 // before that LSN is in the table. Neither known is a *NoLSNError.

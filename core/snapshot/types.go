@@ -31,11 +31,11 @@ type OpenResult struct {
 }
 
 // Range is one key range of a plan: [Lo, Hi) in key order, nil ends open. Bounds are JSON
-// lists with one value per key column (reference original-stream-and-tables.md §9.5 key
+// lists with one value per key column (docs/reference/original-library.md §6.5 key
 // values: types JSON lacks as text, binary as 0x hex). The bounds stay in the staging
 // area (plan.json, under the checkpoint prefix): the plan's output and the read's input
 // carry only the index, so no source key value reaches the Step Functions history
-// (DESIGN.md §4.3: key values only where bronze's access policy applies).
+// (docs/design.md §4.3: key values only where bronze's access policy applies).
 type Range struct {
 	Index int   `json:"index"`
 	Lo    []any `json:"lo,omitempty"`

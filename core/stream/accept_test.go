@@ -15,6 +15,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 func insert(id int, amount any) func(tx *cdcsim.Txn) error {
@@ -27,7 +28,7 @@ func insert(id int, amount any) func(tx *cdcsim.Txn) error {
 // Multi-statement transactions whose change rows come in every order of operations
 // (bug-log A.1, A.2): the rebuilt state must equal the table after each.
 func TestMultiStatementTransactionOrders(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		for _, keyAsDeleteInsert := range []bool{false, true} {
 			t.Run(fmt.Sprint("keyUpdateAsDeleteInsert=", keyAsDeleteInsert), func(t *testing.T) {
 				e := newEnvOn(t, b, cdcsim.Config{Seed: 2, KeyUpdateAsDeleteInsert: keyAsDeleteInsert})
@@ -110,7 +111,7 @@ func TestMultiStatementTransactionOrders(t *testing.T) {
 // One transaction of 200,000 rows is one commit: never split across batches or ranges
 // even with maxCommitsPerBatch=1 and several partitions.
 func TestLargeTransaction(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 3})
 		one := 1
 		e.spec.Options.MaxCommitsPerBatch = &one
@@ -182,7 +183,7 @@ func TestRangesSplitOnCommits(t *testing.T) {
 // A quiet table still advances: idle entries move max_lsn, each invocation writes an
 // empty batch (facts row, rows 0) and moves the offset (bug-log D.9).
 func TestIdleEntriesAdvanceTheOffset(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 5})
 		e.exec(insert(1, 1))
 		e.mustDrain(Options{})
@@ -213,7 +214,7 @@ func TestIdleEntriesAdvanceTheOffset(t *testing.T) {
 
 // maxCommitsPerBatch bounds a batch by commits of cdc.lsn_time_mapping.
 func TestMaxCommitsPerBatch(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 6})
 		three := 3
 		e.spec.Options.MaxCommitsPerBatch = &three
@@ -244,7 +245,7 @@ func TestMaxCommitsPerBatch(t *testing.T) {
 // and the new one from S, adds the new column to bronze and writes
 // capture_instance_switched (bug-log C.7, C.8).
 func TestCaptureInstanceSwitchMidRange(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 7})
 		e.exec(insert(1, 1))
 		e.mustDrain(Options{})
@@ -308,7 +309,7 @@ func TestCaptureInstanceSwitchMidRange(t *testing.T) {
 // A purged range stops the stream with DataLossError; failOnDataLoss=false skips with a
 // data_skipped row (reference §12).
 func TestPurgedRange(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		for _, fail := range []bool{true, false} {
 			t.Run(fmt.Sprint("failOnDataLoss=", fail), func(t *testing.T) {
 				e := newEnvOn(t, b, cdcsim.Config{Seed: 8})
@@ -361,13 +362,13 @@ func TestPurgedRange(t *testing.T) {
 // A second stream on the same checkpoint loses the conditional put of the batch's
 // offsets and stops with ConcurrentStreamError; the tables are untouched by it.
 func TestSecondStreamRefused(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 9})
 		e.exec(insert(1, 1))
 		e.mustDrain(Options{})
 		e.exec(insert(2, 2))
-		rival := checkpoint.New(e.store(e.spec.Checkpoint), e.spec.AppID)
-		e.wrapStore = func(s storage.Store) storage.Store {
+		rival := checkpoint.New(e.lake.RawStore(e.spec.Checkpoint), e.spec.AppID)
+		e.lake.WrapStore = func(s storage.Store) storage.Store {
 			return &raceStore{Store: s, before: func(ctx context.Context, key string) {
 				if key == "offsets/1.json" {
 					if err := rival.WriteOffsets(ctx, checkpoint.Batch{ID: 1}); err != nil {
@@ -425,9 +426,9 @@ func TestStartingLsn(t *testing.T) {
 }
 
 // forBackends runs fn as a subtest per backend.
-func forBackends(t *testing.T, fn func(t *testing.T, backend string)) {
-	for _, b := range backends {
-		t.Run(b, func(t *testing.T) {
+func forBackends(t *testing.T, fn func(t *testing.T, backend testlake.Backend)) {
+	for _, b := range testlake.Backends {
+		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			fn(t, b)
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 )
 
 // batch runs one planned batch to its commits/<n> (DESIGN.md §6.1).
@@ -40,7 +41,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	// read then (the range may even be purged by now).
 	var stats facts.BatchStats
 	committed, recovered := false, false
-	if v, ok := bronzeSnap.TxnVersion(r.spec.AppID); ok && v >= b.ID {
+	if _, ok := ingest.Replayed(bronzeSnap, r.spec.AppID, b.ID); ok {
 		committed, rep.Replayed = true, true
 		stats, recovered = r.statsFromCommit(bronzeSnap, b.ID)
 	}
@@ -67,7 +68,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 
 	var readSecs float64
 	var net netMetrics
-	var files []deltalog.Add
+	var files ingest.Files
 	if !recovered {
 		ranges, err := r.ranges(ctx, sp)
 		if err != nil {
@@ -92,7 +93,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 			return rep, err
 		}
 		bronzeVersion = res.Version
-		rep.Replayed = res.Skipped
+		rep.Replayed = res.Replayed
 	}
 	doneAt := r.opts.Now().UTC()
 
@@ -151,20 +152,13 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 }
 
 // commitBronze appends the batch's files with txn(app_id, batch) and the batch's facts as
-// userMetadata (DESIGN.md §4.2).
-func (r *run) commitBronze(ctx context.Context, snap *deltalog.Snapshot, schema *arrow.Schema, files []deltalog.Add, batch int64, md string) (deltalog.CommitResult, error) {
-	tx := r.deps.Bronze.Begin(snap)
-	if err := tx.SetSchema(schema); err != nil {
-		return deltalog.CommitResult{}, fmt.Errorf("bronze schema: %w", err)
-	}
-	tx.Add(files...)
-	tx.SetAppTxn(r.spec.AppID, batch)
-	tx.SetUserMetadata(md)
-	// Values bare, as Spark's STREAMING UPDATE writes them (SetOperation quotes each).
-	tx.SetOperation("STREAMING UPDATE", map[string]string{
-		"outputMode": "Append", "queryId": r.spec.AppID, "epochId": strconv.FormatInt(batch, 10),
-	})
-	res, err := tx.Commit(ctx)
+// userMetadata (docs/design.md §4.2), on the bronze snapshot the batch read.
+func (r *run) commitBronze(ctx context.Context, snap *deltalog.Snapshot, schema *arrow.Schema, files ingest.Files, batch int64, md string) (ingest.Result, error) {
+	res, err := ingest.Append(ctx, r.deps.Bronze, snap, ingest.Commit{AppID: r.spec.AppID, Version: batch,
+		Schema: schema, Files: files, UserMetadata: md,
+		// Values bare, as Spark's STREAMING UPDATE writes them.
+		Operation: "STREAMING UPDATE", OperationParameters: map[string]string{
+			"outputMode": "Append", "queryId": r.spec.AppID, "epochId": strconv.FormatInt(batch, 10)}})
 	if err != nil {
 		return res, fmt.Errorf("commit bronze batch %d: %w", batch, err)
 	}

@@ -3,10 +3,10 @@ package stream
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -23,10 +23,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // Throughput benchmarks of one stream batch of the workload's orders table (int,
@@ -93,11 +92,11 @@ func benchStream(b *testing.B, src source.Source) {
 	var rows, bytes int64
 	var m benchmetrics.Meter
 	for i := 0; i < b.N; i++ {
-		dir := b.TempDir() // created before the meter starts
+		lake := testlake.New(b, testlake.Local) // made before the meter starts
 		if i == 0 {
 			m = benchmetrics.Start()
 		}
-		res, rep, _, _ := streamIn(b, dir, src, 0)
+		res, rep, _, _ := streamIn(b, lake, src, 0)
 		rows, bytes = rows+res.Rows, bytes+rep.Bytes
 	}
 	m.Report(b, rows, bytes)
@@ -143,20 +142,19 @@ func ordersDB(b *testing.B, n, txn int) *cdcsim.DB {
 // streamOnce streams src into fresh tables in one batch; with gogc > 0 it samples the live
 // heap under that GOGC and returns its peak growth.
 func streamOnce(b *testing.B, src source.Source, gogc int) (Result, BatchReport, time.Duration, uint64) {
-	return streamIn(b, b.TempDir(), src, gogc)
+	return streamIn(b, testlake.New(b, testlake.Local), src, gogc)
 }
 
-func streamIn(b *testing.B, dir string, src source.Source, gogc int) (Result, BatchReport, time.Duration, uint64) {
-	spec := &config.Spec{AppID: "bench", Source: config.Source{DSN: "sqlserver://b@h", CaptureInstance: "dbo_orders"},
-		Bronze: filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "cp"), FactsTable: filepath.Join(dir, "facts")}
+// rowGroupMiB overrides the writers' row group (MiB; 0: ingest.DefaultRowGroupBytes), to
+// measure the default: go test ./core/stream -run '^$' -bench StreamHeap -benchtime 1x -rowgroup 16
+var rowGroupMiB = flag.Int64("rowgroup", 0, "writer row group in MiB (0: the default)")
+
+func streamIn(b *testing.B, lake *testlake.Lake, src source.Source, gogc int) (Result, BatchReport, time.Duration, uint64) {
+	spec := &config.Spec{AppID: "bench", Source: config.Source{DSN: "sqlserver://b@h", CaptureInstance: "dbo_orders"}}
+	lake.Use(spec)
 	spec.Defaults()
-	open := func(d string) *deltalog.Table {
-		st, _ := localstore.New(d)
-		ls, _ := localfs.New(d)
-		return deltalog.Open(st, ls, deltalog.Options{})
-	}
-	cp, _ := localstore.New(spec.Checkpoint)
-	deps := Deps{Source: src, Bronze: open(spec.Bronze), Facts: open(spec.FactsTable), Checkpoint: checkpoint.New(cp, "bench")}
+	deps := Deps{Source: src, Bronze: lake.Table(spec.Bronze), Facts: lake.Table(spec.FactsTable),
+		Checkpoint: checkpoint.New(lake.Store(spec.Checkpoint), "bench")}
 
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -184,7 +182,7 @@ func streamIn(b *testing.B, dir string, src source.Source, gogc int) (Result, Ba
 	var rep BatchReport
 	t0 := time.Now()
 	res, err := Run(context.Background(), spec, deps, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnBatch: func(r BatchReport) { rep = r }})
+		Writer: parquetio.WriterOptions{RowGroupBytes: *rowGroupMiB << 20}, OnBatch: func(r BatchReport) { rep = r }})
 	d := time.Since(t0)
 	close(stop)
 	wg.Wait()

@@ -20,10 +20,7 @@ func TestBootstrapFindsStandaloneSnapshotInBronze(t *testing.T) {
 	e.spec.Bootstrap, e.spec.Options.StartingLsn = true, ""
 	e.exec(insert(1, 1))
 	e.exec(insert(2, 2))
-	d := e.deps()
-	job := snapshot.FromSpec(e.spec, e.db, snapshot.Tables{Bronze: d.Bronze, Checkpoint: e.store(e.spec.Checkpoint + "-staging")})
-	job.Standalone, job.Checkpoint, job.Now = true, nil, e.db.Now
-	off, err := job.Run(t.Context())
+	off, err := snapshot.Run(t.Context(), e.standaloneDeps())
 	if err != nil {
 		t.Fatal(err)
 	}

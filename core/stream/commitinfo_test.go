@@ -24,7 +24,7 @@ func TestBronzeCommitInfoIsSparks(t *testing.T) {
 	if res := e.mustDrain(Options{}); res.Batches != 1 {
 		t.Fatalf("drain: %+v, want one batch", res)
 	}
-	r, err := e.rawStore(e.spec.Bronze).Get(context.Background(), "_delta_log/00000000000000000000.json")
+	r, err := e.lake.RawStore(e.spec.Bronze).Get(context.Background(), "_delta_log/00000000000000000000.json")
 	if err != nil {
 		t.Fatal(err)
 	}

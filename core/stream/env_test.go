@@ -5,51 +5,28 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
-	"github.com/mssqlcdc/mssqlcdc/core/internal/emulake"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
-
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
-// Backends the end-to-end tests run on: Delta on local disk with the local log store, and
-// Delta on S3 (gofakes3, in process) with the DynamoDB log store (dynalite, started by
-// scripts/test.sh; without it the aws subtests skip, and fail when CI is set).
-const (
-	backendLocal = "local"
-	backendAWS   = "aws"
-)
-
-var backends = []string{backendLocal, backendAWS}
-
-// env is one table streamed from a cdcsim database into Delta tables.
+// env is one table streamed from a cdcsim database into Delta tables on a test lake
+// (local disk, or S3 and DynamoDB on the emulators).
 type env struct {
-	t       *testing.T
-	db      *cdcsim.DB
-	dir     string
-	spec    *config.Spec
-	backend string
-	aws     *emulake.Lake
-	// wrap, when set, wraps every store and the source (fault injection).
-	wrapStore func(storage.Store) storage.Store
-	wrapLogs  func(logstore.LogStore) logstore.LogStore
-	wrapSrc   func(source.Source) source.Source
-	wrapDDB   func(dynamo.Client) dynamo.Client
-	logs      bytes.Buffer
+	t    *testing.T
+	db   *cdcsim.DB
+	spec *config.Spec
+	lake *testlake.Lake
+	logs bytes.Buffer
 }
 
 func ordersColumns() []source.Column {
@@ -60,9 +37,9 @@ func ordersColumns() []source.Column {
 	}
 }
 
-func newEnv(t *testing.T, cfg cdcsim.Config) *env { return newEnvOn(t, backendLocal, cfg) }
+func newEnv(t *testing.T, cfg cdcsim.Config) *env { return newEnvOn(t, testlake.Local, cfg) }
 
-func newEnvOn(t *testing.T, backend string, cfg cdcsim.Config) *env {
+func newEnvOn(t *testing.T, backend testlake.Backend, cfg cdcsim.Config) *env {
 	t.Helper()
 	db := cdcsim.New(cfg)
 	if err := db.CreateTable(cdcsim.TableSpec{Name: "orders", Columns: ordersColumns(), Key: []string{"id"}}); err != nil {
@@ -71,83 +48,41 @@ func newEnvOn(t *testing.T, backend string, cfg cdcsim.Config) *env {
 	if _, err := db.EnableCapture("orders", cdcsim.CaptureOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	lake := testlake.New(t, backend)
 	spec := &config.Spec{
-		AppID:      "orders-test",
-		Source:     config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_orders"},
-		Bronze:     filepath.Join(dir, "bronze"),
-		Checkpoint: filepath.Join(dir, "checkpoint"),
-		FactsTable: filepath.Join(dir, "facts"),
+		AppID:  "orders-test",
+		Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_orders"},
 	}
-	var ab *emulake.Lake
-	if backend == backendAWS {
-		ab = emulake.New(t)
-		ab.Use(spec)
-	}
+	lake.Use(spec)
 	spec.Defaults()
 	spec.Options.NumPartitions = 2
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, db: db, dir: dir, spec: spec, backend: backend, aws: ab}
+	return &env{t: t, db: db, spec: spec, lake: lake}
 }
 
-func (e *env) store(dir string) storage.Store {
-	s := e.rawStore(dir)
-	if e.wrapStore != nil {
-		return e.wrapStore(s)
-	}
-	return s
-}
-
-// rawStore is the store at url without any wrapper (for checks).
-func (e *env) rawStore(url string) storage.Store {
-	if e.aws != nil {
-		return e.aws.Store(url)
-	}
-	s, err := localstore.New(url)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return s
-}
-
-// rawLogs is the log store of the table at url over st.
-func (e *env) rawLogs(url string, st storage.Store) logstore.LogStore {
-	if e.aws != nil {
-		var c dynamo.Client = e.aws.DDB
-		if e.wrapDDB != nil {
-			c = e.wrapDDB(c)
-		}
-		return e.aws.LogStore(e.t, c, st)
-	}
-	ls, err := localfs.New(url)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ls
-}
-
-func (e *env) table(url string) *deltalog.Table {
-	st := e.store(url)
-	l := e.rawLogs(url, st)
-	if e.wrapLogs != nil {
-		l = e.wrapLogs(l)
-	}
-	return deltalog.Open(st, l, deltalog.Options{RetryBaseDelay: 1})
-}
-
+// deps are one invocation's connections, through the lake's wrappers and faults.
 func (e *env) deps() Deps {
-	var src source.Source = e.db
-	if e.wrapSrc != nil {
-		src = e.wrapSrc(src)
-	}
 	return Deps{
-		Source:     src,
-		Bronze:     e.table(e.spec.Bronze),
-		Facts:      e.table(e.spec.FactsTable),
-		Checkpoint: checkpoint.New(e.store(e.spec.Checkpoint), e.spec.AppID),
+		Source:     e.lake.Source(e.db),
+		Bronze:     e.lake.Table(e.spec.Bronze),
+		Facts:      e.lake.Table(e.spec.FactsTable),
+		Checkpoint: checkpoint.New(e.lake.Store(e.spec.Checkpoint), e.spec.AppID),
 	}
+}
+
+// standaloneDeps are the connections of a standalone snapshot of the table
+// (snapshot(target), as mssqlcdc snapshot takes it): no facts table, the checkpoint
+// prefix as its staging area.
+func (e *env) standaloneDeps() snapshot.Deps {
+	return snapshot.Deps{Spec: e.spec, Source: e.db, Bronze: e.lake.RawTable(e.spec.Bronze),
+		Staging: e.lake.RawStore(e.spec.Checkpoint), Options: snapshot.Options{Standalone: true, Now: e.db.Now}}
+}
+
+// checkpointRaw is the stream's checkpoint without wrappers or faults (for checks).
+func (e *env) checkpointRaw() *checkpoint.Checkpoint {
+	return checkpoint.New(e.lake.RawStore(e.spec.Checkpoint), e.spec.AppID)
 }
 
 // run runs one invocation.
@@ -195,8 +130,7 @@ func (e *env) exec(fn func(tx *cdcsim.Txn) error) lsn.LSN {
 // bronzeState rebuilds the current state from bronze.
 func (e *env) bronzeState() (*rebuild.State, *rebuild.Log) {
 	e.t.Helper()
-	store := e.rawStore(e.spec.Bronze)
-	snap, err := deltalog.Open(store, e.rawLogs(e.spec.Bronze, store), deltalog.Options{}).Snapshot(context.Background())
+	snap, err := e.lake.RawTable(e.spec.Bronze).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -260,8 +194,7 @@ func (e *env) sourceChangeRows() int64 {
 
 func (e *env) factsRows() []facts.Row {
 	e.t.Helper()
-	st := e.rawStore(e.spec.FactsTable)
-	snap, err := deltalog.Open(st, e.rawLogs(e.spec.FactsTable, st), deltalog.Options{}).Snapshot(context.Background())
+	snap, err := e.lake.RawTable(e.spec.FactsTable).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -5,19 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
-	"github.com/mssqlcdc/mssqlcdc/core/source/sourcefault"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/dynamotest"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // killedEnv is a table with a little history, streamed with every store, log store and
 // source call routed through f.
-func killedEnv(t *testing.T, backend string, f *deltatest.Faults) *env {
+func killedEnv(t *testing.T, backend testlake.Backend, f *deltatest.Faults) *env {
 	e := newEnvOn(t, backend, cdcsim.Config{Seed: 11})
 	two := 2
 	e.spec.Options.MaxCommitsPerBatch = &two
@@ -30,10 +25,7 @@ func killedEnv(t *testing.T, backend string, f *deltatest.Faults) *env {
 		return tx.Delete("orders", []any{2})
 	})
 	e.db.Idle()
-	e.wrapStore = func(s storage.Store) storage.Store { return f.Store(s) }
-	e.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
-	e.wrapSrc = func(s source.Source) source.Source { return sourcefault.Wrap(s, f) }
-	e.wrapDDB = func(c dynamo.Client) dynamo.Client { return dynamotest.WithFaults(c, f) }
+	e.lake.Faults = f
 	return e
 }
 
@@ -45,43 +37,28 @@ func TestKilledAtEveryCallConverges(t *testing.T) {
 	forBackends(t, testKilledAtEveryCall)
 }
 
-func testKilledAtEveryCall(t *testing.T, backend string) {
+func testKilledAtEveryCall(t *testing.T, backend testlake.Backend) {
 	clean := &deltatest.Faults{}
 	e := killedEnv(t, backend, clean)
 	if res := e.mustDrain(Options{}); res.Batches < 2 {
 		t.Fatalf("clean run: %+v", res)
 	}
+	e.lake.Faults = nil
 	e.assertConverged()
 	ops := clean.Ops()
 	t.Logf("a clean drain makes %d external calls", len(ops))
-	for _, after := range []bool{false, true} {
-		for k := 1; k <= len(ops); k++ {
-			if after && !mutates(ops[k-1]) {
-				continue // a lost answer to a read is a kill before the next call
-			}
-			f := &deltatest.Faults{KillAt: k, After: after}
-			e := killedEnv(t, backend, f)
-			if _, err := e.run(Options{}); err == nil && f.Killed() {
-				t.Errorf("kill at %d (after=%v) went unnoticed", k, after)
-			}
-			e.wrapStore, e.wrapLogs, e.wrapSrc, e.wrapDDB = nil, nil, nil, nil
-			e.mustDrain(Options{})
-			e.assertConverged()
-			if t.Failed() {
-				t.Fatalf("kill at call %d (after=%v, %s) did not converge", k, after, ops[k-1])
-			}
+	for _, f := range testlake.KillPlans(ops, 1) {
+		e := killedEnv(t, backend, f)
+		if _, err := e.run(Options{}); err == nil && f.Killed() {
+			t.Errorf("kill at %d (after=%v) went unnoticed", f.KillAt, f.After)
+		}
+		e.lake.Faults = nil
+		e.mustDrain(Options{})
+		e.assertConverged()
+		if t.Failed() {
+			t.Fatalf("kill at call %d (after=%v, %s) did not converge", f.KillAt, f.After, ops[f.KillAt-1])
 		}
 	}
-}
-
-// mutates reports whether a call named by deltatest.Faults.Ops changes state.
-func mutates(op string) bool {
-	for _, w := range []string{"Put", "Copy", "Delete", "Write"} {
-		if strings.Contains(op, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // A crash after the bronze commit and before the facts commit, then CDC cleanup of the
@@ -89,7 +66,7 @@ func mutates(op string) bool {
 // commit's userMetadata and reads nothing, so the purge is no data loss.
 func TestRerunAfterBronzeCommitSurvivesCleanup(t *testing.T) {
 	clean := &deltatest.Faults{}
-	e := killedEnv(t, backendLocal, clean)
+	e := killedEnv(t, testlake.Local, clean)
 	e.mustDrain(Options{})
 	k, writes := 0, 0
 	for i, op := range clean.Ops() {
@@ -101,11 +78,11 @@ func TestRerunAfterBronzeCommitSurvivesCleanup(t *testing.T) {
 		}
 	}
 	f := &deltatest.Faults{KillAt: k}
-	e = killedEnv(t, backendLocal, f)
+	e = killedEnv(t, testlake.Local, f)
 	if _, err := e.run(Options{}); err == nil {
 		t.Fatalf("kill at %d did not stop the run", k)
 	}
-	e.wrapStore, e.wrapLogs, e.wrapSrc, e.wrapDDB = nil, nil, nil, nil
+	e.lake.Faults = nil
 	_, lg := e.bronzeState()
 	if lg.ChangeRows() == 0 || len(e.factsRows()) != 0 {
 		t.Fatalf("kill at call %d: want bronze committed and no facts yet", k)

@@ -10,6 +10,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // A captured column whose type changes inside a batch stops the stream before it reads
@@ -112,7 +113,7 @@ func TestBootstrapStartsAtSnapshot(t *testing.T) {
 // bug-log A.1: transaction A writes first (lower seqval) but commits after B. Resuming
 // after B's commit must still read all of A, which has the higher commit LSN.
 func TestInterleavedTransactionsResume(t *testing.T) {
-	forBackends(t, func(t *testing.T, b string) {
+	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 16})
 		a := e.db.Begin()
 		if _, err := a.Insert("orders", cdcsim.Row{"id": 1, "amount": 1}); err != nil {

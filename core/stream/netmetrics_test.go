@@ -80,7 +80,7 @@ func TestFactsRowNetworkMetricsUnavailable(t *testing.T) {
 // if any partition reported NULL); the round trip stays.
 func TestFactsRowNetworkWaitNullWhenOneRangeLacksIt(t *testing.T) {
 	e := netEnv(t, cdcsim.Network{RTT: 2 * time.Millisecond, WaitPerRow: time.Millisecond})
-	e.wrapSrc = func(s source.Source) source.Source { return &blindSecondRead{Source: s} }
+	e.lake.WrapSource = func(s source.Source) source.Source { return &blindSecondRead{Source: s} }
 	r := batchRow(t, e)
 	if r.NetworkWaitMs != nil {
 		t.Errorf("network_wait_ms %v, want NULL", *r.NetworkWaitMs)

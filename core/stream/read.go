@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,8 +12,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 )
 
 // readRange is one range read on its own connection: a closed LSN range of one instance.
@@ -70,132 +68,90 @@ func (r *run) ranges(ctx context.Context, sp []span) ([]readRange, error) {
 // readOut is what the ranges' reads produced.
 type readOut struct {
 	stats   facts.BatchStats
-	files   []deltalog.Add
+	files   ingest.Files
 	seconds float64
 	net     netMetrics
 }
 
-// read reads the ranges on up to numPartitions connections at once. Each worker streams
-// its records through bronze.ChangeRecord into its own Parquet writer (when write is
-// true; otherwise it only counts), so memory is bounded by the writers' row groups and
-// the source's record batches, whatever the batch's size.
+// rangeOut is what one range's read produced.
+type rangeOut struct {
+	stats         facts.BatchStats
+	files         ingest.Files
+	seconds       float64
+	rtt, wait     time.Duration
+	rttOK, waitOK bool
+}
+
+// read reads the ranges on up to numPartitions connections at once (ingest.Parallel). Each
+// range streams its records through bronze.ChangeRecord into a Writer of its own (when
+// write is true; otherwise it only counts), so memory is bounded by numPartitions row
+// groups and the source's record batches, whatever the batch's size. A failed read leaves
+// the files of the ranges already written as orphans for VACUUM (nothing commits them).
 func (r *run) read(ctx context.Context, batch int64, ranges []readRange, cols []source.Column, schema *arrow.Schema, write bool) (readOut, error) {
-	var out readOut
-	if len(ranges) == 0 {
-		return out, nil
-	}
-	workers := min(r.spec.Options.NumPartitions, len(ranges))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan readRange)
-	var mu sync.Mutex
-	var firstErr error
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-			cancel()
-		}
-		mu.Unlock()
-	}
-	var writers []*parquetio.Writer
-	var wg sync.WaitGroup
-	for range workers {
-		var w *parquetio.Writer
+	outs := make([]rangeOut, len(ranges))
+	err := ingest.Parallel(ctx, len(ranges), r.spec.Options.NumPartitions, func(ctx context.Context, i int) error {
+		var w *ingest.Writer
 		if write {
-			w = parquetio.NewWriter(r.deps.Bronze.Store(), schema, r.opts.Writer)
-			writers = append(writers, w)
+			w = ingest.NewWriter(r.deps.Bronze.Store(), schema, r.opts.Writer)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for rr := range work {
-				var st facts.BatchStats
-				// One round trip on a connection of its own just before the read (§9.1
-				// source_rtt_ms); a failed ping only loses the metric.
-				rtt, perr := r.src.Ping(ctx)
-				t0 := time.Now()
-				wait, waitOK, err := r.readOne(ctx, batch, rr, cols, schema, w, &st)
-				secs := time.Since(t0).Seconds()
-				if err != nil {
-					fail(err)
-					continue
-				}
-				mu.Lock()
-				out.stats.Merge(st)
-				out.seconds += secs
-				out.net.add(rtt, perr == nil, wait, waitOK)
-				mu.Unlock()
-			}
-		}()
+		o := &outs[i]
+		// One round trip on a connection of its own just before the read (source_rtt_ms,
+		// docs/facts.md); a failed ping only loses the metric.
+		rtt, perr := r.src.Ping(ctx)
+		o.rtt, o.rttOK = rtt, perr == nil
+		t0 := time.Now()
+		err := r.readOne(ctx, batch, ranges[i], cols, schema, w, o)
+		o.seconds = time.Since(t0).Seconds()
+		if err == nil && w != nil {
+			o.files, err = w.Close(ctx)
+		}
+		if err != nil && w != nil {
+			w.Abort(ctx)
+		}
+		return err
+	})
+	var out readOut
+	if err != nil {
+		return out, err
 	}
-	for _, rr := range ranges {
-		select {
-		case work <- rr:
-		case <-ctx.Done():
-		}
-	}
-	close(work)
-	wg.Wait()
-	if firstErr == nil && ctx.Err() != nil {
-		firstErr = ctx.Err()
-	}
-	if firstErr != nil {
-		for _, w := range writers {
-			_ = w.Abort(context.WithoutCancel(ctx))
-		}
-		return out, firstErr
-	}
-	for _, w := range writers {
-		files, err := w.Close(ctx)
-		if err != nil {
-			return out, fmt.Errorf("write bronze files: %w", err)
-		}
-		for _, f := range files {
-			out.files = append(out.files, facts.AddOf(f))
-		}
+	for _, o := range outs {
+		out.stats.Merge(o.stats)
+		out.files.Add(o.files)
+		out.seconds += o.seconds
+		out.net.add(o.rtt, o.rttOK, o.wait, o.waitOK)
 	}
 	return out, nil
 }
 
-// readOne reads one range into w (nil: count only) and returns the network wait its
-// read reported (§9.1 network_wait_ms; ok false when the source reported none).
-func (r *run) readOne(ctx context.Context, batch int64, rr readRange, cols []source.Column, schema *arrow.Schema, w *parquetio.Writer, st *facts.BatchStats) (wait time.Duration, ok bool, err error) {
+// readOne reads one range into w (nil: count only), counting its rows into o.stats, and
+// records the network wait its read reported (network_wait_ms; waitOK false when the
+// source reported none).
+func (r *run) readOne(ctx context.Context, batch int64, rr readRange, cols []source.Column, schema *arrow.Schema, w *ingest.Writer, o *rangeOut) error {
 	rows, err := r.src.ReadChanges(ctx, source.ChangeRead{CaptureInstance: rr.CI.Name, From: rr.From, To: rr.To,
 		Columns: cols, ReadOptions: r.opts.Read})
 	if err != nil {
-		return 0, false, r.sourceErr("read changes", err)
+		return r.sourceErr("read changes", err)
 	}
 	defer rows.Close()
-	for {
+	next := func(ctx context.Context) (arrow.RecordBatch, error) {
 		rec, err := rows.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			// The wait is read on the read's session before Close releases it; a Close
-			// error after the last row loses nothing read (as the deferred Close).
-			_ = rows.Close()
-			wait, ok := networkWait(rows)
-			return wait, ok, nil
+		if err != nil && !errors.Is(err, io.EOF) {
+			err = r.sourceErr(fmt.Sprintf("read changes %s [%s, %s]", rr.CI.Name, rr.From, rr.To), err)
 		}
-		if err != nil {
-			return 0, false, r.sourceErr(fmt.Sprintf("read changes %s [%s, %s]", rr.CI.Name, rr.From, rr.To), err)
-		}
-		if err := st.Add(rec); err != nil {
-			rec.Release()
-			return 0, false, err
-		}
-		if w != nil {
-			brec, err := bronze.ChangeRecord(schema, rec, rr.Label, batch)
-			if err != nil {
-				rec.Release()
-				return 0, false, err
-			}
-			err = w.Write(ctx, brec)
-			brec.Release()
-			if err != nil {
-				rec.Release()
-				return 0, false, fmt.Errorf("write bronze file: %w", err)
-			}
-		}
-		rec.Release()
+		return rec, err
 	}
+	err = ingest.Copy(ctx, next, w, func(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+		if err := o.stats.Add(rec); err != nil || w == nil {
+			return nil, err
+		}
+		return bronze.ChangeRecord(schema, rec, rr.Label, batch)
+	})
+	if err != nil {
+		return err
+	}
+	// The wait is read on the read's session before Close releases it; a Close error after
+	// the last row loses nothing read (as the deferred Close).
+	_ = rows.Close()
+	o.wait, o.waitOK = networkWait(rows)
+	return nil
 }

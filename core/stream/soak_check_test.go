@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // changeRow is one change row's captured values as text (rebuild's ValueStr rendering),
@@ -69,10 +67,6 @@ func (st *soakStream) instances() []source.CaptureInstance {
 		st.t.Fatal(err)
 	}
 	return source.InstancesOf(list, "dbo", st.table)
-}
-
-func (st *soakStream) checkpointRaw() *checkpoint.Checkpoint {
-	return checkpoint.New(st.rawStore(st.spec.Checkpoint), st.spec.AppID)
 }
 
 // harvest adds to truth the change rows the source now holds in the spans the stream
@@ -131,8 +125,7 @@ func (st *soakStream) harvest() {
 // twice, and the _batch_id values present.
 func (st *soakStream) bronzeChanges() (map[string]changeRow, int, map[int64]bool) {
 	ctx := context.Background()
-	store := st.rawStore(st.spec.Bronze)
-	snap, err := deltalog.Open(store, st.rawLogs(st.spec.Bronze, store), deltalog.Options{}).Snapshot(ctx)
+	snap, err := st.lake.RawTable(st.spec.Bronze).Snapshot(ctx)
 	if err != nil {
 		st.t.Fatal(err)
 	}
@@ -140,46 +133,37 @@ func (st *soakStream) bronzeChanges() (map[string]changeRow, int, map[int64]bool
 	if snap.Version() < 0 {
 		return out, 0, batches
 	}
-	for _, add := range snap.Files() {
-		key, err := url.PathUnescape(add.Path)
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{})
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	defer it.Close()
+	for {
+		rec, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
 			st.t.Fatal(err)
 		}
-		it, err := parquetio.ReadFile(ctx, store, key, nil)
-		if err != nil {
-			st.t.Fatal(err)
+		ba, _ := rec.Column(rec.Schema().FieldIndices(bronze.ColBatchID)[0]).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if ba != nil && ba.IsValid(i) {
+				batches[ba.Value(i)] = true
+			}
+			id, op, ok := changeID(rec, i)
+			if op == bronze.OpSnapshot {
+				continue
+			}
+			if !ok {
+				st.t.Fatalf("bronze lacks metadata columns")
+			}
+			if _, seen := out[id]; seen {
+				dups++
+			}
+			out[id] = rowOf(rec, i)
 		}
-		for {
-			rec, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				st.t.Fatal(err)
-			}
-			var ba *array.Int64
-			if ix := rec.Schema().FieldIndices(bronze.ColBatchID); len(ix) > 0 {
-				ba, _ = rec.Column(ix[0]).(*array.Int64)
-			}
-			for i := 0; i < int(rec.NumRows()); i++ {
-				if ba != nil && ba.IsValid(i) {
-					batches[ba.Value(i)] = true
-				}
-				id, op, ok := changeID(rec, i)
-				if op == bronze.OpSnapshot {
-					continue
-				}
-				if !ok {
-					st.t.Fatalf("bronze file %s lacks metadata columns", key)
-				}
-				if _, seen := out[id]; seen {
-					dups++
-				}
-				out[id] = rowOf(rec, i)
-			}
-			rec.Release()
-		}
-		it.Close()
+		rec.Release()
 	}
 	return out, dups, batches
 }
@@ -236,8 +220,7 @@ func (st *soakStream) check() {
 // checkState compares bronze rebuilt with the simulator's table.
 func (st *soakStream) checkState() {
 	ctx := context.Background()
-	store := st.rawStore(st.spec.Bronze)
-	snap, err := deltalog.Open(store, st.rawLogs(st.spec.Bronze, store), deltalog.Options{}).Snapshot(ctx)
+	snap, err := st.lake.RawTable(st.spec.Bronze).Snapshot(ctx)
 	if err != nil {
 		st.t.Fatal(err)
 	}
@@ -292,7 +275,7 @@ func (st *soakStream) checkFactsAndCheckpoint(bronzeBatches map[int64]bool) {
 			t.Errorf("%s: bronze holds batch %d, the facts do not", st.table, b)
 		}
 	}
-	store := st.rawStore(st.spec.Checkpoint)
+	store := st.lake.RawStore(st.spec.Checkpoint)
 	list := func(dir string) map[int64]bool {
 		out := map[int64]bool{}
 		for oi, err := range store.List(ctx, dir, "") {

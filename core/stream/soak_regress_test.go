@@ -18,16 +18,13 @@ import (
 // in bronze, and fails with NoSnapshotError whose advice (run bootstrap) is not what the
 // user did wrong. The stream should start after the snapshot's LSN and read the row
 // inserted after it. Fixed: the empty snapshot's commit keeps a txn (snapshot.EmptyTxnAppID)
-// that WholeSnapshots finds.
+// that Find finds.
 func TestSoakRegressionEmptyStandaloneSnapshot(t *testing.T) {
 	e := newEnv(t, cdcsim.Config{Seed: 64})
 	e.spec.Bootstrap, e.spec.Options.StartingLsn = true, ""
 	e.exec(insert(1, 1))
 	e.exec(func(tx *cdcsim.Txn) error { return tx.Delete("orders", []any{1}) }) // empty again
-	d := e.deps()
-	job := snapshot.FromSpec(e.spec, e.db, snapshot.Tables{Bronze: d.Bronze, Checkpoint: e.store(e.spec.Checkpoint + "-staging")})
-	job.Standalone, job.Checkpoint, job.Now = true, nil, e.db.Now
-	off, err := job.Run(t.Context())
+	off, err := snapshot.Run(t.Context(), e.standaloneDeps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,35 +6,44 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/internal/emulake"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
-	"github.com/mssqlcdc/mssqlcdc/core/source/sourcefault"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/dynamotest"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
-// soakSeeds raises the number of seeds of the soak tests for long runs:
+// soakSeeds runs the long soak: that many seeds per soak test, e.g.
 //
 //	go test ./core/stream -run TestSoak -soak.seeds 200 -timeout 1h
-var soakSeeds = flag.Int("soak.seeds", 0, "seeds per soak test (0: the short default)")
+//
+// Without it a run (make test, CI) takes a bounded few seeds of each (soakSeedsLocal, ...,
+// about half a minute), and -short one of each.
+var soakSeeds = flag.Int("soak.seeds", 0, "seeds per soak test (0: the bounded default; the long soak: 200)")
 
-// Default seeds per `go test` run: local disk, and the emulators (gofakes3 + dynalite).
+// Seeds per soak test in a default run: local disk, the emulators (gofakes3 + dynalite),
+// and purges ahead of the stream.
 const (
-	soakSeedsLocal = 8
-	soakSeedsAWS   = 2
-	soakSeedsPurge = 4
+	soakSeedsLocal = 3
+	soakSeedsAWS   = 1
+	soakSeedsPurge = 2
 )
+
+// seeds is how many seeds a soak test runs: -soak.seeds, else def, else 1 with -short.
+func seeds(def int) int {
+	switch {
+	case *soakSeeds > 0:
+		return *soakSeeds
+	case testing.Short():
+		return 1
+	}
+	return def
+}
 
 // Invariant 5 (DESIGN.md) over the long game: three tables (int, composite and
 // case-insensitive string keys) written by a live workload and streamed by many
@@ -49,12 +58,12 @@ const (
 // checkpoint agree (soak_check_test.go). Odd seeds start from earliest, even seeds from a
 // standalone snapshot taken over existing rows.
 func TestSoakExactlyOnce(t *testing.T) {
-	runSoakSeeds(t, backendLocal, soakSeedsLocal)
+	runSoakSeeds(t, testlake.Local, soakSeedsLocal)
 }
 
 // The same on S3 (gofakes3) with the DynamoDB log store (dynalite), fewer seeds.
 func TestSoakExactlyOnceEmulators(t *testing.T) {
-	runSoakSeeds(t, backendAWS, soakSeedsAWS)
+	runSoakSeeds(t, testlake.AWS, soakSeedsAWS)
 }
 
 // Retention cleanup that purges changes the stream has not read yet, now and then while an
@@ -62,13 +71,9 @@ func TestSoakExactlyOnceEmulators(t *testing.T) {
 // or has read them all; it never loses a change silently (invariant 3). Until it stops,
 // and after, bronze holds no duplicate and no change the source never had.
 func TestSoakPurgeAheadIsNeverSilent(t *testing.T) {
-	n := soakSeedsPurge
-	if *soakSeeds > 0 {
-		n = *soakSeeds
-	}
-	for seed := uint64(1); seed <= uint64(n); seed++ {
+	for seed := uint64(1); seed <= uint64(seeds(soakSeedsPurge)); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runSoak(t, backendLocal, seed, true)
+			runSoak(t, testlake.Local, seed, true)
 			if t.Failed() {
 				t.Logf("replay: go test ./core/stream -run 'TestSoakPurgeAheadIsNeverSilent/seed=%d$' -v", seed)
 			}
@@ -76,15 +81,12 @@ func TestSoakPurgeAheadIsNeverSilent(t *testing.T) {
 	}
 }
 
-func runSoakSeeds(t *testing.T, backend string, n int) {
-	if *soakSeeds > 0 {
-		n = *soakSeeds
-	}
-	for seed := uint64(1); seed <= uint64(n); seed++ {
+func runSoakSeeds(t *testing.T, backend testlake.Backend, n int) {
+	for seed := uint64(1); seed <= uint64(seeds(n)); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			runSoak(t, backend, seed, false)
 			if t.Failed() {
-				t.Logf("replay: go test ./core/stream -run 'TestSoakExactlyOnce%s/seed=%d$' -v", map[string]string{backendLocal: "", backendAWS: "Emulators"}[backend], seed)
+				t.Logf("replay: go test ./core/stream -run 'TestSoakExactlyOnce%s/seed=%d$' -v", map[testlake.Backend]string{testlake.Local: "", testlake.AWS: "Emulators"}[backend], seed)
 			}
 		})
 	}
@@ -133,7 +135,7 @@ type soakStream struct {
 	purgeAhead, lost bool
 }
 
-func runSoak(t *testing.T, backend string, seed uint64, purgeAhead bool) {
+func runSoak(t *testing.T, backend testlake.Backend, seed uint64, purgeAhead bool) {
 	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4)), purgeAhead: purgeAhead}
 	s.db = cdcsim.New(cdcsim.Config{Seed: seed})
 	s.gen = workload.New(s.db, workload.Config{Seed: seed, TxnSize: 1 + s.rng.IntN(6)})
@@ -141,14 +143,10 @@ func runSoak(t *testing.T, backend string, seed uint64, purgeAhead bool) {
 	if err := s.gen.Create(defs...); err != nil {
 		t.Fatal(err)
 	}
-	var lake *emulake.Lake
-	if backend == backendAWS {
-		lake = emulake.New(t)
-	}
-	dir := t.TempDir()
+	lake := testlake.New(t, backend)
 	withSnapshot := seed%2 == 0
 	for _, d := range defs {
-		s.streams = append(s.streams, s.newStream(backend, lake, dir, d, withSnapshot))
+		s.streams = append(s.streams, s.newStream(lake, d, withSnapshot))
 	}
 	s.step(20 + s.rng.IntN(60))
 	if withSnapshot {
@@ -180,7 +178,7 @@ func runSoak(t *testing.T, backend string, seed uint64, purgeAhead bool) {
 		s.longTxn()
 	}
 	for _, st := range s.streams {
-		st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
+		st.lake.Faults, st.lake.WrapSource = nil, nil
 		st.spec.Options.MaxCommitsPerBatch = nil // the default: few batches
 		st.drain()
 		st.harvest()
@@ -191,20 +189,14 @@ func runSoak(t *testing.T, backend string, seed uint64, purgeAhead bool) {
 	}
 }
 
-func (s *soak) newStream(backend string, lake *emulake.Lake, dir string, d workload.TableDef, withSnapshot bool) *soakStream {
+func (s *soak) newStream(lake *testlake.Lake, d workload.TableDef, withSnapshot bool) *soakStream {
 	name := d.Spec.Name
 	spec := &config.Spec{
-		AppID:      "soak-" + name,
-		Source:     config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_" + name},
-		Bronze:     filepath.Join(dir, name, "bronze"),
-		Checkpoint: filepath.Join(dir, name, "checkpoint"),
-		FactsTable: filepath.Join(dir, "facts"), // shared by the three streams
+		AppID:  "soak-" + name,
+		Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_" + name},
 	}
-	if lake != nil {
-		lake.Use(spec)
-		root := "s3://" + lake.Bucket + "/"
-		spec.Bronze, spec.Checkpoint = root+name+"/bronze", root+name+"/checkpoint"
-	}
+	lake.Use(spec) // the facts table is shared by the three streams
+	spec.Bronze, spec.Checkpoint = lake.URL(name+"/bronze"), lake.URL(name+"/checkpoint")
 	if withSnapshot {
 		spec.Bootstrap = true
 	}
@@ -212,16 +204,13 @@ func (s *soak) newStream(backend string, lake *emulake.Lake, dir string, d workl
 	if err := spec.Validate(); err != nil {
 		s.t.Fatal(err)
 	}
-	e := &env{t: s.t, db: s.db, dir: dir, spec: spec, backend: backend, aws: lake}
+	e := &env{t: s.t, db: s.db, spec: spec, lake: lake}
 	return &soakStream{env: e, purgeAhead: s.purgeAhead, table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40}
 }
 
 // snapshot takes a standalone snapshot of the stream's table into bronze.
 func (st *soakStream) snapshot() {
-	d := st.deps()
-	job := snapshot.FromSpec(st.spec, st.db, snapshot.Tables{Bronze: d.Bronze, Checkpoint: st.store(st.spec.Checkpoint + "-staging")})
-	job.Standalone, job.Checkpoint, job.Now = true, nil, st.db.Now
-	off, err := job.Run(st.t.Context())
+	off, err := snapshot.Run(st.t.Context(), st.standaloneDeps())
 	if err != nil {
 		st.t.Fatalf("snapshot of %s: %v", st.table, err)
 	}
@@ -327,14 +316,12 @@ func (s *soak) invoke(st *soakStream) {
 		f.KillAt = 1 + s.rng.IntN(st.lastCalls+st.lastCalls/2+1)
 		f.After = s.rng.IntN(2) == 0
 	}
-	st.wrapStore = func(x storage.Store) storage.Store { return f.Store(x) }
-	st.wrapLogs = func(l logstore.LogStore) logstore.LogStore { return f.LogStore(l) }
-	st.wrapSrc = func(x source.Source) source.Source { return sourcefault.Wrap(x, f) }
+	st.lake.Faults = f
 	underneath := false
 	if s.purgeAhead && s.rng.IntN(8) == 0 {
 		// Cleanup up to max_lsn while the invocation reads: changes it has not read go.
-		st.wrapSrc = func(x source.Source) source.Source {
-			return sourcefault.Wrap(&cleanupSource{Source: x, before: func() {
+		st.lake.WrapSource = func(x source.Source) source.Source {
+			return &cleanupSource{Source: x, before: func() {
 				if !underneath {
 					underneath = true
 					m, err := st.db.MaxLSN(context.Background())
@@ -343,21 +330,20 @@ func (s *soak) invoke(st *soakStream) {
 					}
 					st.cleanupAt(m)
 				}
-			}}, f)
+			}}
 		}
 	} else if mark, ok := st.committed(); ok && !mark.IsZero() && s.rng.IntN(5) == 0 {
 		// Retention cleanup runs while the invocation reads, behind the offset committed
 		// before it started (its batches read after that).
-		st.wrapSrc = func(x source.Source) source.Source {
-			return sourcefault.Wrap(&cleanupSource{Source: x, before: func() {
+		st.lake.WrapSource = func(x source.Source) source.Source {
+			return &cleanupSource{Source: x, before: func() {
 				if !underneath {
 					underneath = true
 					st.cleanupAt(mark)
 				}
-			}}, f)
+			}}
 		}
 	}
-	st.wrapDDB = func(c dynamo.Client) dynamo.Client { return dynamotest.WithFaults(c, f) }
 	_, err := st.run(opts)
 	s.stats.Invocations++
 	if f.Killed() {
@@ -366,7 +352,7 @@ func (s *soak) invoke(st *soakStream) {
 	if underneath {
 		s.stats.CleanupsUnderneath++
 	}
-	st.wrapStore, st.wrapLogs, st.wrapSrc, st.wrapDDB = nil, nil, nil, nil
+	st.lake.Faults, st.lake.WrapSource = nil, nil
 	what := fmt.Sprintf("seed %d step %d: %s invocation (kill at %d of %d calls, after=%v, maxCommits %d, partitions %d, %+v)",
 		s.seed, s.steps, st.table, f.KillAt, f.Calls(), f.After, mc, st.spec.Options.NumPartitions, opts)
 	var dl *DataLossError

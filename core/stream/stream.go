@@ -66,12 +66,6 @@ const (
 	// DefaultMinRowsPerRange is the original's MIN_ROWS_PER_PARTITION: a read range holds
 	// at least this many change rows, so a batch below ~100,000 rows is one connection.
 	DefaultMinRowsPerRange = 50_000
-	// DefaultRowGroupBytes bounds each writer's buffered row group (Arrow bytes):
-	// numPartitions writers run at once, so parquetio's default (64 MiB) would be too much
-	// in a Lambda. Measured (BenchmarkStreamHeap, 1M rows of orders): 4 MiB 19 MB peak
-	// heap, 8 MiB 35 MB, 16 MiB 45 MB per writer, and smaller row groups also encoded
-	// faster (dictionaries of unique LSN strings stay small).
-	DefaultRowGroupBytes = 8 << 20
 )
 
 // cleanEvery is how often (in batches) old checkpoint files are deleted: each clean-up
@@ -84,8 +78,8 @@ type Options struct {
 	Margin time.Duration
 	// MinRowsPerRange; DefaultMinRowsPerRange when 0.
 	MinRowsPerRange int64
-	// Writer options for bronze and facts files; RowGroupBytes defaults to
-	// DefaultRowGroupBytes.
+	// Writer options for bronze and facts files; zero fields take ingest.Options'
+	// defaults (ingest.DefaultRowGroupBytes).
 	Writer parquetio.WriterOptions
 	// Read bounds the record batches of a change read.
 	Read source.ReadOptions
@@ -144,9 +138,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinRowsPerRange == 0 {
 		o.MinRowsPerRange = DefaultMinRowsPerRange
-	}
-	if o.Writer.RowGroupBytes == 0 {
-		o.Writer.RowGroupBytes = DefaultRowGroupBytes
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -315,11 +306,7 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 // of the table, names ignoring case: seed "How it behaves"), which is where a snapshot
 // taken alone (snapshot(target), writing no facts rows) is found.
 func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
-	snap, err := r.deps.Facts.Snapshot(ctx)
-	if err != nil {
-		return lsn.Offset{}, fmt.Errorf("read facts table: %w", err)
-	}
-	rows, err := facts.ReadEvents(ctx, snap, r.spec.AppID, facts.EventSnapshotOpen, facts.EventBootstrap, facts.EventResnapshot)
+	rows, err := facts.SnapshotEvents(ctx, r.deps.Facts, r.spec.AppID)
 	if err != nil {
 		return lsn.Offset{}, err
 	}
@@ -329,14 +316,12 @@ func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
 		start, found = l, true
 	}
 	for _, o := range facts.OpenSnapshots(rows, r.spec.AppID, lsn.Zero) {
-		if o.Mode == config.SnapshotChunked && (!found || start.Less(o.S)) {
+		if o.Mode == facts.ModeChunked && (!found || start.Less(o.S)) {
 			start, found = o.S, true
 		}
 	}
 	if !found {
-		job := &snapshot.Job{CaptureInstance: r.spec.Source.CaptureInstance, Source: r.src,
-			Bronze: &snapshot.DeltaBronze{Table: r.deps.Bronze}}
-		off, ok, err := job.Find(ctx)
+		off, ok, err := snapshot.Find(ctx, r.src, r.deps.Bronze, r.spec.Source.CaptureInstance)
 		if err != nil {
 			return lsn.Offset{}, err
 		}

@@ -8,8 +8,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 )
 
-// Opener opens the snapshot job of a spec for one invocation; close releases it.
-type Opener func(ctx context.Context, spec *config.Spec) (job *snapshot.Job, close func(), err error)
+// Opener opens the snapshot steps' connections of a spec for one invocation; close
+// releases them.
+type Opener func(ctx context.Context, spec *config.Spec) (deps snapshot.Deps, close func(), err error)
 
 // Handler runs one step of a full snapshot for one table spec.
 type Handler struct {
@@ -22,20 +23,20 @@ type Handler struct {
 	Log     *slog.Logger
 }
 
-// Handle decodes nothing itself (aws-lambda-go does): it opens the job, runs the step
-// the event names (snapshot.Job.Handle) and returns its output or the named error
+// Handle decodes nothing itself (aws-lambda-go does): it opens the connections, runs the
+// step the event names (snapshot.Handle) and returns its output or the named error
 // (snapshot.Named) Step Functions matches.
 func (h *Handler) Handle(ctx context.Context, ev snapshot.Event) (any, error) {
 	if h.SpecErr != nil {
 		h.Log.Error("invalid table spec", "step", ev.Step, "err", h.SpecErr.Error())
 		return nil, snapshot.Named(h.SpecErr)
 	}
-	job, closeJob, err := h.Open(ctx, h.Spec)
+	deps, closeDeps, err := h.Open(ctx, h.Spec)
 	if err != nil {
 		return nil, snapshot.Named(err)
 	}
-	defer closeJob()
-	out, err := job.Handle(ctx, ev)
+	defer closeDeps()
+	out, err := snapshot.Handle(ctx, deps, ev)
 	if err != nil {
 		h.Log.Error("snapshot step failed", "app_id", h.Spec.AppID, "step", ev.Step, "err", err.Error())
 		return nil, err

@@ -57,7 +57,7 @@ func newHandler(t *testing.T) (*Handler, *cdcsim.DB) {
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	open := func(ctx context.Context, spec *config.Spec) (*snapshot.Job, func(), error) {
+	open := func(ctx context.Context, spec *config.Spec) (snapshot.Deps, func(), error) {
 		table := func(d string) *deltalog.Table {
 			st, _ := localstore.New(d)
 			ls, _ := localfs.New(d)
@@ -65,11 +65,10 @@ func newHandler(t *testing.T) (*Handler, *cdcsim.DB) {
 		}
 		cp, err := localstore.New(spec.Checkpoint)
 		if err != nil {
-			return nil, nil, err
+			return snapshot.Deps{}, nil, err
 		}
-		j := snapshot.FromSpec(spec, db, snapshot.Tables{Bronze: table(spec.Bronze), Facts: table(spec.FactsTable), Checkpoint: cp})
-		j.Now = db.Now
-		return j, func() {}, nil
+		return snapshot.Deps{Spec: spec, Source: db, Bronze: table(spec.Bronze), Facts: table(spec.FactsTable), Staging: cp,
+			Options: snapshot.Options{Now: db.Now}}, func() {}, nil
 	}
 	return &Handler{Spec: spec, Open: open, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, db
 }

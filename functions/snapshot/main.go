@@ -19,7 +19,7 @@ import (
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	spec, err := connect.SpecFromEnv(os.Getenv)
-	open := func(ctx context.Context, s *config.Spec) (*snapshot.Job, func(), error) {
+	open := func(ctx context.Context, s *config.Spec) (snapshot.Deps, func(), error) {
 		return connect.Snapshot(ctx, s, os.Getenv)
 	}
 	h := &Handler{Spec: spec, SpecErr: err, Open: open, Log: log}

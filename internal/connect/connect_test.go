@@ -72,7 +72,7 @@ func TestPasswordFromSecretOrEnv(t *testing.T) {
 	}
 }
 
-// StreamDeps and SnapshotJob open the spec's local tables around a source; no facts table
+// StreamDeps and SnapshotDeps open the spec's local tables around a source; no facts table
 // leaves Facts nil.
 func TestOpenLocalTables(t *testing.T) {
 	dir := t.TempDir()
@@ -89,8 +89,8 @@ func TestOpenLocalTables(t *testing.T) {
 	if err != nil || tables.Facts != nil || tables.Bronze == nil || tables.Checkpoint == nil {
 		t.Fatalf("tables %+v %v", tables, err)
 	}
-	if job, err := SnapshotJob(context.Background(), spec, db); err != nil || job.AppID != "a" {
-		t.Fatalf("job %v", err)
+	if d, err := SnapshotDeps(context.Background(), spec, db); err != nil || d.Spec != spec || d.Facts != nil || d.Staging == nil {
+		t.Fatalf("snapshot deps %+v %v", d, err)
 	}
 	spec.Bronze = "gs://x/y"
 	if _, err := OpenTables(context.Background(), spec); err == nil {

@@ -81,13 +81,14 @@ func StreamDeps(ctx context.Context, spec *config.Spec, src source.Source) (stre
 	return stream.Deps{Source: src, Bronze: t.Bronze, Facts: t.Facts, Checkpoint: checkpoint.New(t.Checkpoint, spec.AppID)}, nil
 }
 
-// SnapshotJob is the full snapshot job of spec around src (snapshot.FromSpec).
-func SnapshotJob(ctx context.Context, spec *config.Spec, src source.Source) (*snapshot.Job, error) {
+// SnapshotDeps are the full snapshot steps' connections for spec around src: bronze, the
+// facts table and the checkpoint prefix as the staging area.
+func SnapshotDeps(ctx context.Context, spec *config.Spec, src source.Source) (snapshot.Deps, error) {
 	t, err := OpenTables(ctx, spec)
 	if err != nil {
-		return nil, err
+		return snapshot.Deps{}, err
 	}
-	return snapshot.FromSpec(spec, src, snapshot.Tables{Bronze: t.Bronze, Facts: t.Facts, Checkpoint: t.Checkpoint}), nil
+	return snapshot.Deps{Spec: spec, Source: src, Bronze: t.Bronze, Facts: t.Facts, Staging: t.Checkpoint}, nil
 }
 
 // Stream opens SQL Server and the stream's tables for spec; close closes the source.
@@ -103,15 +104,16 @@ func Stream(ctx context.Context, spec *config.Spec, getenv func(string) string) 
 	return deps, func() { src.Close() }, nil
 }
 
-// Snapshot opens SQL Server and the snapshot job of spec; close closes the source.
-func Snapshot(ctx context.Context, spec *config.Spec, getenv func(string) string) (job *snapshot.Job, close func(), err error) {
+// Snapshot opens SQL Server and the snapshot steps' connections of spec; close closes the
+// source.
+func Snapshot(ctx context.Context, spec *config.Spec, getenv func(string) string) (deps snapshot.Deps, close func(), err error) {
 	src, err := SQLServer(ctx, spec, getenv, nil)
 	if err != nil {
-		return nil, nil, err
+		return snapshot.Deps{}, nil, err
 	}
-	if job, err = SnapshotJob(ctx, spec, src); err != nil {
+	if deps, err = SnapshotDeps(ctx, spec, src); err != nil {
 		src.Close()
-		return nil, nil, err
+		return snapshot.Deps{}, nil, err
 	}
-	return job, func() { src.Close() }, nil
+	return deps, func() { src.Close() }, nil
 }

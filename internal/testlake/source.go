@@ -1,8 +1,4 @@
-// Package sourcefault routes a source.Source's calls through a deltatest.Faults plan, so
-// the kill-and-rerun tests of core/snapshot and core/stream can kill a step at any SQL
-// call as they kill it at any storage or log store call. A test helper: product code does
-// not import it.
-package sourcefault
+package testlake
 
 import (
 	"context"
@@ -15,12 +11,14 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 )
 
-// Wrap returns s with these calls routed through f, each named "source.<Method>":
+// FaultSource returns s with these calls routed through f, each named "source.<Method>",
+// so a kill-and-rerun test kills a step at any SQL call as at any storage or log store
+// call:
 // MaxLSN, MinLSN, CommitTime, CommitAtOrBefore, NthCommitAfter, CaptureInstances,
 // CapturedColumns, DDLHistory, SplitChanges, ReadChanges, ReadTable, KeyExtent, KeyTiles,
 // and Next of the Rows that ReadChanges and ReadTable return ("source.Rows.Next"). The
 // other methods (metadata estimates, Ping) go to s unrouted.
-func Wrap(s source.Source, f *deltatest.Faults) source.Source {
+func FaultSource(s source.Source, f *deltatest.Faults) source.Source {
 	return &faultSource{Source: s, f: f}
 }
 

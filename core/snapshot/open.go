@@ -1,0 +1,167 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+)
+
+// Open starts a full snapshot (docs/design.md §6.2): the mode lock; a snapshot already in
+// bronze is returned (Found) and nothing is read (with Resnapshot, only one at the very
+// stamp L, when nothing was committed since it); a checkpoint with offsets resumes
+// (Resume); else the stamp L is recorded before anything is read, with a snapshot_open
+// facts row (mode full) and the staging state of L (Opened).
+func Open(ctx context.Context, d Deps) (OpenResult, error) {
+	if err := modeLock(ctx, d); err != nil {
+		return OpenResult{}, err
+	}
+	ci, names, err := instances(ctx, d.Source, d.Spec.Source.CaptureInstance)
+	if err != nil {
+		return OpenResult{}, err
+	}
+	if !d.Options.Resnapshot {
+		if o, ok, err := find(ctx, d.Source, d.Bronze, names, nil); err != nil {
+			return OpenResult{}, err
+		} else if ok {
+			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
+		}
+		if !d.Options.Standalone {
+			if o, ok, err := resumeOffset(ctx, d); err != nil {
+				return OpenResult{}, err
+			} else if ok {
+				return OpenResult{Status: Resume, Snapshot: o, CaptureInstance: ci.Name}, nil
+			}
+		}
+	}
+	started := d.now()
+	l := d.givenStamp()
+	if l.IsZero() {
+		if l, err = StampLSN(ctx, d.Source, ci); err != nil {
+			return OpenResult{}, err
+		}
+	} else if err := checkGivenStamp(ctx, d.Source, ci, l); err != nil {
+		return OpenResult{}, err
+	}
+	if d.Options.Resnapshot {
+		// Nothing committed since a snapshot bronze holds: the table at l is already there.
+		if o, ok, err := find(ctx, d.Source, d.Bronze, names, &l); err != nil {
+			return OpenResult{}, err
+		} else if ok {
+			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
+		}
+	}
+	off, err := stampOffset(ctx, d.Source, l)
+	if err != nil {
+		return OpenResult{}, err
+	}
+	if d.Facts != nil && !d.Options.Standalone {
+		if err := openRow(ctx, d, off); err != nil {
+			return OpenResult{}, err
+		}
+	}
+	st := openState{AppID: d.Spec.AppID, CaptureInstance: ci.Name, Snapshot: off, StartedAt: started}
+	if err := putJSON(ctx, d.Staging, openKey(l), st); err != nil {
+		return OpenResult{}, err
+	}
+	return OpenResult{Status: Opened, Snapshot: off, CaptureInstance: ci.Name, StartedAt: &started}, nil
+}
+
+// openRow writes the snapshot_open row of a full snapshot at off. The original keys a
+// full snapshot's open row by nothing (one per run); here it is keyed
+// txn(<app_id>#open.<L>, 0), which is still one per run (each run stamps its own L) and
+// keeps a retried Open from writing two.
+func openRow(ctx context.Context, d Deps, off lsn.Offset) error {
+	kind := facts.KindBootstrap
+	if d.Options.Resnapshot {
+		kind = facts.KindResnapshot
+	}
+	r := facts.SnapshotRow(d.Spec.AppID, d.Spec.Bronze, facts.EventSnapshotOpen, off)
+	r.Detail = facts.OpenDetail{Mode: facts.ModeFull, Kind: kind}.String()
+	r.WrittenAt = d.now()
+	if _, err := facts.Append(ctx, d.Facts, facts.TxnOpen(d.Spec.AppID, off.LSN), 0, []facts.Row{r}, d.Options.Writer); err != nil {
+		return fmt.Errorf("write snapshot_open row: %w", err)
+	}
+	return nil
+}
+
+// modeLock refuses a full snapshot while a chunked one of the stream is open
+// (docs/design.md §5 invariant 7; docs/snapshots.md).
+func modeLock(ctx context.Context, d Deps) error {
+	if d.Facts == nil {
+		return nil
+	}
+	rows, err := facts.SnapshotEvents(ctx, d.Facts, d.Spec.AppID)
+	if err != nil {
+		return fmt.Errorf("read open snapshots: %w", err)
+	}
+	for _, o := range facts.OpenSnapshots(rows, d.Spec.AppID, lsn.Zero) {
+		if o.Mode != facts.ModeFull {
+			return &ModeLockError{AppID: d.Spec.AppID, Snapshot: o.S, Mode: o.Mode, Generation: o.Detail.Generation}
+		}
+	}
+	return nil
+}
+
+// resumeOffset is where the stream's checkpoint resumes: the last committed batch's end,
+// else the pending batch's start; ok false on a fresh checkpoint.
+func resumeOffset(ctx context.Context, d Deps) (lsn.Offset, bool, error) {
+	st, err := checkpoint.New(d.Staging, d.Spec.AppID).Resume(ctx)
+	if err != nil {
+		return lsn.Offset{}, false, fmt.Errorf("read checkpoint: %w", err)
+	}
+	switch {
+	case st.Last != nil:
+		return st.Last.End, true, nil
+	case st.Pending != nil:
+		return st.Pending.Start, true, nil
+	}
+	return lsn.Offset{}, false, nil
+}
+
+// Find returns the newest whole snapshot of the table of captureInstance in bronze, under
+// any of the table's capture instances (names ignoring case): operation-0 rows without a
+// _chunk, or an empty table's snapshot commit. The stream calls it on a fresh checkpoint
+// with bootstrap=true and starts after the snapshot's LSN.
+func Find(ctx context.Context, src source.Source, bronze *deltalog.Table, captureInstance string) (lsn.Offset, bool, error) {
+	_, names, err := instances(ctx, src, captureInstance)
+	if err != nil {
+		return lsn.Offset{}, false, err
+	}
+	return find(ctx, src, bronze, names, nil)
+}
+
+// find returns the newest whole snapshot bronze holds under the instances names, or with
+// at the one at exactly *at, if any. Its commit time is its rows' newest _commit_ts, else
+// (an empty table's snapshot, recorded by its txn alone) the source's commit time of its
+// LSN.
+func find(ctx context.Context, src source.Source, bronze *deltalog.Table, names []string, at *lsn.LSN) (lsn.Offset, bool, error) {
+	found, err := wholeSnapshots(ctx, bronze, names)
+	if err != nil {
+		return lsn.Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
+	}
+	var best *foundSnapshot
+	for i, f := range found {
+		if at != nil && f.LSN != *at {
+			continue
+		}
+		if best == nil || best.LSN.Less(f.LSN) {
+			best = &found[i]
+		}
+	}
+	if best == nil {
+		return lsn.Offset{}, false, nil
+	}
+	if best.CommitTS != nil {
+		return lsn.At(best.LSN, *best.CommitTS), true, nil
+	}
+	off, err := stampOffset(ctx, src, best.LSN)
+	if err != nil {
+		return lsn.Offset{}, false, err
+	}
+	return off, true, nil
+}
