@@ -8,8 +8,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// eventRow fills the columns every event row shares (§9.3): min_lsn, max_lsn and end_lsn
-// hold the event's LSN, the commit-time columns its commit time (nil when unknown).
+// eventRow fills the columns every event row shares (docs/reference/original-library.md
+// §6.3): min_lsn, max_lsn and end_lsn hold the event's LSN, the commit-time columns its
+// commit time (nil when unknown).
 func eventRow(appID string, batch *int64, target, event string, at lsn.LSN, atTime *time.Time) Row {
 	l := at.String()
 	return Row{
@@ -39,8 +40,9 @@ func CaptureInstanceSwitchedRow(appID string, batch int64, target, oldCI, newCI 
 	return r
 }
 
-// DataSkippedDetail is the data_skipped row's detail (§9.5): the first LSN not read, the
-// min_lsn reading resumed at, whether the loss is certain (found at planning) and why.
+// DataSkippedDetail is the data_skipped row's detail (docs/reference/original-library.md
+// §6.5): the first LSN not read, the min_lsn reading resumed at, whether the loss is
+// certain (found at planning) and why.
 type DataSkippedDetail struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
@@ -48,9 +50,10 @@ type DataSkippedDetail struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
-// DataSkippedRow is the row written when failOnDataLoss=false skipped purged changes:
-// min = max = to (where reading resumed), lost_from_ts the commit time of the batch's
-// start offset, lost_to_ts the commit time of to. end_lsn stays NULL (§9.2).
+// DataSkippedRow is the row written when failOnDataLoss=false skipped purged changes: min =
+// max = to (where reading resumed), lost_from_ts the commit time of the batch's start
+// offset, lost_to_ts the commit time of to. end_lsn stays NULL
+// (docs/reference/original-library.md §6.2).
 func DataSkippedRow(appID string, batch int64, target string, from, to lsn.LSN, lostFrom, lostTo *time.Time, certain bool, reason string) Row {
 	r := eventRow(appID, Int64(batch), target, EventDataSkipped, to, lostTo)
 	r.EndLSN, r.EndCommitTS = "", nil

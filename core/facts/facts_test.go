@@ -66,7 +66,8 @@ func TestRecordRoundTrip(t *testing.T) {
 }
 
 func TestFormulas(t *testing.T) {
-	// §9.4: headroom rounds to 2 dp, lags to 3 dp; position falls back to max_commit_ts.
+	// docs/reference/original-library.md §6.4: headroom rounds to 2 dp, lags to 3 dp;
+	// position falls back to max_commit_ts.
 	r := Row{MaxCommitTS: ts("2026-10-01T10:00:00.000")}
 	r.ApplyHealth(Health{Watermark: ts("2026-10-01T00:00:00.000"), SourceMax: ts("2026-10-01T10:00:00.1234"), Clock: *ts("2026-10-01T09:59:59.000")})
 	if *r.RetentionHeadroomHours != 10 || *r.IngestionLagSeconds != 0.123 || *r.CaptureLagSeconds != -1.123 {

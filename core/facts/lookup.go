@@ -11,7 +11,8 @@ import (
 type OpenSnapshot struct {
 	// S is the snapshot's LSN (the row's max_lsn).
 	S lsn.LSN
-	// Mode is "full" or "chunked" (a missing or unknown mode reads as chunked, §9.5).
+	// Mode is "full" or "chunked" (a missing or unknown mode reads as chunked,
+	// docs/reference/original-library.md §6.5).
 	Mode string
 	// Detail is the parsed detail; Row the row itself.
 	Detail OpenDetail
@@ -19,11 +20,11 @@ type OpenSnapshot struct {
 }
 
 // OpenSnapshots returns the snapshots of appID that are open among rows, oldest S first
-// (§9.2 rules): a snapshot_open row stays open until a bootstrap or resnapshot row of the
-// same app_id has max_lsn >= S. A full one stops counting once cleanup passed its S
-// (minLSN > S; pass the zero LSN to skip that rule). A chunked one superseded by a newer
-// open chunked one is abandoned and left out. app_id is compared exactly: pass the
-// generation's id (<app_id>.g<n>) for generation n.
+// (docs/reference/original-library.md §6.6): a snapshot_open row stays open until a
+// bootstrap or resnapshot row of the same app_id has max_lsn >= S. A full one stops
+// counting once cleanup passed its S (minLSN > S; pass the zero LSN to skip that rule). A
+// chunked one superseded by a newer open chunked one is abandoned and left out. app_id is
+// compared exactly: pass the generation's id (<app_id>.g<n>) for generation n.
 func OpenSnapshots(rows []Row, appID string, minLSN lsn.LSN) []OpenSnapshot {
 	var closed lsn.LSN
 	closedAny := false
@@ -97,8 +98,8 @@ func LastBatch(rows []Row, appID string) (Row, bool) {
 	return best, found
 }
 
-// LatestSnapshotLSN is the greatest max_lsn over appID's bootstrap and resnapshot rows
-// (one of the two inputs of the newest rebuild point, §12.7).
+// LatestSnapshotLSN is the greatest max_lsn over appID's bootstrap and resnapshot rows (one
+// of the two inputs of the newest rebuild point, docs/reference/original-library.md §7.6).
 func LatestSnapshotLSN(rows []Row, appID string) (lsn.LSN, bool) {
 	var best lsn.LSN
 	found := false

@@ -14,7 +14,7 @@ type Row struct {
 	// on bootstrap/resnapshot, nil when a reused snapshot's count is unknown.
 	Rows *int64
 	// MinLSN, MaxLSN: the batch's smallest and largest _start_lsn ("" when it had no
-	// rows); on event rows the event's LSN (§9.3).
+	// rows); on event rows the event's LSN (docs/reference/original-library.md §6.3).
 	MinLSN, MaxLSN           string
 	MinCommitTS, MaxCommitTS *time.Time
 	// Deletes (op 1), Inserts (op 2), Updates (op 4; op 3 not counted).
@@ -43,14 +43,15 @@ type Row struct {
 	// EndLSN is the batch's end offset (rows or not); EndCommitTS its commit time.
 	EndLSN      string
 	EndCommitTS *time.Time
-	// Detail is the event's payload (§9.5) or {"warnings": [...]} on a batch.
+	// Detail is the event's payload (docs/reference/original-library.md §6.5) or
+	// {"warnings": [...]} on a batch.
 	Detail    string
 	Target    string
 	WrittenAt time.Time
 }
 
 // Position is how far through the commit history the row's stream had read:
-// end_commit_ts, falling back to max_commit_ts (§9.4).
+// end_commit_ts, falling back to max_commit_ts (docs/reference/original-library.md §6.4).
 func (r *Row) Position() *time.Time {
 	if r.EndCommitTS != nil {
 		return r.EndCommitTS
@@ -59,7 +60,7 @@ func (r *Row) Position() *time.Time {
 }
 
 // Health is what the stream observed of the source around a batch's read: the inputs of
-// the derived metrics (§9.4).
+// the derived metrics (docs/reference/original-library.md §6.4).
 type Health struct {
 	// Watermark is the commit time of min_lsn(ci) after the read (nil when unknown).
 	Watermark *time.Time
@@ -70,7 +71,7 @@ type Health struct {
 }
 
 // ApplyHealth fills retention_watermark_ts, source_max_commit_ts and the three derived
-// metrics of §9.4 from h and the row's position.
+// metrics of docs/reference/original-library.md §6.4 from h and the row's position.
 func (r *Row) ApplyHealth(h Health) {
 	r.RetentionWatermarkTS = h.Watermark
 	r.SourceMaxCommitTS = h.SourceMax
@@ -84,7 +85,7 @@ func (r *Row) ApplyHealth(h Health) {
 
 // HeadroomHours is round((position − watermark) / 1 h, 2): how far ahead of CDC cleanup
 // the stream's position is; 0 means the next changes to read are being purged. nil when
-// either is unknown (§9.4).
+// either is unknown (docs/reference/original-library.md §6.4).
 func HeadroomHours(position, watermark *time.Time) *float64 {
 	if position == nil || watermark == nil {
 		return nil
@@ -94,7 +95,7 @@ func HeadroomHours(position, watermark *time.Time) *float64 {
 }
 
 // IngestionLagSeconds is round(source_max_commit_ts − position, 3) in seconds, nil when
-// either is unknown (§9.4).
+// either is unknown (docs/reference/original-library.md §6.4).
 func IngestionLagSeconds(sourceMax, position *time.Time) *float64 {
 	if sourceMax == nil || position == nil {
 		return nil
@@ -104,7 +105,7 @@ func IngestionLagSeconds(sourceMax, position *time.Time) *float64 {
 }
 
 // CaptureLagSeconds is round(clock − source_max_commit_ts, 3): how far capture is behind
-// the reader's clock (§9.4).
+// the reader's clock (docs/reference/original-library.md §6.4).
 func CaptureLagSeconds(clock time.Time, sourceMax *time.Time) *float64 {
 	if sourceMax == nil {
 		return nil

@@ -23,8 +23,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// Column names, in creation order (§9.1). Readers select by name: tables migrated by the
-// original append columns after written_at.
+// Column names, in creation order (docs/facts.md). Readers select by name: tables migrated
+// by the original append columns after written_at.
 const (
 	ColAppID                  = "app_id"
 	ColBatchID                = "batch_id"
@@ -57,8 +57,9 @@ const (
 	ColWrittenAt              = "written_at"
 )
 
-// Event kinds (§9.2); a micro-batch row has no event (NULL). Consumers filter
-// event IN (bootstrap, resnapshot) for snapshots and event IS NULL for batches.
+// Event kinds (docs/reference/original-library.md §6.2); a micro-batch row has no event
+// (NULL). Consumers filter event IN (bootstrap, resnapshot) for snapshots and event IS NULL
+// for batches.
 const (
 	EventSnapshotOpen            = "snapshot_open"
 	EventSnapshotPlan            = "snapshot_plan"
@@ -106,11 +107,11 @@ var schema = arrow.NewSchema([]arrow.Field{
 	{Name: ColWrittenAt, Type: TimestampType, Nullable: true},
 }, nil)
 
-// Schema is the facts table's Arrow schema, columns in creation order (§9.1).
+// Schema is the facts table's Arrow schema, columns in creation order (docs/facts.md).
 func Schema() *arrow.Schema { return schema }
 
-// Txn app ids of the facts appends (§9.2). The version is the batch id, generation, or
-// wave as the package doc lists.
+// Txn app ids of the facts appends (docs/reference/original-library.md §6.2). The version
+// is the batch id, generation, or wave as the package doc lists.
 func TxnFacts(appID string) string                  { return appID + "#facts" }
 func TxnEvents(appID string) string                 { return appID + "#events" }
 func TxnSnapshots(appID string) string              { return appID + "#snapshots" }

@@ -12,8 +12,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// BatchStats accumulates a batch's facts from the bronze records it writes (reference §8
-// step 2): rows, _start_lsn range, _commit_ts range, and counts of operations 1, 2 and 4.
+// BatchStats accumulates a batch's facts from the bronze records it writes
+// (docs/reference/original-library.md §5.1): rows, _start_lsn range, _commit_ts range, and
+// counts of operations 1, 2 and 4.
 type BatchStats struct {
 	Rows                      int64
 	MinLSN, MaxLSN            string

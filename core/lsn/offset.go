@@ -13,7 +13,7 @@ import (
 const TimeLayout = "2006-01-02T15:04:05.000"
 
 // Offset is a stream position: the last processed commit's LSN and its UTC commit time to
-// the millisecond (docs/stream.md, "Checkpoint layout"; docs/handlers.md). It is the one type
+// the millisecond (docs/design.md §4.1; docs/stream.md, "Checkpoint layout"). It is the one type
 // for every offset: the checkpoint's batch bounds, a snapshot's stamp, the handlers'
 // input and output. CommitTS is the zero time when the LSN is no commit's (an initial
 // offset just below min_lsn, a stamp start_lsn − 1, the zero LSN).

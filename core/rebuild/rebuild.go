@@ -2,7 +2,7 @@
 // downstream MERGE does, and compares it with the source table. The demo and the tests
 // use it to prove that bronze holds every change exactly once.
 //
-// The rule (DESIGN.md §4.2, reference original-stream-and-tables.md §6.2): per key, the
+// The rule (docs/design.md §4.2, docs/reference/original-library.md §9.1): per key, the
 // latest row image in the order (_start_lsn, _command_id, _seqval, _operation), NULL
 // first; snapshot rows (operation 0) sort below every change of their LSN. The key's row
 // exists when that image is an insert (2), an after-image (4) or a snapshot row (0); a

@@ -155,8 +155,8 @@ func TestDiff(t *testing.T) {
 
 // After a re-snapshot into the same bronze (data loss: the changes between the two
 // snapshots are gone), the state is rebuilt from the newest snapshot S and the changes
-// after it (seed text: "Downstream rebuilds from S"). A key deleted in the lost gap has no
-// delete row; only its absence from the newer snapshot says it is gone.
+// after it (docs/snapshots.md; docs/reference/original-library.md §9.1). A key deleted in
+// the lost gap has no delete row; only its absence from the newer snapshot says it is gone.
 func TestRebuildStartsAtTheNewestSnapshot(t *testing.T) {
 	const L1, L2, L3, L4 = "0x00000000000000000001", "0x00000000000000000002", "0x00000000000000000003", "0x00000000000000000004"
 	rows := []change{

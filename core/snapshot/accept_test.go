@@ -286,8 +286,8 @@ func TestBootstrapWithStartingLsnIsConfigError(t *testing.T) {
 }
 
 // A rerun whose spec names another capture instance of the table, in another case, finds
-// the snapshot taken under the first one and reads nothing (seed "How it behaves": any
-// capture instance of the table, names matched ignoring case).
+// the snapshot taken under the first one and reads nothing (docs/snapshots.md "How it
+// behaves": any capture instance of the table, names matched ignoring case).
 func TestOpenUnderAnotherCaptureInstanceReadsNothing(t *testing.T) {
 	e := newEnv(t, keyCases[0], 30)
 	ctx := context.Background()
@@ -397,7 +397,7 @@ func TestExport(t *testing.T) {
 }
 
 // An open chunked snapshot of the stream in the facts table holds the mode: a full
-// snapshot refuses to open (seed "One mode per run").
+// snapshot refuses to open (docs/reference/original-library.md §9.5).
 func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
 	e := newEnv(t, keyCases[0], 10)
 	ctx := context.Background()
@@ -412,8 +412,8 @@ func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
 	if !errors.As(err, &ml) || ml.Snapshot.String() != s || ml.Mode != "chunked" || ml.Generation != 2 {
 		t.Fatalf("open: %v, want *ModeLockError for %s generation 2", err, s)
 	}
-	// The error names the snapshot's LSN and generation, and how to free the mode (seed
-	// "One mode per run").
+	// The error names the snapshot's LSN and generation, and how to free the mode
+	// (docs/reference/original-library.md §9.5).
 	for _, want := range []string{s, "generation 2", "backfill"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q lacks %q", err, want)
@@ -429,8 +429,8 @@ func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
 
 func reflectName(err error) string { return fmt.Sprintf("%T", err) }
 
-// The spec's snapshotLsn stamps an export as it stamps a snapshot (seed: "The snapshotLsn
-// option stamps an LSN you recorded yourself instead"); a stamp above the source's max_lsn
+// The spec's snapshotLsn stamps an export as it stamps a snapshot (docs/spec.md
+// snapshotLsn: an LSN recorded before the read); a stamp above the source's max_lsn
 // was not recorded before the read and is refused, by name, for export and open alike.
 func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 	e := newEnv(t, keyCases[0], 12)

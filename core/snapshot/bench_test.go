@@ -159,7 +159,9 @@ func runBenchSnapshotIn(b *testing.B, lake *testlake.Lake, src source.Source, ra
 }
 
 // rowGroupMiB overrides the writers' row group (MiB; 0: ingest.DefaultRowGroupBytes), to
-// measure the default: go test ./core/snapshot -run '^$' -bench . -benchtime 1x -rowgroup 16
+// measure the default:
+//
+//	go test ./core/snapshot -run '^$' -bench Throughput -benchtime 1x -rowgroup 16
 var rowGroupMiB = flag.Int64("rowgroup", 0, "writer row group in MiB (0: the default)")
 
 func BenchmarkSnapshotThroughput(b *testing.B) {

@@ -21,7 +21,7 @@ func TxnAppID(appID string, snapshot lsn.LSN) string { return appID + "#full." +
 // emptySuffix marks the txn appId of the commit of a snapshot that read no rows: it adds no
 // file, so only its txn (which checkpoints keep) says the snapshot exists. A snapshot with
 // rows is found by its rows instead, so deleting them still makes the next run read the
-// table again (seed text, Pitfalls).
+// table again (docs/snapshots.md, "Pitfalls").
 const emptySuffix = "#empty"
 
 // EmptyTxnAppID is the txn appId of an empty table's snapshot commit at snapshot.

@@ -6,9 +6,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// ModeLockError: the stream has an open snapshot of the other mode (seed "One mode per
-// run"). A full snapshot cannot open while a chunked one is open: finish it with the
-// backfill machine, or take another target or app_id.
+// ModeLockError: the stream has an open snapshot of the other mode
+// (docs/reference/original-library.md §9.5). A full snapshot cannot open while a chunked
+// one is open: finish it with the backfill machine, or take another target or app_id.
 type ModeLockError struct {
 	AppID      string
 	Snapshot   lsn.LSN // the open snapshot's LSN

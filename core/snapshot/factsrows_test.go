@@ -11,12 +11,12 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 )
 
-// The snapshot's facts rows hold what reference original-stream-and-tables.md §9.1–§9.5
-// says, column by column: snapshot_open (mode full) and bootstrap rows of app_id with
-// batch_id NULL, min_lsn = max_lsn = end_lsn = L and the commit-time columns L's commit
-// time (§9.3), rows 0 on the open row and the snapshot's rows on the bootstrap row (§9.1),
-// started_at and duration_ms only on the bootstrap row of the run that took it (§9.3),
-// the open row's detail keys of §9.5 and no detail on a full bootstrap row (§9.2).
+// The snapshot's facts rows hold what docs/reference/original-library.md §6.1, §6.2,
+// §6.3 and §6.5 say, column by column: snapshot_open (mode full) and bootstrap rows of
+// app_id with batch_id NULL, min_lsn = max_lsn = end_lsn = L and the commit-time columns
+// L's commit time, rows 0 on the open row and the snapshot's rows on the bootstrap row,
+// started_at and duration_ms only on the bootstrap row of the run that took it, the open
+// row's detail keys and no detail on a full bootstrap row.
 func TestSnapshotFactsRowsFollowTheReference(t *testing.T) {
 	e := newEnv(t, keyCases[0], 10)
 	e.db.Advance(time.Second)

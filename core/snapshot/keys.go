@@ -12,7 +12,7 @@ import (
 )
 
 // integerTypes are the SQL Server integer types: uniform ranges are cut on them (bit is not
-// one, reference §2.1 "Integers (not bool)").
+// one, docs/reference/original-library.md §9.2).
 var integerTypes = map[string]bool{"tinyint": true, "smallint": true, "int": true, "bigint": true}
 
 // timeLayout writes date and datetime key values: UTC, fraction as needed.

@@ -32,8 +32,8 @@ func StampLSN(ctx context.Context, src source.Source, ci source.CaptureInstance)
 // checkGivenStamp refuses a given stamp (snapshotLsn, export --snapshot-lsn) above what
 // StampLSN records now: every commit at or before the stamp must already be in what the
 // read returns, and commits between now and a stamp from the future would be in neither the
-// snapshot nor the changes after it (seed: "an LSN you recorded yourself ... before the read
-// started").
+// snapshot nor the changes after it (docs/reference/sqlserver-cdc.md
+// §8.3).
 func checkGivenStamp(ctx context.Context, src source.Source, ci source.CaptureInstance, given lsn.LSN) error {
 	now, err := StampLSN(ctx, src, ci)
 	if err != nil {

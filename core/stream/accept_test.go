@@ -26,7 +26,8 @@ func insert(id int, amount any) func(tx *cdcsim.Txn) error {
 }
 
 // Multi-statement transactions whose change rows come in every order of operations
-// (bug-log A.1, A.2): the rebuilt state must equal the table after each.
+// (docs/reference/known-failures.md §A1, §A2): the rebuilt state must equal the table after
+// each.
 func TestMultiStatementTransactionOrders(t *testing.T) {
 	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		for _, keyAsDeleteInsert := range []bool{false, true} {
@@ -144,7 +145,7 @@ func TestLargeTransaction(t *testing.T) {
 }
 
 // Ranges are cut on commit boundaries into at least MinRowsPerRange rows, and a short
-// tail joins the range before (reference §4.4 step 10).
+// tail joins the range before (docs/reference/original-library.md §3.3).
 func TestRangesSplitOnCommits(t *testing.T) {
 	e := newEnv(t, cdcsim.Config{Seed: 4})
 	e.spec.Options.NumPartitions = 4
@@ -181,7 +182,7 @@ func TestRangesSplitOnCommits(t *testing.T) {
 }
 
 // A quiet table still advances: idle entries move max_lsn, each invocation writes an
-// empty batch (facts row, rows 0) and moves the offset (bug-log D.9).
+// empty batch (facts row, rows 0) and moves the offset (docs/reference/known-failures.md §D9).
 func TestIdleEntriesAdvanceTheOffset(t *testing.T) {
 	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 5})
@@ -243,7 +244,7 @@ func TestMaxCommitsPerBatch(t *testing.T) {
 
 // A newer capture instance enabled mid-range: the batch reads the old instance below S
 // and the new one from S, adds the new column to bronze and writes
-// capture_instance_switched (bug-log C.7, C.8).
+// capture_instance_switched (docs/reference/known-failures.md §C7, §C8).
 func TestCaptureInstanceSwitchMidRange(t *testing.T) {
 	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 7})
@@ -259,7 +260,7 @@ func TestCaptureInstanceSwitchMidRange(t *testing.T) {
 			t.Fatal(err)
 		}
 		// An update of only the new column before S writes no change row in any instance
-		// (reference §2): only updates from S on carry it.
+		// (docs/reference/sqlserver-cdc.md §3.6): only updates from S on carry it.
 		e.exec(func(tx *cdcsim.Txn) error { return tx.Update("orders", []any{1}, cdcsim.Row{"region": "eu"}) })
 		e.exec(func(tx *cdcsim.Txn) error {
 			_, err := tx.Insert("orders", cdcsim.Row{"id": 3, "amount": 3, "region": "us"})
@@ -307,7 +308,7 @@ func TestCaptureInstanceSwitchMidRange(t *testing.T) {
 }
 
 // A purged range stops the stream with DataLossError; failOnDataLoss=false skips with a
-// data_skipped row (reference §12).
+// data_skipped row (docs/reference/original-library.md §7.3).
 func TestPurgedRange(t *testing.T) {
 	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		for _, fail := range []bool{true, false} {

@@ -16,7 +16,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 )
 
-// batch runs one planned batch to its commits/<n> (DESIGN.md §6.1).
+// batch runs one planned batch to its commits/<n> (docs/design.md §6.1).
 func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance) (BatchReport, error) {
 	startedAt := r.opts.Now().UTC()
 	rep := BatchReport{Batch: b.ID, Start: b.Start, End: b.End}
@@ -97,7 +97,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	}
 	doneAt := r.opts.Now().UTC()
 
-	// The facts row (§9.1) and the batch's event rows, in one commit.
+	// The facts row (docs/facts.md) and the batch's event rows, in one commit.
 	row := facts.Row{AppID: r.spec.AppID, BatchID: facts.Int64(b.ID), Target: r.spec.Bronze,
 		StartedAt: &startedAt, DurationMs: facts.Int64(doneAt.Sub(startedAt).Milliseconds()),
 		EndLSN: b.End.LSN.String(), Detail: facts.WarningsDetail(warnings)}
@@ -185,8 +185,9 @@ func (r *run) statsFromCommit(snap *deltalog.Snapshot, batch int64) (facts.Batch
 // statsLookback is how many bronze versions statsFromCommit looks back.
 const statsLookback = 200
 
-// health reads what §9.4's formulas need, after the read: the retention watermark of the
-// newest instance read, and max_lsn's commit time with the clock right after it.
+// health reads what the formulas of docs/reference/original-library.md §6.4 need, after the
+// read: the retention watermark of the newest instance read, and max_lsn's commit time with
+// the clock right after it.
 func (r *run) health(ctx context.Context, sp []span, insts []source.CaptureInstance) (facts.Health, error) {
 	var h facts.Health
 	ci := insts[len(insts)-1]

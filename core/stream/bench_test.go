@@ -146,7 +146,9 @@ func streamOnce(b *testing.B, src source.Source, gogc int) (Result, BatchReport,
 }
 
 // rowGroupMiB overrides the writers' row group (MiB; 0: ingest.DefaultRowGroupBytes), to
-// measure the default: go test ./core/stream -run '^$' -bench StreamHeap -benchtime 1x -rowgroup 16
+// measure the default:
+//
+//	go test ./core/stream -run '^$' -bench StreamHeap -benchtime 1x -rowgroup 16
 var rowGroupMiB = flag.Int64("rowgroup", 0, "writer row group in MiB (0: the default)")
 
 func streamIn(b *testing.B, lake *testlake.Lake, src source.Source, gogc int) (Result, BatchReport, time.Duration, uint64) {

@@ -12,7 +12,7 @@ import (
 
 // A snapshot taken alone (snapshot(target), `mssqlcdc snapshot`) writes no facts rows, yet
 // it is in bronze as operation-0 rows: a fresh checkpoint with bootstrap=true finds it
-// there (seed "How it behaves": the snapshot is found by the target's operation-0 rows)
+// there (docs/snapshots.md "How it behaves": the snapshot is found by its operation-0 rows)
 // and starts after its LSN, instead of failing with NoSnapshotError and advice that leads
 // back to the same error.
 func TestBootstrapFindsStandaloneSnapshotInBronze(t *testing.T) {

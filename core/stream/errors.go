@@ -9,7 +9,7 @@ import (
 
 // DataLossError: changes the stream has not read are gone from the change table, because
 // CDC cleanup purged them or because the capture instance that alone held them was
-// disabled (reference original-stream-and-tables.md §12.1, §12.2). A rerun fails the
+// disabled (docs/reference/original-library.md §7.1, §7.2). A rerun fails the
 // same way: the checkpoint still points before the gap. Step Functions matches the name.
 type DataLossError struct {
 	CaptureInstance string
@@ -57,9 +57,10 @@ func (e *SchemaChangedError) Error() string {
 		e.CaptureInstance, e.Column, at, e.Was, e.Now)
 }
 
-// SourceUnavailableError: SQL Server could not be reached, or a transient failure
-// outlasted the source's retries (a refused login is source.LoginError, not retried). The batch is not committed; a retry
-// later resumes it. Step Functions matches the name (and retries it).
+// SourceUnavailableError: SQL Server could not be reached, or a transient failure outlasted
+// the source's retries (a refused login is source.LoginError, not retried). The batch is
+// not committed; a retry later resumes it. Step Functions matches the name (and retries
+// it).
 type SourceUnavailableError struct {
 	Op  string
 	Err error
@@ -87,10 +88,10 @@ func (e *NoSnapshotError) Error() string {
 		"run the bootstrap state machine (or mssqlcdc bootstrap --spec FILE) before the stream, or drop bootstrap and set startingLsn", e.AppID)
 }
 
-// CheckpointRewoundError: the facts table already holds a batch of this app_id at or
-// above the batch the checkpoint would run: the checkpoint was deleted or rewound under
-// the same app_id, and the batches would be silently skipped by their txn (reference
-// §7.1). Start a new checkpoint with a new app_id.
+// CheckpointRewoundError: the facts table already holds a batch of this app_id at or above
+// the batch the checkpoint would run: the checkpoint was deleted or rewound under the same
+// app_id, and the batches would be silently skipped by their txn
+// (docs/reference/original-library.md §5.2). Start a new checkpoint with a new app_id.
 type CheckpointRewoundError struct {
 	AppID      string
 	Next       int64

@@ -9,8 +9,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 )
 
-// A micro-batch's facts row holds what reference original-stream-and-tables.md §9.1 and
-// §9.4 say, on a timeline the test controls: counts by operation (an update once, as its
+// A micro-batch's facts row holds what docs/facts.md and docs/reference/original-library.md
+// §6.4 say, on a timeline the test controls: counts by operation (an update once, as its
 // operation 4), the LSN and commit-time ranges of the rows, end_lsn and its commit time,
 // the retention watermark (commit time of min_lsn), source_max_commit_ts, and the derived
 // headroom, ingestion lag and capture lag by their exact formulas.

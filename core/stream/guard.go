@@ -8,10 +8,10 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 )
 
-// guardBefore is the planning retention check (reference §4.4 step 7, §12.1): a span
-// starting below its instance's min_lsn lost changes. With failOnDataLoss (the default)
-// that is a *DataLossError; otherwise the span starts at min_lsn, a data_skipped row
-// (certain) records the gap, and spans left empty are dropped.
+// guardBefore is the planning retention check (docs/reference/original-library.md §7.1,
+// §3.2 step 7): a span starting below its instance's min_lsn lost changes. With
+// failOnDataLoss (the default) that is a *DataLossError; otherwise the span starts at
+// min_lsn, a data_skipped row (certain) records the gap, and spans left empty are dropped.
 func (r *run) guardBefore(ctx context.Context, b checkpoint.Batch, sp []span) ([]span, []facts.Row, error) {
 	var out []span
 	var events []facts.Row
@@ -38,9 +38,10 @@ func (r *run) guardBefore(ctx context.Context, b checkpoint.Batch, sp []span) ([
 	return out, events, nil
 }
 
-// guardAfter is the check after the read (reference §5.2): cleanup that moved min_lsn
-// past a span's start while it was read may have removed rows the read then missed
-// (a purged range reads as empty, without error).
+// guardAfter is the check after the read (docs/reference/sqlserver-cdc.md §5.2;
+// docs/reference/original-library.md §4): cleanup that moved min_lsn past a span's start
+// while it was read may have removed rows the read then missed (a purged range reads as
+// empty, without error).
 func (r *run) guardAfter(ctx context.Context, b checkpoint.Batch, sp []span) ([]facts.Row, error) {
 	var events []facts.Row
 	for _, s := range sp {

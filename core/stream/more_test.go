@@ -110,8 +110,9 @@ func TestBootstrapStartsAtSnapshot(t *testing.T) {
 	}
 }
 
-// bug-log A.1: transaction A writes first (lower seqval) but commits after B. Resuming
-// after B's commit must still read all of A, which has the higher commit LSN.
+// docs/reference/known-failures.md §A1: transaction A writes first (lower seqval) but
+// commits after B. Resuming after B's commit must still read all of A, which has the higher
+// commit LSN.
 func TestInterleavedTransactionsResume(t *testing.T) {
 	forBackends(t, func(t *testing.T, b testlake.Backend) {
 		e := newEnvOn(t, b, cdcsim.Config{Seed: 16})
@@ -134,9 +135,9 @@ func TestInterleavedTransactionsResume(t *testing.T) {
 	})
 }
 
-// bug-log B.6: startingLsn=latest right after CDC was enabled on a quiet database, when
-// max_lsn is still below the new instance's start LSN: the stream starts just before the
-// instance and reads its first changes.
+// docs/reference/known-failures.md §B6: startingLsn=latest right after CDC was enabled on a
+// quiet database, when max_lsn is still below the new instance's start LSN: the stream
+// starts just before the instance and reads its first changes.
 func TestLatestBeforeCaptureReachedTheInstance(t *testing.T) {
 	e := newEnv(t, cdcsim.Config{Seed: 17})
 	// A second table enabled now has a start LSN above max_lsn.
@@ -167,7 +168,7 @@ func TestLatestBeforeCaptureReachedTheInstance(t *testing.T) {
 }
 
 // An explicit startingLsn that cleanup already passed fails the first batch with
-// DataLossError (reference §3.2).
+// DataLossError (docs/reference/original-library.md §2.2).
 func TestStartingLsnBelowMinLSN(t *testing.T) {
 	e := newEnv(t, cdcsim.Config{Seed: 18})
 	first := e.exec(insert(1, 1))

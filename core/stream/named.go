@@ -11,7 +11,7 @@ import (
 
 // Named returns the typed error value inside err that Step Functions tells apart, unwrapped:
 // aws-lambda-go reports the outermost value's type name as errorType, so a fmt.Errorf wrap
-// would hide it (STYLE.md practice 6). The Lambda handler and `mssqlcdc invoke stream`
+// would hide it (docs/handlers.md). The Lambda handler and `mssqlcdc invoke stream`
 // both return Named(err).
 //
 // Caught and failed (the spec or the source must change): DataLossError,

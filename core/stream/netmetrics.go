@@ -10,7 +10,7 @@ import (
 )
 
 // netMetrics collects the network measurements of a batch's read ranges and folds them
-// into the facts row (reference original-stream-and-tables.md §9.1, §9.4, §10.4).
+// into the facts row (docs/reference/original-library.md §4, §6.4).
 type netMetrics struct {
 	// rttMs holds one SELECT 1 round trip per range whose Ping succeeded, in ms.
 	rttMs []float64
@@ -37,7 +37,7 @@ func (m *netMetrics) add(rtt time.Duration, rttOK bool, wait time.Duration, wait
 
 // fill sets source_rtt_ms to the median round trip rounded to 1 dp (NULL when no range
 // pinged) and network_wait_ms to the summed wait (NULL when no range was read or any range
-// lacks its wait), per §9.4's folding rules.
+// lacks its wait), per the folding rules of docs/reference/original-library.md §6.4.
 func (m *netMetrics) fill(row *facts.Row) {
 	if med, ok := median(m.rttMs); ok {
 		row.SourceRTTMs = facts.Float64(math.Round(med*10) / 10)

@@ -50,7 +50,8 @@ func batchRow(t *testing.T, e *env) facts.Row {
 }
 
 // source_rtt_ms is the median of the ranges' modelled SELECT 1 round trips rounded to
-// 1 dp, and network_wait_ms the sum of their modelled waits (§9.1, §9.4): 12 rows × 1.5 ms.
+// 1 dp, and network_wait_ms the sum of their modelled waits
+// (docs/reference/original-library.md §6.4): 12 rows × 1.5 ms.
 func TestFactsRowNetworkMetricsFromSource(t *testing.T) {
 	e := netEnv(t, cdcsim.Network{RTT: 1260 * time.Microsecond, WaitPerRow: 1500 * time.Microsecond})
 	r := batchRow(t, e)
@@ -76,8 +77,9 @@ func TestFactsRowNetworkMetricsUnavailable(t *testing.T) {
 	}
 }
 
-// One range whose read reports no wait makes the batch's network_wait_ms NULL (§9.4: NULL
-// if any partition reported NULL); the round trip stays.
+// One range whose read reports no wait makes the batch's network_wait_ms NULL
+// (docs/reference/original-library.md §6.4: NULL if any read reported none); the round
+// trip stays.
 func TestFactsRowNetworkWaitNullWhenOneRangeLacksIt(t *testing.T) {
 	e := netEnv(t, cdcsim.Network{RTT: 2 * time.Millisecond, WaitPerRow: time.Millisecond})
 	e.lake.WrapSource = func(s source.Source) source.Source { return &blindSecondRead{Source: s} }

@@ -15,7 +15,7 @@ import (
 // instances resolves the configured capture instance and returns every instance of its
 // table, oldest first (at most two). A configured instance that no longer exists resolves
 // through the table's default name <schema>_<table> to the table's newest instance
-// (reference §4.4 step 2).
+// (docs/reference/original-library.md §3.2 step 2).
 func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 	list, err := r.src.CaptureInstances(ctx)
 	if err != nil {
@@ -28,7 +28,7 @@ func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 			return nil, err
 		}
 		// A disabled instance resolves through its table's default name <schema>_<table>
-		// to the table's instances (reference §4.4 step 2, §13.2).
+		// to the table's instances (docs/reference/original-library.md §8.3, §3.2 step 2).
 		for _, c := range list {
 			if strings.EqualFold(c.SourceSchema+"_"+c.SourceTable, r.spec.Source.CaptureInstance) {
 				return source.InstancesOf(list, c.SourceSchema, c.SourceTable), nil
@@ -39,7 +39,7 @@ func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 	return source.InstancesOf(list, ci.SourceSchema, ci.SourceTable), nil
 }
 
-// initialOffset is where a fresh checkpoint starts (reference §3.2).
+// initialOffset is where a fresh checkpoint starts (docs/reference/original-library.md §2.2).
 func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance, maxLSN lsn.LSN) (lsn.Offset, error) {
 	if r.spec.Bootstrap {
 		return r.bootstrapOffset(ctx)
@@ -60,7 +60,7 @@ func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance,
 			return r.offsetAt(ctx, maxLSN)
 		case !newest.StartLSN.IsZero():
 			// Capture has not reached the just-enabled instance: start just before it, as
-			// a snapshot would be stamped (bug-log B.6).
+			// a snapshot would be stamped (docs/reference/known-failures.md §B6).
 			return r.offsetAt(ctx, newest.StartLSN.Prev())
 		}
 		return lsn.Offset{}, &config.ConfigError{Problems: []config.Problem{{Field: "options.startingLsn",
@@ -85,9 +85,9 @@ func (r *run) offsetAt(ctx context.Context, l lsn.LSN) (lsn.Offset, error) {
 	return lsn.At(l, t), nil
 }
 
-// planEnd is the end of the next batch after start (reference §4.2): the target recorded
-// at the invocation's start, or the maxCommitsPerBatch-th commit after start when that is
-// below. ok is false when nothing is new.
+// planEnd is the end of the next batch after start (docs/reference/original-library.md
+// §3.1): the target recorded at the invocation's start, or the maxCommitsPerBatch-th commit
+// after start when that is below. ok is false when nothing is new.
 func (r *run) planEnd(ctx context.Context, start lsn.LSN, target lsn.LSN) (lsn.LSN, bool, error) {
 	if !start.Less(target) {
 		return start, false, nil
@@ -112,8 +112,9 @@ type span struct {
 }
 
 // spans cuts the batch range [from, to] at each newer instance's start LSN S: the older
-// instance for [from, S-1], the newer for [S, to] (reference §4.4 step 9; bug-log C.7,
-// C.8). Empty spans are left out. A newer instance whose S is above to is not read.
+// instance for [from, S-1], the newer for [S, to] (docs/reference/original-library.md §3.2
+// step 9; docs/reference/known-failures.md §C7, §C8). Empty spans are left out. A newer
+// instance whose S is above to is not read.
 func spans(insts []source.CaptureInstance, from, to lsn.LSN) []span {
 	var out []span
 	for i, ci := range insts {
@@ -139,7 +140,7 @@ func spans(insts []source.CaptureInstance, from, to lsn.LSN) []span {
 }
 
 // ciLabel is the _capture_instance value: the configured spelling when the instance is
-// the configured one, else the instance's own name (reference §6.1).
+// the configured one, else the instance's own name (docs/bronze.md).
 func (r *run) ciLabel(ci source.CaptureInstance) string {
 	if strings.EqualFold(ci.Name, r.spec.Source.CaptureInstance) {
 		return r.spec.Source.CaptureInstance

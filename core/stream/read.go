@@ -22,10 +22,10 @@ type readRange struct {
 }
 
 // ranges splits each span into read ranges of at least MinRowsPerRange change rows
-// (reference §4.4 step 10): SplitChanges tiles the span into numPartitions tiles that
-// never split a commit; adjacent tiles are joined until a range holds enough rows, and a
-// short tail joins the range before. The last range of a span ends at the span's end.
-// A span without rows is not read at all.
+// (docs/reference/original-library.md §3.3): SplitChanges tiles the span into numPartitions
+// tiles that never split a commit; adjacent tiles are joined until a range holds enough
+// rows, and a short tail joins the range before. The last range of a span ends at the
+// span's end. A span without rows is not read at all.
 func (r *run) ranges(ctx context.Context, sp []span) ([]readRange, error) {
 	var out []readRange
 	n := r.spec.Options.NumPartitions

@@ -14,11 +14,12 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
-// columns decides what the batch reads and the bronze schema it writes (reference §6.3,
-// §13): the union by name (ignoring case) of the columns the spans' instances capture,
-// older instance first, computed columns left out with a warning; then bronze's schema
-// with the captured columns it lacks appended as nullable columns. A column typed
-// differently by two instances, or by the source and bronze, is a *SchemaChangedError.
+// columns decides what the batch reads and the bronze schema it writes
+// (docs/reference/sqlserver-cdc.md §7.1, docs/reference/original-library.md §8): the union
+// by name (ignoring case) of the columns the spans' instances capture, older instance
+// first, computed columns left out with a warning; then bronze's schema with the captured
+// columns it lacks appended as nullable columns. A column typed differently by two
+// instances, or by the source and bronze, is a *SchemaChangedError.
 func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span) ([]source.Column, *arrow.Schema, []string, error) {
 	var cols []source.Column
 	var warnings []string
@@ -91,8 +92,8 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span) (
 }
 
 // ddlEvents lists the DDL of the spans' instances inside the batch as schema_change rows
-// (reference §13.1, classify policy). A type change bronze cannot take is caught by
-// columns, which compares types before anything is read.
+// (docs/reference/original-library.md §8.1, classify policy). A type change bronze cannot
+// take is caught by columns, which compares types before anything is read.
 func (r *run) ddlEvents(ctx context.Context, b checkpoint.Batch, sp []span) ([]facts.Row, error) {
 	var out []facts.Row
 	seen := map[string]bool{}
@@ -119,9 +120,9 @@ func (r *run) ddlEvents(ctx context.Context, b checkpoint.Batch, sp []span) ([]f
 }
 
 // switchEvent is the capture_instance_switched row of the first batch that reads a newer
-// instance after reading the older one (reference §4.4 step 9, §9.2): the batch's range
-// starts below the newer instance's S and reaches it. A stream that started at or after S
-// writes none.
+// instance after reading the older one (docs/reference/original-library.md §6.2, §3.2 step
+// 9): the batch's range starts below the newer instance's S and reaches it. A stream that
+// started at or after S writes none.
 func (r *run) switchEvent(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance) (*facts.Row, error) {
 	if len(insts) < 2 {
 		return nil, nil

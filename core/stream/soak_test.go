@@ -45,7 +45,7 @@ func seeds(def int) int {
 	return def
 }
 
-// Invariant 5 (DESIGN.md) over the long game: three tables (int, composite and
+// Invariant 5 (docs/design.md §5) over the long game: three tables (int, composite and
 // case-insensitive string keys) written by a live workload and streamed by many
 // invocations, each killed at a random external call (before the call lands or after, its
 // answer lost) or not at all, with random batch shapes (maxCommitsPerBatch,
@@ -103,8 +103,9 @@ type soak struct {
 	// steps counts the invocations and events, for failure messages.
 	steps int
 	stats soakStats
-	// open is a transaction left open across rounds (bug-log A.1: it writes before others
-	// commit and commits after them), nil when none; openFor counts its remaining rounds.
+	// open is a transaction left open across rounds (docs/reference/known-failures.md §A1:
+	// it writes before others commit and commits after them), nil when none; openFor counts
+	// its remaining rounds.
 	open    *cdcsim.Txn
 	openFor int
 	openKey int64

@@ -1,7 +1,7 @@
 // Package stream is the stream job: it reads every commit after the checkpoint from SQL
 // Server's change tables and appends the change rows to bronze, batch after batch, each
-// exactly once, with one facts row per batch (DESIGN.md §6.1; reference
-// original-stream-and-tables.md §3–§9, §12).
+// exactly once, with one facts row per batch (docs/design.md §6.1;
+// docs/stream.md; docs/reference/original-library.md §2–§8).
 //
 // One invocation (Run):
 //
@@ -20,7 +20,8 @@
 //  4. Commits bronze with txn(app_id, batch) — skipped on a replay — then the facts row
 //     and the batch's event rows in one commit with txn(<app_id>#facts, batch), then
 //     writes commits/<n>. An empty batch writes no bronze commit but still its facts row
-//     and its commit, so a quiet table's offset advances (bug-log D.9).
+//     and its commit, so a quiet table's offset advances
+//     (docs/reference/known-failures.md §D9).
 //  5. Goes on until the target is reached (caught_up) or the time budget is spent.
 //
 // Schema changes: a column a capture instance captures that bronze lacks is added to
@@ -279,7 +280,8 @@ func (r *run) stopTime(ctx context.Context, began time.Time) time.Time {
 }
 
 // checkNotRewound refuses a checkpoint that is behind the facts table of the same app_id
-// (reference §7.1): its batches would be skipped by their txn, silently.
+// (docs/reference/original-library.md §5.2): its batches would be skipped by their txn,
+// silently.
 func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 	snap, err := r.deps.Facts.Snapshot(ctx)
 	if err != nil {
@@ -300,11 +302,11 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 }
 
 // bootstrapOffset is where a fresh checkpoint with bootstrap=true starts: the newest
-// snapshot of this app_id in the facts table (a bootstrap/resnapshot row's LSN), or an
-// open chunked snapshot's S (the stream starts at S at once, DESIGN.md §6.3). Without
+// snapshot of this app_id in the facts table (a bootstrap/resnapshot row's LSN), or an open
+// chunked snapshot's S (the stream starts at S at once, docs/design.md §6.3). Without
 // either, the newest whole snapshot in bronze (operation-0 rows under any capture instance
-// of the table, names ignoring case: seed "How it behaves"), which is where a snapshot
-// taken alone (snapshot(target), writing no facts rows) is found.
+// of the table, names ignoring case: docs/snapshots.md "How it behaves"), which is where a
+// snapshot taken alone (snapshot(target), writing no facts rows) is found.
 func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
 	rows, err := facts.SnapshotEvents(ctx, r.deps.Facts, r.spec.AppID)
 	if err != nil {
