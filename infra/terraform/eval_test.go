@@ -1,6 +1,8 @@
 package terraform_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strings"
@@ -23,35 +25,39 @@ import (
 // toset) are re-implemented here from their documentation. A function missing here fails
 // the evaluation, and so the test, rather than passing silently.
 var tfFunctions = map[string]function.Function{
-	"alltrue":     boolFold(true),
-	"anytrue":     boolFold(false),
-	"can":         tryfunc.CanFunc,
-	"try":         tryfunc.TryFunc,
-	"coalesce":    stdlib.CoalesceFunc,
-	"concat":      stdlib.ConcatFunc,
-	"contains":    stdlib.ContainsFunc,
-	"distinct":    stdlib.DistinctFunc,
-	"flatten":     stdlib.FlattenFunc,
-	"floor":       stdlib.FloorFunc,
-	"join":        stdlib.JoinFunc,
-	"jsonencode":  stdlib.JSONEncodeFunc,
-	"keys":        stdlib.KeysFunc,
-	"length":      lengthFunc,
-	"lookup":      stdlib.LookupFunc,
-	"max":         stdlib.MaxFunc,
-	"min":         stdlib.MinFunc,
-	"merge":       stdlib.MergeFunc,
-	"regex":       stdlib.RegexFunc,
-	"regexall":    stdlib.RegexAllFunc,
-	"replace":     replaceFunc,
-	"setproduct":  stdlib.SetProductFunc,
-	"startswith":  stringPredicate(strings.HasPrefix),
-	"strcontains": stringPredicate(strings.Contains),
-	"substr":      stdlib.SubstrFunc,
-	"toset":       tosetFunc,
-	"trim":        stdlib.TrimFunc,
-	"trimsuffix":  stdlib.TrimSuffixFunc,
-	"values":      stdlib.ValuesFunc,
+	"alltrue":      boolFold(true),
+	"anytrue":      boolFold(false),
+	"can":          tryfunc.CanFunc,
+	"try":          tryfunc.TryFunc,
+	"coalesce":     stdlib.CoalesceFunc,
+	"compact":      stdlib.CompactFunc,
+	"concat":       stdlib.ConcatFunc,
+	"contains":     stdlib.ContainsFunc,
+	"distinct":     stdlib.DistinctFunc,
+	"flatten":      stdlib.FlattenFunc,
+	"floor":        stdlib.FloorFunc,
+	"join":         stdlib.JoinFunc,
+	"jsondecode":   stdlib.JSONDecodeFunc,
+	"jsonencode":   stdlib.JSONEncodeFunc,
+	"keys":         stdlib.KeysFunc,
+	"length":       lengthFunc,
+	"lookup":       stdlib.LookupFunc,
+	"max":          stdlib.MaxFunc,
+	"min":          stdlib.MinFunc,
+	"merge":        stdlib.MergeFunc,
+	"nonsensitive": identityFunc,
+	"regex":        stdlib.RegexFunc,
+	"regexall":     stdlib.RegexAllFunc,
+	"replace":      replaceFunc,
+	"setproduct":   stdlib.SetProductFunc,
+	"split":        stdlib.SplitFunc,
+	"startswith":   stringPredicate(strings.HasPrefix),
+	"strcontains":  stringPredicate(strings.Contains),
+	"substr":       stdlib.SubstrFunc,
+	"toset":        tosetFunc,
+	"trim":         stdlib.TrimFunc,
+	"trimsuffix":   stdlib.TrimSuffixFunc,
+	"values":       stdlib.ValuesFunc,
 }
 
 func boolFold(all bool) function.Function {
@@ -82,6 +88,12 @@ func stringPredicate(f func(s, sub string) bool) function.Function {
 		},
 	})
 }
+
+var identityFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowNull: true}},
+	Type:   func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+	Impl:   func(args []cty.Value, _ cty.Type) (cty.Value, error) { return args[0], nil },
+})
 
 var lengthFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType}},
@@ -246,7 +258,7 @@ func (e *evaluator) failedValidations(name string) []string {
 	return failed
 }
 
-// fileFuncs are Terraform's file and fileexists, resolving relative paths against the
+// fileFuncs are Terraform's file, filebase64sha256 and fileexists, resolving relative paths against the
 // working directory as Terraform does.
 var fileFuncs = map[string]function.Function{
 	"file": function.New(&function.Spec{
@@ -258,6 +270,18 @@ var fileFuncs = map[string]function.Function{
 				return cty.NilVal, err
 			}
 			return cty.StringVal(string(b)), nil
+		},
+	}),
+	"filebase64sha256": function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			b, err := os.ReadFile(args[0].AsString())
+			if err != nil {
+				return cty.NilVal, err
+			}
+			sum := sha256.Sum256(b)
+			return cty.StringVal(base64.StdEncoding.EncodeToString(sum[:])), nil
 		},
 	}),
 	"fileexists": function.New(&function.Spec{
@@ -289,7 +313,7 @@ func (e *evaluator) withAWS() *evaluator {
 	current := func(v cty.Value) cty.Value { return cty.ObjectVal(map[string]cty.Value{"current": v}) }
 	e.extra["data"] = cty.ObjectVal(map[string]cty.Value{
 		"aws_partition":       current(obj("partition", "aws")),
-		"aws_region":          current(obj("name", "eu-west-1")),
+		"aws_region":          current(obj("id", "eu-west-1")),
 		"aws_caller_identity": current(obj("account_id", "123456789012")),
 	})
 	e.extra["path"] = obj("module", e.m.dir)

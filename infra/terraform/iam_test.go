@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 )
 
 // functionSDKCalls are the files whose AWS SDK calls the functions make at run time (the
@@ -44,10 +46,13 @@ var sdkActions = map[string][]string{
 
 // lambdaPolicyExtras are the actions of the functions' policy that no SDK call of ours
 // makes: Lambda's own log delivery, KMS for customer managed keys behind S3, Secrets
-// Manager and DynamoDB, and the ENI management Lambda does with the role inside a VPC.
+// Manager and DynamoDB, the ENI management Lambda does with the role inside a VPC, the
+// record Lambda sends to the stream's on-failure destination, and X-Ray's trace writes.
 var lambdaPolicyExtras = []string{
 	"logs:CreateLogStream", "logs:PutLogEvents",
 	"kms:Decrypt", "kms:GenerateDataKey",
+	"sqs:SendMessage", "sns:Publish",
+	"xray:PutTraceSegments", "xray:PutTelemetryRecords",
 	"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
 	"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",
 }
@@ -125,11 +130,14 @@ func policyActions(t *testing.T, b *hclsyntax.Block) []string {
 // calls need, and nothing else beyond lambdaPolicyExtras.
 func TestLambdaPolicyActions(t *testing.T) {
 	m := loadModule(t, tableModule)
-	doc, ok := m.data["aws_iam_policy_document.lambda"]
-	if !ok {
-		t.Fatal("no data.aws_iam_policy_document.lambda")
+	var have []string
+	for _, name := range []string{"lambda", "function_common"} {
+		doc, ok := m.data["aws_iam_policy_document."+name]
+		if !ok {
+			t.Fatalf("no data.aws_iam_policy_document.%s", name)
+		}
+		have = append(have, policyActions(t, doc)...)
 	}
-	have := policyActions(t, doc)
 	need := requiredActions(t)
 	for _, a := range need {
 		if !slices.Contains(have, a) {
@@ -168,5 +176,133 @@ func TestS3LocationsAreWhatTheFunctionsOpen(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("local.s3_locations = %q, want the locations internal/connect opens %q", got, want)
+	}
+}
+
+// TestDeltaLogItemsScopedToTablePaths (issue 15 item 5): the DynamoDB grant holds only the
+// tablePath keys of this table's two Delta tables, as deltalog/logstore/dynamo builds
+// them (scheme, bucket, prefix without empty segments), for the default scheme and the
+// Spark one, and the maintain role gets the same scope.
+func TestDeltaLogItemsScopedToTablePaths(t *testing.T) {
+	base := with(hclValue(t, minimalSpec), "storage.dynamo_table", cty.StringVal("delta_log"))
+	cases := []struct {
+		name   string
+		spec   cty.Value
+		scheme string
+	}{
+		{"default scheme", base, ""},
+		{"s3a", with(base, "storage.table_path_scheme", cty.StringVal("s3a")), "s3a"},
+		{"empty segments", with(with(base, "bronze", cty.StringVal("s3://lake/bronze//orders")), "facts_table", cty.StringVal("s3://lake/ops/facts")), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var want []string
+			for _, field := range []string{"bronze", "facts_table"} {
+				p, err := dynamo.TablePath(c.spec.GetAttr(field).AsString(), c.scheme)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, p)
+			}
+			e := tableEvaluator(t, map[string]cty.Value{"spec": c.spec, "functions": hclValue(t, `{stream = {}, snapshot = {}, maintain = {}}`)}).withResources()
+			for _, doc := range []string{"lambda", "maintain"} {
+				var found bool
+				for _, s := range e.policy(doc) {
+					if !slices.Contains(s.Actions, "dynamodb:PutItem") {
+						continue
+					}
+					found = true
+					if len(s.Conditions) != 1 || s.Conditions[0].Test != "ForAllValues:StringEquals" || s.Conditions[0].Variable != "dynamodb:LeadingKeys" || !slices.Equal(s.Conditions[0].Values, want) {
+						t.Errorf("%s: DynamoDB statement conditions %+v, want ForAllValues:StringEquals dynamodb:LeadingKeys %q", doc, s.Conditions, want)
+					}
+					if !slices.Equal(s.Resources, []string{"arn:aws:dynamodb:eu-west-1:123456789012:table/delta_log"}) {
+						t.Errorf("%s: resources %q", doc, s.Resources)
+					}
+				}
+				if !found {
+					t.Errorf("%s: no DynamoDB statement", doc)
+				}
+			}
+		})
+	}
+}
+
+// TestOnlyMaintainDeletesDeltaLogFiles (issue 15 item 5): the stream's and snapshot's role
+// may delete data files, temporary commit files and checkpoint files, but no Delta log
+// file (commits, checkpoints, .crc, _last_checkpoint, sidecars) of either Delta table, by
+// an explicit deny; the maintain role may, on bronze and facts only, and reads no secret.
+func TestOnlyMaintainDeletesDeltaLogFiles(t *testing.T) {
+	e := tableEvaluator(t, map[string]cty.Value{"functions": hclValue(t, `{stream = {}, snapshot = {}, maintain = {}}`)}).withResources()
+	lambda, maintain := e.policy("lambda"), e.policy("maintain")
+	obj := func(key string) string { return "arn:aws:s3:::lake/" + key }
+	logFiles := []string{
+		"_delta_log/00000000000000000012.json",
+		"_delta_log/00000000000000000010.checkpoint.parquet",
+		"_delta_log/00000000000000000010.checkpoint.0000000001.0000000002.parquet",
+		"_delta_log/00000000000000000012.crc",
+		"_delta_log/00000000000000000004.00000000000000000009.compacted.json",
+		"_delta_log/_last_checkpoint",
+		"_delta_log/_sidecars/3a0d65cd-4056-49b8-937b-95f9e3ee90e5.parquet",
+	}
+	others := []string{
+		"part-00000-0b1c.c000.snappy.parquet",
+		"_capture_instance=dbo_orders/part-00001.parquet",
+		"_delta_log/.tmp/00000000000000000012.json.0b1c",
+	}
+	for _, table := range []string{"bronze/orders/", "ops/ingestion_facts/"} {
+		for _, f := range logFiles {
+			if allows(lambda, "s3:DeleteObject", obj(table+f)) {
+				t.Errorf("the functions' role may delete %s%s", table, f)
+			}
+			if !allows(lambda, "s3:GetObject", obj(table+f)) || !allows(lambda, "s3:PutObject", obj(table+f)) {
+				t.Errorf("the functions' role may not read or write %s%s", table, f)
+			}
+			if !allows(maintain, "s3:DeleteObject", obj(table+f)) {
+				t.Errorf("the maintain role may not delete %s%s", table, f)
+			}
+		}
+		for _, f := range others {
+			if !allows(lambda, "s3:DeleteObject", obj(table+f)) {
+				t.Errorf("the functions' role may not delete %s%s", table, f)
+			}
+		}
+	}
+	for _, f := range []string{"checkpoints/orders/offsets/12", "checkpoints/orders/snapshot/plan.json"} {
+		if !allows(lambda, "s3:DeleteObject", obj(f)) {
+			t.Errorf("the functions' role may not delete %s", f)
+		}
+		if allows(maintain, "s3:GetObject", obj(f)) {
+			t.Errorf("the maintain role reaches the checkpoint: %s", f)
+		}
+	}
+	for _, s := range maintain {
+		if slices.Contains(s.Actions, "secretsmanager:GetSecretValue") || s.Effect == "Deny" {
+			t.Errorf("maintain statement %+v", s)
+		}
+	}
+	if n := num(t, e.attr("aws_iam_role.maintain", "count")); n != 1 {
+		t.Errorf("maintain role count %d with maintain deployed", n)
+	}
+	if got := e.local("function_role_arns").GetAttr("maintain").AsString(); !strings.HasSuffix(got, ":role/t-maintain") {
+		t.Errorf("maintain runs as %s", got)
+	}
+	if got := e.local("function_role_arns").GetAttr("stream").AsString(); !strings.HasSuffix(got, ":role/t-lambda") {
+		t.Errorf("stream runs as %s", got)
+	}
+	without := tableEvaluator(t, nil).withResources()
+	if n := num(t, without.attr("aws_iam_role.maintain", "count")); n != 0 {
+		t.Errorf("maintain role count %d without maintain", n)
+	}
+}
+
+// TestExtraEnvironmentIsSensitive (issue 15 item 5): plans never print it.
+func TestExtraEnvironmentIsSensitive(t *testing.T) {
+	b := loadModule(t, tableModule).variables["extra_environment"]
+	a, ok := b.Body.Attributes["sensitive"]
+	if !ok {
+		t.Fatal("extra_environment is not sensitive")
+	}
+	if v, diags := a.Expr.Value(nil); diags.HasErrors() || !v.True() {
+		t.Errorf("extra_environment sensitive = %#v", v)
 	}
 }

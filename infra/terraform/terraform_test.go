@@ -165,9 +165,16 @@ func TestVersionsPinned(t *testing.T) {
 			t.Errorf("%s: %v", dir, err)
 			continue
 		}
-		for _, want := range []string{`required_version = ">= 1.5"`, `source  = "hashicorp/aws"`, `version = "~> 5.26"`} {
+		// 5.32: aws_lambda_function.logging_config; below 7: the majors tested against.
+		for _, want := range []string{`required_version = ">= 1.5"`, `source  = "hashicorp/aws"`, `version = ">= 5.32, < 7"`} {
 			if !strings.Contains(string(src), want) {
 				t.Errorf("%s/versions.tf lacks %s", dir, want)
+			}
+		}
+		// Provider 6 deprecates data.aws_region's name; id is the region in both majors.
+		for _, r := range loadModule(t, dir).allRefs() {
+			if r.root == "data" && r.attr(0) == "aws_region" && r.attr(2) != "id" {
+				t.Errorf("%s: read data.aws_region.%s.id, not .%s", r, r.attr(1), r.attr(2))
 			}
 		}
 	}

@@ -1,22 +1,35 @@
-# Two tables of database shop (the sample of localstack/mssql/01-sample-cdc.sql) into one
-# lake: bronze per table, one facts table, one checkpoint per table, one DynamoDB commit
+# The tables of database shop (by default the two of localstack/mssql/01-sample-cdc.sql)
+# into one lake: bronze and a checkpoint per table, one facts table, one DynamoDB commit
 # table. Build the zips first: `make build` at the repository root.
 
 locals {
   lake  = "s3://${var.lake_bucket}"
   facts = "${local.lake}/ops/ingestion_facts"
 
-  # Per table: the capture instance and what differs from the defaults.
-  tables = {
-    orders = {
-      capture_instance = "dbo_orders"
-      snapshot_keys    = ["id"]
-      num_partitions   = 8
-    }
-    customers = {
-      capture_instance = "dbo_customers"
-      snapshot_keys    = null
-      num_partitions   = 2
+  # One table spec (docs/spec.md) per entry of var.tables: the table module runs once per
+  # spec (for_each below), so adding a table is adding an entry.
+  specs = {
+    for name, t in var.tables : name => {
+      app_id = "${name}-v1"
+      source = {
+        dsn                 = "sqlserver://${var.sql_user}@${var.sql_server_host}:${var.sql_server_port}?database=${var.database}"
+        password_secret_arn = var.password_secret_arn
+        captureInstance     = t.capture_instance
+      }
+      options = {
+        numPartitions      = t.num_partitions
+        maxCommitsPerBatch = 5000
+        snapshotKeys       = t.snapshot_keys
+        lockTimeoutMs      = 10000
+      }
+      bronze      = "${local.lake}/bronze/${name}"
+      checkpoint  = "${local.lake}/checkpoints/${name}"
+      facts_table = local.facts
+      bootstrap   = true
+      storage = {
+        region       = var.region
+        dynamo_table = module.shared.delta_log_table_name
+      }
     }
   }
 }
@@ -34,37 +47,16 @@ module "shared" {
 
 module "table" {
   source   = "../../modules/mssqlcdc-table"
-  for_each = local.tables
+  for_each = local.specs
 
   name = "mssqlcdc-${each.key}"
+  spec = each.value
 
-  spec = {
-    app_id = "${each.key}-v1"
-    source = {
-      dsn                 = "sqlserver://${var.sql_user}@${var.sql_server_host}:${var.sql_server_port}?database=${var.database}"
-      password_secret_arn = var.password_secret_arn
-      captureInstance     = each.value.capture_instance
-    }
-    options = {
-      numPartitions      = each.value.num_partitions
-      maxCommitsPerBatch = 5000
-      snapshotKeys       = each.value.snapshot_keys
-      lockTimeoutMs      = 10000
-    }
-    bronze      = "${local.lake}/bronze/${each.key}"
-    checkpoint  = "${local.lake}/checkpoints/${each.key}"
-    facts_table = local.facts
-    bootstrap   = true
-    storage = {
-      region       = var.region
-      dynamo_table = module.shared.delta_log_table_name
-    }
-  }
-
-  schedule_every_minutes = 5
+  schedule_every_minutes = var.tables[each.key].schedule_every_minutes
   schedule_enabled       = var.streams_enabled
   vpc_config             = var.vpc_config
   log_retention_days     = 30
+  alarm_actions          = var.alarm_topic_arn == null ? [] : [var.alarm_topic_arn]
 
   tags = {
     project = "mssqlcdc"

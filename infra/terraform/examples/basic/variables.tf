@@ -53,7 +53,34 @@ variable "streams_enabled" {
 }
 
 variable "manage_bucket_lifecycle" {
-  description = "Whether this root owns the lake bucket's lifecycle configuration (the rule expiring _delta_log/.tmp/). It replaces any rules set elsewhere."
+  description = "Whether this root owns the lake bucket's lifecycle configuration (the rule expiring _delta_log/.tmp/). Off by default: the configuration is one resource per bucket and replaces any rules set elsewhere; add the rule where the bucket is managed, or turn this on if nothing else manages it."
   type        = bool
-  default     = true
+  default     = false
+}
+
+variable "tables" {
+  description = "The tables to capture, by short name (their bronze/<name> and checkpoints/<name> prefixes, app_id <name>-v1, functions mssqlcdc-<name>-*): capture_instance, and optionally snapshot_keys, num_partitions (4) and schedule_every_minutes (5)."
+  type = map(object({
+    capture_instance       = string
+    snapshot_keys          = optional(list(string))
+    num_partitions         = optional(number, 4)
+    schedule_every_minutes = optional(number, 5)
+  }))
+  default = {
+    orders = {
+      capture_instance = "dbo_orders"
+      snapshot_keys    = ["id"]
+      num_partitions   = 8
+    }
+    customers = {
+      capture_instance = "dbo_customers"
+      num_partitions   = 2
+    }
+  }
+}
+
+variable "alarm_topic_arn" {
+  description = "SNS topic the tables' alarms notify (null: the alarms only show in the console)."
+  type        = string
+  default     = null
 }

@@ -1,10 +1,40 @@
-# CloudWatch alarms on what needs a person: the stream failing, the stream falling behind
-# SQL Server's CDC cleanup (changes about to be purged unread: DataLossError next), and a
-# state machine execution failing. Off with alarms_enabled = false.
+# CloudWatch alarms on what needs a person, silence included: the stream failing, the
+# stream falling behind or not reporting at all (ingestion lag, missing data breaching),
+# scheduled invocations dropped, the stream falling behind SQL Server's CDC cleanup (changes
+# about to be purged unread: DataLossError next), and a state machine execution failing.
+# Off with alarms_enabled = false. Also the stream's on-failure destination: a record of
+# every asynchronous invocation that failed or was dropped.
 
 locals {
   # Several schedule intervals, at least 5 minutes, at most an hour per period.
   alarm_period = min(3600, 60 * max(5, var.schedule_every_minutes))
+  # The lag alarm's period holds at least one invocation: every invocation reports its lag
+  # (0 when it found nothing new), so an empty period means the stream did not run or
+  # failed before reporting. CloudWatch allows 3 periods of up to a day here (a total of
+  # at most one day below one-hour periods, seven days above).
+  lag_period              = 60 * max(5, var.schedule_every_minutes)
+  alarm_max_ingestion_lag = coalesce(var.alarm_max_ingestion_lag_seconds, max(900, 3 * 60 * var.schedule_every_minutes))
+
+  # The stream's on-failure destination: the module's queue, or the caller's SQS queue or
+  # SNS topic, or none.
+  stream_failure_destination = (
+    var.stream_failure_destination_arn != null ? var.stream_failure_destination_arn :
+    var.stream_failure_queue_enabled ? aws_sqs_queue.stream_failures[0].arn : null
+  )
+  stream_failure_destination_service = local.stream_failure_destination == null ? null : split(":", local.stream_failure_destination)[2]
+}
+
+# Records of the stream's failed and dropped asynchronous invocations (the event, the
+# error type and message, the attempt count), kept 14 days. Nothing reads them
+# automatically: they are what to look at when the errors or dropped-events alarm fires
+# (docs/operations.md). Idle, a queue costs nothing.
+resource "aws_sqs_queue" "stream_failures" {
+  count = var.stream_failure_queue_enabled && var.stream_failure_destination_arn == null ? 1 : 0
+
+  name                      = "${var.name}-stream-failures"
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = true
+  tags                      = var.tags
 }
 
 resource "aws_cloudwatch_metric_alarm" "stream_errors" {
@@ -51,6 +81,63 @@ resource "aws_cloudwatch_metric_alarm" "retention_headroom" {
   threshold           = var.alarm_min_retention_headroom_hours
   comparison_operator = "LessThanThreshold"
   treat_missing_data  = "missing"
+
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.alarm_actions
+  tags          = var.tags
+}
+
+# IngestionLagSeconds is written by the stream once per batch and once per invocation
+# that found nothing new (0): how far bronze is behind the newest commit SQL Server had
+# captured. Missing data breaches: a stream that stopped running, or fails before it
+# reports, is as late as one that is slow.
+resource "aws_cloudwatch_metric_alarm" "ingestion_lag" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-ingestion-lag"
+  alarm_description = "The mssqlcdc stream of ${var.spec.app_id} is more than ${local.alarm_max_ingestion_lag} s behind SQL Server, or reported nothing, in 2 of the last 3 periods of ${local.lag_period} s: check ${aws_cloudwatch_log_group.function["stream"].name}, the schedule and the errors alarm (docs/operations.md)."
+
+  namespace   = "mssqlcdc"
+  metric_name = "IngestionLagSeconds"
+  dimensions = {
+    app_id = var.spec.app_id
+  }
+  statistic           = "Maximum"
+  period              = local.lag_period
+  evaluation_periods  = 3
+  datapoints_to_alarm = 2
+  threshold           = local.alarm_max_ingestion_lag
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "breaching"
+
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.alarm_actions
+  tags          = var.tags
+}
+
+# A scheduled event dropped: it waited longer than one interval behind a running
+# invocation (reserved concurrency 1), or Lambda could not run it. An invocation that
+# overruns its interval (a catch-up at a one-minute schedule) drops the events meanwhile;
+# only drops in every one of 3 periods alarm, when every interval is overrun or nothing
+# runs at all.
+resource "aws_cloudwatch_metric_alarm" "stream_events_dropped" {
+  count = var.alarms_enabled ? 1 : 0
+
+  alarm_name        = "${var.name}-stream-events-dropped"
+  alarm_description = "Scheduled invocations of the mssqlcdc stream of ${var.spec.app_id} were dropped in each of the last 3 periods: invocations overrun the ${var.schedule_every_minutes}-minute schedule, or the function is throttled. Records are in the on-failure destination (docs/operations.md)."
+
+  namespace   = "AWS/Lambda"
+  metric_name = "AsyncEventsDropped"
+  dimensions = {
+    FunctionName = aws_lambda_function.this["stream"].function_name
+  }
+  statistic           = "Sum"
+  period              = local.alarm_period
+  evaluation_periods  = 3
+  datapoints_to_alarm = 3
+  threshold           = 1
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  treat_missing_data  = "notBreaching"
 
   alarm_actions = var.alarm_actions
   ok_actions    = var.alarm_actions

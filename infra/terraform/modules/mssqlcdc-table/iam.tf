@@ -1,8 +1,16 @@
-# Three roles, each allowed only what its principal does:
-#   <name>-lambda     the functions: this table's S3 prefixes, the delta_log items, the
-#                     password secret, their own log groups (and ENIs inside a VPC);
+# Up to four roles, each allowed only what its principal does:
+#   <name>-lambda     stream, snapshot (and the other SQL-reading functions): this table's S3
+#                     prefixes, the delta_log items of its two Delta tables, the password
+#                     secret, their own log groups (and ENIs inside a VPC). It may not
+#                     delete Delta log files (commits, checkpoints, _last_checkpoint): only
+#                     the maintain function's clean-up does that.
+#   <name>-maintain   maintain (compaction, checkpoints, log clean-up, VACUUM), once that
+#                     function is deployed: bronze and facts only, deletes included, no
+#                     secret (it never talks to SQL Server).
 #   <name>-states     the state machines: invoke this table's functions, deliver logs;
 #   <name>-scheduler  EventBridge Scheduler: invoke the stream.
+# Any of them may be brought instead (role_arns): the module then creates no role and
+# attaches nothing; the policy_documents output is what such a role needs.
 
 locals {
   # Where the functions read and write, from the spec's URLs (validated as
@@ -22,12 +30,21 @@ locals {
     }
   }
   s3_buckets = toset([for p in values(local.s3_paths) : p.bucket])
+  # The two Delta tables (the checkpoint is not one).
+  delta_tables = ["bronze", "facts"]
 
   # The Delta log table's items, in the region the spec names for it (dynamo_region, else
   # region, else the provider's), as internal/connect opens it.
   dynamo_table     = coalesce(var.spec.storage.dynamo_table, "-")
   dynamo_table_arn = "arn:${local.partition}:dynamodb:${coalesce(var.spec.storage.dynamo_region, var.spec.storage.region, local.region)}:${local.account}:table/${local.dynamo_table}"
   uses_dynamo      = var.spec.storage.dynamo_table != null
+  # The tablePath hash keys of this table's items, built as deltalog/logstore/dynamo
+  # TablePath builds them (Spark's S3DynamoDBLogStore key): the scheme, the bucket, the
+  # prefix without empty segments. The policy allows no other key (dynamodb:LeadingKeys).
+  delta_table_paths = [
+    for k in local.delta_tables :
+    "${coalesce(var.spec.storage.table_path_scheme, "s3")}://${local.s3_paths[k].bucket}/${join("/", compact(split("/", local.s3_paths[k].prefix)))}"
+  ]
 
   # Secrets Manager ARNs end in "-" and six random characters; a spec may give the ARN with
   # or without them (GetSecretValue accepts both), so the policy matches both forms.
@@ -35,6 +52,29 @@ locals {
     var.spec.source.password_secret_arn,
     "${var.spec.source.password_secret_arn}-??????",
   ]
+
+  # The functions on each role; maintain has its own.
+  deploys_maintain   = contains(keys(var.functions), "maintain")
+  lambda_functions   = [for k in keys(var.functions) : k if k != "maintain"]
+  create_lambda_role = var.role_arns.lambda == null
+  create_maintain    = local.deploys_maintain && var.role_arns.maintain == null
+  lambda_role_arn    = local.create_lambda_role ? aws_iam_role.lambda[0].arn : var.role_arns.lambda
+  maintain_role_arn  = local.create_maintain ? aws_iam_role.maintain[0].arn : var.role_arns.maintain
+  function_role_arns = { for k in keys(var.functions) : k => k == "maintain" ? local.maintain_role_arn : local.lambda_role_arn }
+  states_role_arn    = var.role_arns.states == null ? aws_iam_role.states[0].arn : var.role_arns.states
+  scheduler_role_arn = var.role_arns.scheduler == null ? aws_iam_role.scheduler[0].arn : var.role_arns.scheduler
+
+  # Delta log files no function but maintain may delete: every versioned file (commits,
+  # checkpoints, .crc, compacted commits: 20-digit versions, so they start with 0) and the
+  # files starting with '_' (_last_checkpoint, _sidecars/). Temporary commit files
+  # (_delta_log/.tmp/, which the DynamoDB log store deletes when it loses a claim) stay
+  # deletable.
+  delta_log_files = flatten([
+    for k in local.delta_tables : [
+      "arn:${local.partition}:s3:::${local.s3_paths[k].bucket}/${local.s3_paths[k].prefix}/_delta_log/0*",
+      "arn:${local.partition}:s3:::${local.s3_paths[k].bucket}/${local.s3_paths[k].prefix}/_delta_log/_*",
+    ]
+  ])
 }
 
 data "aws_iam_policy_document" "lambda_assume" {
@@ -47,29 +87,9 @@ data "aws_iam_policy_document" "lambda_assume" {
   }
 }
 
-resource "aws_iam_role" "lambda" {
-  name                 = "${var.name}-lambda"
-  description          = "mssqlcdc functions of ${var.spec.app_id}"
-  assume_role_policy   = data.aws_iam_policy_document.lambda_assume.json
-  permissions_boundary = var.permissions_boundary_arn
-  tags                 = var.tags
-}
-
-data "aws_iam_policy_document" "lambda" {
-  statement {
-    sid       = "Logs"
-    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = [for g in aws_cloudwatch_log_group.function : "${g.arn}:*"]
-  }
-
-  # deltalog/storage/s3store: GetObject (also HeadObject and the source of CopyObject),
-  # PutObject (also conditional puts and the target of CopyObject), DeleteObject.
-  statement {
-    sid       = "TableObjects"
-    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
-    resources = [for p in values(local.s3_paths) : "arn:${local.partition}:s3:::${p.bucket}/${p.prefix}/*"]
-  }
-
+# What every function's role needs whatever it does: list the table's prefixes, the
+# delta_log items of its two Delta tables, customer managed keys, VPC interfaces, tracing.
+data "aws_iam_policy_document" "function_common" {
   # ListObjectsV2, only under this table's prefixes (or, with s3_list_whole_bucket, the
   # bucket's key names).
   dynamic "statement" {
@@ -88,22 +108,19 @@ data "aws_iam_policy_document" "lambda" {
     }
   }
 
-  # deltalog/logstore/dynamo: the S3DynamoDBLogStore item per commit.
+  # deltalog/logstore/dynamo: the S3DynamoDBLogStore item per commit, only under this
+  # table's tablePath keys (ForAllValues: every key a request touches must be one of them).
   dynamic "statement" {
     for_each = local.uses_dynamo ? [local.dynamo_table_arn] : []
     content {
       sid       = "DeltaLogItems"
       actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
       resources = [statement.value]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = length(local.secret_arns) > 0 ? [local.secret_arns] : []
-    content {
-      sid       = "SourcePassword"
-      actions   = ["secretsmanager:GetSecretValue"]
-      resources = statement.value
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:LeadingKeys"
+        values   = local.delta_table_paths
+      }
     }
   }
 
@@ -133,12 +150,130 @@ data "aws_iam_policy_document" "lambda" {
       resources = ["*"]
     }
   }
+
+  # Active tracing: the X-Ray daemon's writes (AWSXRayDaemonWriteAccess); no resource-level
+  # scoping.
+  dynamic "statement" {
+    for_each = var.tracing_mode == "Active" ? [1] : []
+    content {
+      sid       = "Tracing"
+      actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+      resources = ["*"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "lambda" {
+  source_policy_documents = [data.aws_iam_policy_document.function_common.json]
+
+  statement {
+    sid       = "Logs"
+    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    resources = [for k in local.lambda_functions : "${aws_cloudwatch_log_group.function[k].arn}:*"]
+  }
+
+  # deltalog/storage/s3store: GetObject (also HeadObject and the source of CopyObject),
+  # PutObject (also conditional puts and the target of CopyObject), DeleteObject (a failed
+  # write's data files, a lost claim's temporary commit file, the checkpoint's old offsets).
+  statement {
+    sid       = "TableObjects"
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    resources = [for p in values(local.s3_paths) : "arn:${local.partition}:s3:::${p.bucket}/${p.prefix}/*"]
+  }
+
+  # An explicit deny wins over any allow, this role's or another policy's: a bug or a wrong
+  # key in these functions cannot delete a table's history.
+  statement {
+    sid       = "NoDeltaLogDeletes"
+    effect    = "Deny"
+    actions   = ["s3:DeleteObject"]
+    resources = local.delta_log_files
+  }
+
+  dynamic "statement" {
+    for_each = length(local.secret_arns) > 0 ? [local.secret_arns] : []
+    content {
+      sid       = "SourcePassword"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = statement.value
+    }
+  }
+
+  # Lambda sends the record of a failed or dropped asynchronous stream invocation to the
+  # on-failure destination with the function's role.
+  dynamic "statement" {
+    for_each = local.stream_failure_destination_service == "sqs" ? [local.stream_failure_destination] : []
+    content {
+      sid       = "StreamFailureQueue"
+      actions   = ["sqs:SendMessage"]
+      resources = [statement.value]
+    }
+  }
+  dynamic "statement" {
+    for_each = local.stream_failure_destination_service == "sns" ? [local.stream_failure_destination] : []
+    content {
+      sid       = "StreamFailureTopic"
+      actions   = ["sns:Publish"]
+      resources = [statement.value]
+    }
+  }
+}
+
+resource "aws_iam_role" "lambda" {
+  count = local.create_lambda_role ? 1 : 0
+
+  name                 = "${var.name}-lambda"
+  description          = "mssqlcdc functions of ${var.spec.app_id}"
+  assume_role_policy   = data.aws_iam_policy_document.lambda_assume.json
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
 }
 
 resource "aws_iam_role_policy" "lambda" {
+  count = local.create_lambda_role ? 1 : 0
+
   name   = "mssqlcdc"
-  role   = aws_iam_role.lambda.id
+  role   = aws_iam_role.lambda[0].id
   policy = data.aws_iam_policy_document.lambda.json
+}
+
+# maintain rewrites and deletes files of the two Delta tables, the log's old commits and
+# checkpoints included (log clean-up, VACUUM): the only role allowed to.
+data "aws_iam_policy_document" "maintain" {
+  source_policy_documents = [data.aws_iam_policy_document.function_common.json]
+
+  dynamic "statement" {
+    for_each = local.deploys_maintain ? [aws_cloudwatch_log_group.function["maintain"].arn] : []
+    content {
+      sid       = "Logs"
+      actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+      resources = ["${statement.value}:*"]
+    }
+  }
+
+  statement {
+    sid       = "TableObjects"
+    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+    resources = [for k in local.delta_tables : "arn:${local.partition}:s3:::${local.s3_paths[k].bucket}/${local.s3_paths[k].prefix}/*"]
+  }
+}
+
+resource "aws_iam_role" "maintain" {
+  count = local.create_maintain ? 1 : 0
+
+  name                 = "${var.name}-maintain"
+  description          = "mssqlcdc maintenance (compaction, log clean-up, VACUUM) of ${var.spec.app_id}"
+  assume_role_policy   = data.aws_iam_policy_document.lambda_assume.json
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "maintain" {
+  count = local.create_maintain ? 1 : 0
+
+  name   = "mssqlcdc"
+  role   = aws_iam_role.maintain[0].id
+  policy = data.aws_iam_policy_document.maintain.json
 }
 
 data "aws_iam_policy_document" "states_assume" {
@@ -157,6 +292,8 @@ data "aws_iam_policy_document" "states_assume" {
 }
 
 resource "aws_iam_role" "states" {
+  count = var.role_arns.states == null ? 1 : 0
+
   name                 = "${var.name}-states"
   description          = "mssqlcdc state machines of ${var.spec.app_id}"
   assume_role_policy   = data.aws_iam_policy_document.states_assume.json
@@ -198,11 +335,24 @@ data "aws_iam_policy_document" "states" {
     ]
     resources = ["*"]
   }
+
+  # X-Ray tracing of executions (tracing_mode = "Active"): Step Functions developer guide,
+  # "IAM policies for using AWS X-Ray".
+  dynamic "statement" {
+    for_each = var.tracing_mode == "Active" ? [1] : []
+    content {
+      sid       = "Tracing"
+      actions   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"]
+      resources = ["*"]
+    }
+  }
 }
 
 resource "aws_iam_role_policy" "states" {
+  count = var.role_arns.states == null ? 1 : 0
+
   name   = "mssqlcdc"
-  role   = aws_iam_role.states.id
+  role   = aws_iam_role.states[0].id
   policy = data.aws_iam_policy_document.states.json
 }
 
@@ -222,6 +372,8 @@ data "aws_iam_policy_document" "scheduler_assume" {
 }
 
 resource "aws_iam_role" "scheduler" {
+  count = var.role_arns.scheduler == null ? 1 : 0
+
   name                 = "${var.name}-scheduler"
   description          = "EventBridge Scheduler running the mssqlcdc stream of ${var.spec.app_id}"
   assume_role_policy   = data.aws_iam_policy_document.scheduler_assume.json
@@ -238,7 +390,9 @@ data "aws_iam_policy_document" "scheduler" {
 }
 
 resource "aws_iam_role_policy" "scheduler" {
+  count = var.role_arns.scheduler == null ? 1 : 0
+
   name   = "mssqlcdc"
-  role   = aws_iam_role.scheduler.id
+  role   = aws_iam_role.scheduler[0].id
   policy = data.aws_iam_policy_document.scheduler.json
 }

@@ -1,6 +1,7 @@
 # One SQL Server table captured into Delta Lake on S3 (docs/design.md §2): the Lambda functions
 # built by `make build`, each reading this table's spec from MSSQLCDC_SPEC. The IAM roles are
-# in iam.tf, the stream's schedule in schedule.tf, the state machines in stepfunctions.tf.
+# in iam.tf, the stream's schedule in schedule.tf, the state machines in stepfunctions.tf,
+# the alarms, dashboard and failure queue in alarms.tf and dashboard.tf.
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}
@@ -12,8 +13,9 @@ locals {
   statemachine_dir = coalesce(var.statemachine_dir, "${local.repo_root}/statemachine")
 
   partition = data.aws_partition.current.partition
-  region    = data.aws_region.current.name
-  account   = data.aws_caller_identity.current.account_id
+  # .id is the region's name in provider 5 and 6 (6 deprecates .name in favour of .region).
+  region  = data.aws_region.current.id
+  account = data.aws_caller_identity.current.account_id
 
   # The spec as the functions read it (core/config.Parse): null attributes are left out so
   # the functions apply their own defaults, and unknown names never reach the document
@@ -31,16 +33,21 @@ locals {
   # Per-function defaults. The stream stops 30 s before its deadline (core/stream
   # DefaultMargin) and is scheduled every few minutes, so 5 minutes keeps an invocation
   # short and its retries cheap. The snapshot steps read one key range each and may use all
-  # of Lambda's 15 minutes (the bootstrap machine's TimeoutSeconds is 900). Memory above
-  # 1769 MB buys a second vCPU for Parquet encoding. /tmp holds the Parquet files being
-  # written before upload, up to 128 MiB each (parquetio DefaultTargetFileSize): one per
-  # snapshot read, one per stream reader (numPartitions of them).
+  # of Lambda's 15 minutes (the bootstrap machine's Tasks time out at 960 s, above any
+  # function timeout the module accepts, so a retry never overlaps a running invocation).
+  # Memory above 1769 MB buys a second vCPU for Parquet encoding. /tmp holds the Parquet
+  # files being written before upload, up to 128 MiB each (parquetio
+  # DefaultTargetFileSize): one per snapshot read, one per stream reader (numPartitions of
+  # them). maintain (functions/maintain, scheduled compaction and clean-up) is not built
+  # yet; its entry sizes the role and function this module creates once it is.
   function_defaults = {
     stream          = { memory_size = 2048, timeout = 300, ephemeral_storage = 2048 }
     snapshot        = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
     "backfill-wave" = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
     seed            = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
+    maintain        = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
   }
+  code_from_s3 = var.code_s3_bucket != null
   functions = {
     for name, f in var.functions : name => {
       function_name     = "${var.name}-${name}"
@@ -48,13 +55,28 @@ locals {
       timeout           = coalesce(f.timeout, local.function_defaults[name].timeout)
       ephemeral_storage = coalesce(f.ephemeral_storage, local.function_defaults[name].ephemeral_storage)
       zip               = coalesce(f.zip, "${local.dist_dir}/${name}.zip")
+      s3_key            = local.code_from_s3 ? coalesce(f.s3_key, "${var.code_s3_key_prefix}${name}.zip") : null
+      s3_object_version = f.s3_object_version
+      source_code_hash  = f.source_code_hash
     }
   }
 
-  environment = merge(var.extra_environment, { MSSQLCDC_SPEC = local.spec_json })
+  # MSSQLCDC_METRICS: the stream's values declared as CloudWatch metrics (the others stay
+  # fields of the same log line, for Logs Insights and the dashboard).
+  environment = merge(var.extra_environment, {
+    MSSQLCDC_SPEC    = local.spec_json
+    MSSQLCDC_METRICS = join(",", var.custom_metrics)
+  })
   # Lambda's limit is on all the variables together, names and values (4 KB, "Lambda
-  # quotas"), so extra_environment counts as well as the spec.
-  environment_bytes = length(join("", [for k, v in local.environment : "${k}${v}"]))
+  # quotas"), so extra_environment counts as well as the spec. extra_environment is
+  # sensitive; its size is not.
+  environment_bytes = nonsensitive(length(join("", [for k, v in local.environment : "${k}${v}"])))
+
+  # What invokes a function: the alias when alias_name is set (so schedules and state
+  # machines run the published version it points at), else the function ($LATEST).
+  invoke_arns = {
+    for k, f in aws_lambda_function.this : k => var.alias_name == null ? f.arn : aws_lambda_alias.this[k].arn
+  }
 }
 
 resource "aws_cloudwatch_log_group" "function" {
@@ -73,14 +95,21 @@ resource "aws_lambda_function" "this" {
 
   function_name = each.value.function_name
   description   = substr("mssqlcdc ${each.key} of ${var.spec.source.captureInstance} into ${var.spec.bronze}", 0, 256)
-  role          = aws_iam_role.lambda.arn
+  role          = local.function_role_arns[each.key]
 
-  # make build: a static Go binary named bootstrap for the OS-only runtime on Graviton.
-  filename         = each.value.zip
-  source_code_hash = fileexists(each.value.zip) ? filebase64sha256(each.value.zip) : null
-  runtime          = "provided.al2023"
-  architectures    = ["arm64"]
-  handler          = "bootstrap"
+  # make build: a static Go binary named bootstrap for the OS-only runtime on Graviton, in
+  # a zip that is byte-identical across builds of the same code (internal/lambdazip), so
+  # source_code_hash changes only with the code. From S3 (code_s3_bucket) the hash is
+  # functions[fn].source_code_hash, and s3_object_version pins the object.
+  filename          = local.code_from_s3 ? null : each.value.zip
+  s3_bucket         = local.code_from_s3 ? var.code_s3_bucket : null
+  s3_key            = each.value.s3_key
+  s3_object_version = each.value.s3_object_version
+  source_code_hash  = local.code_from_s3 ? each.value.source_code_hash : (fileexists(each.value.zip) ? filebase64sha256(each.value.zip) : null)
+  runtime           = "provided.al2023"
+  architectures     = ["arm64"]
+  handler           = "bootstrap"
+  publish           = var.publish
 
   memory_size = each.value.memory_size
   timeout     = each.value.timeout
@@ -96,6 +125,23 @@ resource "aws_lambda_function" "this" {
     variables = local.environment
   }
 
+  # The functions write JSON lines themselves (log/slog) and the stream its metrics as EMF
+  # lines without a level, which Lambda counts as INFO: variables.tf refuses an
+  # application_log_level that would drop them.
+  logging_config {
+    log_format            = var.logging.log_format
+    application_log_level = var.logging.application_log_level
+    system_log_level      = var.logging.system_log_level
+    log_group             = aws_cloudwatch_log_group.function[each.key].name
+  }
+
+  dynamic "tracing_config" {
+    for_each = var.tracing_mode == null ? [] : [var.tracing_mode]
+    content {
+      mode = tracing_config.value
+    }
+  }
+
   dynamic "vpc_config" {
     for_each = var.vpc_config == null ? [] : [var.vpc_config]
     content {
@@ -109,12 +155,13 @@ resource "aws_lambda_function" "this" {
   depends_on = [
     aws_cloudwatch_log_group.function,
     aws_iam_role_policy.lambda,
+    aws_iam_role_policy.maintain,
   ]
 
   lifecycle {
     precondition {
-      condition     = fileexists(each.value.zip)
-      error_message = "${each.value.zip} does not exist: run make build at the repository root (or set dist_dir / functions[\"${each.key}\"].zip)."
+      condition     = local.code_from_s3 || fileexists(each.value.zip)
+      error_message = "${each.value.zip} does not exist: run make build at the repository root (or set dist_dir / functions[\"${each.key}\"].zip, or code_s3_bucket)."
     }
     precondition {
       condition     = local.environment_bytes <= 4096
@@ -132,15 +179,51 @@ resource "aws_lambda_function" "this" {
       condition     = var.spec.source.password_env == null || contains(keys(var.extra_environment), coalesce(var.spec.source.password_env, "-"))
       error_message = "spec.source.password_env names a variable that extra_environment does not set."
     }
+    precondition {
+      condition     = !var.alarms_enabled || alltrue([for m in ["IngestionLagSeconds", "RetentionHeadroomHours"] : contains(var.custom_metrics, m)])
+      error_message = "The alarms watch IngestionLagSeconds and RetentionHeadroomHours: keep both in custom_metrics, or set alarms_enabled = false."
+    }
+  }
+}
+
+# A published version per apply that changes the code or configuration, and an alias
+# following it: schedules and state machines invoke the alias (local.invoke_arns).
+resource "aws_lambda_alias" "this" {
+  for_each = var.alias_name == null ? {} : local.functions
+
+  name             = var.alias_name
+  description      = "mssqlcdc ${each.key} of ${var.spec.app_id}"
+  function_name    = aws_lambda_function.this[each.key].function_name
+  function_version = aws_lambda_function.this[each.key].version
+
+  lifecycle {
+    precondition {
+      condition     = var.publish
+      error_message = "alias_name needs publish = true: an alias points at a published version."
+    }
   }
 }
 
 # The scheduler invokes the stream asynchronously. An event that finds the previous
 # invocation still running is throttled (reserved concurrency 1) and queued by Lambda; it is
 # dropped once older than one interval, since the next scheduled event supersedes it, and a
-# failed invocation is not retried for the same reason.
+# failed invocation is not retried for the same reason. Either way Lambda sends a record of
+# the event to the on-failure destination (alarms.tf), and counts a dropped one in
+# AsyncEventsDropped.
 resource "aws_lambda_function_event_invoke_config" "stream" {
   function_name                = aws_lambda_function.this["stream"].function_name
+  qualifier                    = var.alias_name
   maximum_event_age_in_seconds = max(60, min(21600, var.schedule_every_minutes * 60))
   maximum_retry_attempts       = 0
+
+  dynamic "destination_config" {
+    for_each = local.stream_failure_destination == null ? [] : [local.stream_failure_destination]
+    content {
+      on_failure {
+        destination = destination_config.value
+      }
+    }
+  }
+
+  depends_on = [aws_lambda_alias.this]
 }

@@ -24,8 +24,56 @@ output "stream_schedule_arn" {
 }
 
 output "lambda_role_arn" {
-  description = "The functions' IAM role: grant it on a KMS key or bucket policy when those live elsewhere."
-  value       = aws_iam_role.lambda.arn
+  description = "The role of stream, snapshot and the other SQL-reading functions (created, or role_arns.lambda): grant it on a KMS key or bucket policy when those live elsewhere."
+  value       = local.lambda_role_arn
+}
+
+output "maintain_role_arn" {
+  description = "The maintain function's role (created, or role_arns.maintain); null while maintain is not deployed."
+  value       = local.deploys_maintain ? local.maintain_role_arn : null
+}
+
+output "states_role_arn" {
+  description = "The state machines' role (created, or role_arns.states)."
+  value       = local.states_role_arn
+}
+
+output "scheduler_role_arn" {
+  description = "EventBridge Scheduler's role for the stream's schedule (created, or role_arns.scheduler)."
+  value       = local.scheduler_role_arn
+}
+
+output "role_arns" {
+  description = "Every role by its key in role_arns: lambda, maintain (when deployed), states, scheduler."
+  value = merge(
+    { lambda = local.lambda_role_arn, states = local.states_role_arn, scheduler = local.scheduler_role_arn },
+    local.deploys_maintain ? { maintain = local.maintain_role_arn } : {},
+  )
+}
+
+output "policy_documents" {
+  description = "The inline policy each role gets (JSON), also what a role brought through role_arns needs."
+  value = {
+    lambda    = data.aws_iam_policy_document.lambda.json
+    maintain  = data.aws_iam_policy_document.maintain.json
+    states    = data.aws_iam_policy_document.states.json
+    scheduler = data.aws_iam_policy_document.scheduler.json
+  }
+}
+
+output "function_invoke_arns" {
+  description = "What the schedule and the state machines invoke, by function: the alias ARN with alias_name, else the function ARN."
+  value       = local.invoke_arns
+}
+
+output "stream_failure_destination_arn" {
+  description = "The on-failure destination of the stream's asynchronous invocations (the module's queue, stream_failure_destination_arn, or null)."
+  value       = local.stream_failure_destination
+}
+
+output "dashboard_name" {
+  description = "The table's CloudWatch dashboard (null with dashboard_enabled = false)."
+  value       = try(aws_cloudwatch_dashboard.this[0].dashboard_name, null)
 }
 
 output "log_group_names" {
@@ -54,6 +102,8 @@ output "alarm_names" {
   description = "The CloudWatch alarms created (empty with alarms_enabled = false)."
   value = concat(
     aws_cloudwatch_metric_alarm.stream_errors[*].alarm_name,
+    aws_cloudwatch_metric_alarm.ingestion_lag[*].alarm_name,
+    aws_cloudwatch_metric_alarm.stream_events_dropped[*].alarm_name,
     aws_cloudwatch_metric_alarm.retention_headroom[*].alarm_name,
     [for a in aws_cloudwatch_metric_alarm.state_machine_failed : a.alarm_name],
   )

@@ -15,8 +15,8 @@ resource "aws_scheduler_schedule" "stream" {
   }
 
   target {
-    arn      = aws_lambda_function.this["stream"].arn
-    role_arn = aws_iam_role.scheduler.arn
+    arn      = local.invoke_arns["stream"]
+    role_arn = local.scheduler_role_arn
     # functions/stream Event: {} runs one invocation with the spec's settings.
     input = jsonencode({})
 

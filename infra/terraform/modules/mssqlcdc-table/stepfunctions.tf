@@ -17,13 +17,30 @@ locals {
   # A function not deployed is null: a machine that calls it fails the precondition below
   # before templatefile() would.
   machine_template_vars = {
-    for placeholder, fn in local.machine_functions : placeholder => try(aws_lambda_function.this[fn].arn, null)
+    for placeholder, fn in local.machine_functions : placeholder => try(local.invoke_arns[fn], null)
   }
 
   machine_placeholders = {
     for m, src in local.machine_source : m => distinct(flatten(regexall("\\$\\{([A-Za-z0-9_]+)\\}", src)))
   }
   self_starting_machines = [for m, src in local.machine_source : m if strcontains(src, "states:startExecution")]
+
+  # Every Task of every machine (top level and inside Map states) with its TimeoutSeconds
+  # and the function its Resource placeholder names. A Task must time out later than its
+  # function can run (the timeout plus Lambda's 10 s init), so that a retry of
+  # States.Timeout never starts while the timed-out invocation still runs.
+  machine_tasks = {
+    for m, src in local.machine_source : m => src == "" ? [] : [
+      for t in concat(
+        [for s in values(jsondecode(src).States) : s if s.Type == "Task"],
+        flatten([for s in values(jsondecode(src).States) : [for i in values(try(s.ItemProcessor.States, s.Iterator.States)) : i if i.Type == "Task"] if s.Type == "Map"]),
+        ) : {
+        timeout  = try(t.TimeoutSeconds, null)
+        function = lookup(local.machine_functions, try(regex("^\\$\\{([A-Za-z0-9_]+)\\}$", t.Resource)[0], "-"), "-")
+      }
+    ]
+  }
+  lambda_init_seconds = 10
 }
 
 resource "aws_cloudwatch_log_group" "state_machine" {
@@ -41,7 +58,7 @@ resource "aws_sfn_state_machine" "this" {
   for_each = local.machine_files
 
   name       = "${var.name}-${each.key}"
-  role_arn   = aws_iam_role.states.arn
+  role_arn   = local.states_role_arn
   type       = "STANDARD"
   definition = templatefile(each.value, local.machine_template_vars)
 
@@ -49,6 +66,10 @@ resource "aws_sfn_state_machine" "this" {
     log_destination        = "${aws_cloudwatch_log_group.state_machine[each.key].arn}:*"
     include_execution_data = var.state_machine_log_execution_data
     level                  = var.state_machine_log_level
+  }
+
+  tracing_configuration {
+    enabled = var.tracing_mode == "Active"
   }
 
   tags = var.tags
@@ -67,6 +88,12 @@ resource "aws_sfn_state_machine" "this" {
     precondition {
       condition     = alltrue([for p in local.machine_placeholders[each.key] : contains(keys(var.functions), lookup(local.machine_functions, p, "-"))])
       error_message = "${each.key} calls functions missing from var.functions: ${join(", ", distinct([for p in local.machine_placeholders[each.key] : lookup(local.machine_functions, p, p) if !contains(keys(var.functions), lookup(local.machine_functions, p, "-"))]))}."
+    }
+    precondition {
+      condition = alltrue([
+        for t in local.machine_tasks[each.key] : t.timeout != null && t.timeout > try(local.functions[t.function].timeout, 900) + local.lambda_init_seconds
+      ])
+      error_message = "${each.key}.asl.json has Tasks whose TimeoutSeconds is not above their function's timeout plus ${local.lambda_init_seconds} s of init, so a retry of States.Timeout could overlap the invocation still running: ${join(", ", [for t in local.machine_tasks[each.key] : "${t.function} (${coalesce(t.timeout, 0)} s)" if t.timeout == null || coalesce(t.timeout, 0) <= try(local.functions[t.function].timeout, 900) + local.lambda_init_seconds])}."
     }
   }
 }

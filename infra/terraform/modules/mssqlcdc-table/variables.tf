@@ -76,6 +76,12 @@ variable "spec" {
     error_message = "spec.source.dsn holds a password (user:password@host): it would sit in clear text in the Lambda environment. Put it in Secrets Manager and set spec.source.password_secret_arn."
   }
   validation {
+    # go-mssqldb also takes the password as a query parameter (password=, or its ADO
+    # synonym pwd=).
+    condition     = !can(regex("(?i)[?&;](password|pwd)=", var.spec.source.dsn))
+    error_message = "spec.source.dsn holds a password (a password= or pwd= parameter): it would sit in clear text in the Lambda environment. Put it in Secrets Manager and set spec.source.password_secret_arn."
+  }
+  validation {
     condition     = var.spec.source.password_secret_arn == null || var.spec.source.password_env == null
     error_message = "Set one of spec.source.password_secret_arn and spec.source.password_env, not both."
   }
@@ -207,16 +213,22 @@ variable "functions" {
   description = <<-EOT
     The Lambda functions to deploy, by name (the directory under functions/ and the zip
     dist/<name>.zip that make build writes), each with optional overrides: memory_size (MB),
-    timeout (seconds), ephemeral_storage (MB of /tmp) and zip (a path to the zip). Unset
-    values take the defaults of local.function_defaults in main.tf (stream: 2048 MB, 300 s,
-    2048 MB of /tmp; snapshot: 2048 MB, 900 s, 2048 MB of /tmp). stream is required; add backfill-wave or seed when their state
-    machines are deployed.
+    timeout (seconds), ephemeral_storage (MB of /tmp), zip (a path to the zip), and with
+    code_s3_bucket: s3_key (default <code_s3_key_prefix><name>.zip), s3_object_version and
+    source_code_hash (base64 SHA-256 of the zip, what redeploys the code when it changes).
+    Unset values take the defaults of local.function_defaults in main.tf (stream: 2048 MB,
+    300 s, 2048 MB of /tmp; snapshot: 2048 MB, 900 s, 2048 MB of /tmp). stream is required;
+    add backfill-wave or seed when their state machines are deployed, maintain (its own role,
+    the only one allowed to delete Delta log files) once functions/maintain exists.
   EOT
   type = map(object({
     memory_size       = optional(number)
     timeout           = optional(number)
     ephemeral_storage = optional(number)
     zip               = optional(string)
+    s3_key            = optional(string)
+    s3_object_version = optional(string)
+    source_code_hash  = optional(string)
   }))
   default = {
     stream   = {}
@@ -228,8 +240,8 @@ variable "functions" {
     error_message = "functions must include stream: the schedule runs it."
   }
   validation {
-    condition     = alltrue([for k in keys(var.functions) : contains(["stream", "snapshot", "backfill-wave", "seed"], k)])
-    error_message = "functions keys must be among stream, snapshot, backfill-wave and seed (the directories under functions/)."
+    condition     = alltrue([for k in keys(var.functions) : contains(["stream", "snapshot", "backfill-wave", "seed", "maintain"], k)])
+    error_message = "functions keys must be among stream, snapshot, backfill-wave, seed and maintain (the directories under functions/)."
   }
   validation {
     condition     = alltrue([for f in values(var.functions) : f.memory_size == null ? true : (f.memory_size >= 128 && f.memory_size <= 10240)])
@@ -253,6 +265,96 @@ variable "state_machines" {
   validation {
     condition     = alltrue([for m in var.state_machines : can(regex("^[a-z][a-z0-9_-]*$", m))])
     error_message = "state_machines must be file names of statemachine/*.asl.json without the suffix, such as bootstrap."
+  }
+}
+
+variable "code_s3_bucket" {
+  description = "Deploy the functions' code from this S3 bucket instead of local zips: s3://<bucket>/<code_s3_key_prefix><function>.zip (or functions[fn].s3_key). The bucket must be in the functions' region. Set functions[fn].source_code_hash (base64 SHA-256 of the zip) or s3_object_version so that a new upload redeploys. Null deploys dist/<function>.zip."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.code_s3_bucket == null ? true : can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.code_s3_bucket))
+    error_message = "code_s3_bucket must be a bucket name (not an s3:// URL)."
+  }
+}
+
+variable "code_s3_key_prefix" {
+  description = "Key prefix of the zips in code_s3_bucket, e.g. \"mssqlcdc/v1.4.0/\" (the key is <prefix><function>.zip)."
+  type        = string
+  default     = ""
+}
+
+variable "publish" {
+  description = "Publish a new Lambda version whenever the code or configuration changes. Needed for alias_name."
+  type        = bool
+  default     = false
+}
+
+variable "alias_name" {
+  description = "Create an alias of this name per function pointing at the version just published (needs publish = true); the schedule and the state machines then invoke the alias. Null invokes $LATEST."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.alias_name == null ? true : can(regex("^[A-Za-z][A-Za-z0-9_-]{0,127}$", var.alias_name)) && !can(regex("^[0-9]+$", var.alias_name))
+    error_message = "alias_name must start with a letter and hold letters, digits, '-' or '_' (at most 128 characters)."
+  }
+}
+
+variable "logging" {
+  description = "Lambda's logging_config: log_format (Text, or JSON for Lambda's own lines as JSON and level filtering), application_log_level (TRACE, DEBUG or INFO; JSON only) and system_log_level (DEBUG, INFO or WARN; JSON only). The functions write JSON lines either way. Each function logs to the log group the module creates."
+  type = object({
+    log_format            = optional(string, "Text")
+    application_log_level = optional(string)
+    system_log_level      = optional(string)
+  })
+  default = {}
+
+  validation {
+    condition     = contains(["Text", "JSON"], var.logging.log_format)
+    error_message = "logging.log_format must be Text or JSON."
+  }
+  validation {
+    condition     = var.logging.log_format == "JSON" || (var.logging.application_log_level == null && var.logging.system_log_level == null)
+    error_message = "logging.application_log_level and system_log_level need log_format = \"JSON\" (Lambda filters levels of JSON logs only)."
+  }
+  validation {
+    # The stream's metric lines (CloudWatch Embedded Metric Format) carry no level, so
+    # Lambda files them as INFO: WARN and above would drop them and every metric with them.
+    condition     = var.logging.application_log_level == null ? true : contains(["TRACE", "DEBUG", "INFO"], var.logging.application_log_level)
+    error_message = "logging.application_log_level must be TRACE, DEBUG or INFO: the stream's metrics are log lines Lambda counts as INFO, and a higher level would drop them (and fire the ingestion lag alarm)."
+  }
+  validation {
+    condition     = var.logging.system_log_level == null ? true : contains(["DEBUG", "INFO", "WARN"], var.logging.system_log_level)
+    error_message = "logging.system_log_level must be DEBUG, INFO or WARN."
+  }
+}
+
+variable "tracing_mode" {
+  description = "X-Ray tracing of the functions and the state machines: Active (the roles get the X-Ray write actions), PassThrough, or null (Lambda's default, PassThrough, for the functions; off for the machines)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.tracing_mode == null ? true : contains(["Active", "PassThrough"], var.tracing_mode)
+    error_message = "tracing_mode must be Active, PassThrough or null."
+  }
+}
+
+variable "role_arns" {
+  description = "Bring your own IAM roles: lambda (stream, snapshot, ...), maintain, states, scheduler. A role given here is used as it is (the module creates and attaches nothing for it; the policy_documents output says what it needs); the others are created. The role of a Lambda function must trust lambda.amazonaws.com, states states.amazonaws.com, scheduler scheduler.amazonaws.com."
+  type = object({
+    lambda    = optional(string)
+    maintain  = optional(string)
+    states    = optional(string)
+    scheduler = optional(string)
+  })
+  default = {}
+
+  validation {
+    condition     = alltrue([for r in values(var.role_arns) : r == null ? true : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/", r))])
+    error_message = "role_arns values must be IAM role ARNs (arn:aws:iam::<account>:role/<name>)."
   }
 }
 
@@ -364,13 +466,14 @@ variable "kms_key_arns" {
 }
 
 variable "extra_environment" {
-  description = "More environment variables for every function, e.g. the variable named by spec.source.password_env (pass a secret value through sensitive() so plans hide it; a Secrets Manager secret is the better home for a password). MSSQLCDC_SPEC is set by the module and cannot be overridden."
+  description = "More environment variables for every function, e.g. the variable named by spec.source.password_env (a Secrets Manager secret is the better home for a password). Sensitive: plans show neither these values nor, since they share the environment block, the rendered spec (the spec_json output shows it). MSSQLCDC_SPEC and MSSQLCDC_METRICS are set by the module and cannot be overridden."
   type        = map(string)
   default     = {}
+  sensitive   = true
 
   validation {
-    condition     = !contains(keys(var.extra_environment), "MSSQLCDC_SPEC")
-    error_message = "extra_environment must not set MSSQLCDC_SPEC: the module renders it from spec."
+    condition     = !anytrue([for k in ["MSSQLCDC_SPEC", "MSSQLCDC_METRICS"] : contains(keys(var.extra_environment), k)])
+    error_message = "extra_environment must not set MSSQLCDC_SPEC or MSSQLCDC_METRICS: the module renders them from spec and custom_metrics."
   }
 }
 
@@ -387,7 +490,7 @@ variable "tags" {
 }
 
 variable "alarms_enabled" {
-  description = "Whether to create the CloudWatch alarms of alarms.tf: stream errors, retention headroom, failed state machine executions."
+  description = "Whether to create the CloudWatch alarms of alarms.tf: stream errors, ingestion lag (silence included), dropped scheduled events, retention headroom, failed state machine executions."
   type        = bool
   default     = true
 }
@@ -401,6 +504,51 @@ variable "alarm_actions" {
     condition     = alltrue([for a in var.alarm_actions : can(regex("^arn:aws[a-z-]*:", a))])
     error_message = "alarm_actions must be ARNs (an SNS topic, for example)."
   }
+}
+
+variable "alarm_max_ingestion_lag_seconds" {
+  description = "The ingestion lag alarm fires when the stream is more than this many seconds behind SQL Server's newest captured commit, or reports nothing, in 2 of 3 periods. Null: 3 schedule intervals, at least 900."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.alarm_max_ingestion_lag_seconds == null ? true : var.alarm_max_ingestion_lag_seconds > 0
+    error_message = "alarm_max_ingestion_lag_seconds must be > 0."
+  }
+}
+
+variable "custom_metrics" {
+  description = "The stream's values published as CloudWatch custom metrics (namespace mssqlcdc, dimension app_id), each about $0.30 a month per table (docs/cost.md). The alarms need IngestionLagSeconds and RetentionHeadroomHours; the others (Rows, Bytes, DurationMs, CaptureLagSeconds) stay fields of the same log line, which the dashboard reads with Logs Insights."
+  type        = list(string)
+  default     = ["IngestionLagSeconds", "RetentionHeadroomHours"]
+
+  validation {
+    condition     = alltrue([for m in var.custom_metrics : contains(["IngestionLagSeconds", "RetentionHeadroomHours", "Rows", "Bytes", "DurationMs", "CaptureLagSeconds"], m)])
+    error_message = "custom_metrics must be among IngestionLagSeconds, RetentionHeadroomHours, Rows, Bytes, DurationMs and CaptureLagSeconds."
+  }
+}
+
+variable "stream_failure_queue_enabled" {
+  description = "Create an SQS queue (<name>-stream-failures, 14 days' retention) as the on-failure destination of the stream's asynchronous invocations: a record of each failed or dropped scheduled run."
+  type        = bool
+  default     = true
+}
+
+variable "stream_failure_destination_arn" {
+  description = "An existing SQS queue or SNS topic to use as the stream's on-failure destination instead of the module's queue (the functions' role is allowed to send to it)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.stream_failure_destination_arn == null ? true : can(regex("^arn:aws[a-z-]*:(sqs|sns):[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]+$", var.stream_failure_destination_arn))
+    error_message = "stream_failure_destination_arn must be an SQS queue or SNS topic ARN."
+  }
+}
+
+variable "dashboard_enabled" {
+  description = "Create a CloudWatch dashboard <name> for this table: lag, retention headroom, rows per minute, MB/s, errors, the last batch. A dashboard costs $3 a month beyond an account's first three (docs/cost.md)."
+  type        = bool
+  default     = true
 }
 
 variable "alarm_min_retention_headroom_hours" {
