@@ -13,13 +13,16 @@ lint:
 	go run $(STATICCHECK) ./...
 
 # Each function as a Lambda zip for the provided.al2023 runtime on arm64: the binary must
-# be named bootstrap.
+# be named bootstrap. The zips are byte-identical across builds of the same code, so
+# Terraform's source_code_hash changes only with the code: -trimpath drops the checkout's
+# path, -buildvcs=false the commit (a commit that changes no code must not change the
+# zip), and lambdazip writes no timestamps (internal/lambdazip's test keeps it so).
 build:
 	@mkdir -p dist
 	@for f in $(FUNCTIONS); do \
 	  echo "== $$f"; \
 	  rm -rf dist/$$f && mkdir -p dist/$$f && \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -ldflags="-s -w" -o dist/$$f/bootstrap ./functions/$$f && \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -buildvcs=false -ldflags="-s -w" -o dist/$$f/bootstrap ./functions/$$f && \
 	  go run ./internal/lambdazip dist/$$f.zip dist/$$f/bootstrap || exit 1; \
 	done
 

@@ -1,5 +1,7 @@
 // Command lambdazip packs a Lambda bootstrap binary into a zip with the executable bit
-// set, so make build needs no zip tool on the machine.
+// set, so make build needs no zip tool on the machine. The zip holds no timestamp (the
+// entry's modification time is left zero), so the same binary always gives the same bytes
+// and Terraform's source_code_hash changes only with the code.
 //
 //	go run ./internal/lambdazip OUT.zip BOOTSTRAP
 package main
