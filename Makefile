@@ -1,6 +1,10 @@
 # mssqlcdc: make test runs everything CI runs; make build builds the Lambda zips.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUNCTIONS := $(notdir $(wildcard functions/*))
+# The Lambda architecture (arm64: Graviton; amd64 for LocalStack on an amd64 host) and where
+# the zips go.
+LAMBDA_GOARCH ?= arm64
+DIST ?= dist
 
 .PHONY: test lint build demo clean
 
@@ -18,12 +22,12 @@ lint:
 # path, -buildvcs=false the commit (a commit that changes no code must not change the
 # zip), and lambdazip writes no timestamps (internal/lambdazip's test keeps it so).
 build:
-	@mkdir -p dist
+	@mkdir -p $(DIST)
 	@for f in $(FUNCTIONS); do \
 	  echo "== $$f"; \
-	  rm -rf dist/$$f && mkdir -p dist/$$f && \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -buildvcs=false -ldflags="-s -w" -o dist/$$f/bootstrap ./functions/$$f && \
-	  go run ./internal/lambdazip dist/$$f.zip dist/$$f/bootstrap || exit 1; \
+	  rm -rf $(DIST)/$$f && mkdir -p $(DIST)/$$f && \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) go build -tags lambda.norpc -trimpath -buildvcs=false -ldflags="-s -w" -o $(DIST)/$$f/bootstrap ./functions/$$f && \
+	  go run ./internal/lambdazip $(DIST)/$$f.zip $(DIST)/$$f/bootstrap || exit 1; \
 	done
 
 demo:

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 )
 
 // Issue 15 item 6: the module conventions of terraform-aws-modules (the provider range is
@@ -196,5 +198,48 @@ func TestExampleOneCallPerSpec(t *testing.T) {
 	})
 	if v := on.mustEval(ex.modules["shared"].Body.Attributes["lake_bucket"].Expr); v.IsNull() || v.AsString() != "lake-bucket" {
 		t.Errorf("manage_bucket_lifecycle = true: lake_bucket %#v", v)
+	}
+}
+
+// TestLocalStackRootRenders (issue 15 item 8): the root localstack/deploy.sh applies passes
+// the module's validations, and its spec is one the functions accept, pointing the
+// functions at LocalStack by its compose service name.
+func TestLocalStackRootRenders(t *testing.T) {
+	root := loadModule(t, localStackRoot)
+	e := newEvaluator(t, root, map[string]cty.Value{
+		"dist_dir": cty.StringVal("/tmp/dist"), "reader_password": cty.StringVal("Reader_Passw0rd"),
+	})
+	e.extra["module"] = cty.ObjectVal(map[string]cty.Value{
+		"shared": cty.ObjectVal(map[string]cty.Value{"delta_log_table_name": cty.StringVal("delta_log")}),
+	})
+	call := root.modules["orders"]
+	args := map[string]cty.Value{}
+	for name, a := range call.Body.Attributes {
+		if name != "source" {
+			args[name] = e.mustEval(a.Expr)
+		}
+	}
+	mod := loadModule(t, tableModule)
+	me := newEvaluator(t, mod, args).withAWS()
+	for _, v := range sortedKeys(mod.variables) {
+		if failed := me.failedValidations(v); len(failed) > 0 {
+			t.Errorf("variable %s fails validation: %q", v, failed)
+		}
+	}
+	spec, err := config.Parse([]byte(me.local("spec_json").AsString()))
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	if spec.Storage.S3Endpoint != "http://localstack:4566" || !spec.Storage.S3PathStyle || spec.Storage.DynamoTable != "delta_log" {
+		t.Errorf("storage %+v", spec.Storage)
+	}
+	if spec.Source.PasswordEnv != "MSSQL_READER_PASSWORD" || !strings.Contains(spec.Source.DSN, "@mssql:1433") {
+		t.Errorf("source %+v", spec.Source)
+	}
+	if args["schedule_enabled"].True() {
+		t.Error("the schedule is enabled; LocalStack's scheduler would not run it anyway and deploy.sh invokes the stream")
+	}
+	if got := me.local("functions").GetAttr("stream").GetAttr("zip").AsString(); got != "/tmp/dist/stream.zip" {
+		t.Errorf("stream zip %s", got)
 	}
 }

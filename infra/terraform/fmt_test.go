@@ -12,7 +12,7 @@ import (
 // TestFormatted: every .tf file is as hclwrite.Format leaves it, the canonical layout
 // `terraform fmt` applies (aligned equals signs, two-space indents).
 func TestFormatted(t *testing.T) {
-	for _, dir := range moduleDirs(t, ".") {
+	for _, dir := range terraformDirs(t) {
 		paths, _ := filepath.Glob(filepath.Join(dir, "*.tf"))
 		for _, p := range paths {
 			src, err := os.ReadFile(p)

@@ -206,6 +206,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// localStackRoot is the Terraform root localstack/deploy.sh applies to LocalStack.
+const localStackRoot = "../../localstack/deploy"
+
+// terraformDirs lists every directory of the repository holding .tf files: this
+// directory's modules and example, and the LocalStack root.
+func terraformDirs(t *testing.T) []string {
+	t.Helper()
+	return append(moduleDirs(t, "."), localStackRoot)
+}
+
 // moduleDirs lists every directory under root holding .tf files.
 func moduleDirs(t *testing.T, root string) []string {
 	t.Helper()

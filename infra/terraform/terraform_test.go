@@ -34,7 +34,7 @@ var knownRoots = map[string]bool{
 }
 
 func TestReferencesResolve(t *testing.T) {
-	dirs := moduleDirs(t, ".")
+	dirs := terraformDirs(t)
 	for _, want := range []string{tableModule, "modules/mssqlcdc-shared", "examples/basic"} {
 		if !slices.Contains(dirs, want) {
 			t.Errorf("no Terraform in %s (found %v)", want, dirs)
@@ -105,7 +105,7 @@ func loadCalled(t *testing.T, m *tfModule, call *hclsyntax.Block) *tfModule {
 func TestModuleCallsMatchVariables(t *testing.T) {
 	meta := map[string]bool{"source": true, "version": true, "for_each": true, "count": true, "providers": true, "depends_on": true}
 	calls := 0
-	for _, dir := range moduleDirs(t, ".") {
+	for _, dir := range terraformDirs(t) {
 		m := loadModule(t, dir)
 		for name, call := range m.modules {
 			called := loadCalled(t, m, call)
@@ -133,7 +133,7 @@ func TestModuleCallsMatchVariables(t *testing.T) {
 // Terraform before 1.9 accepts validation conditions that refer only to the variable being
 // validated; versions.tf allows 1.5.
 func TestValidationsReferOnlyToTheirVariable(t *testing.T) {
-	for _, dir := range moduleDirs(t, ".") {
+	for _, dir := range terraformDirs(t) {
 		m := loadModule(t, dir)
 		for name, b := range m.variables {
 			if _, ok := b.Body.Attributes["description"]; !ok {
@@ -159,7 +159,7 @@ func TestValidationsReferOnlyToTheirVariable(t *testing.T) {
 }
 
 func TestVersionsPinned(t *testing.T) {
-	for _, dir := range moduleDirs(t, ".") {
+	for _, dir := range terraformDirs(t) {
 		src, err := os.ReadFile(filepath.Join(dir, "versions.tf"))
 		if err != nil {
 			t.Errorf("%s: %v", dir, err)

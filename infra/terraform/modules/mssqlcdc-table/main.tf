@@ -97,7 +97,8 @@ resource "aws_lambda_function" "this" {
   description   = substr("mssqlcdc ${each.key} of ${var.spec.source.captureInstance} into ${var.spec.bronze}", 0, 256)
   role          = local.function_role_arns[each.key]
 
-  # make build: a static Go binary named bootstrap for the OS-only runtime on Graviton, in
+  # make build: a static Go binary named bootstrap for the OS-only runtime on Graviton
+  # (arm64; x86_64 for zips built with LAMBDA_GOARCH=amd64, as for LocalStack), in
   # a zip that is byte-identical across builds of the same code (internal/lambdazip), so
   # source_code_hash changes only with the code. From S3 (code_s3_bucket) the hash is
   # functions[fn].source_code_hash, and s3_object_version pins the object.
@@ -107,7 +108,7 @@ resource "aws_lambda_function" "this" {
   s3_object_version = each.value.s3_object_version
   source_code_hash  = local.code_from_s3 ? each.value.source_code_hash : (fileexists(each.value.zip) ? filebase64sha256(each.value.zip) : null)
   runtime           = "provided.al2023"
-  architectures     = ["arm64"]
+  architectures     = [var.architecture]
   handler           = "bootstrap"
   publish           = var.publish
 

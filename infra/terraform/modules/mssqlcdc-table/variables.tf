@@ -268,6 +268,17 @@ variable "state_machines" {
   }
 }
 
+variable "architecture" {
+  description = "Lambda architecture the zips are built for: arm64 (Graviton, what make build builds) or x86_64 (make build LAMBDA_GOARCH=amd64, e.g. for LocalStack on an amd64 host)."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
 variable "code_s3_bucket" {
   description = "Deploy the functions' code from this S3 bucket instead of local zips: s3://<bucket>/<code_s3_key_prefix><function>.zip (or functions[fn].s3_key). The bucket must be in the functions' region. Set functions[fn].source_code_hash (base64 SHA-256 of the zip) or s3_object_version so that a new upload redeploys. Null deploys dist/<function>.zip."
   type        = string
