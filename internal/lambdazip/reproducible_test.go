@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -67,9 +68,18 @@ func TestBuildIsReproducible(t *testing.T) {
 		t.Fatalf("a commit that changes no code changed dist/stream.zip (%d -> %d bytes): the build stamps something besides the code", len(first), len(second))
 	}
 
-	// A commit that changes the code (the test must be able to tell).
-	probe := "package main\n\nimport \"os\"\n\nfunc init() { _ = os.Setenv(\"MSSQLCDC_REPRODUCIBLE_PROBE\", \"1\") }\n"
-	if err := os.WriteFile(filepath.Join(dir, "functions", "stream", "zz_probe.go"), []byte(probe), 0o644); err != nil {
+	// A commit that changes the code (the test must be able to tell): an init function in
+	// core/config, which every function links.
+	cfgSrc, err := os.ReadFile(filepath.Join(dir, "core", "config", "config.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg := regexp.MustCompile(`(?m)^package (\w+)`).FindSubmatch(cfgSrc)
+	if pkg == nil {
+		t.Fatal("core/config/config.go has no package clause")
+	}
+	probe := "package " + string(pkg[1]) + "\n\nimport \"os\"\n\nfunc init() { _ = os.Setenv(\"MSSQLCDC_REPRODUCIBLE_PROBE\", \"1\") }\n"
+	if err := os.WriteFile(filepath.Join(dir, "core", "config", "zz_probe.go"), []byte(probe), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run("git", "add", "-A")
