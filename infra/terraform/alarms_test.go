@@ -272,3 +272,34 @@ func TestCustomMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestLakeDashboard: the shared module's one dashboard for every table (off by default)
+// finds every app_id's lag and headroom and the functions' errors by SEARCH.
+func TestLakeDashboard(t *testing.T) {
+	shared := loadModule(t, "modules/mssqlcdc-shared")
+	if n := num(t, newEvaluator(t, shared, nil).withAWS().attr("aws_cloudwatch_dashboard.lake", "count")); n != 0 {
+		t.Errorf("lake dashboard count %d by default", n)
+	}
+	e := newEvaluator(t, shared, map[string]cty.Value{"dashboard_name": cty.StringVal("lake")}).withAWS()
+	body := jsonValue(t, e.attr("aws_cloudwatch_dashboard.lake", "dashboard_body")).(map[string]any)
+	var exprs []string
+	for _, w := range body["widgets"].([]any) {
+		p := w.(map[string]any)["properties"].(map[string]any)
+		for _, m := range p["metrics"].([]any) {
+			for _, o := range m.([]any) {
+				if om, ok := o.(map[string]any); ok {
+					exprs = append(exprs, om["expression"].(string))
+				}
+			}
+		}
+	}
+	for _, want := range []string{
+		`SEARCH('{mssqlcdc,app_id} MetricName="IngestionLagSeconds"', 'Maximum', 300)`,
+		`SEARCH('{mssqlcdc,app_id} MetricName="RetentionHeadroomHours"', 'Minimum', 300)`,
+		`SEARCH('{AWS/Lambda,FunctionName} MetricName="Errors" mssqlcdc', 'Sum', 300)`,
+	} {
+		if !slices.Contains(exprs, want) {
+			t.Errorf("lake dashboard lacks %s (has %q)", want, exprs)
+		}
+	}
+}

@@ -2,6 +2,12 @@
 # S3DynamoDBLogStore (docs/design.md §7, deltalog/logstore/dynamo) and the lifecycle rule that
 # expires its temporary commit files.
 
+data "aws_region" "current" {}
+
+locals {
+  region = data.aws_region.current.id
+}
+
 # The item schema Spark, delta-rs and deltalog/logstore/dynamo share: tablePath (HASH) and
 # fileName (RANGE) strings; expireTime (epoch seconds) is set once a commit is complete, so
 # TTL removes complete entries a day later.
@@ -85,4 +91,49 @@ resource "aws_s3_bucket_lifecycle_configuration" "lake" {
       error_message = "lake_bucket is set but there are no rules: a lifecycle configuration needs at least one (pass delta_tmp_prefixes)."
     }
   }
+}
+
+# One dashboard for every table of the lake, instead of (or beside) a dashboard per table
+# ($3 a month each, docs/cost.md): SEARCH expressions find every app_id's metrics and every
+# function whose name holds the word dashboard_function_search, so tables added later
+# appear without a change here.
+resource "aws_cloudwatch_dashboard" "lake" {
+  count = var.dashboard_name == null ? 0 : 1
+
+  dashboard_name = var.dashboard_name
+  dashboard_body = jsonencode({
+    widgets = [
+      for i, w in [
+        {
+          title = "Ingestion lag, s (max), every table"
+          expr  = "SEARCH('{mssqlcdc,app_id} MetricName=\"IngestionLagSeconds\"', 'Maximum', 300)"
+        },
+        {
+          title = "Retention headroom, h (min), every table"
+          expr  = "SEARCH('{mssqlcdc,app_id} MetricName=\"RetentionHeadroomHours\"', 'Minimum', 300)"
+        },
+        {
+          title = "Function errors"
+          expr  = "SEARCH('{AWS/Lambda,FunctionName} MetricName=\"Errors\" ${var.dashboard_function_search}', 'Sum', 300)"
+        },
+        {
+          title = "Scheduled stream events dropped"
+          expr  = "SEARCH('{AWS/Lambda,FunctionName} MetricName=\"AsyncEventsDropped\" ${var.dashboard_function_search}', 'Sum', 300)"
+        },
+        ] : {
+        type   = "metric"
+        x      = 12 * (i % 2)
+        y      = 6 * floor(i / 2)
+        width  = 12
+        height = 6
+        properties = {
+          title   = w.title
+          region  = local.region
+          view    = "timeSeries"
+          metrics = [[{ id = "e${i}", expression = w.expr }]]
+          yAxis   = { left = { min = 0 } }
+        }
+      }
+    ]
+  })
 }

@@ -76,6 +76,28 @@ variable "extra_lifecycle_rules" {
   }
 }
 
+variable "dashboard_name" {
+  description = "Create one CloudWatch dashboard of this name for every table of the lake (lag, headroom, errors, dropped events of all tables, found by SEARCH): $3 a month in all, against $3 per table for the table module's dashboards. Null: none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.dashboard_name == null ? true : can(regex("^[A-Za-z0-9_-]{1,255}$", var.dashboard_name))
+    error_message = "dashboard_name must be 1 to 255 letters, digits, '-' or '_'."
+  }
+}
+
+variable "dashboard_function_search" {
+  description = "The lake dashboard shows the Lambda functions whose names hold this word (CloudWatch SEARCH matches words of dimension values: \"mssqlcdc\" finds mssqlcdc-orders-stream)."
+  type        = string
+  default     = "mssqlcdc"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9]+$", var.dashboard_function_search))
+    error_message = "dashboard_function_search must be one word of letters and digits."
+  }
+}
+
 variable "tags" {
   description = "Tags for the resources that take them."
   type        = map(string)
