@@ -30,8 +30,34 @@ func str(t *testing.T, v cty.Value) string {
 	return v.AsString()
 }
 
-// TestIngestionLagAlarmCatchesSilence: the lag alarm breaches on missing data, with a
-// period that always holds a scheduled invocation (each reports its lag), within
+// metricQueries evaluates the metric_query blocks of an alarm by id: the expression or the
+// metric's namespace, name, stat, period and dimensions.
+func metricQueries(t *testing.T, e *evaluator, alarm string) map[string]map[string]cty.Value {
+	t.Helper()
+	out := map[string]map[string]cty.Value{}
+	for _, b := range e.block(alarm).Body.Blocks {
+		if b.Type != "metric_query" {
+			continue
+		}
+		q := map[string]cty.Value{}
+		for name, a := range b.Body.Attributes {
+			q[name] = e.mustEval(a.Expr)
+		}
+		for _, mb := range b.Body.Blocks {
+			if mb.Type == "metric" {
+				for name, a := range mb.Body.Attributes {
+					q[name] = e.mustEval(a.Expr)
+				}
+			}
+		}
+		out[q["id"].AsString()] = q
+	}
+	return out
+}
+
+// TestIngestionLagAlarmCatchesSilence: the lag alarm breaches on missing data, and a
+// period with no run of the stream counts as far behind while a period with runs but no
+// lag reported (nothing new) counts as 0; its period always holds a scheduled run, within
 // CloudWatch's limits on period × evaluation periods, for schedules from 1 minute to a day.
 func TestIngestionLagAlarmCatchesSilence(t *testing.T) {
 	const a = "aws_cloudwatch_metric_alarm.ingestion_lag"
@@ -40,18 +66,44 @@ func TestIngestionLagAlarmCatchesSilence(t *testing.T) {
 		if got := str(t, e.attr(a, "treat_missing_data")); got != "breaching" {
 			t.Errorf("every %d min: treat_missing_data %q, want breaching (silence is lag)", every, got)
 		}
-		for attr, want := range map[string]string{
-			"namespace": "mssqlcdc", "metric_name": "IngestionLagSeconds", "statistic": "Maximum",
-			"comparison_operator": "GreaterThanThreshold",
+		if got := str(t, e.attr(a, "comparison_operator")); got != "GreaterThanThreshold" {
+			t.Errorf("comparison_operator %q", got)
+		}
+		qs := metricQueries(t, e, a)
+		lag, reported, runs := qs["lag"], qs["reported"], qs["runs"]
+		if lag == nil || reported == nil || runs == nil || len(qs) != 3 {
+			t.Fatalf("metric queries %v, want lag, reported and runs", qs)
+		}
+		// No run: far behind (1e9 s, above any threshold); runs but nothing reported: 0.
+		if got := str(t, lag["expression"]); got != "IF(FILL(runs, 0) > 0, FILL(reported, 0), FILL(reported, 1000000000))" {
+			t.Errorf("expression %q", got)
+		}
+		if !lag["return_data"].True() {
+			t.Error("the expression is not what the alarm compares")
+		}
+		for q, want := range map[string][4]string{
+			"reported": {"mssqlcdc", "IngestionLagSeconds", "Maximum", "app_id=orders-v1"},
+			"runs":     {"AWS/Lambda", "Invocations", "Sum", "FunctionName=t-stream"},
 		} {
-			if got := str(t, e.attr(a, attr)); got != want {
-				t.Errorf("%s = %q, want %q", attr, got, want)
+			m := qs[q]
+			dims := m["dimensions"].AsValueMap()
+			var dim string
+			for k, v := range dims {
+				dim = k + "=" + v.AsString()
+			}
+			got := [4]string{str(t, m["namespace"]), str(t, m["metric_name"]), str(t, m["stat"]), dim}
+			if got != want || len(dims) != 1 {
+				t.Errorf("query %s = %v, want %v", q, got, want)
+			}
+			if r, ok := m["return_data"]; ok && r.True() {
+				t.Errorf("query %s returns data", q)
 			}
 		}
-		if got := e.attr(a, "dimensions").GetAttr("app_id").AsString(); got != "orders-v1" {
-			t.Errorf("dimension app_id %q", got)
+		period := num(t, reported["period"])
+		if num(t, runs["period"]) != period {
+			t.Errorf("the two metrics' periods differ")
 		}
-		period, evals, points := num(t, e.attr(a, "period")), num(t, e.attr(a, "evaluation_periods")), num(t, e.attr(a, "datapoints_to_alarm"))
+		evals, points := num(t, e.attr(a, "evaluation_periods")), num(t, e.attr(a, "datapoints_to_alarm"))
 		if period < every*60 || period%60 != 0 {
 			t.Errorf("every %d min: period %d s must be a whole number of minutes holding one interval", every, period)
 		}
@@ -67,6 +119,9 @@ func TestIngestionLagAlarmCatchesSilence(t *testing.T) {
 		}
 		if got, want := num(t, e.attr(a, "threshold")), max(900, 3*60*every); got != want {
 			t.Errorf("every %d min: default threshold %d, want %d", every, got, want)
+		}
+		if got := num(t, e.attr(a, "threshold")); got >= 1000000000 {
+			t.Errorf("threshold %d does not catch the no-run value", got)
 		}
 	}
 	e := tableEvaluator(t, map[string]cty.Value{"alarm_max_ingestion_lag_seconds": cty.NumberIntVal(120)}).withResources()

@@ -8,10 +8,10 @@
 locals {
   # Several schedule intervals, at least 5 minutes, at most an hour per period.
   alarm_period = min(3600, 60 * max(5, var.schedule_every_minutes))
-  # The lag alarm's period holds at least one invocation: every invocation reports its lag
-  # (0 when it found nothing new), so an empty period means the stream did not run or
-  # failed before reporting. CloudWatch allows 3 periods of up to a day here (a total of
-  # at most one day below one-hour periods, seven days above).
+  # The lag alarm's period holds at least one scheduled invocation, so a period without
+  # any run (and without a batch of a longer one) means the stream did not run. CloudWatch
+  # allows 3 periods of up to a day here (a total of at most one day below one-hour periods,
+  # seven days above).
   lag_period              = 60 * max(5, var.schedule_every_minutes)
   alarm_max_ingestion_lag = coalesce(var.alarm_max_ingestion_lag_seconds, max(900, 3 * 60 * var.schedule_every_minutes))
 
@@ -87,23 +87,48 @@ resource "aws_cloudwatch_metric_alarm" "retention_headroom" {
   tags          = var.tags
 }
 
-# IngestionLagSeconds is written by the stream once per batch and once per invocation
-# that found nothing new (0): how far bronze is behind the newest commit SQL Server had
-# captured. Missing data breaches: a stream that stopped running, or fails before it
-# reports, is as late as one that is slow.
+# IngestionLagSeconds is written by the stream once per batch: how far bronze is behind
+# the newest commit SQL Server had captured. Missing data breaches: a stream that stopped
+# running is as late as a slow one. A period with invocations of the stream
+# (AWS/Lambda Invocations, a free metric) but no lag reported ran and found nothing new:
+# it counts as a lag of 0, so an idle table does not alarm; a period with neither counts
+# as far behind. An invocation that fails is the errors alarm's.
 resource "aws_cloudwatch_metric_alarm" "ingestion_lag" {
   count = var.alarms_enabled ? 1 : 0
 
   alarm_name        = "${var.name}-ingestion-lag"
-  alarm_description = "The mssqlcdc stream of ${var.spec.app_id} is more than ${local.alarm_max_ingestion_lag} s behind SQL Server, or reported nothing, in 2 of the last 3 periods of ${local.lag_period} s: check ${aws_cloudwatch_log_group.function["stream"].name}, the schedule and the errors alarm (docs/operations.md)."
+  alarm_description = "The mssqlcdc stream of ${var.spec.app_id} is more than ${local.alarm_max_ingestion_lag} s behind SQL Server, or did not run, in 2 of the last 3 periods of ${local.lag_period} s: check ${aws_cloudwatch_log_group.function["stream"].name}, the schedule and the errors alarm (docs/operations.md)."
 
-  namespace   = "mssqlcdc"
-  metric_name = "IngestionLagSeconds"
-  dimensions = {
-    app_id = var.spec.app_id
+  metric_query {
+    id          = "lag"
+    label       = "ingestion lag (s); no run at all counts as 1e9"
+    expression  = "IF(FILL(runs, 0) > 0, FILL(reported, 0), FILL(reported, 1000000000))"
+    return_data = true
   }
-  statistic           = "Maximum"
-  period              = local.lag_period
+  metric_query {
+    id = "reported"
+    metric {
+      namespace   = "mssqlcdc"
+      metric_name = "IngestionLagSeconds"
+      dimensions = {
+        app_id = var.spec.app_id
+      }
+      stat   = "Maximum"
+      period = local.lag_period
+    }
+  }
+  metric_query {
+    id = "runs"
+    metric {
+      namespace   = "AWS/Lambda"
+      metric_name = "Invocations"
+      dimensions = {
+        FunctionName = aws_lambda_function.this["stream"].function_name
+      }
+      stat   = "Sum"
+      period = local.lag_period
+    }
+  }
   evaluation_periods  = 3
   datapoints_to_alarm = 2
   threshold           = local.alarm_max_ingestion_lag

@@ -523,8 +523,8 @@ variable "alarm_max_ingestion_lag_seconds" {
   default     = null
 
   validation {
-    condition     = var.alarm_max_ingestion_lag_seconds == null ? true : var.alarm_max_ingestion_lag_seconds > 0
-    error_message = "alarm_max_ingestion_lag_seconds must be > 0."
+    condition     = var.alarm_max_ingestion_lag_seconds == null ? true : (var.alarm_max_ingestion_lag_seconds > 0 && var.alarm_max_ingestion_lag_seconds < 1000000000)
+    error_message = "alarm_max_ingestion_lag_seconds must be > 0 and below 1e9 (the value a period without any run of the stream counts as)."
   }
 }
 
