@@ -46,6 +46,22 @@ func TestHelpFlagOnEveryCommand(t *testing.T) {
 	}
 }
 
+// mssqlcdc with no arguments is a mistake: the usage on stderr, exit 2. help, -h and --help
+// ask for it: stdout, exit 0.
+func TestNoArgumentsExits2WithUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), nil, &out, &errOut); code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "Usage: mssqlcdc <command>") {
+		t.Errorf("no arguments: exit %d, stdout %q, stderr %q: want exit 2 and the usage on stderr", code, out.String(), errOut.String())
+	}
+	for _, h := range []string{"help", "-h", "--help"} {
+		out.Reset()
+		errOut.Reset()
+		if code := run(context.Background(), []string{h}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Usage: mssqlcdc <command>") {
+			t.Errorf("%s: exit %d, stdout %q: want exit 0 and the usage on stdout", h, code, out.String())
+		}
+	}
+}
+
 // The bootstrap command's summary says what it does: the stream runs until caught up.
 func TestBootstrapSummarySaysUntilCaughtUp(t *testing.T) {
 	s := commands["bootstrap"].summary
@@ -118,15 +134,26 @@ func TestStreamLoopIdleIsQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The loop's waits are counted, not timed: the run ends after a fixed number of polls
+	// however slow the machine is.
+	pollsThenStop := func(n int) (context.Context, func(context.Context, time.Duration)) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		polls := 0
+		return ctx, func(context.Context, time.Duration) {
+			if polls++; polls == n {
+				cancel()
+			}
+		}
+	}
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
-	defer cancel()
-	err = streamLoop(ctx, spec, deps, quietStreamOptions(&out), loopOptions{poll: 10 * time.Millisecond}, &out)
+	ctx1, wait := pollsThenStop(40)
+	err = streamLoop(ctx1, spec, deps, quietStreamOptions(&out), loopOptions{poll: time.Hour, wait: wait}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "invocation:"); n != 1 {
-		t.Errorf("%d invocation lines over ~40 idle polls, want 1:\n%s", n, out.String())
+		t.Errorf("%d invocation lines over 40 idle polls, want 1:\n%s", n, out.String())
 	}
 	if n := strings.Count(out.String(), "caught up; polling every"); n != 1 {
 		t.Errorf("%d caught-up lines, want 1:\n%s", n, out.String())
@@ -134,14 +161,13 @@ func TestStreamLoopIdleIsQuiet(t *testing.T) {
 
 	// With the workload writing before each poll, the later polls commit batches.
 	out.Reset()
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 400*time.Millisecond)
-	defer cancel2()
-	lo := loopOptions{poll: 10 * time.Millisecond, beforePoll: func() error { return ds.gen.Step(5) }}
+	ctx2, wait := pollsThenStop(5)
+	lo := loopOptions{poll: time.Hour, wait: wait, beforePoll: func() error { return ds.gen.Step(5) }}
 	if err := streamLoop(ctx2, spec, deps, quietStreamOptions(&out), lo, &out); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), "batch "); n < 2 {
-		t.Errorf("%d batches with the workload writing, want several:\n%s", n, out.String())
+	if n := strings.Count(out.String(), "batch "); n < 4 {
+		t.Errorf("%d batches over 4 polls with the workload writing, want one a poll:\n%s", n, out.String())
 	}
 }
 

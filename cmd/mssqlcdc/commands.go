@@ -48,7 +48,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		// No command is a mistake (a script that lost its arguments must not succeed):
+		// the usage goes to stderr and the exit status is 2, as for an unknown command.
+		usage(stderr)
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		return 0
 	}

@@ -99,6 +99,23 @@ type loopOptions struct {
 	poll time.Duration
 	// beforePoll, when set, runs before each poll (--sim: the workload writes).
 	beforePoll func() error
+	// wait, when set, replaces the poll wait: it returns when d has passed or ctx is
+	// done (tests count polls with it instead of the clock).
+	wait func(ctx context.Context, d time.Duration)
+}
+
+// waitPoll waits lo.poll or until ctx is done.
+func (lo loopOptions) waitPoll(ctx context.Context) {
+	if lo.wait != nil {
+		lo.wait(ctx, lo.poll)
+		return
+	}
+	t := time.NewTimer(lo.poll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // streamLoop runs invocations: until caught up with availableNow, else for ever, waiting
@@ -135,10 +152,9 @@ func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts s
 			announced = true
 		}
 		idle = true
-		select {
-		case <-ctx.Done():
+		lo.waitPoll(ctx)
+		if ctx.Err() != nil {
 			return nil
-		case <-time.After(lo.poll):
 		}
 		if lo.beforePoll != nil {
 			if err := lo.beforePoll(); err != nil {
