@@ -228,3 +228,21 @@ func TestServeAnswersABadLineAndGoesOn(t *testing.T) {
 		t.Errorf("line 3: %v, want a RequestError reply with its id", r)
 	}
 }
+
+// Duration flags are bounded like the spec's durations: a --max-seconds that would
+// overflow a duration (or is NaN) is a ConfigError naming max_seconds, and --seconds
+// outside 0..86400 is a usage mistake; nothing runs.
+func TestDurationFlagsAreBounded(t *testing.T) {
+	spec := writeSimSpec(t)
+	for _, v := range []string{"1e10", "NaN", "+Inf", "-1"} {
+		_, errOut, code := runCLI(t, "stream", "--spec", spec, "--sim", "--available-now", "--max-seconds", v)
+		if code != 1 || !strings.Contains(errOut, "max_seconds") {
+			t.Errorf("--max-seconds %s: exit %d, stderr %q: want exit 1 naming max_seconds", v, code, errOut)
+		}
+	}
+	for _, v := range []string{"1e10", "NaN", "-1"} {
+		if _, errOut, code := runCLI(t, "demo", "--lake", t.TempDir(), "--seconds", v); code != 2 {
+			t.Errorf("demo --seconds %s: exit %d, want 2 (%s)", v, code, errOut)
+		}
+	}
+}

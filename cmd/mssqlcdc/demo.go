@@ -44,6 +44,8 @@ const (
 	demoDefaultSeconds = 10
 	// demoRate is the workload's transactions per second (real and simulated time agree).
 	demoRate = 200
+	// demoMaxSeconds bounds --seconds (a day), so the workload's deadline cannot overflow.
+	demoMaxSeconds = 24 * 3600
 	// demoMarker marks a directory the demo made, so a rerun may clear it.
 	demoMarker = ".mssqlcdc-demo"
 )
@@ -58,8 +60,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || o.Rows < 0 || o.Seconds < 0 {
-		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S] [--seed K]"}
+	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) {
+		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--seed K]"}
 	}
 	sum, err := demo(ctx, o, stdout)
 	if err != nil {

@@ -41,15 +41,20 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *specPath == "" || fs.NArg() > 0 || *maxSeconds < 0 {
+	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc stream --spec FILE [--available-now] [--max-seconds N] [--sim]"}
 	}
 	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
 		return err
 	}
-	if *maxSeconds > 0 {
+	if *maxSeconds != 0 {
+		// The flag overrides the spec's max_seconds and is bounded as it is (NaN, Inf
+		// and 1e10 would overflow a duration).
 		spec.MaxSeconds = *maxSeconds
+		if err := spec.Validate(); err != nil {
+			return err
+		}
 	}
 
 	lo := loopOptions{availableNow: *availableNow, poll: streamPollInterval}

@@ -46,6 +46,36 @@ func (ps *problems) add(field, format string, args ...any) {
 	*ps = append(*ps, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
+// Bounds of the duration-valued fields. Every duration in a spec is bounded, so that no
+// value overflows time.Duration (about 292 years in nanoseconds; max_seconds = 1e10 once
+// wrapped to a negative budget and stopped after one batch).
+const (
+	// MaxDurationSeconds bounds max_seconds, target_wave_seconds and min_headroom_hours
+	// (in seconds): 366 days.
+	MaxDurationSeconds = 366 * 24 * 3600
+	// MaxLockTimeoutMs is the largest SET LOCK_TIMEOUT SQL Server takes (an int), about
+	// 24.8 days.
+	MaxLockTimeoutMs = 1<<31 - 1
+)
+
+// validateSeconds adds a problem unless 0 <= v <= MaxDurationSeconds (NaN and the
+// infinities a command-line flag can carry included), and reports whether v was valid.
+// zero, when set, says what 0 means.
+func validateSeconds(ps *problems, field string, v float64, zero string) bool {
+	if v >= 0 && v <= MaxDurationSeconds {
+		return true
+	}
+	unit, shown, limit := "seconds", v, float64(MaxDurationSeconds)
+	if field == "min_headroom_hours" {
+		unit, shown, limit = "hours", v/3600, MaxDurationSeconds/3600
+	}
+	if zero != "" {
+		zero = "; " + zero
+	}
+	ps.add(field, "%g: want %s in 0..%g (at most 366 days%s)", shown, unit, limit, zero)
+	return false
+}
+
 // maxAppIDLen keeps "<app_id>#snapchunks.<S>" and friends well under DynamoDB and Delta
 // limits.
 const maxAppIDLen = 200
@@ -72,9 +102,7 @@ func (s *Spec) Validate() error {
 		ps.add("options.startingLsn", "not allowed with bootstrap=true (the snapshot's LSN is the start)")
 	}
 	s.validateSnapshotMode(&ps)
-	if s.MaxSeconds < 0 {
-		ps.add("max_seconds", "%g: want >= 0 (0 = bounded by the invocation's deadline only)", s.MaxSeconds)
-	}
+	validateSeconds(&ps, "max_seconds", s.MaxSeconds, "0 = bounded by the invocation's deadline only")
 	if s.Isolation != "" {
 		validateIsolation(&ps, "isolation", s.Isolation)
 	}
@@ -119,16 +147,12 @@ func (s *Spec) validateSnapshotMode(ps *problems) {
 		}
 	}
 	if s.MinHeadroomHours != nil {
-		if *s.MinHeadroomHours < 0 {
-			ps.add("min_headroom_hours", "%g: want >= 0", *s.MinHeadroomHours)
-		} else {
+		if validateSeconds(ps, "min_headroom_hours", *s.MinHeadroomHours*3600, "") {
 			onlyChunked("min_headroom_hours")
 		}
 	}
 	if s.TargetWaveSeconds != nil {
-		if *s.TargetWaveSeconds < 0 {
-			ps.add("target_wave_seconds", "%g: want >= 0", *s.TargetWaveSeconds)
-		} else {
+		if validateSeconds(ps, "target_wave_seconds", *s.TargetWaveSeconds, "0 reads one round") {
 			onlyChunked("target_wave_seconds")
 		}
 	}
@@ -199,8 +223,8 @@ func (o Options) validate(ps *problems) {
 		}
 	}
 	validateIsolation(ps, "options.isolationLevel", o.IsolationLevel)
-	if o.LockTimeoutMs != nil && *o.LockTimeoutMs < 0 {
-		ps.add("options.lockTimeoutMs", "%d: want a non-negative integer (milliseconds)", *o.LockTimeoutMs)
+	if o.LockTimeoutMs != nil && (*o.LockTimeoutMs < 0 || *o.LockTimeoutMs > MaxLockTimeoutMs) {
+		ps.add("options.lockTimeoutMs", "%d: want milliseconds in 0..%d (SET LOCK_TIMEOUT takes an int; leave it out to wait for ever)", *o.LockTimeoutMs, MaxLockTimeoutMs)
 	}
 	if o.SnapshotLsn != "" {
 		if _, err := lsn.Parse(o.SnapshotLsn); err != nil {

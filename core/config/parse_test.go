@@ -1,0 +1,143 @@
+package config
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+// parseProblems parses doc and returns its problems by field; it fails the test unless
+// Parse returned a *ConfigError.
+func parseProblems(t *testing.T, doc string) map[string]string {
+	t.Helper()
+	_, err := Parse([]byte(doc))
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want *ConfigError", err)
+	}
+	got := map[string]string{}
+	for _, p := range ce.Problems {
+		if _, dup := got[p.Field]; dup {
+			t.Errorf("%s reported twice: %v", p.Field, ce.Problems)
+		}
+		got[p.Field] = p.Reason
+	}
+	return got
+}
+
+// One document with unknown fields at two levels, values of the wrong JSON type (one in
+// an array) and an invalid value: every problem comes back at once, under its qualified
+// path, and nothing else (docs/spec.md).
+func TestParseReportsEveryProblemAtOnce(t *testing.T) {
+	doc := `{"app_id":"a#b","bronz":"/x",
+	"source":{"dsn":"sqlserver://u@h?database=d","captureInstanse":"dbo_t"},
+	"options":{"numPartitions":"4","snapshotKeys":["id",7]},
+	"bronze":"/lake/b","checkpoint":"/lake/cp","facts_table":"/lake/f"}`
+	got := parseProblems(t, doc)
+	want := map[string]string{
+		"app_id":                  "only letters",
+		"bronz":                   "did you mean bronze?",
+		"source.captureInstanse":  "did you mean source.captureInstance?",
+		"source.captureInstance":  "required",
+		"options.numPartitions":   "got a string, want an integer",
+		"options.snapshotKeys[1]": "7: want a string",
+	}
+	for f, w := range want {
+		if !strings.Contains(got[f], w) {
+			t.Errorf("%s: %q, want it to say %q", f, got[f], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("problems %v, want exactly the fields of %v", got, want)
+	}
+}
+
+// An unknown field names the known one it most likely meant: a sibling spelt differently
+// (case, '_' or '-', a typo), or the same name in another section.
+func TestParseSuggestsTheNearestField(t *testing.T) {
+	for _, tc := range []struct{ insert, field, want string }{
+		{`"max-seconds":5`, "max-seconds", "did you mean max_seconds?"},
+		{`"maxSeconds":5`, "maxSeconds", "did you mean max_seconds?"},
+		{`"captureInstance":"x"`, "captureInstance", "did you mean source.captureInstance?"},
+		{`"numPartitions":2`, "numPartitions", "did you mean options.numPartitions?"},
+		{`"options":{"numPartition":2}`, "options.numPartition", "did you mean options.numPartitions?"},
+		{`"options":{"starting_lsn":"latest"}`, "options.starting_lsn", "did you mean options.startingLsn?"},
+		{`"storage":{"dynamoTable":"t"}`, "storage.dynamoTable", "did you mean storage.dynamo_table?"},
+		{`"colour":"blue"`, "colour", "docs/spec.md lists the fields"},
+	} {
+		got := parseProblems(t, strings.Replace(minimal(), `"bronze"`, tc.insert+`,"bronze"`, 1))
+		if r, ok := got[tc.field]; !ok || !strings.HasPrefix(r, "unknown field") || !strings.Contains(r, tc.want) {
+			t.Errorf("%s: problems %v, want %s: unknown field ... %s", tc.insert, got, tc.field, tc.want)
+		}
+	}
+}
+
+// A field given twice (in any case) is a problem rather than a silent last-one-wins.
+func TestParseFieldGivenTwice(t *testing.T) {
+	got := parseProblems(t, strings.Replace(minimal(), `"bronze"`, `"options":{"numPartitions":2,"NUMPARTITIONS":3},"bronze"`, 1))
+	if r := got["options.numPartitions"]; !strings.Contains(r, "given twice") {
+		t.Errorf("problems %v", got)
+	}
+}
+
+// A value of the wrong type is reported once, not again by Validate as missing.
+func TestParseTypeProblemNotAlsoRequired(t *testing.T) {
+	got := parseProblems(t, strings.Replace(minimal(), `"app_id":"a"`, `"app_id":5`, 1))
+	if len(got) != 1 || !strings.Contains(got["app_id"], "want a string") {
+		t.Errorf("problems %v, want one: app_id wants a string", got)
+	}
+	got = parseProblems(t, strings.Replace(minimal(), `"source":{`, `"source":["x"],"s":{`, 1))
+	if !strings.Contains(got["source"], "got an array, want a JSON object") || got["source.dsn"] != "" {
+		t.Errorf("problems %v", got)
+	}
+}
+
+// Malformed JSON says where: line and column.
+func TestParseSyntaxErrorSaysWhere(t *testing.T) {
+	got := parseProblems(t, "{\n  \"app_id\": \"a\",\n  \"bronze\" \"x\"\n}")
+	if r := got["(document)"]; !strings.Contains(r, "line 3, column 12") {
+		t.Errorf("problems %v, want line 3, column 12", got)
+	}
+	for _, doc := range []string{"", "[1]", `"x"`, minimal() + " {}"} {
+		if got := parseProblems(t, doc); got["(document)"] == "" {
+			t.Errorf("%q: problems %v, want one on (document)", doc, got)
+		}
+	}
+}
+
+// Every duration-valued field is bounded, so none overflows time.Duration: max_seconds
+// of 1e10 once wrapped to a negative budget and stopped the stream after one batch.
+func TestDurationsAreBounded(t *testing.T) {
+	with := func(fields string) string { return strings.Replace(minimal(), `"bronze"`, fields+`,"bronze"`, 1) }
+	for _, tc := range []struct{ insert, field string }{
+		{`"max_seconds":1e10`, "max_seconds"},
+		{`"max_seconds":9.3e9`, "max_seconds"},
+		{`"max_seconds":-1`, "max_seconds"},
+		{`"options":{"lockTimeoutMs":9300000000000}`, "options.lockTimeoutMs"},
+		{`"options":{"lockTimeoutMs":2147483648}`, "options.lockTimeoutMs"},
+		{`"snapshot":"chunked","min_headroom_hours":3e9`, "min_headroom_hours"},
+		{`"snapshot":"chunked","target_wave_seconds":1e12`, "target_wave_seconds"},
+	} {
+		if got := parseProblems(t, with(tc.insert)); !strings.Contains(got[tc.field], "want") {
+			t.Errorf("%s: problems %v, want one on %s", tc.insert, got, tc.field)
+		}
+	}
+	for _, ok := range []string{`"max_seconds":31622400`, `"max_seconds":0.5`, `"options":{"lockTimeoutMs":2147483647}`} {
+		if _, err := Parse([]byte(with(ok))); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	// A flag can carry what JSON cannot: NaN and the infinities.
+	s, err := Parse([]byte(minimal()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		s.MaxSeconds = v
+		var ce *ConfigError
+		if err := s.Validate(); !errors.As(err, &ce) || !ce.Has("max_seconds") {
+			t.Errorf("max_seconds %v: %v", v, err)
+		}
+	}
+}
