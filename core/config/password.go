@@ -52,14 +52,15 @@ func (src Source) Password(ctx context.Context, getenv func(string) string, secr
 }
 
 // ConnString is DSN with password set as the URL's user password (built with net/url,
-// so special characters are escaped). An empty password returns DSN unchanged.
+// so special characters are escaped). An empty password returns DSN unchanged. A DSN that
+// is not a URL is a *ConfigError on source.dsn that repeats none of it.
 func (src Source) ConnString(password string) (string, error) {
 	if password == "" {
 		return src.DSN, nil
 	}
 	u, err := url.Parse(src.DSN)
 	if err != nil {
-		return "", fmt.Errorf("parse source.dsn: %w", err)
+		return "", &ConfigError{Problems: []Problem{{Field: "source.dsn", Reason: dsnParseReason(err)}}}
 	}
 	user := ""
 	if u.User != nil {

@@ -178,7 +178,7 @@ func (src Source) validate(ps *problems) {
 	if src.DSN == "" {
 		ps.add("source.dsn", "required (sqlserver://user@host:1433?database=db)")
 	} else if u, err := url.Parse(src.DSN); err != nil {
-		ps.add("source.dsn", "not a URL: %v", err)
+		ps.add("source.dsn", "%s", dsnParseReason(err))
 	} else {
 		if u.Scheme != "sqlserver" {
 			ps.add("source.dsn", "scheme %q: want sqlserver://", u.Scheme)

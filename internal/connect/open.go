@@ -16,16 +16,20 @@ import (
 
 // SQLServer opens the spec's SQL Server: its DSN with the password Password resolves (nil
 // secrets: Secrets Manager from the default AWS chain). The caller closes it.
+//
+// No error carries the password: each is passed through config.Redact with the resolved
+// password and the DSN (and the password written in it).
 func SQLServer(ctx context.Context, spec *config.Spec, getenv func(string) string, secrets config.SecretGetter) (*mssql.DB, error) {
 	pw, err := Password(ctx, spec, getenv, secrets)
 	if err != nil {
-		return nil, err
+		return nil, config.Redact(err, spec.Source.DSN)
 	}
 	dsn, err := spec.Source.ConnString(pw)
 	if err != nil {
-		return nil, err
+		return nil, config.Redact(err, pw, spec.Source.DSN)
 	}
-	return mssql.Open(mssql.Options{DSN: dsn, SourceTimeZone: spec.Options.SourceTimeZone})
+	db, err := mssql.Open(mssql.Options{DSN: dsn, SourceTimeZone: spec.Options.SourceTimeZone})
+	return db, config.Redact(err, pw, dsn, spec.Source.DSN)
 }
 
 // Location is how the spec's table URLs are opened (config.Storage → location.Config).
