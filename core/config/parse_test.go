@@ -141,3 +141,18 @@ func TestDurationsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// Table URLs are compared as the stores open them: a double or trailing slash, or s3a://
+// for s3://, does not make checkpoint differ from bronze. A "." or ".." segment is refused.
+func TestTableURLsComparedNormalized(t *testing.T) {
+	doc := strings.NewReplacer(`"bronze":"/lake/b"`, `"bronze":"s3://bkt/lake//orders/"`, `"checkpoint":"/lake/cp"`, `"checkpoint":"s3a://bkt/lake/orders"`,
+		`"facts_table":"/lake/f"`, `"facts_table":"/lake//b/../f"`).Replace(minimal())
+	got := parseProblems(t, doc)
+	if !strings.Contains(got["checkpoint"], "must differ from bronze") || len(got) != 1 {
+		t.Errorf("problems %v, want checkpoint: must differ from bronze", got)
+	}
+	got = parseProblems(t, strings.Replace(minimal(), `"bronze":"/lake/b"`, `"bronze":"s3://bkt/lake/../orders"`, 1))
+	if !strings.Contains(got["bronze"], `".." segment`) {
+		t.Errorf("problems %v, want bronze: .. segment", got)
+	}
+}

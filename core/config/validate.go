@@ -3,11 +3,13 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"unicode"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // Problem is one invalid field: its JSON path ("options.numPartitions") and why.
@@ -91,10 +93,10 @@ func (s *Spec) Validate() error {
 	validateURL(&ps, "bronze", s.Bronze, true)
 	validateURL(&ps, "checkpoint", s.Checkpoint, true)
 	validateURL(&ps, "facts_table", s.FactsTable, true)
-	if s.Bronze != "" && s.Bronze == s.Checkpoint {
+	if s.Bronze != "" && sameLocation(s.Bronze, s.Checkpoint) {
 		ps.add("checkpoint", "must differ from bronze")
 	}
-	if s.FactsTable != "" && s.FactsTable == s.Bronze {
+	if s.FactsTable != "" && sameLocation(s.FactsTable, s.Bronze) {
 		ps.add("facts_table", "must differ from bronze")
 	}
 
@@ -265,9 +267,42 @@ func validateURL(ps *problems, field, v string, required bool) {
 		if u.Host == "" {
 			ps.add(field, "%q: no bucket", v)
 		}
+		if _, err := storage.CleanPrefix(u.Path); err != nil {
+			ps.add(field, "%q: %v", v, strings.TrimPrefix(err.Error(), "storage: "))
+		}
 	default:
 		ps.add(field, "scheme %q: want s3://, s3a://, file:// or a local path", u.Scheme)
 	}
+}
+
+// sameLocation reports whether two table URLs name the same place: s3:// and s3a:// URLs
+// of one bucket whose prefixes are equal under storage.CleanPrefix ("s3://b/lake//t/" is
+// "s3a://b/lake/t"), or local paths equal once cleaned.
+func sameLocation(a, b string) bool {
+	return a == b || locationKey(a) == locationKey(b)
+}
+
+// locationKey is a table URL in the form sameLocation compares.
+func locationKey(v string) string {
+	if !strings.Contains(v, "://") {
+		if rest, ok := strings.CutPrefix(v, "file:"); ok {
+			v = rest
+		}
+		return "file:" + filepath.Clean(v)
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return v
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "s3", "s3a":
+		if p, err := storage.CleanPrefix(u.Path); err == nil {
+			return "s3:" + u.Host + "/" + p
+		}
+	case "file":
+		return "file:" + filepath.Clean(u.Path)
+	}
+	return v
 }
 
 func (st Storage) validate(ps *problems) {

@@ -131,8 +131,13 @@ func openS3(ctx context.Context, rawURL string, u *url.URL, cfg Config) (storage
 		// chunks are read by range), and the SDK would log a line for each such read.
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	// The key prefix as Hadoop reads it: the URL path, un-escaped.
-	store := s3store.New(client, u.Host, u.Path)
+	// The key prefix as Hadoop reads it: the URL path, un-escaped, cleaned by the one rule
+	// the DynamoDB tablePath follows too ("lake//orders/" is "lake/orders").
+	prefix, err := storage.CleanPrefix(u.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("location: %s: %w", rawURL, err)
+	}
+	store := s3store.New(client, u.Host, prefix)
 	if cfg.DynamoTable == "" {
 		return store, condput.New(store), nil
 	}

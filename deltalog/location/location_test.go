@@ -123,3 +123,43 @@ func TestS3DynamoDB(t *testing.T) {
 		roundTrip(t, s, l)
 	}
 }
+
+// A double slash (or a trailing one) names the same table everywhere: the S3 keys and the
+// DynamoDB tablePath both follow storage.CleanPrefix, so "lake//orders" and "lake/orders"
+// are one table, not two tables sharing log entries. A "." or ".." segment is refused.
+func TestS3PathsNormalizedOneWay(t *testing.T) {
+	srv := emulators.StartS3(t)
+	bucket := srv.Bucket(t)
+	cfg := location.Config{Endpoint: srv.URL, PathStyle: true, Credentials: emulators.Credentials}
+	a, la, err := location.Open(t.Context(), "s3://"+bucket+"/lake//orders/", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := location.Open(t.Context(), "s3a://"+bucket+"/lake/orders", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.URL() != "s3://"+bucket+"/lake/orders" || b.URL() != a.URL() {
+		t.Fatalf("URLs %q and %q, want both s3://%s/lake/orders", a.URL(), b.URL(), bucket)
+	}
+	// A commit through one is the other's commit: the same object.
+	roundTrip(t, b, la)
+
+	// The DynamoDB log store keys the table by the same prefix (no I/O until used).
+	cfg.DynamoTable, cfg.DynamoEndpoint = "delta_log", "http://127.0.0.1:1"
+	for _, u := range []string{"s3://" + bucket + "/lake//orders/", "s3://" + bucket + "/lake/orders"} {
+		s, l, err := location.Open(t.Context(), u, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.(*dynamo.LogStore).TablePathKey(); got != "s3://"+bucket+"/lake/orders" || s.URL() != "s3://"+bucket+"/lake/orders" {
+			t.Errorf("%s: tablePath %q, store %q; want both s3://%s/lake/orders", u, got, s.URL(), bucket)
+		}
+	}
+	for _, u := range []string{"s3://" + bucket + "/lake/../orders", "s3://" + bucket + "/./orders"} {
+		var be *storage.BadPrefixError
+		if _, _, err := location.Open(t.Context(), u, cfg); !errors.As(err, &be) {
+			t.Errorf("%s: %v, want *storage.BadPrefixError", u, err)
+		}
+	}
+}

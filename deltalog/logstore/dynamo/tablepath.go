@@ -3,6 +3,8 @@ package dynamo
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // DefaultScheme is the scheme of the tablePath key when Options.Scheme is empty. Spark
@@ -13,8 +15,9 @@ const DefaultScheme = "s3"
 
 // TablePath builds the tablePath key the way Spark's S3DynamoDBLogStore does (Hadoop
 // Path.toString of the commit path's grandparent, after stripping user-info): the given
-// scheme, the bucket, then the key prefix with empty segments ("//") dropped, no trailing
-// slash, and not percent-escaped. A table at the root of a bucket is "<scheme>://<bucket>/",
+// scheme, the bucket, then the key prefix cleaned by storage.CleanPrefix (the rule
+// s3store's keys follow: empty segments dropped, no trailing slash; "." and ".." refused),
+// not percent-escaped. A table at the root of a bucket is "<scheme>://<bucket>/",
 // as Hadoop renders a root path.
 //
 // storeURL is an unescaped "s3://bucket/prefix" (any scheme; user-info is dropped), as
@@ -34,11 +37,9 @@ func TablePath(storeURL, scheme string) (string, error) {
 	if authority == "" {
 		return "", fmt.Errorf("dynamo: table path of %q: no bucket", storeURL)
 	}
-	var segs []string
-	for _, s := range strings.Split(path, "/") {
-		if s != "" {
-			segs = append(segs, s)
-		}
+	prefix, err := storage.CleanPrefix(path)
+	if err != nil {
+		return "", fmt.Errorf("dynamo: table path of %q: %w", storeURL, err)
 	}
-	return scheme + "://" + authority + "/" + strings.Join(segs, "/"), nil
+	return scheme + "://" + authority + "/" + prefix, nil
 }

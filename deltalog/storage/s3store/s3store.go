@@ -46,10 +46,18 @@ type Store struct {
 
 var _ storage.Store = (*Store)(nil)
 
-// New returns a Store for s3://bucket/prefix. prefix may be empty; leading and trailing
-// slashes are dropped. It does no I/O.
+// New returns a Store for s3://bucket/prefix. prefix may be empty; it is cleaned by
+// storage.CleanPrefix (empty segments and leading and trailing slashes dropped), so the
+// object keys agree with the DynamoDB log store's tablePath and with Spark. It does no
+// I/O.
 func New(client Client, bucket, prefix string) *Store {
-	prefix = strings.Trim(prefix, "/")
+	if clean, err := storage.CleanPrefix(prefix); err == nil {
+		prefix = clean
+	} else {
+		// A "." or ".." segment: location.Open refuses such URLs; a caller that built
+		// the prefix itself gets it as given, trimmed.
+		prefix = strings.Trim(prefix, "/")
+	}
 	if prefix != "" {
 		prefix += "/"
 	}
