@@ -5,7 +5,9 @@
 // Writes never expose partial content: every write goes to a temporary file in the target's
 // directory, is synced, and then becomes visible in one step, by rename (Put, Copy) or by
 // hard link (PutIfAbsent, CopyIfAbsent: link(2) fails with EEXIST when the target exists,
-// which makes the create exclusive). Temporary files are named ".localstore-*.tmp"; List
+// which makes the create exclusive). A write is durable when it returns: the directory
+// holding the new name, and the parent of every directory created for it, are synced too
+// (durable.go), so a commit never names a file a power loss can take back. Temporary files are named ".localstore-*.tmp"; List
 // never yields them, so keys of that form are reserved.
 package localstore
 
@@ -166,6 +168,9 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 		os.Remove(tmp)
 		return mapErr("put", key, err)
 	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return mapErr("put", key, err)
+	}
 	return nil
 }
 
@@ -215,7 +220,10 @@ func (s *Store) linkNew(ctx context.Context, op, key, p string, r io.Reader) err
 	if err := os.Link(tmp, p); err != nil {
 		return mapErr(op, key, err)
 	}
-	return syncDir(filepath.Dir(p))
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return mapErr(op, key, err)
+	}
+	return nil
 }
 
 // writeTemp writes r to a synced temporary file in the directory of p and returns its path.
@@ -224,7 +232,7 @@ func writeTemp(ctx context.Context, p string, r io.Reader) (string, error) {
 		return "", err
 	}
 	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAllDurable(dir); err != nil {
 		return "", err
 	}
 	f, err := os.CreateTemp(dir, tempPrefix+"*"+tempSuffix)
@@ -233,7 +241,7 @@ func writeTemp(ctx context.Context, p string, r io.Reader) (string, error) {
 	}
 	_, err = io.Copy(f, ctxReader{ctx, r})
 	if err == nil {
-		err = f.Sync()
+		err = fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -243,17 +251,6 @@ func writeTemp(ctx context.Context, p string, r io.Reader) (string, error) {
 		return "", err
 	}
 	return f.Name(), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	// Some file systems refuse fsync on directories; the link itself is already done.
-	_ = d.Sync()
-	return nil
 }
 
 // ctxReader stops a long copy when ctx is cancelled.
