@@ -23,7 +23,8 @@ import (
 //   - strings cut to StringPrefixLength characters; the max then gets a tie-breaker so it
 //     stays an upper bound (U+007F when the next character sorts below it, else
 //     U+10FFFF), and is left out when no bound fits in twice the prefix;
-//   - timestamps truncated to milliseconds toward negative infinity, written
+//   - timestamps at millisecond precision, the min floored and the max ceiled (boundMillis:
+//     the stats bound the data for readers that do not add Spark's 1 ms to a max), written
 //     "yyyy-MM-ddTHH:mm:ss.SSSZ" (timestamp, UTC) or without the Z (timestamp_ntz);
 //   - dates "yyyy-MM-dd"; decimals as exact JSON numbers;
 //   - float min/max left out when a value is NaN or infinite (not a JSON number).
@@ -406,10 +407,16 @@ func (fs *fileStats) bound(cs *colStats, isMax bool) (string, bool) {
 		return v.ToString(cs.scale), true
 	case kindDate:
 		return `"` + time.Unix(pickI*86400, 0).UTC().Format(time.DateOnly) + `"`, true
-	case kindTimestamp:
-		return `"` + formatMillis(pickI) + `Z"`, true
-	case kindTimestampNTZ:
-		return `"` + formatMillis(pickI) + `"`, true
+	case kindTimestamp, kindTimestampNTZ:
+		ms, ok := boundMillis(pickI, isMax)
+		if !ok {
+			return "", false
+		}
+		zone := ""
+		if cs.kind == kindTimestamp {
+			zone = "Z"
+		}
+		return `"` + formatMillis(ms) + zone + `"`, true
 	case kindString:
 		s := cs.minS
 		if isMax {
@@ -425,13 +432,34 @@ func (fs *fileStats) bound(cs *colStats, isMax bool) (string, bool) {
 	return "", false
 }
 
-// formatMillis renders micros since the epoch truncated toward negative infinity to
-// milliseconds, as yyyy-MM-ddTHH:mm:ss.SSS.
-func formatMillis(micros int64) string {
+// maxStatMillis is 9999-12-31T23:59:59.999, the largest timestamp statistic with a
+// four-digit year.
+var maxStatMillis = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC).UnixMilli()
+
+// boundMillis is a timestamp statistic in milliseconds since the epoch: a min floored, a
+// max ceiled, so the pair bounds every value in the file for any reader. Statistics have
+// millisecond precision; Spark truncates both and adds 1 ms to a max when it reads one,
+// but readers that take the max as written (delta-kernel-rs before 2026, Trino, Iceberg
+// readers through UniForm) would skip a file whose largest value lies in the max's last
+// millisecond. A max that would need a fifth year digit (past 9999-12-31T23:59:59.999) is
+// left out (false): no written bound holds it.
+func boundMillis(micros int64, isMax bool) (int64, bool) {
 	ms := micros / 1000
-	if micros%1000 < 0 {
-		ms--
+	rem := micros % 1000
+	switch {
+	case rem < 0:
+		ms-- // floor toward negative infinity
+		if isMax {
+			ms++
+		}
+	case rem > 0 && isMax:
+		ms++
 	}
+	return ms, ms <= maxStatMillis
+}
+
+// formatMillis renders milliseconds since the epoch as yyyy-MM-ddTHH:mm:ss.SSS.
+func formatMillis(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000")
 }
 

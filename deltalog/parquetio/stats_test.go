@@ -66,12 +66,10 @@ func TestStatsFromValuesWritten(t *testing.T) {
 		"_commit_ts":   `"0001-01-01T00:00:00.000"`,
 	}
 	wantMax := map[string]string{
-		"c_int":       `2147483647`,
-		"c_dec38":     `99999999999999999999999999999999999999`,
-		"c_dec38s38":  `0.99999999999999999999999999999999999999`,
-		"c_date":      `"9999-12-31"`,
-		"c_datetime2": `"9999-12-31T23:59:59.999"`,
-		"c_dto":       `"9999-12-31T23:59:59.999Z"`,
+		"c_int":      `2147483647`,
+		"c_dec38":    `99999999999999999999999999999999999999`,
+		"c_dec38s38": `0.99999999999999999999999999999999999999`,
+		"c_date":     `"9999-12-31"`,
 		// 32 characters of the largest value, then U+007F: its 33rd character is ASCII.
 		"c_nvarchar": mustJSON(t, string([]rune("\U0010FFFF\U0010FFFFzzzz long text, past the thirty-two character prefix")[:32])+"\u007f"),
 	}
@@ -83,6 +81,13 @@ func TestStatsFromValuesWritten(t *testing.T) {
 	for name, want := range wantMax {
 		if got := string(stats.MaxValues[name]); got != want {
 			t.Errorf("maxValues[%s] = %s, want %s", name, got, want)
+		}
+	}
+	// The largest datetime2 and datetimeoffset, 9999-12-31T23:59:59.999999, have no
+	// millisecond ceiling with a four-digit year: no max rather than one below the data.
+	for _, name := range []string{"c_datetime2", "c_dto"} {
+		if got, ok := stats.MaxValues[name]; ok {
+			t.Errorf("maxValues[%s] = %s, want none (no bound at or above 9999-12-31T23:59:59.999999)", name, got)
 		}
 	}
 	for _, name := range []string{"c_bit", "c_binary", "c_rowversion", "c_image"} {
@@ -175,18 +180,39 @@ func TestStringMax(t *testing.T) {
 	}
 }
 
-func TestFormatMillisTruncatesDown(t *testing.T) {
-	for micros, want := range map[int64]string{
-		0:                   "1970-01-01T00:00:00.000",
-		1999:                "1970-01-01T00:00:00.001",
-		-1:                  "1969-12-31T23:59:59.999",
-		-1000:               "1969-12-31T23:59:59.999",
-		-1001:               "1969-12-31T23:59:59.998",
-		minTime.UnixMicro(): "0001-01-01T00:00:00.000",
+// Timestamp statistics bound the data at millisecond precision: the min floored, the max
+// ceiled (issue 12: a max truncated as Spark does sits up to 999 µs below the data, and a
+// reader that does not add Spark's 1 ms skips files that hold matching rows).
+func TestTimestampBoundsFloorMinCeilMax(t *testing.T) {
+	for _, c := range []struct {
+		micros   int64
+		min, max string
+	}{
+		{0, "1970-01-01T00:00:00.000", "1970-01-01T00:00:00.000"},
+		{1, "1970-01-01T00:00:00.000", "1970-01-01T00:00:00.001"},
+		{1000, "1970-01-01T00:00:00.001", "1970-01-01T00:00:00.001"},
+		{1999, "1970-01-01T00:00:00.001", "1970-01-01T00:00:00.002"},
+		{-1, "1969-12-31T23:59:59.999", "1970-01-01T00:00:00.000"},
+		{-1000, "1969-12-31T23:59:59.999", "1969-12-31T23:59:59.999"},
+		{-1001, "1969-12-31T23:59:59.998", "1969-12-31T23:59:59.999"},
+		{minTime.UnixMicro(), "0001-01-01T00:00:00.000", "0001-01-01T00:00:00.000"},
+		{maxTime.UnixMicro() - 999, "9999-12-31T23:59:59.999", "9999-12-31T23:59:59.999"},
 	} {
-		if got := formatMillis(micros); got != want {
-			t.Errorf("formatMillis(%d) = %s, want %s", micros, got, want)
+		lo, ok1 := boundMillis(c.micros, false)
+		hi, ok2 := boundMillis(c.micros, true)
+		if !ok1 || !ok2 || formatMillis(lo) != c.min || formatMillis(hi) != c.max {
+			t.Errorf("%d µs: min %s (%v), max %s (%v); want %s, %s", c.micros, formatMillis(lo), ok1, formatMillis(hi), ok2, c.min, c.max)
 		}
+		if lo*1000 > c.micros || hi*1000 < c.micros {
+			t.Errorf("%d µs: [%d, %d] ms does not bound it", c.micros, lo, hi)
+		}
+	}
+	// 9999-12-31T23:59:59.999999 has no ceiling with a four-digit year: no max.
+	if _, ok := boundMillis(maxTime.UnixMicro(), true); ok {
+		t.Error("a max past 9999-12-31T23:59:59.999 was written")
+	}
+	if ms, ok := boundMillis(maxTime.UnixMicro(), false); !ok || formatMillis(ms) != "9999-12-31T23:59:59.999" {
+		t.Errorf("min of the largest value: %s %v", formatMillis(ms), ok)
 	}
 }
 

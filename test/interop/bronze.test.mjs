@@ -83,9 +83,12 @@ test('no change is in bronze twice: (_start_lsn, _seqval, _operation) is unique 
   assert.equal(Number(bad), 0);
 });
 
-// ts renders a timestamp column's min or max as Delta statistics write it: truncated to
-// milliseconds, yyyy-MM-ddTHH:mm:ss.SSS without a zone for timestamp_ntz.
-const ts = (agg, col) => `strftime(date_trunc('millisecond', ${agg}(${col})), '%Y-%m-%dT%H:%M:%S.%g')`;
+// ts renders a timestamp column's min or max as our statistics write it: at millisecond
+// precision, the min floored and the max ceiled (so they bound the data for readers that do
+// not add Spark's 1 ms to a max), yyyy-MM-ddTHH:mm:ss.SSS without a zone for timestamp_ntz.
+const ts = (agg, col) => agg === 'min'
+  ? `strftime(date_trunc('millisecond', min(${col})), '%Y-%m-%dT%H:%M:%S.%g')`
+  : `strftime(date_trunc('millisecond', max(${col}) + INTERVAL 999 MICROSECOND), '%Y-%m-%dT%H:%M:%S.%g')`;
 
 test('per-file statistics in the log equal what DuckDB computes from each file', async () => {
   const { conn, bronze, snap } = lake;
@@ -123,6 +126,29 @@ test('per-file statistics in the log equal what DuckDB computes from each file',
     if (r.min__commit_ts !== null) withCommitTs++;
   }
   assert.ok(withCommitTs > 0, 'some file holds change rows with a _commit_ts');
+});
+
+test('timestamp statistics bound the data as written, for a reader that adds nothing to a max', async () => {
+  // A reader that prunes with `value <= maxValues` taken literally (no Spark +1 ms) must
+  // find every row: DuckDB checks each file's rows against the log's bounds.
+  const { conn, bronze, snap } = lake;
+  let subMillisecond = 0;
+  for (const f of snap.files.values()) {
+    const stats = JSON.parse(f.stats);
+    for (const c of ['created', '_commit_ts']) {
+      const lo = stats.minValues?.[c];
+      const hi = stats.maxValues?.[c];
+      if (lo === undefined || hi === undefined) continue;
+      const [r] = await rows(conn, `SELECT count(*) FILTER (WHERE ${c} < CAST(${sqlString(lo)} AS TIMESTAMP)) AS below,
+          count(*) FILTER (WHERE ${c} > CAST(${sqlString(hi)} AS TIMESTAMP)) AS above,
+          count(*) FILTER (WHERE microsecond(${c}) % 1000 <> 0) AS sub_ms
+        FROM read_parquet(${sqlString(dataPath(bronze, f.path))})`);
+      assert.equal(Number(r.below), 0, `${f.path}: rows of ${c} below minValues ${lo}`);
+      assert.equal(Number(r.above), 0, `${f.path}: rows of ${c} above maxValues ${hi}`);
+      subMillisecond += Number(r.sub_ms);
+    }
+  }
+  assert.ok(subMillisecond > 0, 'the demo wrote timestamps with sub-millisecond parts, so the check can fail');
 });
 
 test('DuckDB finds in each checkpoint as many adds as _last_checkpoint and the commits say', async () => {
