@@ -29,6 +29,9 @@ type CleanupResult struct {
 	Checkpoint int64
 	// Deleted are the keys deleted (or, with DryRun, that would be), oldest first.
 	Deleted []string
+	// Cutoff is midnight UTC of the day Retention ago (step 1 below): only commits at or
+	// before it can expire. Zero when the table does not exist.
+	Cutoff time.Time
 }
 
 // CleanupLog deletes expired log files (docs/reference/delta-protocol.md §11.2), as Spark does
@@ -64,6 +67,7 @@ func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupRes
 		}
 	}
 	cutoff := t.opts.now().Add(-retention).UTC().Truncate(24 * time.Hour)
+	res.Cutoff = cutoff
 
 	type logEntry struct {
 		key     string

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
@@ -58,6 +59,9 @@ type maintainOpResult struct {
 	// Log clean-up only: the checkpoint the kept log starts from; null when no
 	// checkpoint is old enough and nothing was deleted.
 	Checkpoint *int64 `json:"checkpoint,omitempty"`
+	// Log clean-up only: the cut-off, midnight UTC of the day the retention ago (RFC
+	// 3339); only commits at or before it expire.
+	Cutoff *time.Time `json:"cutoff,omitempty"`
 }
 
 // retentionFlag is --retention: a Go duration ("168h") or a Delta interval ("7 days",
@@ -94,8 +98,8 @@ type RetentionTooShortError struct {
 }
 
 func (e *RetentionTooShortError) Error() string {
-	return fmt.Sprintf("%s: retention %v is below the table's %s (%v): readers of older versions and writers mid-commit could lose files; pass --force to do it anyway",
-		e.Op, e.Retention, e.Property, e.Minimum)
+	return fmt.Sprintf("%s: retention %s is below the table's %s (%s): readers of older versions and writers mid-commit could lose files; pass --force to do it anyway",
+		e.Op, readableDuration(e.Retention), e.Property, readableDuration(e.Minimum))
 }
 
 func maintainUsage(fs *flag.FlagSet) func() {
@@ -104,7 +108,10 @@ func maintainUsage(fs *flag.FlagSet) func() {
 		fmt.Fprintln(w, "Usage: mssqlcdc maintain TABLE_URL [--cleanup-log] [--vacuum] [--dry-run] [--retention DURATION] [--force] [--json] [-v]")
 		fmt.Fprintln(w, "TABLE_URL is a path, file:///path or s3://bucket/prefix. Give --cleanup-log, --vacuum or both.")
 		fmt.Fprintln(w, "--cleanup-log deletes log files older than the newest checkpoint before the retention")
-		fmt.Fprintln(w, "(default delta.logRetentionDuration, else 30 days); --vacuum deletes data files no")
+		fmt.Fprintln(w, "(default delta.logRetentionDuration, else 30 days). Its cut-off is midnight UTC of the")
+		fmt.Fprintln(w, "day the retention ago (Spark's rule): with 30 days, a run at any hour of 31 Dec keeps")
+		fmt.Fprintln(w, "every commit from 1 Dec 00:00 UTC on, so up to a day more than the retention is kept.")
+		fmt.Fprintln(w, "--vacuum deletes data files no")
 		fmt.Fprintln(w, "snapshot within the retention references and older than it (default")
 		fmt.Fprintln(w, "delta.deletedFileRetentionDuration, else 7 days). A --retention below the table's")
 		fmt.Fprintln(w, "configured value is refused unless --force.")
@@ -228,6 +235,9 @@ func maintainTable(ctx context.Context, url string, cfg location.Config, o maint
 		if res.Checkpoint >= 0 {
 			r.Checkpoint = &res.Checkpoint
 		}
+		if !res.Cutoff.IsZero() {
+			r.Cutoff = &res.Cutoff
+		}
 		rep.CleanupLog = r
 	}
 	return rep, nil
@@ -267,8 +277,8 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 	}
 	fmt.Fprintf(w, "table: %s\n", r.Table)
 	if v := r.Vacuum; v != nil {
-		fmt.Fprintf(w, "vacuum: %s %d %s (%d bytes); kept %d referenced by version %d, %d younger than the retention (%s)\n",
-			verb, v.DeletedFiles, plural(v.DeletedFiles, "file"), v.DeletedBytes, *v.Protected, *v.Version, *v.TooNew, hours(v.RetentionHours))
+		fmt.Fprintf(w, "vacuum: %s %d %s (%d bytes); kept %d referenced by version %d, %d younger than the retention (retention %s)\n",
+			verb, v.DeletedFiles, plural(v.DeletedFiles, "file"), v.DeletedBytes, *v.Protected, *v.Version, *v.TooNew, readableHours(v.RetentionHours))
 		printKeys(w, v.Deleted, verbose)
 	}
 	if c := r.CleanupLog; c != nil {
@@ -276,8 +286,12 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 		if c.Checkpoint != nil {
 			where = fmt.Sprintf("the log starts at checkpoint %d", *c.Checkpoint)
 		}
-		fmt.Fprintf(w, "cleanup-log: %s %d %s (%d bytes); %s (%s)\n",
-			verb, c.DeletedFiles, plural(c.DeletedFiles, "file"), c.DeletedBytes, where, hours(c.RetentionHours))
+		cut := ""
+		if c.Cutoff != nil {
+			cut = fmt.Sprintf("; cut-off %s, midnight UTC %s ago", c.Cutoff.UTC().Format("2006-01-02 15:04 UTC"), readableHours(c.RetentionHours))
+		}
+		fmt.Fprintf(w, "cleanup-log: %s %d %s (%d bytes); %s (retention %s%s)\n",
+			verb, c.DeletedFiles, plural(c.DeletedFiles, "file"), c.DeletedBytes, where, readableHours(c.RetentionHours), cut)
 		printKeys(w, c.Deleted, verbose)
 	}
 }
@@ -298,11 +312,28 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
-// hours describes a retention: "retention 168h = 7 days".
-func hours(h float64) string {
-	s := fmt.Sprintf("retention %gh", h)
-	if d := h / 24; d == float64(int64(d)) {
-		s += fmt.Sprintf(" = %d %s", int64(d), plural(int(d), "day"))
+// readableHours is readableDuration of h hours.
+func readableHours(h float64) string {
+	return readableDuration(time.Duration(h * float64(time.Hour)))
+}
+
+// readableDuration says a retention in the largest units that state it exactly: "7 days",
+// "1 day 12 hours", "36 minutes", "1 hour 30 minutes"; below a minute, or with seconds,
+// Go's form ("90.5s").
+func readableDuration(d time.Duration) string {
+	if d <= 0 || d%time.Minute != 0 {
+		return d.String()
 	}
-	return s
+	days, rest := d/(24*time.Hour), d%(24*time.Hour)
+	hrs, mins := rest/time.Hour, (rest%time.Hour)/time.Minute
+	var parts []string
+	for _, p := range []struct {
+		n    time.Duration
+		unit string
+	}{{days, "day"}, {hrs, "hour"}, {mins, "minute"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, plural(int(p.n), p.unit)))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -153,7 +153,7 @@ func TestMaintainVacuum(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want := fmt.Sprintf("vacuum: would delete 1 file (%d bytes); kept 3 referenced by version 2, 1 younger than the retention (retention 168h = 7 days)\n  part-orphan-old.parquet\n", oldSize)
+	want := fmt.Sprintf("vacuum: would delete 1 file (%d bytes); kept 3 referenced by version 2, 1 younger than the retention (retention 7 days)\n  part-orphan-old.parquet\n", oldSize)
 	if !strings.Contains(out, want) {
 		t.Errorf("dry run output lacks %q:\n%s", want, out)
 	}
@@ -163,7 +163,7 @@ func TestMaintainVacuum(t *testing.T) {
 
 	// A retention below the table's 7 days is refused without --force.
 	_, errOut, code = runCLI(t, "maintain", dir, "--vacuum", "--retention", "1h")
-	if code != 1 || !strings.Contains(errOut, "retention 1h0m0s is below the table's delta.deletedFileRetentionDuration (168h0m0s)") {
+	if code != 1 || !strings.Contains(errOut, "retention 1 hour is below the table's delta.deletedFileRetentionDuration (7 days)") {
 		t.Errorf("short retention: exit %d, %q; want a refusal naming the property", code, errOut)
 	}
 	if !exists(t, filepath.Join(dir, "part-orphan-new.parquet")) {
@@ -265,8 +265,15 @@ func TestMaintainCleanupLog(t *testing.T) {
 		t.Fatal("a dry run deleted a commit")
 	}
 
+	// The cut-off is midnight UTC of the day 30 days ago (Spark's rule), and it is reported.
+	if cut := c.Cutoff; cut == nil || !cut.Equal(cut.UTC().Truncate(24*time.Hour)) ||
+		time.Since(*cut) < 30*24*time.Hour || time.Since(*cut) > 31*24*time.Hour {
+		t.Errorf("cutoff %v, want midnight UTC of the day 30 days ago", cut)
+	}
+
 	out, errOut, code := runCLI(t, "maintain", dir, "--cleanup-log")
-	wantLine := fmt.Sprintf("cleanup-log: deleted 10 files (%d bytes); the log starts at checkpoint 10 (retention 720h = 30 days)\n", expiredBytes)
+	wantLine := fmt.Sprintf("cleanup-log: deleted 10 files (%d bytes); the log starts at checkpoint 10 (retention 30 days; cut-off %s 00:00 UTC, midnight UTC 30 days ago)\n",
+		expiredBytes, c.Cutoff.UTC().Format(time.DateOnly))
 	if code != 0 || !strings.Contains(out, wantLine) {
 		t.Errorf("exit %d, %s; output lacks %q:\n%s", code, errOut, wantLine, out)
 	}
@@ -293,6 +300,18 @@ func TestMaintainCleanupLog(t *testing.T) {
 }
 
 func TestMaintainUsage(t *testing.T) {
+	// -h says when the log clean-up's cut-off falls: midnight UTC, Spark's rule.
+	if _, errOut, _ := runCLI(t, "maintain", "-h"); !strings.Contains(errOut, "cut-off is midnight UTC of the\nday the retention ago") {
+		t.Errorf("maintain -h does not explain the midnight UTC cut-off:\n%s", errOut)
+	}
+	for d, want := range map[time.Duration]string{
+		7 * 24 * time.Hour: "7 days", 24 * time.Hour: "1 day", 36 * time.Hour: "1 day 12 hours",
+		time.Hour: "1 hour", 90 * time.Minute: "1 hour 30 minutes", 1500 * time.Millisecond: "1.5s",
+	} {
+		if got := readableDuration(d); got != want {
+			t.Errorf("readableDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
 	dir := t.TempDir()
 	writeIDTable(t, dir, 1)
 	for _, args := range [][]string{
