@@ -33,7 +33,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc bootstrap --spec FILE [--no-stream] [--sim]"}
 	}
-	spec, deps, err := openSnapshot(ctx, *specPath, *sim, stderr)
+	spec, deps, err := openSnapshot(ctx, *specPath, *sim, true, stderr)
 	if err != nil {
 		return err
 	}

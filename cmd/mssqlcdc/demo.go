@@ -104,6 +104,9 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) (demoSummary, error
 	if err != nil {
 		return demoSummary{}, err
 	}
+	if err := claimSpecLocations(ctx, spec, true); err != nil {
+		return demoSummary{}, err
+	}
 	fmt.Fprintf(out, "mssqlcdc demo: a simulated SQL Server, table dbo.orders, Delta tables under %s\n", o.Lake)
 	ds, err := setupBootstrapDemoSource(o, out)
 	if err != nil {

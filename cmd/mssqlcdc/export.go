@@ -38,7 +38,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &usageError{msg: "--snapshot-lsn: " + err.Error()}
 		}
 	}
-	spec, deps, err := openSnapshot(ctx, *specPath, *sim, stderr)
+	// export writes only --to (which it refuses unless empty), so it claims nothing; a
+	// --sim export writes simulated rows, so --to must be local too.
+	spec, deps, err := openSnapshot(ctx, *specPath, *sim, false, stderr, *to)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ const simRows = 10_000
 // openSource opens the spec's SQL Server, or with sim the demo's simulated database.
 func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer) (source.Source, *demoSource, error) {
 	if sim {
+		if err := checkSimLocal(spec); err != nil {
+			return nil, nil, err
+		}
 		ds, err := setupDemoSource(demoOptions{Rows: simRows, Seed: 1}, out)
 		if err != nil {
 			return nil, nil, err
@@ -42,11 +45,22 @@ func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer)
 }
 
 // openSnapshot loads the spec file at path, opens its SQL Server (or with sim the demo's
-// simulated database) and the snapshot steps' connections around it. The caller closes
-// deps.Source.
-func openSnapshot(ctx context.Context, path string, sim bool, out io.Writer) (spec *config.Spec, deps snapshot.Deps, err error) {
+// simulated database) and the snapshot steps' connections around it. With claim, the
+// spec's locations are claimed for this kind of run first (claimSpecLocations); extra are
+// more locations a --sim run writes (export's --to). The caller closes deps.Source.
+func openSnapshot(ctx context.Context, path string, sim, claim bool, out io.Writer, extra ...string) (spec *config.Spec, deps snapshot.Deps, err error) {
 	if spec, err = connect.SpecFile(path); err != nil {
 		return nil, snapshot.Deps{}, err
+	}
+	if sim {
+		if err := checkSimLocal(spec, extra...); err != nil {
+			return nil, snapshot.Deps{}, err
+		}
+	}
+	if claim {
+		if err := claimSpecLocations(ctx, spec, sim); err != nil {
+			return nil, snapshot.Deps{}, err
+		}
 	}
 	src, _, err := openSource(ctx, spec, sim, out)
 	if err != nil {
@@ -75,7 +89,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: "usage: mssqlcdc snapshot --spec FILE [--resnapshot] [--sim]"}
 	}
-	spec, deps, err := openSnapshot(ctx, *specPath, *sim, stderr)
+	spec, deps, err := openSnapshot(ctx, *specPath, *sim, true, stderr)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,9 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
+	if err := claimSpecLocations(ctx, spec, *sim); err != nil {
+		return err
+	}
 	lo := loopOptions{availableNow: *availableNow, poll: streamPollInterval}
 	var src source.Source
 	if *sim {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/connect"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+)
+
+// isLocal reports whether a table URL names local disk: a path, file:// or file:/.
+func isLocal(url string) bool {
+	scheme, _, ok := strings.Cut(url, "://")
+	return !ok || strings.EqualFold(scheme, "file")
+}
+
+// checkSimLocal refuses a --sim run whose spec (or extra location: export's --to) names a
+// location off local disk: a simulated run writes simulated rows, and must never write
+// them into real tables.
+func checkSimLocal(spec *config.Spec, extra ...string) error {
+	for _, l := range append([]struct{ field, url string }{{"bronze", spec.Bronze}, {"checkpoint", spec.Checkpoint}, {"facts_table", spec.FactsTable}},
+		urlsOf("--to", extra)...) {
+		if l.url != "" && !isLocal(l.url) {
+			return &usageError{msg: fmt.Sprintf("--sim writes simulated rows, so it writes only to local paths: %s is %s; point a copy of the spec at local paths (docs/getting-started.md)", l.field, l.url)}
+		}
+	}
+	return nil
+}
+
+// claimSpecLocations makes the spec's locations fit for this run before anything is
+// written (deltalog.ClaimLocation): bronze and the facts table, and with sim the
+// checkpoint too. A simulated run may write only to local locations that are new or that
+// a simulated run made; a real run refuses a location a simulated run made; and a
+// location with files but no table is refused, never adopted.
+func claimSpecLocations(ctx context.Context, spec *config.Spec, sim bool) error {
+	if sim {
+		if err := checkSimLocal(spec); err != nil {
+			return err
+		}
+	}
+	want := deltalog.Location{Sim: sim}
+	cfg := connect.Location(spec)
+	for _, url := range []string{spec.Bronze, spec.FactsTable} {
+		if url == "" {
+			continue
+		}
+		tbl, err := connect.Table(ctx, url, cfg)
+		if err != nil {
+			return err
+		}
+		if err := tbl.Claim(ctx, want); err != nil {
+			return err
+		}
+	}
+	if sim {
+		st, _, err := location.Open(ctx, spec.Checkpoint, cfg)
+		if err != nil {
+			return err
+		}
+		if err := deltalog.ClaimLocation(ctx, st, want, checkpoint.OffsetsDir, checkpoint.CommitsDir, "snapshots/"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func urlsOf(field string, urls []string) []struct{ field, url string } {
+	var out []struct{ field, url string }
+	for _, u := range urls {
+		out = append(out, struct{ field, url string }{field, u})
+	}
+	return out
+}

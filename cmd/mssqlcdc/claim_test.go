@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeSpecWith writes the simulated orders spec with bronze, checkpoint and facts_table
+// replaced, and returns its path.
+func writeSpecWith(t *testing.T, bronze, cp, facts string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "spec.json")
+	doc := `{"app_id":"orders-v1","bootstrap":true,"source":{"dsn":"sqlserver://u@db.invalid:1433?database=shop","captureInstance":"dbo_orders"},
+		"bronze":"` + bronze + `","checkpoint":"` + cp + `","facts_table":"` + facts + `","options":{"numPartitions":2}}`
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A --sim run writes simulated rows, so it refuses any location off local disk, before it
+// writes anything (issue 12 item 10).
+func TestSimRefusesRemoteLocations(t *testing.T) {
+	dir := t.TempDir()
+	local := func(n string) string { return filepath.Join(dir, n) }
+	for _, tc := range []struct {
+		spec string
+		args []string
+	}{
+		{writeSpecWith(t, "s3://real-lake/bronze/orders", local("cp"), local("facts")), []string{"stream", "--available-now"}},
+		{writeSpecWith(t, local("b"), "s3a://real-lake/checkpoints/orders", local("facts")), []string{"bootstrap", "--no-stream"}},
+		{writeSpecWith(t, local("b"), local("cp"), "s3://real-lake/ops/facts"), []string{"snapshot"}},
+		{writeSpecWith(t, local("b"), local("cp"), local("facts")), []string{"export", "--to", "s3://real-lake/exports/orders"}},
+	} {
+		args := append(append([]string{}, tc.args...), "--spec", tc.spec, "--sim")
+		_, errOut, code := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errOut, "--sim writes simulated rows, so it writes only to local paths") || !strings.Contains(errOut, "real-lake") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming the remote location", args, code, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused runs wrote %d entries under %s", len(entries), dir)
+	}
+}
+
+// A bronze path that already holds unrelated Parquet files and no Delta log is refused,
+// not adopted; a location a --sim run made is refused to a real run, and a real table to a
+// --sim run.
+func TestRunsRefuseForeignAndMixedLocations(t *testing.T) {
+	dir := t.TempDir()
+	bronze, cp, facts := filepath.Join(dir, "bronze"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts")
+	spec := writeSpecWith(t, bronze, cp, facts)
+	if err := os.MkdirAll(bronze, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bronze, "part-00000-old.snappy.parquet"), []byte("PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"stream", "--available-now", "--sim"}, {"bootstrap", "--sim"}, {"snapshot", "--sim"}, {"stream", "--available-now"}} {
+		_, errOut, code := runCLI(t, append(cmd, "--spec", spec)...)
+		if code != 1 || !strings.Contains(errOut, "holds 1 file (e.g. part-00000-old.snappy.parquet) and no Delta log") {
+			t.Errorf("%v: exit %d, stderr %q; want the foreign file refused", cmd, code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(bronze, "_delta_log")); err == nil {
+		t.Error("a refused run created a Delta log next to the foreign files")
+	}
+
+	// A simulated snapshot into new local paths, then a real run at them: refused before it
+	// connects to SQL Server (db.invalid would fail differently).
+	if err := os.RemoveAll(bronze); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := runCLI(t, "snapshot", "--spec", spec, "--sim"); code != 0 {
+		t.Fatalf("snapshot --sim: exit %d: %s", code, errOut)
+	}
+	_, errOut, code := runCLI(t, "stream", "--spec", spec, "--available-now")
+	if code != 1 || !strings.Contains(errOut, "was made by a simulated run") {
+		t.Errorf("real stream into a simulated table: exit %d, stderr %q", code, errOut)
+	}
+}
