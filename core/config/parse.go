@@ -24,7 +24,13 @@ func Parse(data []byte) (*Spec, error) {
 	if !ok {
 		return nil, &ConfigError{Problems: ps}
 	}
-	decodeValue(&ps, "", top, reflect.ValueOf(&s).Elem())
+	given := map[string]bool{}
+	decodeValue(&ps, given, "", top, reflect.ValueOf(&s).Elem())
+	// A zero written in the spec is not "unset": numPartitions 0 would become the
+	// default in silence, while maxCommitsPerBatch 0 is an error.
+	if given["options.numPartitions"] && s.Options.NumPartitions == 0 && !coveredBy(ps, "options.numPartitions") {
+		ps.add("options.numPartitions", "0: want an integer >= 1 (leave it out for the default, %d)", DefaultNumPartitions)
+	}
 	undecoded := len(ps)
 	s.Defaults()
 	var ce *ConfigError
@@ -91,8 +97,9 @@ func coveredBy(reported []Problem, field string) bool {
 }
 
 // decodeValue decodes raw into v, adding a problem at path for every field that is
-// unknown, given twice, or of the wrong JSON type, and going on with the rest.
-func decodeValue(ps *problems, path string, raw json.RawMessage, v reflect.Value) {
+// unknown, given twice, or of the wrong JSON type, and going on with the rest. given
+// collects the paths of the fields the document sets.
+func decodeValue(ps *problems, given map[string]bool, path string, raw json.RawMessage, v reflect.Value) {
 	if jsonKind(raw) == "null" {
 		return // as encoding/json: null leaves the field unset
 	}
@@ -105,7 +112,7 @@ func decodeValue(ps *problems, path string, raw json.RawMessage, v reflect.Value
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		decodeObject(ps, path, raw, v)
+		decodeObject(ps, given, path, raw, v)
 	case reflect.Slice:
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {
@@ -114,7 +121,7 @@ func decodeValue(ps *problems, path string, raw json.RawMessage, v reflect.Value
 		}
 		out := reflect.MakeSlice(t, len(elems), len(elems))
 		for i, e := range elems {
-			decodeValue(ps, fmt.Sprintf("%s[%d]", path, i), e, out.Index(i))
+			decodeValue(ps, given, fmt.Sprintf("%s[%d]", path, i), e, out.Index(i))
 		}
 		v.Set(out)
 	default:
@@ -125,7 +132,7 @@ func decodeValue(ps *problems, path string, raw json.RawMessage, v reflect.Value
 }
 
 // decodeObject decodes a JSON object into the struct v, field by field.
-func decodeObject(ps *problems, path string, raw json.RawMessage, v reflect.Value) {
+func decodeObject(ps *problems, given map[string]bool, path string, raw json.RawMessage, v reflect.Value) {
 	members, ok := objectMembers(raw)
 	if !ok {
 		ps.add(path, "got %s, want a JSON object", jsonKind(raw))
@@ -145,7 +152,10 @@ func decodeObject(ps *problems, path string, raw json.RawMessage, v reflect.Valu
 			continue
 		}
 		seen[i] = m.key
-		decodeValue(ps, name, m.value, v.Field(fields[i].index))
+		if jsonKind(m.value) != "null" {
+			given[name] = true
+		}
+		decodeValue(ps, given, name, m.value, v.Field(fields[i].index))
 	}
 }
 

@@ -156,3 +156,16 @@ func TestTableURLsComparedNormalized(t *testing.T) {
 		t.Errorf("problems %v, want bronze: .. segment", got)
 	}
 }
+
+// numPartitions 0 is refused like maxCommitsPerBatch 0, rather than silently becoming the
+// default; leaving it out gives the default.
+func TestZeroNumPartitionsRefused(t *testing.T) {
+	got := parseProblems(t, strings.Replace(minimal(), `"bronze"`, `"options":{"numPartitions":0},"bronze"`, 1))
+	if !strings.Contains(got["options.numPartitions"], "leave it out for the default, 4") || len(got) != 1 {
+		t.Errorf("problems %v", got)
+	}
+	got = parseProblems(t, strings.Replace(minimal(), `"bronze"`, `"options":{"maxCommitsPerBatch":0},"bronze"`, 1))
+	if !strings.Contains(got["options.maxCommitsPerBatch"], "leave it out for unlimited") {
+		t.Errorf("problems %v", got)
+	}
+}
