@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	neturl "net/url"
 	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
@@ -12,20 +14,40 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 )
 
-// isLocal reports whether a table URL names local disk: a path, file:// or file:/.
-func isLocal(url string) bool {
+// simWritable reports whether a --sim run may write to url: local disk (a path, file://
+// or file:/), or S3 through an emulator on this machine (storage.s3_endpoint on a
+// loopback address, and storage.dynamo_endpoint too when commits go through a DynamoDB
+// log table): never AWS itself.
+func simWritable(url string, st config.Storage) bool {
 	scheme, _, ok := strings.Cut(url, "://")
-	return !ok || strings.EqualFold(scheme, "file")
+	if !ok || strings.EqualFold(scheme, "file") {
+		return true
+	}
+	return loopback(st.S3Endpoint) && (st.DynamoTable == "" || loopback(st.DynamoEndpoint))
+}
+
+// loopback reports whether endpoint is an http(s) URL on a loopback address.
+func loopback(endpoint string) bool {
+	u, err := neturl.Parse(endpoint)
+	if err != nil || endpoint == "" {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkSimLocal refuses a --sim run whose spec (or extra location: export's --to) names a
-// location off local disk: a simulated run writes simulated rows, and must never write
-// them into real tables.
+// location it may not write (simWritable): a simulated run writes simulated rows, and
+// must never write them into real tables.
 func checkSimLocal(spec *config.Spec, extra ...string) error {
 	for _, l := range append([]struct{ field, url string }{{"bronze", spec.Bronze}, {"checkpoint", spec.Checkpoint}, {"facts_table", spec.FactsTable}},
 		urlsOf("--to", extra)...) {
-		if l.url != "" && !isLocal(l.url) {
-			return &usageError{msg: fmt.Sprintf("--sim writes simulated rows, so it writes only to local paths: %s is %s; point a copy of the spec at local paths (docs/getting-started.md)", l.field, l.url)}
+		if l.url != "" && !simWritable(l.url, spec.Storage) {
+			return &usageError{msg: fmt.Sprintf("--sim writes simulated rows, so it writes only to local paths or to S3 and DynamoDB emulators on this machine (storage.s3_endpoint, storage.dynamo_endpoint on 127.0.0.1): %s is %s; point a copy of the spec at local paths (docs/getting-started.md)", l.field, l.url)}
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 )
 
 // writeSpecWith writes the simulated orders spec with bronze, checkpoint and facts_table
@@ -20,8 +22,8 @@ func writeSpecWith(t *testing.T, bronze, cp, facts string) string {
 	return p
 }
 
-// A --sim run writes simulated rows, so it refuses any location off local disk, before it
-// writes anything (issue 12 item 10).
+// A --sim run writes simulated rows, so it refuses any location off local disk (or off
+// an emulator on this machine), before it writes anything (issue 12 item 10).
 func TestSimRefusesRemoteLocations(t *testing.T) {
 	dir := t.TempDir()
 	local := func(n string) string { return filepath.Join(dir, n) }
@@ -36,7 +38,7 @@ func TestSimRefusesRemoteLocations(t *testing.T) {
 	} {
 		args := append(append([]string{}, tc.args...), "--spec", tc.spec, "--sim")
 		_, errOut, code := runCLI(t, args...)
-		if code != 2 || !strings.Contains(errOut, "--sim writes simulated rows, so it writes only to local paths") || !strings.Contains(errOut, "real-lake") {
+		if code != 2 || !strings.Contains(errOut, "--sim writes simulated rows, so it writes only to local paths or to S3 and DynamoDB emulators") || !strings.Contains(errOut, "real-lake") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming the remote location", args, code, errOut)
 		}
 	}
@@ -79,5 +81,29 @@ func TestRunsRefuseForeignAndMixedLocations(t *testing.T) {
 	_, errOut, code := runCLI(t, "stream", "--spec", spec, "--available-now")
 	if code != 1 || !strings.Contains(errOut, "was made by a simulated run") {
 		t.Errorf("real stream into a simulated table: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// S3 is writable by a --sim run only through emulators on a loopback address.
+func TestSimWritable(t *testing.T) {
+	emu := config.Storage{S3Endpoint: "http://127.0.0.1:9000"}
+	for _, tc := range []struct {
+		url string
+		st  config.Storage
+		ok  bool
+	}{
+		{"/tmp/lake/b", config.Storage{}, true},
+		{"file:///tmp/lake/b", config.Storage{}, true},
+		{"s3://lake/b", config.Storage{}, false},
+		{"s3://lake/b", emu, true},
+		{"s3://lake/b", config.Storage{S3Endpoint: "http://localhost:4566"}, true},
+		{"s3://lake/b", config.Storage{S3Endpoint: "http://[::1]:9000"}, true},
+		{"s3://lake/b", config.Storage{S3Endpoint: "https://minio.example.com"}, false},
+		{"s3://lake/b", config.Storage{S3Endpoint: "http://127.0.0.1:9000", DynamoTable: "delta_log"}, false},
+		{"s3://lake/b", config.Storage{S3Endpoint: "http://127.0.0.1:9000", DynamoTable: "delta_log", DynamoEndpoint: "http://127.0.0.1:8000"}, true},
+	} {
+		if got := simWritable(tc.url, tc.st); got != tc.ok {
+			t.Errorf("simWritable(%s, %+v) = %v, want %v", tc.url, tc.st, got, tc.ok)
+		}
 	}
 }
