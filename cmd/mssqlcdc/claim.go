@@ -9,9 +9,9 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/connect"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 // simWritable reports whether a --sim run may write to url: local disk (a path, file://
