@@ -41,7 +41,7 @@ func footerSchema(t *testing.T, f *os.File, size int64) map[string]format.Schema
 // timestamp, and in both cases the legacy converted type TIMESTAMP_MICROS, which the format
 // requires writers to add to local timestamps too so that readers older than logical types
 // can read them. Checked on the bytes, because a reader's schema mapping hides it (arrow-go
-// reports no converted type once a logical type is present). docs/decisions/0008.
+// reports no converted type once a logical type is present). docs/decisions/0010.
 func TestFooterTimestampAnnotationsAreSparks(t *testing.T) {
 	f, size := writeAllTypes(t)
 	schema := footerSchema(t, f, size)
