@@ -65,6 +65,8 @@ var (
 	// testRef is a test named in known-failures.md: `dir:TestName` or `dir:TestName/Sub`.
 	testRef = regexp.MustCompile("`([\\w./-]+):((?:Test|Fuzz)\\w+)(?:/(\\w+))?`")
 	mjsRef  = regexp.MustCompile("`([\\w./-]+\\.test\\.mjs)`")
+	// docPath is a path of a page under docs/ named from the repository root.
+	docPath = regexp.MustCompile(`\bdocs/[\w./-]*\w\.md\b`)
 )
 
 type finding struct{ file, msg string }
@@ -119,6 +121,12 @@ func check(root, file, text string, sections map[string]map[string]bool) []findi
 		}
 		for _, loc := range o.re.FindAllStringIndex(text, -1) {
 			out = append(out, finding{file, fmt.Sprintf("line %d cites %s: %q", lineOf(text, loc[0]), o.what, excerpt(text, loc[0], loc[1]))})
+		}
+	}
+	for _, loc := range docPath.FindAllStringIndex(text, -1) {
+		doc := text[loc[0]:loc[1]]
+		if _, err := os.Stat(filepath.Join(root, doc)); err != nil {
+			out = append(out, finding{file, fmt.Sprintf("line %d names %s, which is not in the repository", lineOf(text, loc[0]), doc)})
 		}
 	}
 	if !strings.Contains(text, "§") {
@@ -349,6 +357,7 @@ func TestCheckFindsEachKind(t *testing.T) {
 		{"core/x/a.go", "// (§9.4: NULL when unknown)\n", "names no document"},
 		{"core/x/a.go", "// docs/reference/sqlserver-cdc.md §99\n", "no such section"},
 		{"core/x/a.go", "// docs/reference/nothere.md §1\n", "not in the repository"},
+		{"core/x/a.go", "// as docs/nothere.md says\n", "not in the repository"},
 		{"docs/reference/lab-findings.md", "as §99 says\n", "does not have"},
 		{"docs/reference/delta-protocol.md", "its section names in the upstream PROTOCOL.md\n", ""},
 	} {
