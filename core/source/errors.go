@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
@@ -113,4 +114,51 @@ func (e *LSNNotAvailableError) Error() string {
 func IsTransient(err error) bool {
 	var t *TransientError
 	return errors.As(err, &t)
+}
+
+// ReplicaBehindError: the session that was to read a change range saw
+// sys.fn_cdc_get_max_lsn() below the range's end. The range was planned against a max_lsn
+// read on another session, so this session is on a replica that has not replayed that far
+// (read-only routing to a lagging secondary, docs/reference/sqlserver-cdc.md §13); read now, it would return a short range that looks complete. Sources return
+// it wrapped in a *TransientError: the replica catches up, and a retry on another session
+// reads the whole range.
+type ReplicaBehindError struct {
+	CaptureInstance string
+	// To is the range's end; MaxLSN what the reading session saw.
+	To, MaxLSN lsn.LSN
+}
+
+func (e *ReplicaBehindError) Error() string {
+	return fmt.Sprintf("%s: the session reading up to %s sees max_lsn %s: it is on a replica that has not caught up (read-only routing to a lagging secondary?); retry, or point the DSN at the primary", e.CaptureInstance, e.To, e.MaxLSN)
+}
+
+// LSNRewoundError: the database no longer holds the history a checkpoint or snapshot stamp
+// was taken on. Either max_lsn is below the recorded LSN, or the commit at the recorded LSN
+// has another commit time (or is gone while older commits remain). A database restore, an
+// Always On forced failover with data loss, or a DSN pointed at another database or replica
+// does this; reading on would skip every commit whose LSN the checkpoint already passed
+// (docs/reference/sqlserver-cdc.md §13). Nothing is read or written
+// after it; see docs/operations.md for recovery.
+type LSNRewoundError struct {
+	// Recorded is the checkpoint's (or stamp's) LSN and RecordedTime its recorded commit
+	// time (zero when it was not a commit's).
+	Recorded     lsn.LSN
+	RecordedTime time.Time
+	// MaxLSN is the server's max_lsn now.
+	MaxLSN lsn.LSN
+	// Found is the commit at or before Recorded now (zero LSN when max_lsn is below it).
+	Found Commit
+}
+
+func (e *LSNRewoundError) Error() string {
+	var what string
+	switch {
+	case e.MaxLSN.Less(e.Recorded):
+		what = fmt.Sprintf("max_lsn %s is below the recorded LSN %s", e.MaxLSN, e.Recorded)
+	case e.Found.LSN != e.Recorded:
+		what = fmt.Sprintf("the commit at the recorded LSN %s (committed %s) is gone while older commits remain (the last one at or before it is %s)", e.Recorded, e.RecordedTime.UTC().Format(time.RFC3339Nano), e.Found.LSN)
+	default:
+		what = fmt.Sprintf("the commit at the recorded LSN %s was committed %s but the server now says %s", e.Recorded, e.RecordedTime.UTC().Format(time.RFC3339Nano), e.Found.Time.UTC().Format(time.RFC3339Nano))
+	}
+	return "LSN history rewound: " + what + ". The database was restored, failed over with data loss, or the DSN names another database or replica: the changes the checkpoint passed may never be read. Stop, check the DSN (and sourceTimeZone, which changes commit times) and re-snapshot (docs/operations.md)"
 }

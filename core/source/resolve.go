@@ -46,12 +46,41 @@ func Resolve(list []CaptureInstance, name string) (CaptureInstance, error) {
 
 // InstancesOf returns the capture instances of the table schema.table among list,
 // comparing names ignoring case, in list order (oldest first). At most two exist.
+//
+// A newer instance whose start_lsn is still NULL (zero: its low endpoint is not
+// established yet, docs/reference/sqlserver-cdc.md §4.7) is left out until
+// it has one: a reader cannot tell where it takes over from the older one, and reading both
+// over the whole range would return every change twice. The oldest instance is kept
+// whatever its start_lsn.
 func InstancesOf(list []CaptureInstance, schema, table string) []CaptureInstance {
 	var out []CaptureInstance
 	for _, ci := range list {
-		if strings.EqualFold(ci.SourceSchema, schema) && strings.EqualFold(ci.SourceTable, table) {
-			out = append(out, ci)
+		if !strings.EqualFold(ci.SourceSchema, schema) || !strings.EqualFold(ci.SourceTable, table) {
+			continue
 		}
+		if len(out) > 0 && ci.StartLSN.IsZero() {
+			continue
+		}
+		out = append(out, ci)
 	}
 	return out
+}
+
+// CompareInstances is the order of CaptureInstances: by create_date, then by start_lsn,
+// oldest first. A NULL (zero) start_lsn sorts after every established one of the same
+// create_date: it belongs to an instance whose low endpoint is not established yet, the
+// newest.
+func CompareInstances(a, b CaptureInstance) int {
+	if r := a.CreateDate.Compare(b.CreateDate); r != 0 {
+		return r
+	}
+	switch az, bz := a.StartLSN.IsZero(), b.StartLSN.IsZero(); {
+	case az && bz:
+		return 0
+	case az:
+		return 1
+	case bz:
+		return -1
+	}
+	return a.StartLSN.Compare(b.StartLSN)
 }

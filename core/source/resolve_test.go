@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
 // TestResolveBadInput: a nil list, an empty or unknown name is a
@@ -59,5 +62,30 @@ func TestCheckNames(t *testing.T) {
 	var ia *InvalidArgumentError
 	if err := CheckName("table", "x]"); !errors.As(err, &ia) || ia.Arg != "table" {
 		t.Errorf("CheckName(x]) = %v", err)
+	}
+}
+
+// A newer instance whose start_lsn is still NULL sorts last and is left out of the
+// table's instances until it has one: reading both instances over the whole range would
+// return every change twice.
+func TestInstancesOfSkipsUnestablishedNewer(t *testing.T) {
+	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := CaptureInstance{Name: "dbo_t", SourceSchema: "dbo", SourceTable: "t", StartLSN: lsn.MustParse("0x10"), CreateDate: day}
+	pending := CaptureInstance{Name: "dbo_t_v2", SourceSchema: "dbo", SourceTable: "t", CreateDate: day}
+	list := []CaptureInstance{pending, old}
+	slices.SortStableFunc(list, CompareInstances)
+	if list[0].Name != "dbo_t" {
+		t.Fatalf("order %v: a NULL start_lsn must sort after an established one", list)
+	}
+	if got := InstancesOf(list, "dbo", "T"); len(got) != 1 || got[0].Name != "dbo_t" {
+		t.Fatalf("InstancesOf = %v, want only dbo_t", got)
+	}
+	pending.StartLSN = lsn.MustParse("0x20")
+	if got := InstancesOf([]CaptureInstance{old, pending}, "dbo", "t"); len(got) != 2 {
+		t.Fatalf("established: %v", got)
+	}
+	// The only instance is kept whatever its start_lsn.
+	if got := InstancesOf([]CaptureInstance{{Name: "x", SourceSchema: "dbo", SourceTable: "u"}}, "dbo", "u"); len(got) != 1 {
+		t.Fatalf("single instance: %v", got)
 	}
 }

@@ -44,7 +44,7 @@ func changes(t *testing.T, db *DB, ci string) []map[string]any {
 	ctx := context.Background()
 	cols, err := db.CapturedColumns(ctx, ci)
 	mustT(t, err)
-	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: lsn.Max, Columns: cols})
+	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: maxOf(ctx, t, db), Columns: cols})
 	mustT(t, err)
 	return readAll(t, r)
 }
@@ -82,7 +82,7 @@ func TestInjectedFaults(t *testing.T) {
 	// A connection lost after two batches of two rows.
 	db.Inject(Fault{Method: "ReadChanges", Kind: FaultLostConnection, AfterBatches: 2})
 	cols, _ := db.CapturedColumns(ctx, "dbo_orders")
-	rows, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: lsn.Max, Columns: cols, ReadOptions: source.ReadOptions{BatchRows: 2}})
+	rows, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: maxOf(ctx, t, db), Columns: cols, ReadOptions: source.ReadOptions{BatchRows: 2}})
 	mustT(t, err)
 	for i := 0; i < 2; i++ {
 		rec, err := rows.Next(ctx)
@@ -217,7 +217,7 @@ func TestDDL(t *testing.T) {
 	_, err = db.AlterColumn("orders", source.Column{Name: "amount", DataType: "decimal", Precision: 20, Scale: 4, Nullable: true})
 	mustT(t, err)
 	// The change table still has the column: read it (Present true) to see its values.
-	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: lsn.Max, Columns: cols})
+	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: maxOf(ctx, t, db), Columns: cols})
 	mustT(t, err)
 	rows := readAll(t, r)
 	if rows[0]["note"] != "kept" || rows[1]["note"] != nil || rows[2]["note"] != nil {
@@ -387,7 +387,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 			cols, _ := db.CapturedColumns(ctx, "dbo_orders")
 			prev := 0
 			for i := 0; i < 30; i++ {
-				rows, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: lsn.Max, Columns: cols, ReadOptions: source.ReadOptions{BatchRows: 50}})
+				rows, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: maxOf(ctx, t, db), Columns: cols, ReadOptions: source.ReadOptions{BatchRows: 50}})
 				if err != nil {
 					t.Error(err)
 					return
@@ -519,4 +519,15 @@ func TestIncrementalOrderMatchesFullSort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// maxOf is db's max LSN: the end of a read of "everything captured" (a range past max_lsn
+// is a *source.ReplicaBehindError).
+func maxOf(ctx context.Context, tb testing.TB, db *DB) lsn.LSN {
+	tb.Helper()
+	m, err := db.MaxLSN(ctx)
+	if err != nil {
+		tb.Errorf("MaxLSN: %v", err)
+	}
+	return m
 }

@@ -127,7 +127,7 @@ func BenchmarkReadChanges(b *testing.B) {
 				b.Fatal(err)
 			}
 			open := func() source.Rows {
-				r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_bench", From: lsn.Zero, To: lsn.Max, Columns: cols})
+				r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_bench", From: lsn.Zero, To: maxOf(ctx, b, db), Columns: cols})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -30,7 +30,9 @@ func (ci *instance) rangeOf(from, to lsn.LSN) []change {
 	return ci.changes[i:j:j]
 }
 
-// ReadChanges implements source.Source.
+// ReadChanges implements source.Source. A range ending above the reading session's
+// max_lsn (above the primary's, or above a lagging secondary's under LagReplica) is a
+// *source.ReplicaBehindError inside a *source.TransientError.
 func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -58,7 +60,15 @@ func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows
 	if err != nil {
 		return nil, err
 	}
-	src := &changeSource{rows: ci.rangeOf(r.From, r.To), mapping: db.mapping()}
+	rows := ci.rangeOf(r.From, r.To)
+	if !r.To.Less(r.From) {
+		// The reading session's own max_lsn must reach the range's end (a secondary behind
+		// the primary would return a short range that looks complete).
+		if m := db.sessionMaxLocked(); m.Less(r.To) {
+			return nil, &source.TransientError{Op: "read change table", Err: &source.ReplicaBehindError{CaptureInstance: r.CaptureInstance, To: r.To, MaxLSN: m}}
+		}
+	}
+	src := &changeSource{rows: rows, mapping: db.mapping()}
 	for _, c := range r.Columns {
 		// Present is not consulted: a dropped column stays in the change table with the
 		// values captured before the DROP (SQL Server keeps it in the instance).

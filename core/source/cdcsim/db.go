@@ -47,6 +47,10 @@ type Config struct {
 	// KeyUpdateAsDeleteInsert records an update that changes the unique key as a delete and
 	// an insert (operations 1 and 2) instead of an update pair (3 and 4).
 	KeyUpdateAsDeleteInsert bool
+	// NullStartLSNUntilCaptured reports a capture instance's start_lsn as NULL (the zero
+	// LSN) in CaptureInstances until capture has reached it: sp_cdc_help_change_data_capture
+	// documents NULL as "the low endpoint has not been established".
+	NullStartLSNUntilCaptured bool
 	// CDCDisabled makes the database answer as if sys.sp_cdc_enable_db never ran.
 	CDCDisabled bool
 }
@@ -57,6 +61,7 @@ type DB struct {
 	cfg    Config
 	loc    *time.Location
 	rng    *rand.Rand
+	pcg    *rand.PCG // rng's state, saved by Backup so a restore hands out the same LSNs again
 	now    time.Time
 	next   lsn.LSN
 	closed bool
@@ -77,7 +82,9 @@ type DB struct {
 	queued    []*Txn // CommitBeforeRead
 
 	faults faultState
-	net    Network // Ping's round trip and the change reads' network wait (SetNetwork)
+	// lag, when set, routes the next change reads to a secondary that is behind (LagReplica).
+	lag *replicaLag
+	net Network // Ping's round trip and the change reads' network wait (SetNetwork)
 }
 
 // commitEntry is one cdc.lsn_time_mapping row.
@@ -92,10 +99,12 @@ type commitEntry struct {
 
 // New returns an empty database with CDC enabled.
 func New(cfg Config) *DB {
+	pcg := rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)
 	db := &DB{
 		cfg:    cfg,
 		loc:    cfg.Location,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rng:    rand.New(pcg),
+		pcg:    pcg,
 		now:    cfg.Start,
 		next:   cfg.FirstLSN,
 		tables: map[string]*table{},

@@ -19,14 +19,13 @@ func (db *DB) CaptureInstances(ctx context.Context) ([]source.CaptureInstance, e
 	}
 	out := make([]source.CaptureInstance, 0, len(db.instances))
 	for _, ci := range db.instances {
-		out = append(out, ci.info())
-	}
-	slices.SortStableFunc(out, func(a, b source.CaptureInstance) int {
-		if r := a.CreateDate.Compare(b.CreateDate); r != 0 {
-			return r
+		info := ci.info()
+		if db.cfg.NullStartLSNUntilCaptured && ci.min.IsZero() {
+			info.StartLSN = lsn.Zero // the low endpoint is not established yet
 		}
-		return a.StartLSN.Compare(b.StartLSN)
-	})
+		out = append(out, info)
+	}
+	slices.SortStableFunc(out, source.CompareInstances)
 	return out, nil
 }
 

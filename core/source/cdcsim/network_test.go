@@ -38,7 +38,7 @@ func TestChangeReadNetworkWait(t *testing.T) {
 	cols, err := db.CapturedColumns(ctx, "dbo_orders")
 	mustT(t, err)
 	read := func() source.NetworkWaiter {
-		r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsn.Zero, To: lsn.Max,
+		r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsn.Zero, To: maxOf(ctx, t, db),
 			Columns: cols, ReadOptions: source.ReadOptions{BatchRows: 2}})
 		mustT(t, err)
 		w := r.(source.NetworkWaiter)
@@ -65,7 +65,7 @@ func TestChangeReadNetworkWait(t *testing.T) {
 	// A read that breaks reports no wait.
 	db.SetNetwork(Network{WaitPerRow: time.Millisecond})
 	db.Inject(Fault{Method: "ReadChanges", Kind: FaultLostConnection, AfterBatches: 1})
-	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsn.Zero, To: lsn.Max,
+	r, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsn.Zero, To: maxOf(ctx, t, db),
 		Columns: cols, ReadOptions: source.ReadOptions{BatchRows: 2}})
 	mustT(t, err)
 	for {

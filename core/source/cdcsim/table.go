@@ -19,6 +19,10 @@ type TableSpec struct {
 	// Key names the columns of the unique index CDC identifies rows by, in index order.
 	// Empty makes a heap.
 	Key []string
+	// Compute gives each computed column (a column with Computed set) its expression: its
+	// value from the row's other columns (by name, NULL as nil), as SQL Server evaluates
+	// `name AS (expression)` when the row is read. A computed column without one reads NULL.
+	Compute map[string]func(Row) any
 }
 
 // table is a source table: its columns and current rows.
@@ -37,6 +41,8 @@ type table struct {
 	stale    bool
 	nextRID  int64
 	idsCache []int // column_ids of cols; nil after DDL
+	// computed holds the expressions of computed columns by column_id (TableSpec.Compute).
+	computed map[int]func(Row) any
 }
 
 // row is one immutable row version. Writes replace it.
@@ -48,6 +54,29 @@ type row struct {
 }
 
 func (t *table) qualified() string { return t.schema + "." + t.name }
+
+// current is the row's value of column c as a SELECT of the table reads it: a computed
+// column's expression over the row, a stored column's value.
+func (t *table) current(r *row, c source.Column) any {
+	if !c.Computed {
+		return r.value(c.ColumnID)
+	}
+	fn := t.computed[c.ColumnID]
+	if fn == nil {
+		return nil
+	}
+	in := Row{}
+	for _, o := range t.cols {
+		if !o.Computed {
+			in[o.Name] = r.value(o.ColumnID)
+		}
+	}
+	v, err := normalize(c, fn(in))
+	if err != nil {
+		return nil // SQL Server would fail the SELECT; the simulator's expressions are the tests'
+	}
+	return v
+}
 
 // value is the row's value of the column with column_id id (NULL when the row predates an
 // ADD COLUMN).
@@ -116,6 +145,16 @@ func (db *DB) CreateTable(spec TableSpec) error {
 		c.DataType = strings.ToLower(c.DataType)
 		t.cols = append(t.cols, c)
 	}
+	for name, fn := range spec.Compute {
+		i, ok := t.colByName(name)
+		if !ok || !t.cols[i].Computed {
+			return &TableError{Table: t.qualified(), Reason: "Compute names " + name + ", which is not a computed column"}
+		}
+		if t.computed == nil {
+			t.computed = map[int]func(Row) any{}
+		}
+		t.computed[t.cols[i].ColumnID] = fn
+	}
 	for _, name := range spec.Key {
 		i, ok := t.colByName(name)
 		if !ok {
@@ -123,6 +162,9 @@ func (db *DB) CreateTable(spec TableSpec) error {
 		}
 		if slices.Contains(t.key, i) {
 			return &TableError{Table: t.qualified(), Reason: "key column " + name + " is listed twice"}
+		}
+		if t.cols[i].Computed {
+			return &TableError{Table: t.qualified(), Reason: "key column " + name + " is computed: the simulator keys on stored columns only"}
 		}
 		if t.cols[i].Nullable {
 			// SQL Server refuses a CDC index over nullable columns; keys stay NOT NULL.
@@ -424,7 +466,7 @@ func (db *DB) Get(name string, key []any) (map[string]any, bool, error) {
 	}
 	out := map[string]any{}
 	for _, c := range t.cols {
-		out[c.Name] = r.value(c.ColumnID)
+		out[c.Name] = t.current(r, c)
 	}
 	return out, true, nil
 }

@@ -138,6 +138,11 @@ func (db *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, e
 			if !ok {
 				return nil, &source.InvalidArgumentError{Arg: "column", Reason: fmt.Sprintf("Invalid column name '%s' in %s", c.Name, t.qualified())}
 			}
+			if t.cols[i].Computed {
+				// NULL, as in every change row (docs/types.md "Computed columns").
+				src.cols = append(src.cols, m)
+				continue
+			}
 			m.id = t.cols[i].ColumnID
 			if !sameType(t.cols[i], c) {
 				from := t.cols[i]

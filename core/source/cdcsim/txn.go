@@ -113,6 +113,9 @@ func (tx *Txn) Insert(table string, values Row) (key []any, err error) {
 		if !ok {
 			return nil, &TxnError{Table: table, Reason: fmt.Sprintf("Invalid column name '%s'", name)}
 		}
+		if t.cols[i].Computed {
+			return nil, &TxnError{Table: table, Reason: fmt.Sprintf("The column '%s' cannot be modified because it is either a computed column or is the result of a UNION operator", name)}
+		}
 		nv, err := normalize(t.cols[i], v)
 		if err != nil {
 			return nil, err

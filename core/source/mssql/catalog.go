@@ -3,6 +3,7 @@ package mssql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,7 +13,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// CaptureInstances is P1, sorted by (CreateDate, StartLSN).
+// CaptureInstances is P1, sorted by source.CompareInstances (create_date, then start_lsn,
+// NULL last).
 func (d *DB) CaptureInstances(ctx context.Context) ([]source.CaptureInstance, error) {
 	recs, err := d.queryRecords(ctx, d.ec("list capture instances"), sqlHelpCDC, nil)
 	if err != nil {
@@ -26,12 +28,7 @@ func (d *DB) CaptureInstances(ctx context.Context) ([]source.CaptureInstance, er
 		}
 		out = append(out, ci)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreateDate.Equal(out[j].CreateDate) {
-			return out[i].CreateDate.Before(out[j].CreateDate)
-		}
-		return out[i].StartLSN.Less(out[j].StartLSN)
-	})
+	slices.SortStableFunc(out, source.CompareInstances)
 	return out, nil
 }
 

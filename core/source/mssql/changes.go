@@ -13,13 +13,17 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// ReadChanges is C1: cdc.[<ci>_CT] over [r.From, r.To] joined to cdc.lsn_time_mapping, in
+// ReadChanges is C1: cdc.[<ci>_CT] over [r.From, r.To] left-joined to cdc.lsn_time_mapping, in
 // (__$start_lsn, __$command_id, __$seqval, __$operation) order, streamed as record batches
 // of bronze.ChangeSchema(r.Columns). No isolation prefix and no lock timeout. A column the
 // instance does not capture is read as NULL; one dropped from the source table (Present
 // false) is read from the change table, which keeps the values captured before the DROP. A read the login may
 // not make is a *source.PermissionError naming the GRANT (after the P6 probe). The Rows
 // implement source.NetworkWaiter: the session's ASYNC_NETWORK_IO growth over the read.
+//
+// Before reading, the session that reads checks that its own sys.fn_cdc_get_max_lsn() is
+// at least r.To; a session behind it is a *source.ReplicaBehindError inside a
+// *source.TransientError, retried on a new session.
 func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows, error) {
 	if d.closed.Load() {
 		return nil, source.ErrClosed
@@ -76,6 +80,23 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 		conn, err := d.db.Conn(ctx)
 		if err != nil {
 			return mapErr(err)
+		}
+		// The range was planned against a max_lsn read on another session; this session
+		// may be on a secondary behind it (read-only routing), where the read would come
+		// back short and look complete (docs/reference/sqlserver-cdc.md §13).
+		var ms sql.NullString
+		if err := conn.QueryRowContext(ctx, sqlMaxLSN).Scan(&ms); err != nil {
+			conn.Close()
+			return mapErr(err)
+		}
+		sessionMax, err := parseLSNText(ms)
+		if err != nil {
+			conn.Close()
+			return err
+		}
+		if sessionMax.Less(r.To) {
+			conn.Close()
+			return &source.TransientError{Op: ec.Op, Err: &source.ReplicaBehindError{CaptureInstance: r.CaptureInstance, To: r.To, MaxLSN: sessionMax}}
 		}
 		before, werr := sessionWait(ctx, conn)
 		rows, err := conn.QueryContext(ctx, q, p.args...)

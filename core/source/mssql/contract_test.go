@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -26,6 +27,10 @@ import (
 //	                       (default MSSQL_TEST_DSN). It needs the grants of docs/permissions.md;
 //	                       the harness grants them on each table it creates.
 //	MSSQL_TEST_REQUIRED    when set, a missing MSSQL_TEST_DSN fails instead of skipping.
+//	MSSQL_TEST_BACKUP_DIR  when set, a directory on the server's file system: the restore
+//	                       contract test backs the test database up there and restores it
+//	                       (RESTORE ... WITH KEEP_CDC, which ends every other session of
+//	                       the database). Unset, that test skips.
 func TestContractSQLServer(t *testing.T) {
 	dsn := os.Getenv("MSSQL_TEST_DSN")
 	if dsn == "" {
@@ -43,7 +48,7 @@ func TestContractSQLServer(t *testing.T) {
 	if readerDSN == "" {
 		readerDSN = dsn
 	}
-	h := &sqlHarness{admin: admin, readerDSN: readerDSN}
+	h := &sqlHarness{admin: admin, adminDSN: dsn, readerDSN: readerDSN, backupDir: os.Getenv("MSSQL_TEST_BACKUP_DIR")}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := h.ensureMarker(ctx); err != nil {
@@ -58,6 +63,8 @@ const markerTable = "mssqlcdc_marker"
 
 type sqlHarness struct {
 	admin     *sql.DB
+	adminDSN  string
+	backupDir string
 	readerDSN string
 	seq       atomic.Int64
 	reader    string // the reader's database user, for GRANTs
@@ -84,6 +91,13 @@ END`)
 }
 
 func (h *sqlHarness) Open(t *testing.T) sourcetest.Env {
+	if h.backupDir != "" {
+		return &sqlRestoreEnv{h.open(t)}
+	}
+	return h.open(t)
+}
+
+func (h *sqlHarness) open(t *testing.T) *sqlEnv {
 	src, err := mssql.Open(mssql.Options{DSN: h.readerDSN, Retry: mssql.Retry{Base: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +144,9 @@ func (e *sqlEnv) CreateTable(ctx context.Context, spec sourcetest.Table) error {
 			}
 		}
 		defs = append(defs, "["+c[0]+"] "+c[1]+null)
+	}
+	for _, c := range spec.Computed {
+		defs = append(defs, "["+c[0]+"] AS ("+c[1]+")")
 	}
 	keys := make([]string, len(spec.Key))
 	for i, k := range spec.Key {
@@ -298,4 +315,64 @@ func (e *sqlEnv) Cleanup(ctx context.Context, instance string, low lsn.LSN) erro
 	_, err := e.h.admin.ExecContext(ctx, "DECLARE @lw binary(10) = CONVERT(binary(10), @p2, 1); "+
 		"EXEC sys.sp_cdc_cleanup_change_table @capture_instance = @p1, @low_water_mark = @lw, @threshold = 5000;", instance, low.String())
 	return err
+}
+
+// sqlRestoreEnv is a sqlEnv that can back up and restore the test database
+// (MSSQL_TEST_BACKUP_DIR set).
+type sqlRestoreEnv struct{ *sqlEnv }
+
+var _ sourcetest.Restorer = sqlRestoreEnv{}
+
+// Backup is BACKUP DATABASE ... COPY_ONLY into MSSQL_TEST_BACKUP_DIR; it returns the file.
+func (e sqlRestoreEnv) Backup(ctx context.Context) (any, error) {
+	var db string
+	if err := e.h.admin.QueryRowContext(ctx, "SELECT DB_NAME()").Scan(&db); err != nil {
+		return nil, err
+	}
+	file := strings.TrimRight(e.h.backupDir, "/") + "/" + e.prefix + "rewind.bak"
+	if _, err := e.h.admin.ExecContext(ctx, "BACKUP DATABASE ["+db+"] TO DISK = @p1 WITH INIT, COPY_ONLY", file); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	return [2]string{db, file}, nil
+}
+
+// Restore restores the backup over the database from master, keeping CDC (its capture
+// job goes on), then waits until capture writes again.
+func (e sqlRestoreEnv) Restore(ctx context.Context, b any) error {
+	bk := b.([2]string)
+	u, err := url.Parse(e.h.adminDSN)
+	if err != nil {
+		return err
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.EqualFold(k, "database") {
+			q.Del(k)
+		}
+	}
+	q.Set("database", "master")
+	u.RawQuery = q.Encode()
+	master, err := sql.Open("sqlserver", u.String())
+	if err != nil {
+		return err
+	}
+	defer master.Close()
+	db := "[" + bk[0] + "]"
+	for _, stmt := range []string{
+		"ALTER DATABASE " + db + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE",
+		"RESTORE DATABASE " + db + " FROM DISK = @p1 WITH REPLACE, KEEP_CDC",
+		"ALTER DATABASE " + db + " SET MULTI_USER",
+	} {
+		var args []any
+		if strings.Contains(stmt, "@p1") {
+			args = append(args, bk[1])
+		}
+		if _, err := master.ExecContext(ctx, stmt, args...); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	// Pooled sessions of the admin login died with the restore.
+	e.h.admin.SetMaxIdleConns(0)
+	e.h.admin.SetMaxIdleConns(2)
+	return nil
 }

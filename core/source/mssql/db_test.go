@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,6 +131,8 @@ func TestReadTableLockTimeout(t *testing.T) {
 func TestReadChangesNoPrefixAndAbsentColumns(t *testing.T) {
 	d, s := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
 		switch {
+		case q == sqlMaxLSN:
+			return one("max_lsn", lsnB.String())
 		case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
 			return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "ordinal_position", "data_type"},
 				rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), int64(1), "int"}}}
@@ -420,6 +423,8 @@ func TestReadTableEarlyCloseAndFetchError(t *testing.T) {
 func TestReadChangesDroppedColumnReadsChangeTable(t *testing.T) {
 	d, s := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
 		switch {
+		case q == sqlMaxLSN:
+			return one("max_lsn", lsnB.String())
 		case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
 			return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "ordinal_position", "data_type"},
 				rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), int64(1), "int"}, {"dbo", "orders", "note", int64(2), int64(2), "nvarchar"}}}
@@ -446,5 +451,71 @@ func TestReadChangesDroppedColumnReadsChangeTable(t *testing.T) {
 		if strings.Contains(c.query, "FROM cdc.[dbo_orders_CT]") && !strings.Contains(c.query, "c.[note]") {
 			t.Errorf("a dropped column must be read from the change table: %s", c.query)
 		}
+	}
+}
+
+// A change read checks max_lsn on its own session before reading: a session on a secondary
+// behind the range's end is refused (a *source.ReplicaBehindError inside a
+// *source.TransientError) and the read is retried on a new session, which reads the range
+// once it is caught up. Without the check the lagging session would return a short range.
+func TestReadChangesRefusesLaggingSession(t *testing.T) {
+	var maxCalls atomic.Int64
+	d, s := newScripted(t, Options{SourceTimeZone: "UTC", Retry: Retry{Retries: 2, Base: 1}}, func(q string, _ []any) result {
+		switch {
+		case q == sqlMaxLSN:
+			if maxCalls.Add(1) == 1 {
+				return one("max_lsn", lsnA.String()) // the first session's replica is behind lsnB
+			}
+			return one("max_lsn", lsnB.String())
+		case q == sqlNetworkWait:
+			return one("wait_time_ms", int64(0))
+		case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
+			return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "ordinal_position", "data_type"},
+				rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), int64(1), "int"}}}
+		case strings.HasPrefix(q, "SELECT c.name"):
+			return result{cols: []string{"name", "column_id", "is_computed", "collation_name", "is_nullable"},
+				rows: [][]driver.Value{{"id", int64(1), false, nil, false}}}
+		case strings.Contains(q, "FROM cdc.[dbo_orders_CT]"):
+			return result{cols: []string{"_start_lsn", "_seqval", "_operation", "_command_id", "_commit_ts", "id"},
+				rows: [][]driver.Value{{lsnA.String(), lsnA.String(), int64(2), int64(1), nil, int64(1)}, {lsnB.String(), lsnB.String(), int64(2), int64(1), nil, int64(2)}}}
+		}
+		return result{err: errors.New("unexpected " + q)}
+	})
+	rows, err := d.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsnA, To: lsnB, Columns: []source.Column{colI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sourcetest.Drain(ctx, t, rows); len(got) != 2 {
+		t.Errorf("rows %v, want both commits", got)
+	}
+	reads := 0
+	for _, c := range s.log() {
+		if strings.Contains(c.query, "FROM cdc.[dbo_orders_CT]") {
+			reads++
+		}
+	}
+	if maxCalls.Load() != 2 || reads != 1 {
+		t.Errorf("%d max_lsn checks and %d reads: want the lagging session refused before reading, then one read", maxCalls.Load(), reads)
+	}
+
+	// Always behind: the typed error, after the retries.
+	maxCalls.Store(-100)
+	d2, _ := newScripted(t, Options{SourceTimeZone: "UTC", Retry: Retry{Retries: 1, Base: 1}}, func(q string, _ []any) result {
+		if q == sqlMaxLSN {
+			return one("max_lsn", lsnA.String())
+		}
+		if strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns") {
+			return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "ordinal_position", "data_type"},
+				rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), int64(1), "int"}}}
+		}
+		if strings.HasPrefix(q, "SELECT c.name") {
+			return result{cols: []string{"name", "column_id", "is_computed", "collation_name", "is_nullable"}, rows: [][]driver.Value{{"id", int64(1), false, nil, false}}}
+		}
+		return result{err: errors.New("unexpected " + q)}
+	})
+	_, err = d2.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", From: lsnA, To: lsnB, Columns: []source.Column{colI}})
+	var rb *source.ReplicaBehindError
+	if !errors.As(err, &rb) || !source.IsTransient(err) || rb.MaxLSN != lsnA || rb.To != lsnB {
+		t.Fatalf("err %v: want a transient *source.ReplicaBehindError (max %s, to %s)", err, lsnA, lsnB)
 	}
 }

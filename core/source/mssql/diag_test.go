@@ -52,6 +52,8 @@ func changeScript(waits ...any) func(q string, _ []any) result {
 	var n atomic.Int64
 	return func(q string, _ []any) result {
 		switch {
+		case q == sqlMaxLSN:
+			return one("max_lsn", lsnB.String())
 		case q == sqlNetworkWait:
 			i := n.Add(1) - 1
 			if int(i) >= len(waits) || waits[i] == nil {
@@ -126,17 +128,19 @@ func TestReadChangesNetworkWaitSameSession(t *testing.T) {
 	var conns []int64
 	for _, c := range s.log() {
 		switch {
+		case c.query == sqlMaxLSN:
+			seq, conns = append(seq, "max"), append(conns, c.conn)
 		case c.query == sqlNetworkWait:
 			seq, conns = append(seq, "wait"), append(conns, c.conn)
 		case strings.Contains(c.query, "FROM cdc.[dbo_orders_CT]"):
 			seq, conns = append(seq, "read"), append(conns, c.conn)
 		}
 	}
-	if strings.Join(seq, ",") != "wait,read,wait" {
-		t.Fatalf("statements %v, want wait,read,wait", seq)
+	if strings.Join(seq, ",") != "max,wait,read,wait" {
+		t.Fatalf("statements %v, want max,wait,read,wait", seq)
 	}
-	if conns[0] != conns[1] || conns[1] != conns[2] {
-		t.Errorf("wait and read on different sessions: %v", conns)
+	if conns[0] != conns[1] || conns[1] != conns[2] || conns[2] != conns[3] {
+		t.Errorf("max_lsn check, wait and read on different sessions: %v", conns)
 	}
 	if w2, ok := networkWait(t, rows); !ok || w2 != w {
 		t.Errorf("wait after close %v %v", w2, ok)

@@ -119,7 +119,9 @@ func readChangesSQL(p *params, ts commitTS, ci string, cols []changeColumn, from
 			b.WriteString(", NULL AS " + bracket(c.Name))
 		}
 	}
-	b.WriteString(" FROM " + changeTable(ci) + " AS c JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = c.[__$start_lsn]")
+	// LEFT JOIN: a change row keeps its place when its mapping row is missing (its
+	// _commit_ts is then NULL); an inner join would drop it without a trace.
+	b.WriteString(" FROM " + changeTable(ci) + " AS c LEFT JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = c.[__$start_lsn]")
 	b.WriteString(" WHERE c.[__$start_lsn] BETWEEN " + p.lsn(from) + " AND " + p.lsn(to))
 	b.WriteString(" ORDER BY c.[__$start_lsn], c.[__$command_id], c.[__$seqval], c.[__$operation]")
 	return b.String(), nil

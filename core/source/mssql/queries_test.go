@@ -195,7 +195,7 @@ func TestReadChangesShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"FROM cdc.[dbo_orders_CT] AS c JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = c.[__$start_lsn]",
+		"FROM cdc.[dbo_orders_CT] AS c LEFT JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = c.[__$start_lsn]",
 		"WHERE c.[__$start_lsn] BETWEEN CONVERT(binary(10), @p1, 1) AND CONVERT(binary(10), @p2, 1)",
 		"ORDER BY c.[__$start_lsn], c.[__$command_id], c.[__$seqval], c.[__$operation]",
 		"CONVERT(varchar(22), c.[__$start_lsn], 1) AS [_start_lsn]",

@@ -169,9 +169,11 @@ func readTableSQL(t source.Table, cols, keys []source.Column, r source.KeyRange)
 		if err := checkName("column", c.Name); err != nil {
 			return "", nil, err
 		}
-		if c.Present {
+		if c.Present && !c.Computed {
 			sel[i] = bracket(c.Name)
 		} else {
+			// A computed column reads NULL, as it is in every change row, so that a
+			// snapshot and the stream agree (docs/types.md "Computed columns").
 			sel[i] = "NULL AS " + bracket(c.Name)
 		}
 	}

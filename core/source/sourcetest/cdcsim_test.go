@@ -2,6 +2,8 @@ package sourcetest
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -46,7 +48,23 @@ func (e *simEnv) CreateTable(_ context.Context, spec Table) error {
 		}
 		cols = append(cols, col)
 	}
-	if err := e.db.CreateTable(cdcsim.TableSpec{Name: spec.Name, Columns: cols, Key: spec.Key}); err != nil {
+	compute := map[string]func(cdcsim.Row) any{}
+	for _, c := range spec.Computed {
+		m := computedRE.FindStringSubmatch(c[1])
+		if m == nil {
+			return fmt.Errorf("computed column %s: expression %q is not [col] * n", c[0], c[1])
+		}
+		src, k := m[1], int64(0)
+		fmt.Sscan(m[2], &k)
+		cols = append(cols, source.Column{Name: c[0], DataType: "int", Nullable: true, Computed: true})
+		compute[c[0]] = func(r cdcsim.Row) any {
+			if v, ok := r[src].(int64); ok {
+				return v * k
+			}
+			return nil
+		}
+	}
+	if err := e.db.CreateTable(cdcsim.TableSpec{Name: spec.Name, Columns: cols, Key: spec.Key, Compute: compute}); err != nil {
 		return err
 	}
 	return e.EnableCapture(context.Background(), spec.Name, spec.Instance)
@@ -115,6 +133,17 @@ func (e *simEnv) Sleep(_ context.Context, d time.Duration) error {
 
 func (e *simEnv) Cleanup(_ context.Context, instance string, low lsn.LSN) error {
 	return e.db.Cleanup(instance, low)
+}
+
+var computedRE = regexp.MustCompile(`^\[(\w+)\] \* (\d+)$`)
+
+func (e *simEnv) Backup(context.Context) (any, error) { return e.db.Backup() }
+func (e *simEnv) Restore(_ context.Context, b any) error {
+	return e.db.Restore(b.(*cdcsim.Backup))
+}
+func (e *simEnv) LagReplica(_ context.Context, at lsn.LSN, reads int) error {
+	e.db.LagReplica(at, reads)
+	return nil
 }
 
 func TestContractCDCSim(t *testing.T) {

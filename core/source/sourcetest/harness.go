@@ -52,6 +52,20 @@ type Env interface {
 	Cleanup(ctx context.Context, instance string, lowWater lsn.LSN) error
 }
 
+// Restorer is an Env that can back its database up and restore it (RESTORE DATABASE ...
+// WITH KEEP_CDC): the restore/rewind contract test needs it and skips without it.
+type Restorer interface {
+	// Backup takes a backup; Restore puts the database back to it.
+	Backup(ctx context.Context) (any, error)
+	Restore(ctx context.Context, backup any) error
+}
+
+// ReplicaLagger is an Env whose next change reads can land on a secondary that has
+// replayed only up to an LSN (read-only routing to a lagging secondary).
+type ReplicaLagger interface {
+	LagReplica(ctx context.Context, at lsn.LSN, reads int) error
+}
+
 // Tx is an open transaction of an Env.
 type Tx interface {
 	Exec(ctx context.Context, stmts ...Stmt) error
@@ -66,6 +80,9 @@ type Table struct {
 	Columns  [][2]string // name, type
 	Key      []string
 	Instance string
+	// Computed are computed columns after Columns: name and "[col] * n", the one expression
+	// shape every harness evaluates (SQL Server as `name AS ([col] * n)`).
+	Computed [][2]string
 }
 
 // Stmt is one statement: exactly one of Insert, Update or Delete.

@@ -48,6 +48,10 @@ func Run(t *testing.T, h Harness) {
 		{"AbsentAndDroppedColumns", testAbsentColumns},
 		{"BatchesAreBounded", testBatchesBounded},
 		{"PingAndNetworkWait", testPingAndNetworkWait},
+		{"RestoreRewindIsRefused", testRestoreRewind},
+		{"LaggingReplicaReadIsRefused", testLaggingReplica},
+		{"RangePastMaxLSNIsRefused", testRangePastMaxLSN},
+		{"ComputedColumnsReadNULL", testComputedColumns},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
