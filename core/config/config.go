@@ -75,6 +75,24 @@ type Source struct {
 	// CaptureInstance is the capture instance name, matched exactly first, then ignoring
 	// case (source.Resolve).
 	CaptureInstance string `json:"captureInstance"`
+
+	// Encrypt is "" or "true" (the default: the session encrypted, the certificate
+	// verified), "strict" (TDS 8.0), or "false"/"disable" (development sources only).
+	// The DSN's own encrypt setting counts the same (docs/reference/sqlserver-cdc.md §13.3).
+	Encrypt string `json:"encrypt"`
+	// TrustServerCertificate skips certificate verification: development sources only.
+	TrustServerCertificate bool `json:"trust_server_certificate"`
+	// Certificate is the path of the CA (PEM or DER) the server's certificate must chain
+	// to, e.g. the Amazon RDS bundle shipped with the function; "" uses the system's roots.
+	Certificate string `json:"certificate"`
+	// HostNameInCertificate is the name the certificate carries when it is not the DSN's
+	// host.
+	HostNameInCertificate string `json:"host_name_in_certificate"`
+	// Development marks a source that is no production server (a local container): only
+	// it may turn encryption or certificate verification off.
+	Development bool `json:"development"`
+	// DialTimeoutSeconds bounds opening a TCP connection; 0 means 30 s.
+	DialTimeoutSeconds int `json:"dial_timeout_seconds"`
 }
 
 // Options are the original library's source options, under their names
@@ -100,6 +118,11 @@ type Options struct {
 	// SourceTimeZone is "auto", "UTC" or a Windows zone name: how tran_end_time converts
 	// to UTC.
 	SourceTimeZone string `json:"sourceTimeZone"`
+	// IncludeCommandID reads __$command_id and orders by it (default true). false is for
+	// change tables left without the column by a failed upgrade step (SQL Server 2012–2016
+	// before KB3030352): rows are then ordered by (start_lsn, seqval, operation) and
+	// _command_id is NULL.
+	IncludeCommandID *bool `json:"includeCommandId"`
 	// FailOnDataLoss stops with DataLossError when changes were purged before being read
 	// (default true); false skips ahead and records a data_skipped facts row.
 	FailOnDataLoss *bool `json:"failOnDataLoss"`

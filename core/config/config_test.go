@@ -212,3 +212,47 @@ func TestChunkedRefused(t *testing.T) {
 		t.Errorf("snapshot full: %v", err)
 	}
 }
+
+// The connection's TLS settings: a plain DSN is valid (and gets encrypt=true, verified);
+// turning verification or encryption off needs development; the problem names the field
+// that holds the setting, the spec's own or the DSN.
+func TestSourceTLSSettings(t *testing.T) {
+	base := func() *Spec {
+		s := &Spec{AppID: "a", Source: Source{DSN: "sqlserver://u@h?database=d", CaptureInstance: "dbo_t"}, Bronze: "/l/b", Checkpoint: "/l/c", FactsTable: "/l/f"}
+		s.Defaults()
+		return s
+	}
+	s := base()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.MSSQL("p@ss")
+	if err != nil || o.Encrypt != "" || o.Development || o.Validate() != nil {
+		t.Fatalf("options %+v %v", o, err)
+	}
+	for _, c := range []struct {
+		edit  func(*Spec)
+		field string
+	}{
+		{func(s *Spec) { s.Source.TrustServerCertificate = true }, "source.trust_server_certificate"},
+		{func(s *Spec) { s.Source.DSN += "&TrustServerCertificate=true" }, "source.dsn"},
+		{func(s *Spec) { s.Source.Encrypt = "false" }, "source.encrypt"},
+		{func(s *Spec) { s.Source.DSN += "&guid+conversion=true" }, "source.dsn"},
+		{func(s *Spec) { s.Source.DialTimeoutSeconds = -1 }, "source.dial_timeout_seconds"},
+	} {
+		s := base()
+		c.edit(s)
+		var ce *ConfigError
+		if err := s.Validate(); !errors.As(err, &ce) || !ce.Has(c.field) {
+			t.Errorf("%v, want a problem in %s", err, c.field)
+		}
+	}
+	s = base()
+	s.Source.TrustServerCertificate, s.Source.Development = true, true
+	if err := s.Validate(); err != nil {
+		t.Errorf("development source: %v", err)
+	}
+	if o, _ := s.MSSQL(""); !o.TrustServerCertificate || !o.Development {
+		t.Errorf("options %+v", o)
+	}
+}

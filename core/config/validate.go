@@ -198,6 +198,10 @@ func (src Source) validate(ps *problems) {
 	if src.PasswordSecretARN != "" && !strings.HasPrefix(src.PasswordSecretARN, "arn:") {
 		ps.add("source.password_secret_arn", "%q is not an ARN", src.PasswordSecretARN)
 	}
+	if src.DialTimeoutSeconds < 0 {
+		ps.add("source.dial_timeout_seconds", "%d: want 0 (30 s) or more", src.DialTimeoutSeconds)
+	}
+	src.connectionProblems(ps)
 	if src.CaptureInstance == "" {
 		ps.add("source.captureInstance", "required")
 	} else if len(src.CaptureInstance) > 100 || strings.ContainsAny(src.CaptureInstance, "]") || strings.IndexFunc(src.CaptureInstance, unicode.IsControl) >= 0 {

@@ -162,3 +162,15 @@ func (e *LSNRewoundError) Error() string {
 	}
 	return "LSN history rewound: " + what + ". The database was restored, failed over with data loss, or the DSN names another database or replica: the changes the checkpoint passed may never be read. Stop, check the DSN (and sourceTimeZone, which changes commit times) and re-snapshot (docs/operations.md)"
 }
+
+// CommandIDMissingError: the change table has no __$command_id column. SQL Server added it
+// in cumulative updates of 2012 to 2016 (KB3030352); a change table whose upgrade step did
+// not run lacks it (docs/reference/sqlserver-cdc.md §13.5). Set includeCommandId: false to
+// read it ordered by (start_lsn, seqval, operation).
+type CommandIDMissingError struct {
+	CaptureInstance string
+}
+
+func (e *CommandIDMissingError) Error() string {
+	return fmt.Sprintf("change table cdc.[%s_CT] has no __$command_id column (an upgrade step of KB3030352 did not run): set options.includeCommandId to false to read it in (start_lsn, seqval, operation) order", e.CaptureInstance)
+}

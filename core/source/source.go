@@ -209,6 +209,11 @@ type ChangeRead struct {
 	// Columns to read after the metadata columns, from CapturedColumns (or a union over
 	// instances: a column this instance lacks is read as NULL).
 	Columns []Column
+	// WithoutCommandID neither reads nor orders by __$command_id (includeCommandId:
+	// false): rows come in (__$start_lsn, __$seqval, __$operation) order and _command_id
+	// is NULL. For change tables an upgrade left without the column; reading one without
+	// it is a *CommandIDMissingError.
+	WithoutCommandID bool
 	ReadOptions
 }
 

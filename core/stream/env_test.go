@@ -172,7 +172,7 @@ func (e *env) sourceChangeRows() int64 {
 	max, _ := e.db.MaxLSN(ctx)
 	var n int64
 	for _, s := range spans(insts, lsn.Zero, max) {
-		rows, err := e.db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: s.CI.Name, From: s.From, To: s.To})
+		rows, err := e.db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: s.CI.Name, From: s.From, To: s.To, WithoutCommandID: !e.spec.Options.CommandID()})
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -128,7 +128,7 @@ func (r *run) read(ctx context.Context, batch int64, ranges []readRange, cols []
 // source reported none).
 func (r *run) readOne(ctx context.Context, batch int64, rr readRange, cols []source.Column, schema *arrow.Schema, w *ingest.Writer, o *rangeOut) error {
 	rows, err := r.src.ReadChanges(ctx, source.ChangeRead{CaptureInstance: rr.CI.Name, From: rr.From, To: rr.To,
-		Columns: cols, ReadOptions: r.opts.Read})
+		Columns: cols, WithoutCommandID: !r.spec.Options.CommandID(), ReadOptions: r.opts.Read})
 	if err != nil {
 		return r.sourceErr("read changes", err)
 	}

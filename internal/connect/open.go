@@ -24,12 +24,12 @@ func SQLServer(ctx context.Context, spec *config.Spec, getenv func(string) strin
 	if err != nil {
 		return nil, config.Redact(err, spec.Source.DSN)
 	}
-	dsn, err := spec.Source.ConnString(pw)
+	o, err := spec.MSSQL(pw)
 	if err != nil {
 		return nil, config.Redact(err, pw, spec.Source.DSN)
 	}
-	db, err := mssql.Open(mssql.Options{DSN: dsn, SourceTimeZone: spec.Options.SourceTimeZone})
-	return db, config.Redact(err, pw, dsn, spec.Source.DSN)
+	db, err := mssql.Open(o)
+	return db, config.Redact(err, pw, o.DSN, spec.Source.DSN)
 }
 
 // Location is how the spec's table URLs are opened (config.Storage → location.Config).

@@ -25,6 +25,8 @@ type instance struct {
 	// differently (docs/reference/sqlserver-cdc.md §3.3).
 	cmdOffset int32
 	changes   []change // in (start_lsn, command_id, seqval, operation) order
+	// noCommandID: the change table has no __$command_id column.
+	noCommandID bool
 	// present[j] is whether the table still has cols[j] (by column_id); refreshed on DDL.
 	present []bool
 	ddl     []source.DDLEvent
@@ -79,6 +81,10 @@ type CaptureOptions struct {
 	// Columns is @captured_column_list; every column when empty. Key columns are always
 	// captured.
 	Columns []string
+	// WithoutCommandID makes a change table without __$command_id, as an instance created
+	// before KB3030352 whose upgrade step did not run (docs/reference/sqlserver-cdc.md
+	// §13.5).
+	WithoutCommandID bool
 }
 
 // CaptureError is an enable or disable SQL Server refuses: a third instance, a name in use,
@@ -127,7 +133,7 @@ func (db *DB) EnableCapture(tableName string, opt CaptureOptions) (source.Captur
 			return source.CaptureInstance{}, &CaptureError{Name: name, Reason: "an open transaction wrote " + t.qualified()}
 		}
 	}
-	ci := &instance{name: name, tbl: t, created: db.now, cmdOffset: int32(db.created) * 1000}
+	ci := &instance{name: name, tbl: t, created: db.now, cmdOffset: int32(db.created) * 1000, noCommandID: opt.WithoutCommandID}
 	db.created++
 	want := map[string]bool{}
 	for _, c := range opt.Columns {

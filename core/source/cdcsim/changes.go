@@ -60,6 +60,10 @@ func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows
 	if err != nil {
 		return nil, err
 	}
+	if ci.noCommandID && !r.WithoutCommandID {
+		// SELECT c.[__$command_id] fails with error 207 on such a change table.
+		return nil, &source.CommandIDMissingError{CaptureInstance: r.CaptureInstance}
+	}
 	rows := ci.rangeOf(r.From, r.To)
 	if !r.To.Less(r.From) {
 		// The reading session's own max_lsn must reach the range's end (a secondary behind
@@ -68,7 +72,20 @@ func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows
 			return nil, &source.TransientError{Op: "read change table", Err: &source.ReplicaBehindError{CaptureInstance: r.CaptureInstance, To: r.To, MaxLSN: m}}
 		}
 	}
-	src := &changeSource{rows: rows, mapping: db.mapping()}
+	src := &changeSource{rows: rows, mapping: db.mapping(), noCommandID: r.WithoutCommandID}
+	if r.WithoutCommandID {
+		// ORDER BY (start_lsn, seqval, operation).
+		src.rows = slices.Clone(rows)
+		slices.SortStableFunc(src.rows, func(a, b change) int {
+			if c := a.start.Compare(b.start); c != 0 {
+				return c
+			}
+			if c := a.seq.Compare(b.seq); c != 0 {
+				return c
+			}
+			return int(a.op) - int(b.op)
+		})
+	}
 	for _, c := range r.Columns {
 		// Present is not consulted: a dropped column stays in the change table with the
 		// values captured before the DROP (SQL Server keeps it in the instance).
@@ -113,10 +130,11 @@ func (m colMap) value(vals []any) (any, error) {
 }
 
 type changeSource struct {
-	rows    []change
-	mapping []commitEntry
-	cols    []colMap
-	pos, k  int
+	rows        []change
+	noCommandID bool // _command_id is NULL (ChangeRead.WithoutCommandID)
+	mapping     []commitEntry
+	cols        []colMap
+	pos, k      int
 	// The commit of the last row: its LSN, LSN text and commit time (nil without a
 	// mapping row).
 	cur    lsn.LSN
@@ -150,7 +168,11 @@ func (s *changeSource) fill(fields []array.Builder) (int, bool, error) {
 	fields[0].(*array.StringBuilder).Append(s.curStr)
 	fields[1].(*array.StringBuilder).Append(ch.seq.String())
 	fields[2].(*array.Int32Builder).Append(int32(ch.op))
-	fields[3].(*array.Int32Builder).Append(ch.cmd)
+	if s.noCommandID {
+		fields[3].(*array.Int32Builder).AppendNull()
+	} else {
+		fields[3].(*array.Int32Builder).Append(ch.cmd)
+	}
 	ts := fields[4].(*array.TimestampBuilder)
 	if s.curTS != nil {
 		ts.Append(*s.curTS)

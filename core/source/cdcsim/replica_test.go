@@ -3,6 +3,7 @@ package cdcsim
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +145,41 @@ func TestNullStartLSN(t *testing.T) {
 	mustT(t, err)
 	if list[1].StartLSN == lsn.Zero || len(source.InstancesOf(list, "dbo", "orders")) != 2 {
 		t.Fatalf("after capture: %+v", list)
+	}
+}
+
+// A change table without __$command_id: a read that asks for it is a
+// *source.CommandIDMissingError naming the option; WithoutCommandID reads it ordered by
+// (start_lsn, seqval, operation) with _command_id NULL.
+func TestChangeTableWithoutCommandID(t *testing.T) {
+	ctx := context.Background()
+	db := New(Config{Seed: 8})
+	mustT(t, db.CreateTable(TableSpec{Name: "orders", Key: []string{"id"}, Columns: []source.Column{{Name: "id", DataType: "int"}, {Name: "amount", DataType: "int", Nullable: true}}}))
+	_, err := db.EnableCapture("orders", CaptureOptions{WithoutCommandID: true})
+	mustT(t, err)
+	_, err = db.Exec(func(tx *Txn) error {
+		if _, err := tx.Insert("orders", Row{"id": 1, "amount": 1}); err != nil {
+			return err
+		}
+		return tx.Update("orders", []any{1}, Row{"amount": 2})
+	})
+	mustT(t, err)
+	cols, err := db.CapturedColumns(ctx, "dbo_orders")
+	mustT(t, err)
+	_, err = db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: maxOf(ctx, t, db), Columns: cols})
+	var cm *source.CommandIDMissingError
+	if !errors.As(err, &cm) || !strings.Contains(err.Error(), "includeCommandId") {
+		t.Fatalf("%v, want *CommandIDMissingError naming includeCommandId", err)
+	}
+	rows, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: maxOf(ctx, t, db), Columns: cols, WithoutCommandID: true})
+	mustT(t, err)
+	got := readAll(t, rows)
+	if len(got) != 3 || got[0]["_operation"] != int64(2) || got[1]["_operation"] != int64(3) || got[2]["_operation"] != int64(4) {
+		t.Fatalf("rows %v, want 2,3,4", got)
+	}
+	for _, r := range got {
+		if r["_command_id"] != nil {
+			t.Fatalf("row %v: _command_id not NULL", r)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 	if err != nil {
 		return nil, err
 	}
-	q, err := readChangesSQL(&p, ts, r.CaptureInstance, cols, r.From, r.To)
+	q, err := readChangesSQL(&p, ts, r.CaptureInstance, cols, r.From, r.To, r.WithoutCommandID)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +137,9 @@ func appendersFor(schema *arrow.Schema, cols []source.Column, meta int) ([]appen
 // the P6 probe: no grant is a *source.PermissionError, an instance that is gone a
 // *source.CaptureInstanceNotFoundError, anything else the mapped original error.
 func (d *DB) changeTableError(ctx context.Context, err error, ec errContext) error {
+	if se, ok := serverError(err); ok && se.Number == errInvalidColumn && strings.Contains(strings.ToLower(se.Message), "__$command_id") {
+		return &source.CommandIDMissingError{CaptureInstance: ec.CaptureInstance}
+	}
 	if !isChangeTableDenied(err, ec.CaptureInstance) {
 		return mapError(err, ec)
 	}

@@ -98,7 +98,7 @@ func (h *sqlHarness) Open(t *testing.T) sourcetest.Env {
 }
 
 func (h *sqlHarness) open(t *testing.T) *sqlEnv {
-	src, err := mssql.Open(mssql.Options{DSN: h.readerDSN, Retry: mssql.Retry{Base: 200 * time.Millisecond}})
+	src, err := mssql.Open(mssql.Options{DSN: h.readerDSN, Development: true, Retry: mssql.Retry{Base: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -519,3 +519,46 @@ func TestReadChangesRefusesLaggingSession(t *testing.T) {
 		t.Fatalf("err %v: want a transient *source.ReplicaBehindError (max %s, to %s)", err, lsnA, lsnB)
 	}
 }
+
+// A change table without __$command_id answers the read with error 207 naming the column:
+// that is a *source.CommandIDMissingError naming the option; WithoutCommandID reads NULL
+// for it and orders by (start_lsn, seqval, operation).
+func TestReadChangesWithoutCommandID(t *testing.T) {
+	d, s := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
+		switch {
+		case q == sqlMaxLSN:
+			return one("max_lsn", lsnB.String())
+		case q == sqlNetworkWait:
+			return one("wait_time_ms", int64(0))
+		case strings.HasPrefix(q, "EXEC sys.sp_cdc_get_captured_columns"):
+			return result{cols: []string{"source_schema", "source_table", "column_name", "column_id", "ordinal_position", "data_type"},
+				rows: [][]driver.Value{{"dbo", "orders", "id", int64(1), int64(1), "int"}}}
+		case strings.HasPrefix(q, "SELECT c.name"):
+			return result{cols: []string{"name", "column_id", "is_computed", "collation_name", "is_nullable"}, rows: [][]driver.Value{{"id", int64(1), false, nil, false}}}
+		case strings.Contains(q, "c.[__$command_id]"):
+			return result{err: mssqldrv.Error{Number: 207, Message: "Invalid column name '__$command_id'."}}
+		case strings.Contains(q, "FROM cdc.[dbo_orders_CT]"):
+			return result{cols: []string{"_start_lsn", "_seqval", "_operation", "_command_id", "_commit_ts", "id"},
+				rows: [][]driver.Value{{lsnA.String(), lsnA.String(), int64(2), nil, nil, int64(1)}}}
+		}
+		return result{err: errors.New("unexpected " + q)}
+	})
+	read := source.ChangeRead{CaptureInstance: "dbo_orders", From: lsnA, To: lsnB, Columns: []source.Column{colI}}
+	_, err := d.ReadChanges(ctx, read)
+	var cm *source.CommandIDMissingError
+	if !errors.As(err, &cm) || cm.CaptureInstance != "dbo_orders" || !strings.Contains(err.Error(), "includeCommandId") {
+		t.Fatalf("%v, want *CommandIDMissingError naming includeCommandId", err)
+	}
+	read.WithoutCommandID = true
+	rows, err := d.ReadChanges(ctx, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sourcetest.Drain(ctx, t, rows); len(got) != 1 || got[0]["_command_id"] != nil {
+		t.Fatalf("rows %v", got)
+	}
+	last := s.log()[len(s.log())-2].query
+	if !strings.Contains(last, "ORDER BY c.[__$start_lsn], c.[__$seqval], c.[__$operation]") {
+		t.Errorf("order: %s", last)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	errSelectDenied      = 229   // The %ls permission was denied on the object '%.*ls'
 	errColumnDenied      = 230   // The %ls permission was denied on the column '%.*ls' of the object
 	errInvalidObject     = 208   // Invalid object name '%.*ls'
+	errInvalidColumn     = 207   // Invalid column name '%.*ls'
 	errLockTimeout       = 1222  // Lock request time out period exceeded
 	errDeadlock          = 1205  // Transaction was deadlocked ... chosen as the deadlock victim (SQLSTATE 40001)
 	errLoginFailed       = 18456 // Login failed for user '%.*ls'
@@ -36,6 +37,14 @@ var transientNumbers = map[int32]bool{
 	40197:       true,                           // error processing the request (failover)
 	49918:       true, 49919: true, 49920: true, // cannot process request, too many operations
 	10928: true, 10929: true, // resource limits
+	// Always On availability group failover (docs/reference/sqlserver-cdc.md §13.4): the
+	// database is moving between replicas and comes back within seconds to minutes.
+	976:   true,                           // the availability database is not accessible for queries (replica changing role)
+	978:   true,                           // the database is accessible only with ApplicationIntent=ReadOnly (a secondary now)
+	983:   true,                           // the replica is not in the PRIMARY or SECONDARY role (resolving)
+	3948:  true,                           // transaction ended by an availability replica config/state change
+	4060:  true,                           // cannot open the database requested by the login (also while it fails over)
+	4221:  true,                           // login to a readable secondary timed out waiting for row versioning
 	233:   true,                           // connection closed by the server
 	64:    true,                           // specified network name no longer available
 	10053: true, 10054: true, 10060: true, // transport-level errors
@@ -114,7 +123,7 @@ func mapError(err error, c errContext) error {
 // knownNumber reports the error numbers mapError branches on.
 func knownNumber(n int32) bool {
 	switch n {
-	case errLockTimeout, errLoginFailed, errCDCNotEnabledDB, errCDCObjectNotFound, errSelectDenied, errColumnDenied, errInvalidObject:
+	case errLockTimeout, errLoginFailed, errCDCNotEnabledDB, errCDCObjectNotFound, errSelectDenied, errColumnDenied, errInvalidObject, errInvalidColumn:
 		return true
 	}
 	return transientNumbers[n]
@@ -173,9 +182,10 @@ func isTyped(err error) bool {
 		te *source.TransientError
 		nf *source.CaptureInstanceNotFoundError
 		ia *source.InvalidArgumentError
+		cm *source.CommandIDMissingError
 	)
 	return errors.As(err, &lt) || errors.As(err, &le) || errors.As(err, &ce) || errors.As(err, &pe) ||
-		errors.As(err, &te) || errors.As(err, &nf) || errors.As(err, &ia) || errors.Is(err, source.ErrClosed)
+		errors.As(err, &te) || errors.As(err, &nf) || errors.As(err, &ia) || errors.As(err, &cm) || errors.Is(err, source.ErrClosed)
 }
 
 // isChangeTableDenied reports whether err, from a change-table read of ci, is the kind the

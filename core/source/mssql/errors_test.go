@@ -66,7 +66,9 @@ func TestMapError(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
-	for _, n := range []int32{1205, 40613, 10054} {
+	// Deadlock, Azure throttling, transport, and the availability group failover errors (976,
+	// 978, 983, 3948, 4060, 4221): retried, so a step hit by a failover waits it out.
+	for _, n := range []int32{1205, 40613, 10054, 976, 978, 983, 3948, 4060, 4221} {
 		t.Run(fmt.Sprintf("transient %d", n), func(t *testing.T) {
 			err := mapError(sqlErr(n, "x"), c)
 			if !source.IsTransient(err) {

@@ -20,11 +20,13 @@ const (
 	DefaultAppName     = "mssqlcdc"
 )
 
-// Options open a DB. Either DSN or the connection fields are set, not both.
+// Options open a DB. Either DSN or the connection fields are set, not both; the TLS,
+// timeout and authentication settings apply to both (docs/reference/sqlserver-cdc.md §13.3).
 type Options struct {
 	// DSN is a complete go-mssqldb URL ("sqlserver://user:pass@host:1433?database=shop"),
 	// e.g. MSSQL_TEST_DSN. When set, Host, Port, Instance, Database, User and Password are
-	// empty; the database and user are read from it for messages.
+	// empty; the database and user are read from it for messages. Its query settings count
+	// like the fields below: a setting given in both with different values is refused.
 	DSN string
 
 	// Host and Port of the server (Port 0 means DefaultPort); Instance is a named instance
@@ -35,11 +37,23 @@ type Options struct {
 	Database string
 	User     string
 	Password string
-	// Encrypt is go-mssqldb's encrypt setting: "" (driver default), "true", "false",
-	// "strict" or "disable".
+	// Encrypt is go-mssqldb's encrypt setting. "" means "true": the whole session is
+	// encrypted and the server's certificate verified against the system's roots (or
+	// Certificate). "strict" is TDS 8.0 (TLS before the login, SQL Server 2022+, Azure).
+	// "false" (the driver's default, which encrypts only the login and trusts any
+	// certificate) and "disable" are refused unless Development is set.
 	Encrypt string
-	// TrustServerCertificate skips certificate validation (local containers only).
+	// TrustServerCertificate skips certificate validation; refused unless Development.
 	TrustServerCertificate bool
+	// Certificate is the path of a PEM or DER file of the CA (or certificate) to verify the
+	// server against, e.g. the Amazon RDS CA bundle; "" uses the system's roots.
+	Certificate string
+	// HostNameInCertificate is the name the certificate must carry when it differs from
+	// Host (a listener or an IP address).
+	HostNameInCertificate string
+	// Development marks a source that is no production server (a local container): only
+	// then may Encrypt be "false" or "disable" and TrustServerCertificate be set.
+	Development bool
 	// AppName is the program name the server shows (sys.dm_exec_sessions); "" means
 	// DefaultAppName.
 	AppName string
@@ -77,10 +91,6 @@ func (o Options) Validate() error {
 		if o.Host != "" || o.Port != 0 || o.Instance != "" || o.Database != "" || o.User != "" || o.Password != "" {
 			bad("DSN", "give either a DSN or host, port, instance, database, user and password, not both")
 		}
-		u, err := url.Parse(o.DSN)
-		if err != nil || u.Scheme != "sqlserver" {
-			bad("DSN", "want a sqlserver:// URL")
-		}
 	} else {
 		if o.Host == "" {
 			bad("host", "empty")
@@ -92,11 +102,6 @@ func (o Options) Validate() error {
 	if o.Port < 0 || o.Port > 65535 {
 		bad("port", strconv.Itoa(o.Port)+" is outside 0..65535")
 	}
-	switch o.Encrypt {
-	case "", "true", "false", "strict", "disable":
-	default:
-		bad("encrypt", fmt.Sprintf("%q: want true, false, strict or disable", o.Encrypt))
-	}
 	if o.DialTimeout < 0 {
 		bad("dialTimeout", "negative")
 	}
@@ -106,50 +111,150 @@ func (o Options) Validate() error {
 	if _, _, err := parseZoneOption(o.SourceTimeZone); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := o.connURL(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
-// dsn builds the go-mssqldb URL with net/url: user and password escaped as userinfo, the
-// named instance as the path, settings as query parameters.
+// dsn is the URL Open hands go-mssqldb (connURL without its errors; Open validated).
 func (o Options) dsn() string {
+	s, _ := o.connURL()
+	return s
+}
+
+// connURL builds the go-mssqldb URL with net/url: user and password escaped as userinfo,
+// the named instance as the path, settings as query parameters, and applies the security
+// rules of docs/reference/sqlserver-cdc.md §13.3 to the DSN's settings and the fields'
+// alike. Problems are joined *source.InvalidArgumentError.
+func (o Options) connURL() (string, error) {
+	var u *url.URL
 	if o.DSN != "" {
-		return o.DSN
-	}
-	port := o.Port
-	host := o.Host
-	if port != 0 || o.Instance == "" {
-		if port == 0 {
-			port = DefaultPort
+		p, err := url.Parse(o.DSN)
+		if err != nil || p.Scheme != "sqlserver" {
+			return "", &source.InvalidArgumentError{Arg: "DSN", Reason: "want a sqlserver:// URL"}
 		}
-		host = net.JoinHostPort(o.Host, strconv.Itoa(port))
+		u = p
+	} else {
+		host := o.Host
+		if port := o.Port; port != 0 || o.Instance == "" {
+			if port == 0 {
+				port = DefaultPort
+			}
+			host = net.JoinHostPort(o.Host, strconv.Itoa(port))
+		}
+		u = &url.URL{Scheme: "sqlserver", Host: host}
+		if o.User != "" {
+			u.User = url.UserPassword(o.User, o.Password)
+		}
+		if o.Instance != "" {
+			u.Path = "/" + o.Instance
+		}
 	}
-	u := url.URL{Scheme: "sqlserver", Host: host}
-	if o.User != "" {
-		u.User = url.UserPassword(o.User, o.Password)
+	q := settings{vals: u.Query()}
+	if o.DSN == "" {
+		q.set("database", o.Database)
 	}
-	if o.Instance != "" {
-		u.Path = "/" + o.Instance
-	}
-	q := url.Values{}
-	q.Set("database", o.Database)
-	app := o.AppName
-	if app == "" {
-		app = DefaultAppName
-	}
-	q.Set("app name", app)
-	dial := o.DialTimeout
-	if dial == 0 {
-		dial = DefaultDialTimeout
-	}
-	q.Set("dial timeout", strconv.Itoa(int((dial+time.Second-1)/time.Second)))
-	if o.Encrypt != "" {
-		q.Set("encrypt", o.Encrypt)
-	}
+	q.set("encrypt", o.Encrypt)
 	if o.TrustServerCertificate {
-		q.Set("TrustServerCertificate", "true")
+		q.set("TrustServerCertificate", "true")
 	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	q.set("certificate", o.Certificate)
+	q.set("hostNameInCertificate", o.HostNameInCertificate)
+	if o.DialTimeout != 0 {
+		q.set("dial timeout", strconv.Itoa(int((o.DialTimeout+time.Second-1)/time.Second)))
+	}
+	q.set("app name", o.AppName)
+	q.setDefault("app name", DefaultAppName)
+	q.setDefault("dial timeout", strconv.Itoa(int(DefaultDialTimeout/time.Second)))
+	q.setDefault("encrypt", "true")
+	q.checkSecurity(o.Development)
+	u.RawQuery = q.vals.Encode()
+	return u.String(), errors.Join(q.errs...)
+}
+
+// settings are a connection URL's query parameters, whose names go-mssqldb matches
+// ignoring case (msdsn lower-cases them).
+type settings struct {
+	vals url.Values
+	errs []error
+}
+
+func (s *settings) key(name string) (string, bool) {
+	for k := range s.vals {
+		if strings.EqualFold(k, name) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func (s *settings) get(name string) (string, bool) {
+	if k, ok := s.key(name); ok {
+		return s.vals.Get(k), true
+	}
+	return "", false
+}
+
+// set adds name=v ("" sets nothing); the DSN holding name with another value is an error.
+func (s *settings) set(name, v string) {
+	if v == "" {
+		return
+	}
+	if old, ok := s.get(name); ok {
+		if !strings.EqualFold(old, v) {
+			s.errs = append(s.errs, &source.InvalidArgumentError{Arg: name, Reason: fmt.Sprintf("the DSN says %q and the options %q: give it once", old, v)})
+		}
+		return
+	}
+	s.vals.Set(name, v)
+}
+
+func (s *settings) setDefault(name, v string) {
+	if _, ok := s.get(name); !ok {
+		s.vals.Set(name, v)
+	}
+}
+
+// checkSecurity applies the TLS rules: encrypt must verify the server unless the source is
+// a development one, and GUID conversion must stay off.
+func (s *settings) checkSecurity(development bool) {
+	bad := func(arg, why string) { s.errs = append(s.errs, &source.InvalidArgumentError{Arg: arg, Reason: why}) }
+	enc, _ := s.get("encrypt")
+	switch strings.ToLower(enc) {
+	case "mandatory", "yes", "1", "t", "true", "strict":
+	case "optional", "no", "0", "f", "false", "disable":
+		if !development {
+			bad("encrypt", fmt.Sprintf("%q leaves the session (and with false the certificate) unprotected: use true or strict, or mark the source as a development one", enc))
+		}
+	default:
+		bad("encrypt", fmt.Sprintf("%q: want true, strict, false or disable", enc))
+	}
+	if v, ok := s.get("TrustServerCertificate"); ok {
+		trust, err := parseBool(v)
+		switch {
+		case err != nil:
+			bad("TrustServerCertificate", fmt.Sprintf("%q is not a boolean", v))
+		case trust && !development:
+			bad("TrustServerCertificate", "true accepts any certificate (a man in the middle reads the password and the data): give the CA with certificate, or mark the source as a development one")
+		}
+	}
+	if v, ok := s.get("guid conversion"); ok {
+		if g, err := parseBool(v); err != nil || g {
+			bad("guid conversion", fmt.Sprintf("%q: mssqlcdc converts uniqueidentifier bytes itself; the driver's conversion would swap them twice", v))
+		}
+	}
+}
+
+// parseBool reads a boolean as go-mssqldb does (strconv.ParseBool plus yes/no).
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	return strconv.ParseBool(v)
 }
 
 // databaseAndUser are the database and login named in o, for error messages.

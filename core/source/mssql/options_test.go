@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/microsoft/go-mssqldb/msdsn"
+
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
 func TestDSNEscapes(t *testing.T) {
-	o := Options{Host: "db.example", Database: "shop db", User: "reader", Password: "p@ss:w/rd?&#%", Encrypt: "true", TrustServerCertificate: true, DialTimeout: 1500 * time.Millisecond}
+	o := Options{Host: "db.example", Database: "shop db", User: "reader", Password: "p@ss:w/rd?&#%", Encrypt: "true", TrustServerCertificate: true, Development: true, DialTimeout: 1500 * time.Millisecond}
 	u, err := url.Parse(o.dsn())
 	if err != nil {
 		t.Fatal(err)
@@ -103,5 +105,72 @@ func TestOpenCloseAndArgumentsWithoutServer(t *testing.T) {
 	}
 	if _, err := Open(Options{}); !isInvalid(err) {
 		t.Errorf("Open without host: %v", err)
+	}
+}
+
+// A plain DSN or host connects with the whole session encrypted and the certificate
+// verified, as go-mssqldb reads the URL we build; without an encrypt setting the driver
+// would encrypt only the login and trust any certificate.
+func TestTLSByDefault(t *testing.T) {
+	for _, o := range []Options{
+		{DSN: "sqlserver://reader@db.example:1433?database=shop"},
+		{Host: "db.example", Database: "shop", User: "reader", Password: "x"},
+	} {
+		if err := o.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := msdsn.Parse(o.dsn())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Encryption != msdsn.EncryptionRequired || cfg.TrustServerCertificate || cfg.TLSConfig == nil || cfg.TLSConfig.InsecureSkipVerify {
+			t.Errorf("%s: encryption %v, trust %v: want the session encrypted and the certificate verified", o.dsn(), cfg.Encryption, cfg.TrustServerCertificate)
+		}
+	}
+	strict := Options{DSN: "sqlserver://reader@db.example?database=shop", Encrypt: "strict", Certificate: "/opt/rds-ca.pem", HostNameInCertificate: "db.internal"}
+	if err := strict.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := url.Parse(strict.dsn())
+	if q.Query().Get("encrypt") != "strict" || q.Query().Get("certificate") != "/opt/rds-ca.pem" || q.Query().Get("hostNameInCertificate") != "db.internal" {
+		t.Errorf("strict dsn %s", strict.dsn())
+	}
+}
+
+// Settings that turn protection off need a development source; GUID conversion is never
+// allowed; a setting given twice with different values is refused.
+func TestInsecureSettingsRefused(t *testing.T) {
+	for _, c := range []struct {
+		o   Options
+		arg string
+	}{
+		{Options{DSN: "sqlserver://u@h?database=d&TrustServerCertificate=true"}, "TrustServerCertificate"},
+		{Options{DSN: "sqlserver://u@h?database=d&trustservercertificate=yes"}, "TrustServerCertificate"},
+		{Options{Host: "h", Database: "d", TrustServerCertificate: true}, "TrustServerCertificate"},
+		{Options{DSN: "sqlserver://u@h?database=d&encrypt=false"}, "encrypt"},
+		{Options{DSN: "sqlserver://u@h?database=d&Encrypt=disable"}, "encrypt"},
+		{Options{Host: "h", Database: "d", Encrypt: "optional"}, "encrypt"},
+		{Options{DSN: "sqlserver://u@h?database=d&guid+conversion=true"}, "guid conversion"},
+		{Options{DSN: "sqlserver://u@h?database=d&guid+conversion=true", Development: true}, "guid conversion"},
+		{Options{DSN: "sqlserver://u@h?database=d&encrypt=true", Encrypt: "strict"}, "encrypt"},
+	} {
+		err := c.o.Validate()
+		var ia *source.InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Arg != c.arg {
+			t.Errorf("%+v: %v, want an invalid %s", c.o, err, c.arg)
+		}
+		if _, err := Open(c.o); err == nil {
+			t.Errorf("%+v: Open accepted it", c.o)
+		}
+	}
+	dev := Options{DSN: "sqlserver://sa:x@127.0.0.1?database=d&encrypt=true&TrustServerCertificate=true", Development: true}
+	if err := dev.Validate(); err != nil {
+		t.Errorf("development source: %v", err)
+	}
+	if err := (Options{DSN: "sqlserver://u@h?database=d&guid+conversion=false"}).Validate(); err != nil {
+		t.Errorf("guid conversion=false: %v", err)
+	}
+	if err := (Options{DSN: "sqlserver://u@h?database=d&encrypt=false", Development: true}).Validate(); err != nil {
+		t.Errorf("development, encrypt=false: %v", err)
 	}
 }

@@ -100,15 +100,21 @@ type changeColumn struct {
 }
 
 // readChangesSQL is C1: the change rows of ci in [from, to] with their UTC commit times,
-// in (__$start_lsn, __$command_id, __$seqval, __$operation) order. ts must be built on p.
-func readChangesSQL(p *params, ts commitTS, ci string, cols []changeColumn, from, to lsn.LSN) (string, error) {
+// in (__$start_lsn, __$command_id, __$seqval, __$operation) order; withoutCommandID reads
+// NULL for _command_id and orders by (__$start_lsn, __$seqval, __$operation). ts must be
+// built on p.
+func readChangesSQL(p *params, ts commitTS, ci string, cols []changeColumn, from, to lsn.LSN, withoutCommandID bool) (string, error) {
 	if err := checkCaptureInstance(ci); err != nil {
 		return "", err
+	}
+	cmd, order := "c.[__$command_id]", "c.[__$start_lsn], c.[__$command_id], c.[__$seqval], c.[__$operation]"
+	if withoutCommandID {
+		cmd, order = "CAST(NULL AS int)", "c.[__$start_lsn], c.[__$seqval], c.[__$operation]"
 	}
 	var b strings.Builder
 	b.WriteString("SELECT " + lsnOut("c.[__$start_lsn]") + " AS [_start_lsn], " +
 		lsnOut("c.[__$seqval]") + " AS [_seqval], c.[__$operation] AS [_operation], " +
-		"c.[__$command_id] AS [_command_id], " + ts.expr("m.tran_end_time", "m.start_lsn") + " AS [_commit_ts]")
+		cmd + " AS [_command_id], " + ts.expr("m.tran_end_time", "m.start_lsn") + " AS [_commit_ts]")
 	for _, c := range cols {
 		if err := checkName("column", c.Name); err != nil {
 			return "", err
@@ -123,7 +129,7 @@ func readChangesSQL(p *params, ts commitTS, ci string, cols []changeColumn, from
 	// _commit_ts is then NULL); an inner join would drop it without a trace.
 	b.WriteString(" FROM " + changeTable(ci) + " AS c LEFT JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = c.[__$start_lsn]")
 	b.WriteString(" WHERE c.[__$start_lsn] BETWEEN " + p.lsn(from) + " AND " + p.lsn(to))
-	b.WriteString(" ORDER BY c.[__$start_lsn], c.[__$command_id], c.[__$seqval], c.[__$operation]")
+	b.WriteString(" ORDER BY " + order)
 	return b.String(), nil
 }
 
