@@ -34,6 +34,9 @@ type DB struct {
 
 	zoneMu sync.Mutex
 	zone   *zone // resolved source time zone, nil until first needed
+
+	// rot, with Options.PasswordFunc, logs sessions in with the password last read.
+	rot *rotatingConnector
 }
 
 // Open validates o and prepares a connection pool. It does no I/O: the first call
@@ -42,6 +45,12 @@ type DB struct {
 func Open(o Options) (*DB, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.PasswordFunc != nil {
+		rot := newRotatingConnector(o.dsn(), o.PasswordFunc, o.newConnector)
+		d := newDB(sql.OpenDB(rot), o)
+		d.rot = rot
+		return d, nil
 	}
 	db, err := sql.Open("sqlserver", o.dsn())
 	if err != nil {
@@ -78,6 +87,10 @@ func (d *DB) Close() error {
 // each retry is logged).
 func (d *DB) retry() Retry {
 	r := d.opts.Retry
+	if d.rot != nil {
+		seen := d.rot.generation()
+		r.relogin = func(ctx context.Context, err error) bool { return d.relogin(ctx, err, seen) }
+	}
 	if r.OnRetry == nil {
 		r.OnRetry = func(attempt int, wait time.Duration, err error) {
 			d.log.Warn("sql server: transient error, retrying", "attempt", attempt, "wait", wait, "err", err)

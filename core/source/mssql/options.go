@@ -1,6 +1,7 @@
 package mssql
 
 import (
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +81,13 @@ type Options struct {
 
 	// Logger receives warnings (the fixed-offset time zone fallback); nil is slog.Default().
 	Logger *slog.Logger
+
+	// PasswordFunc, when set, gives the login password instead of Password or the DSN's:
+	// read before the first login and again once after a refused login (a rotated secret),
+	// after which the call is retried once and idle sessions are dropped.
+	PasswordFunc PasswordFunc
+	// newConnector builds a go-mssqldb connector from a URL (tests replace it).
+	newConnector func(dsn string) (driver.Connector, error)
 }
 
 // Validate reports every problem of o at once (errors.Join of

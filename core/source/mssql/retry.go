@@ -28,6 +28,9 @@ type Retry struct {
 	Jitter func() float64
 	// OnRetry, when set, is told of each retry before its wait (DB logs a warning).
 	OnRetry func(attempt int, wait time.Duration, err error)
+	// relogin, set by DB when a PasswordFunc is given, is asked once per call after an
+	// error: true means the password was read again and the call is tried once more.
+	relogin func(ctx context.Context, err error) bool
 }
 
 func (r Retry) retries() int {
@@ -57,8 +60,14 @@ func (r Retry) backoff(attempt int) time.Duration {
 // are spent. A cancelled ctx stops the wait.
 func (r Retry) do(ctx context.Context, fn func() error) error {
 	n := r.retries()
+	relogged := false
 	for attempt := 0; ; attempt++ {
 		err := fn()
+		if err != nil && !relogged && r.relogin != nil && r.relogin(ctx, err) {
+			relogged = true // a refused login, the password read again: one more try
+			attempt--
+			continue
+		}
 		if err == nil || !source.IsTransient(err) || attempt >= n {
 			return err
 		}
