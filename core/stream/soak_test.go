@@ -420,6 +420,16 @@ func (st *soakStream) cleanupBehind() bool {
 // below mark.
 func (st *soakStream) cleanupAt(mark lsn.LSN) {
 	st.harvest()
+	// sp_cdc_cleanup_change_table takes only a mapping entry's LSN as the mark: the last
+	// commit at or before mark.
+	c, ok, err := st.db.CommitAtOrBefore(st.t.Context(), mark)
+	if err != nil {
+		st.t.Fatalf("commit at or before %s: %v", mark, err)
+	}
+	if !ok {
+		return
+	}
+	mark = c.LSN
 	for _, ci := range st.instances() {
 		if err := st.db.Cleanup(ci.Name, mark); err != nil {
 			st.t.Fatalf("cleanup %s at %s: %v", ci.Name, mark, err)

@@ -2,6 +2,7 @@ package cdcsim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,13 +43,27 @@ type change struct {
 	vals  []any // by index of instance.cols
 }
 
-// image is the change-row values of r for the instance's columns: NULL for a column the
-// table no longer has (DROP COLUMN) and for computed columns.
-func (ci *instance) image(r *row) []any {
+// image is the change-row values of r for the instance's columns in a row of operation
+// op: NULL for a column the table no longer has (DROP COLUMN) and for computed columns,
+// and the large-object rules of Microsoft's page of cdc.<capture_instance>_CT
+// (docs/reference/sqlserver-cdc.md §3.6): text, ntext and image are NULL in operations 1
+// and 3; varchar(max), nvarchar(max) and varbinary(max) are NULL in operation 3 unless the
+// update set them (set holds the column_ids it set).
+func (ci *instance) image(r *row, op int8, set []int) []any {
 	out := make([]any, len(ci.cols))
 	for j, c := range ci.cols {
 		if c.Computed || !ci.present[j] {
 			continue
+		}
+		switch c.DataType {
+		case "text", "ntext", "image":
+			if op == 1 || op == 3 {
+				continue
+			}
+		case "varchar", "nvarchar", "varbinary":
+			if c.MaxLength < 0 && op == 3 && !slices.Contains(set, c.ColumnID) {
+				continue
+			}
 		}
 		out[j] = r.value(c.ColumnID)
 	}
@@ -210,8 +225,9 @@ func (db *DB) instanceLocked(name string) (*instance, error) {
 // water mark and then deletes its change rows below it, and the mapping rows below every
 // instance's min LSN. Like SQL Server, the new min LSN may land below the requested mark: at
 // the first mapping entry that shares the tran_end_time of the last entry at or before it
-// (lab t10). The mark may not be above MaxLSN (*source.InvalidArgumentError); a mark at or
-// below the current min LSN changes nothing.
+// (lab t10). The mark must be a mapping entry's LSN and not above MaxLSN (else a
+// *source.InvalidArgumentError, as SQL Server refuses it); a mark at or below the
+// current min LSN changes nothing.
 func (db *DB) Cleanup(captureInstance string, lowWater lsn.LSN) error {
 	if err := db.MoveMinLSN(captureInstance, lowWater); err != nil {
 		return err
@@ -233,8 +249,10 @@ func (db *DB) MoveMinLSN(captureInstance string, lowWater lsn.LSN) error {
 	}
 	m := db.timeline[db.purged:]
 	i := searchEntries(m, lowWater) // first entry > lowWater
-	if i == 0 {
-		return nil
+	if i == 0 || m[i-1].lsn != lowWater {
+		// SQL Server refuses it: the new low endpoint must be the start_lsn of a current entry in
+		// cdc.lsn_time_mapping (docs/reference/sqlserver-cdc.md §5.3).
+		return &source.InvalidArgumentError{Arg: "low water mark", Reason: fmt.Sprintf("%s is not the start_lsn of an entry in cdc.lsn_time_mapping", lowWater)}
 	}
 	at := m[i-1].local
 	j := i - 1

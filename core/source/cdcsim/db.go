@@ -16,6 +16,9 @@ var _ source.Source = (*DB)(nil)
 const (
 	// DefaultDatabase is the database name errors report.
 	DefaultDatabase = "cdcsim"
+	// DefaultCollation is SQL Server's default server collation for US English
+	// installations, case-insensitive.
+	DefaultCollation = "SQL_Latin1_General_CP1_CI_AS"
 	// DefaultStartUnix is the simulated clock's first reading when Config.Start is zero,
 	// in Unix seconds: 2026-09-21T14:13:20Z.
 	DefaultStartUnix = 1_790_000_000
@@ -51,6 +54,11 @@ type Config struct {
 	// LSN) in CaptureInstances until capture has reached it: sp_cdc_help_change_data_capture
 	// documents NULL as "the low endpoint has not been established".
 	NullStartLSNUntilCaptured bool
+	// Collation is the database's default collation, which char, varchar, nchar and
+	// nvarchar columns created without one get (sys.columns.collation_name);
+	// DefaultCollation when empty. A name with _CI_ compares ignoring case, as SQL Server's
+	// default installations do.
+	Collation string
 	// CDCDisabled makes the database answer as if sys.sp_cdc_enable_db never ran.
 	CDCDisabled bool
 }
@@ -122,6 +130,9 @@ func New(cfg Config) *DB {
 	}
 	if db.cfg.Database == "" {
 		db.cfg.Database = DefaultDatabase
+	}
+	if db.cfg.Collation == "" {
+		db.cfg.Collation = DefaultCollation
 	}
 	db.lastEntry = db.now
 	return db

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
@@ -20,6 +21,11 @@ type keySpec struct {
 func (t *table) keySpec(keys []source.Column) (keySpec, error) {
 	var k keySpec
 	for _, c := range keys {
+		if kindOf(strings.ToLower(c.DataType)) == kindString && c.Collation == "" {
+			// As the T-SQL Source refuses it: a bound cast without the column's collation
+			// can compare differently from the column (docs/reference/sqlserver-cdc.md §8.4).
+			return k, &source.InvalidArgumentError{Arg: "key column " + c.Name, Reason: "a character key needs its collation (sys.columns.collation_name)"}
+		}
 		i, ok := t.colByName(c.Name)
 		if !ok {
 			return k, &source.InvalidArgumentError{Arg: "key column", Reason: fmt.Sprintf("Invalid column name '%s' in %s", c.Name, t.qualified())}

@@ -118,6 +118,9 @@ func (db *DB) AddColumn(tableName string, c source.Column) (lsn.LSN, error) {
 	c.Ordinal = len(t.cols) + 1
 	c.Present = true
 	c.DataType = strings.ToLower(c.DataType)
+	if c.Collation == "" && kindOf(c.DataType) == kindString && c.DataType != "xml" {
+		c.Collation = db.cfg.Collation
+	}
 	t.cols = append(t.cols, c)
 	return db.ddlLocked(t, fmt.Sprintf("ALTER TABLE [%s].[%s] ADD [%s] %s", t.schema, t.name, c.Name, c.DataType), false), nil
 }

@@ -143,6 +143,9 @@ func (db *DB) CreateTable(spec TableSpec) error {
 		c.Ordinal = len(t.cols) + 1
 		c.Present = true
 		c.DataType = strings.ToLower(c.DataType)
+		if c.Collation == "" && kindOf(c.DataType) == kindString && c.DataType != "xml" {
+			c.Collation = db.cfg.Collation // the database default, as SQL Server assigns it
+		}
 		t.cols = append(t.cols, c)
 	}
 	for name, fn := range spec.Compute {

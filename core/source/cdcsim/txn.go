@@ -303,7 +303,7 @@ func (db *DB) commitLocked(tx *Txn) (lsn.LSN, error) {
 			}
 			cmd := int32(i+1) + ci.cmdOffset
 			add := func(op int8, r *row) {
-				c.changes[ci] = append(c.changes[ci], change{start: at, seq: s.seq, op: op, cmd: cmd, vals: ci.image(r)})
+				c.changes[ci] = append(c.changes[ci], change{start: at, seq: s.seq, op: op, cmd: cmd, vals: ci.image(r, op, s.set)})
 			}
 			switch s.op {
 			case opInsert:

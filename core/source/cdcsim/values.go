@@ -473,11 +473,17 @@ func compareDecimalText(a, b string) int {
 	return r
 }
 
-// compareGUID orders uniqueidentifiers as SQL Server does: the last 6 bytes first, then
-// bytes 8-9, 6-7, 4-5 and 0-3 (groups of the text form compared right to left).
+// guidOrder is where, in the canonical text form, each byte SQL Server compares sits, in
+// the order it compares them: the storage bytes 10-15, 8-9, 6-7, 4-5, 0-3 (SqlGuid's
+// order), and the storage form keeps the first three groups little-endian, so bytes 6-7
+// are the third group's text reversed, 4-5 the second's and 0-3 the first's
+// (docs/reference/sqlserver-cdc.md §13.7).
+var guidOrder = []int{24, 26, 28, 30, 32, 34, 19, 21, 16, 14, 11, 9, 6, 4, 2, 0}
+
+// compareGUID orders two canonical uniqueidentifier texts as SQL Server does.
 func compareGUID(a, b string) int {
-	for _, g := range [][2]int{{24, 36}, {19, 23}, {14, 18}, {9, 13}, {0, 8}} {
-		if r := strings.Compare(a[g[0]:g[1]], b[g[0]:g[1]]); r != 0 {
+	for _, i := range guidOrder {
+		if r := strings.Compare(strings.ToUpper(a[i:i+2]), strings.ToUpper(b[i:i+2])); r != 0 {
 			return r
 		}
 	}

@@ -52,6 +52,10 @@ func Run(t *testing.T, h Harness) {
 		{"LaggingReplicaReadIsRefused", testLaggingReplica},
 		{"RangePastMaxLSNIsRefused", testRangePastMaxLSN},
 		{"ComputedColumnsReadNULL", testComputedColumns},
+		{"UniqueidentifierOrderIsSQLServers", testGUIDOrder},
+		{"LOBBeforeImagesFollowMicrosoftRules", testLOBBeforeImages},
+		{"CleanupMarkIsAMappingEntry", testCleanupMarkIsAMappingEntry},
+		{"DefaultCollationIsCaseInsensitive", testDefaultCollationCaseInsensitive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -485,8 +489,10 @@ func testCompositeTiles(ctx context.Context, t *testing.T, env Env) {
 	}
 	must(t, env.Exec(ctx, stmts...))
 	st := source.Table{Schema: "dbo", Name: env.Name("comp")}
-	keys := []source.Column{{Name: "region", DataType: "varchar", MaxLength: 10, Present: true}, {Name: "n", DataType: "int", Present: true}}
-	cols := append(slices.Clone(keys), source.Column{Name: "v", DataType: "int", Present: true, Nullable: true})
+	// Key columns as CapturedColumns describes them: the varchar key carries its
+	// collation (the database default), which a bound's CAST needs.
+	cols := capturedNamed(ctx, t, env, "comp_ci", "region", "n", "v")
+	keys := cols[:2]
 	for _, n := range []int{1, 2, 8, 500} {
 		bounds, err := env.Source().KeyTiles(ctx, st, keys, n)
 		must(t, err)
@@ -542,7 +548,8 @@ func testKeyBoundChain(ctx context.Context, t *testing.T, env Env) {
 	}
 	must(t, env.Exec(ctx, stmts...))
 	st := source.Table{Schema: "dbo", Name: env.Name("comp")}
-	keys := []source.Column{{Name: "region", DataType: "varchar", MaxLength: 10, Present: true}, {Name: "n", DataType: "int", Present: true}}
+	all := capturedNamed(ctx, t, env, "comp_ci", "region", "n", "v")
+	keys := all[:2]
 	mx, ok, err := env.Source().KeyMax(ctx, st, keys)
 	must(t, err)
 	if !ok || mx[0] != "b" || mx[1] != int64(99) {
@@ -567,7 +574,7 @@ func testKeyBoundChain(ctx context.Context, t *testing.T, env Env) {
 	if ok {
 		t.Fatalf("first key after MAX = %v, want none", after)
 	}
-	tileCheck(ctx, t, env, st, append(slices.Clone(keys), source.Column{Name: "v", DataType: "int", Present: true, Nullable: true}), keys, bounds, 100)
+	tileCheck(ctx, t, env, st, all, keys, bounds, 100)
 }
 
 // Unknown capture instances are *CaptureInstanceNotFoundError for MinLSN and metadata.
@@ -677,4 +684,21 @@ func testKeyTilesNTILE(ctx context.Context, t *testing.T, env Env) {
 	if est < 0 {
 		t.Fatalf("RowEstimate = %d", est)
 	}
+}
+
+// capturedNamed is the captured columns of the logical instance ci named names, in that
+// order, as CapturedColumns reports them (types, lengths, collations).
+func capturedNamed(ctx context.Context, t *testing.T, env Env, ci string, names ...string) []source.Column {
+	t.Helper()
+	cols, err := env.Source().CapturedColumns(ctx, env.Name(ci))
+	must(t, err)
+	out := make([]source.Column, 0, len(names))
+	for _, n := range names {
+		i := slices.IndexFunc(cols, func(c source.Column) bool { return strings.EqualFold(c.Name, n) })
+		if i < 0 {
+			t.Fatalf("%s does not capture %s: %+v", ci, n, cols)
+		}
+		out = append(out, cols[i])
+	}
+	return out
 }
