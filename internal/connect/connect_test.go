@@ -97,3 +97,22 @@ func TestOpenLocalTables(t *testing.T) {
 		t.Fatal("an unsupported scheme opened")
 	}
 }
+
+// The source's PasswordFunc hands out the password read at open first, then reads the
+// secret again each time it is asked (after a refused login: a rotation).
+func TestPasswordFuncRereadsSecret(t *testing.T) {
+	const arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:reader-AbCdEf"
+	spec := &config.Spec{Source: config.Source{PasswordSecretARN: arn}}
+	sec := Secrets{Client: fakeSecrets{arn: arn, value: `{"password":"new"}`}}
+	fn := passwordFunc(spec, env(nil), sec, "old")
+	ctx := context.Background()
+	if pw, err := fn(ctx); err != nil || pw != "old" {
+		t.Fatalf("first: %q %v", pw, err)
+	}
+	if pw, err := fn(ctx); err != nil || pw != "new" {
+		t.Fatalf("after rotation: %q %v", pw, err)
+	}
+	if passwordFunc(&config.Spec{}, env(nil), nil, "") != nil {
+		t.Error("a DSN password needs no PasswordFunc")
+	}
+}

@@ -19,8 +19,16 @@ import (
 //
 // No error carries the password: each is passed through config.Redact with the resolved
 // password and the DSN (and the password written in it).
+//
+// With a password from password_env or password_secret_arn, a login refused later (the
+// secret rotated while a warm Lambda kept its pool) reads the password again once and
+// retries (mssql.Options.PasswordFunc).
 func SQLServer(ctx context.Context, spec *config.Spec, getenv func(string) string, secrets config.SecretGetter) (*mssql.DB, error) {
-	pw, err := Password(ctx, spec, getenv, secrets)
+	secrets, err := secretGetter(ctx, spec, secrets)
+	if err != nil {
+		return nil, config.Redact(err, spec.Source.DSN)
+	}
+	pw, err := spec.Source.Password(ctx, getenv, secrets)
 	if err != nil {
 		return nil, config.Redact(err, spec.Source.DSN)
 	}
@@ -28,6 +36,7 @@ func SQLServer(ctx context.Context, spec *config.Spec, getenv func(string) strin
 	if err != nil {
 		return nil, config.Redact(err, pw, spec.Source.DSN)
 	}
+	o.PasswordFunc = passwordFunc(spec, getenv, secrets, pw)
 	db, err := mssql.Open(o)
 	return db, config.Redact(err, pw, o.DSN, spec.Source.DSN)
 }

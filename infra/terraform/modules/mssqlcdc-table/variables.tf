@@ -29,6 +29,13 @@ variable "spec" {
       password_secret_arn = optional(string)
       password_env        = optional(string)
       captureInstance     = string
+      # TLS (docs/spec.md): a plain DSN gets encrypt=true with certificate verification.
+      encrypt                  = optional(string)
+      certificate              = optional(string)
+      host_name_in_certificate = optional(string)
+      trust_server_certificate = optional(bool)
+      development              = optional(bool)
+      dial_timeout_seconds     = optional(number)
     })
     options = optional(object({
       numPartitions      = optional(number)
@@ -40,6 +47,7 @@ variable "spec" {
       snapshotLsn        = optional(string)
       sourceTimeZone     = optional(string)
       failOnDataLoss     = optional(bool)
+      includeCommandId   = optional(bool)
     }), {})
     bronze              = string
     checkpoint          = string
