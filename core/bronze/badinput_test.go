@@ -54,9 +54,9 @@ func TestBadInputIsTypedError(t *testing.T) {
 		fn   func() error
 	}{
 		{"ArrowType empty type", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c"}); return err }},
-		{"ArrowType sql_variant", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c", DataType: "sql_variant"}); return err }},
-		{"ArrowType geography", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c", DataType: "GEOGRAPHY"}); return err }},
-		{"ArrowType hierarchyid", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c", DataType: "hierarchyid"}); return err }},
+		{"ArrowType cursor", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c", DataType: "cursor"}); return err }},
+		{"ArrowType vector", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c", DataType: "VECTOR"}); return err }},
+		{"ArrowType json", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c", DataType: "json"}); return err }},
 		{"ArrowType decimal(0,0)", isUnsupported, func() error { _, err := ArrowType(source.Column{Name: "c", DataType: "decimal"}); return err }},
 		{"ArrowType decimal(39,2)", isUnsupported, func() error {
 			_, err := ArrowType(source.Column{Name: "c", DataType: "decimal", Precision: 39, Scale: 2})
@@ -77,7 +77,7 @@ func TestBadInputIsTypedError(t *testing.T) {
 			return err
 		}},
 		{"ChangeSchema both problems", func(err error) bool { return isCollision(err) && isUnsupported(err) }, func() error {
-			_, err := ChangeSchema([]source.Column{{Name: "_batch_id", DataType: "int"}, {Name: "g", DataType: "geometry"}})
+			_, err := ChangeSchema([]source.Column{{Name: "_batch_id", DataType: "int"}, {Name: "g", DataType: "vector"}})
 			return err
 		}},
 		{"ChangeRecord type differs", isMismatch, func() error { _, err := ChangeRecord(schema, wrong, "ci", 1); return err }},

@@ -112,8 +112,8 @@ func TestSchemaRefusesCollisions(t *testing.T) {
 
 func TestSchemaReportsEveryProblem(t *testing.T) {
 	_, err := Schema([]source.Column{
-		{Name: "shape", DataType: "geography"},
-		{Name: "v", DataType: "sql_variant"},
+		{Name: "shape", DataType: "vector"},
+		{Name: "v", DataType: "json"},
 		{Name: "_seqval", DataType: "int"},
 	})
 	var n int

@@ -36,10 +36,14 @@ const (
 //	text, ntext, xml, uniqueidentifier   utf8
 //	binary, varbinary, image,
 //	timestamp, rowversion                binary
+//	hierarchyid                          utf8 (its ToString() path, "/1/3/")
+//	geometry, geography                  binary (OGC well-known binary, STAsBinary())
+//	sql_variant                          utf8 ("<base type>:<value as text>")
 //
-// c.DataType is matched ignoring case; alias types arrive as their base type. Anything
-// else (sql_variant, geography, geometry, hierarchyid, ...) and a decimal whose precision
-// is outside 1..38 or whose scale is outside 0..precision is an *UnsupportedTypeError.
+// docs/types.md lists what each mapping loses. c.DataType is matched ignoring case; alias
+// types arrive as their base type. Anything else (other CLR user-defined types, json,
+// vector, ...) and a decimal whose precision is outside 1..38 or whose scale is outside
+// 0..precision is an *UnsupportedTypeError.
 func ArrowType(c source.Column) (arrow.DataType, error) {
 	switch t := strings.ToLower(c.DataType); t {
 	case "bit":
@@ -72,9 +76,10 @@ func ArrowType(c source.Column) (arrow.DataType, error) {
 		return CommitTSType, nil
 	case "datetimeoffset":
 		return UTCTimestampType, nil
-	case "time", "char", "varchar", "nchar", "nvarchar", "text", "ntext", "xml", "uniqueidentifier":
+	case "time", "char", "varchar", "nchar", "nvarchar", "text", "ntext", "xml", "uniqueidentifier",
+		"hierarchyid", "sql_variant":
 		return arrow.BinaryTypes.String, nil
-	case "binary", "varbinary", "image", "timestamp", "rowversion":
+	case "binary", "varbinary", "image", "timestamp", "rowversion", "geometry", "geography":
 		return arrow.BinaryTypes.Binary, nil
 	default:
 		return nil, &UnsupportedTypeError{Column: c.Name, Type: t}

@@ -49,6 +49,10 @@ func TestArrowTypeEverySQLServerType(t *testing.T) {
 		{source.Column{DataType: "timestamp"}, arrow.BinaryTypes.Binary},
 		{source.Column{DataType: "rowversion"}, arrow.BinaryTypes.Binary},
 		{source.Column{DataType: "NVarChar"}, arrow.BinaryTypes.String},
+		{source.Column{DataType: "hierarchyid"}, arrow.BinaryTypes.String},
+		{source.Column{DataType: "sql_variant"}, arrow.BinaryTypes.String},
+		{source.Column{DataType: "geometry"}, arrow.BinaryTypes.Binary},
+		{source.Column{DataType: "geography"}, arrow.BinaryTypes.Binary},
 	}
 	for _, tc := range cases {
 		tc.col.Name = "c"
@@ -64,7 +68,7 @@ func TestArrowTypeEverySQLServerType(t *testing.T) {
 }
 
 func TestArrowTypeRefusesUnmappable(t *testing.T) {
-	for _, typ := range []string{"sql_variant", "geography", "geometry", "hierarchyid", "cursor", "vector", ""} {
+	for _, typ := range []string{"cursor", "vector", "json", "mytype", ""} {
 		_, err := ArrowType(source.Column{Name: "Shape", DataType: typ})
 		var ue *UnsupportedTypeError
 		if !errors.As(err, &ue) {

@@ -110,7 +110,7 @@ func TestSourceBadInputIsTypedError(t *testing.T) {
 			return err
 		}},
 		{"ReadChanges unmappable column", isUnsupported, func() error {
-			_, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", Columns: []source.Column{{Name: "g", DataType: "geography"}}})
+			_, err := db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", Columns: []source.Column{{Name: "g", DataType: "vector"}}})
 			return err
 		}},
 		{"ReadChanges metadata-name column", isCollision, func() error {
@@ -169,7 +169,7 @@ func TestSourceBadInputIsTypedError(t *testing.T) {
 			return err
 		}},
 		{"ReadTable unmappable column", isUnsupported, func() error {
-			_, err := db.ReadTable(ctx, source.TableRead{Table: orders, Columns: []source.Column{{Name: "id", DataType: "sql_variant", Present: true}}})
+			_, err := db.ReadTable(ctx, source.TableRead{Table: orders, Columns: []source.Column{{Name: "id", DataType: "vector", Present: true}}})
 			return err
 		}},
 		{"KeyExtent unknown column", isInvalid, func() error { _, _, _, err := db.KeyExtent(ctx, orders, ghost, nil, nil); return err }},

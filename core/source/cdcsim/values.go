@@ -2,6 +2,7 @@ package cdcsim
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -36,6 +37,9 @@ const (
 	kindString
 	kindGUID
 	kindBinary
+	kindHierarchy // hierarchyid: its path text
+	kindSpatial   // geometry, geography: OGC well-known binary
+	kindVariant   // sql_variant: "<base type>:<text>"
 )
 
 func kindOf(dataType string) kind {
@@ -60,6 +64,12 @@ func kindOf(dataType string) kind {
 		return kindGUID
 	case "binary", "varbinary", "image", "timestamp", "rowversion":
 		return kindBinary
+	case "hierarchyid":
+		return kindHierarchy
+	case "geometry", "geography":
+		return kindSpatial
+	case "sql_variant":
+		return kindVariant
 	}
 	return kindOther
 }
@@ -242,6 +252,16 @@ func normalize(c source.Column, v any) (any, error) {
 			s += strings.Repeat(" ", c.MaxLength-n)
 		}
 		return s, nil
+	case kindHierarchy:
+		s, ok := v.(string)
+		if !ok || !strings.HasPrefix(s, "/") || !strings.HasSuffix(s, "/") {
+			return nil, valueErr(c, "want a hierarchyid path such as /1/3/, got %v", v)
+		}
+		return s, nil
+	case kindSpatial:
+		return normSpatial(c, v)
+	case kindVariant:
+		return normVariant(c, v)
 	case kindGUID:
 		s, ok := v.(string)
 		if !ok {
@@ -512,4 +532,48 @@ func encodeValue(c source.Column, v any) string {
 		return "b" + string(x)
 	}
 	return "v" + fmt.Sprint(v)
+}
+
+// normSpatial stores a geometry or geography value as the well-known binary STAsBinary()
+// returns: []byte as given, or the WKT of a point, "POINT (x y)", as SQL Server parses a
+// string parameter.
+func normSpatial(c source.Column, v any) (any, error) {
+	switch x := v.(type) {
+	case []byte:
+		return append([]byte(nil), x...), nil
+	case string:
+		var px, py float64
+		if _, err := fmt.Sscanf(strings.ToUpper(strings.TrimSpace(x)), "POINT (%g %g)", &px, &py); err != nil {
+			return nil, valueErr(c, "%q: the simulator parses only POINT (x y)", x)
+		}
+		return pointWKB(px, py), nil
+	}
+	return nil, valueErr(c, "want WKB bytes or POINT WKT, got %T", v)
+}
+
+// pointWKB is the little-endian OGC well-known binary of a 2-D point.
+func pointWKB(x, y float64) []byte {
+	b := []byte{1, 1, 0, 0, 0}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(y))
+}
+
+// normVariant stores a sql_variant as the text core/source/mssql reads it as: the base
+// type, a colon, the value. Go values take the base type go-mssqldb binds them as
+// (integers bigint, strings nvarchar, bool bit); text already in that form is kept.
+func normVariant(c source.Column, v any) (any, error) {
+	switch x := v.(type) {
+	case int:
+		return "bigint:" + strconv.Itoa(x), nil
+	case int64:
+		return "bigint:" + strconv.FormatInt(x, 10), nil
+	case bool:
+		if x {
+			return "bit:1", nil
+		}
+		return "bit:0", nil
+	case string:
+		return "nvarchar:" + x, nil
+	}
+	return nil, valueErr(c, "the simulator stores integer, bool and string sql_variant values, got %T", v)
 }

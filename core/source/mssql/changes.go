@@ -54,7 +54,7 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 		// Present is not consulted: a column dropped from the source table stays in the
 		// change table with the values captured before the DROP
 		// (docs/reference/sqlserver-cdc.md §6.2).
-		cols[i] = changeColumn{Name: c.Name, Present: has[strings.ToLower(c.Name)]}
+		cols[i] = changeColumn{Name: c.Name, Present: has[strings.ToLower(c.Name)], DataType: c.DataType}
 	}
 	var p params
 	ts, err := d.commitTSFor(ctx, &p, r.From, r.To)

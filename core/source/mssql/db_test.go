@@ -70,7 +70,7 @@ func TestReadTableSessionAndBatches(t *testing.T) {
 	if log[0].query != "SET LOCK_TIMEOUT 250; SET TRANSACTION ISOLATION LEVEL SNAPSHOT;" || len(log[0].args) != 0 {
 		t.Errorf("prefix %q (parameterless batch expected)", log[0].query)
 	}
-	if !strings.HasPrefix(log[1].query, "SELECT [id], [code] FROM [dbo].[orders] WHERE [id] >= CAST(@p1 AS int)") {
+	if !strings.HasPrefix(log[1].query, "SELECT t.[id], t.[code] FROM [dbo].[orders] AS t WHERE [id] >= CAST(@p1 AS int)") {
 		t.Errorf("query %q", log[1].query)
 	}
 	if log[2].query != sessionReset {

@@ -97,6 +97,9 @@ func permissionProbeSQL(ci string) (string, []any) {
 type changeColumn struct {
 	Name    string
 	Present bool
+	// DataType is the column's SQL type as captured (hierarchyid, geometry, geography and
+	// sql_variant are read through columnExpr).
+	DataType string
 }
 
 // readChangesSQL is C1: the change rows of ci in [from, to] with their UTC commit times,
@@ -120,7 +123,7 @@ func readChangesSQL(p *params, ts commitTS, ci string, cols []changeColumn, from
 			return "", err
 		}
 		if c.Present {
-			b.WriteString(", c." + bracket(c.Name))
+			b.WriteString(", " + columnExpr("c", c.Name, c.DataType))
 		} else {
 			b.WriteString(", NULL AS " + bracket(c.Name))
 		}
@@ -146,4 +149,49 @@ func splitChangesSQL(ci string, from, to lsn.LSN, n int) (string, []any, error) 
 		"SELECT c.[__$start_lsn], NTILE(" + tiles + ") OVER (ORDER BY c.[__$start_lsn]) AS [__$tile] " +
 		"FROM " + changeTable(ci) + " AS c WHERE c.[__$start_lsn] BETWEEN " + lo + " AND " + hi + ") AS t " +
 		"GROUP BY t.[__$tile] ORDER BY MAX(t.[__$start_lsn])", p.args, nil
+}
+
+// columnExpr is the SELECT expression of a captured column of alias: the column itself, or
+// for the types with no driver value of their own a conversion on the server
+// (docs/types.md):
+//
+//	hierarchyid          its ToString() path, "/1/3/"
+//	geometry, geography  STAsBinary(), OGC well-known binary (SRID, Z and M are not kept)
+//	sql_variant          "<base type>:<value as text>", each base type in a lossless text
+//	                     style (ISO 8601 for dates and times, 17 digits for float and real,
+//	                     0x hex for binary, 4 decimals for money)
+//
+// The result keeps the column's name.
+func columnExpr(alias, name, dataType string) string {
+	col := alias + "." + bracket(name)
+	switch strings.ToLower(dataType) {
+	case "hierarchyid":
+		return col + ".ToString() AS " + bracket(name)
+	case "geometry", "geography":
+		return col + ".STAsBinary() AS " + bracket(name)
+	case "sql_variant":
+		base := "CAST(SQL_VARIANT_PROPERTY(" + col + ", 'BaseType') AS nvarchar(128))"
+		conv := func(to, style string) string {
+			s := "CONVERT(nvarchar(max), CAST(" + col + " AS " + to + ")"
+			if style != "" {
+				s += ", " + style
+			}
+			return s + ")"
+		}
+		return "CASE WHEN " + col + " IS NULL THEN NULL ELSE " + base + " + N':' + CASE " + base +
+			" WHEN N'datetime' THEN " + conv("datetime", "126") +
+			" WHEN N'smalldatetime' THEN " + conv("smalldatetime", "126") +
+			" WHEN N'datetime2' THEN " + conv("datetime2(7)", "126") +
+			" WHEN N'datetimeoffset' THEN " + conv("datetimeoffset(7)", "126") +
+			" WHEN N'date' THEN " + conv("date", "23") +
+			" WHEN N'time' THEN " + conv("time(7)", "") +
+			" WHEN N'float' THEN " + conv("float", "3") +
+			" WHEN N'real' THEN " + conv("real", "3") +
+			" WHEN N'binary' THEN " + conv("varbinary(8000)", "1") +
+			" WHEN N'varbinary' THEN " + conv("varbinary(8000)", "1") +
+			" WHEN N'money' THEN " + conv("money", "2") +
+			" WHEN N'smallmoney' THEN " + conv("smallmoney", "2") +
+			" ELSE CONVERT(nvarchar(max), " + col + ") END END AS " + bracket(name)
+	}
+	return col
 }

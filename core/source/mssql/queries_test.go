@@ -84,19 +84,19 @@ func allStatements(t *testing.T) []statement {
 	{
 		var p params
 		ts := newCommitTS(&p, named, nil, []drop{{LSN: lsnA, Time: "2026-10-25 02:10:00.003"}})
-		q, err := readChangesSQL(&p, ts, "dbo_orders", []changeColumn{{"id", true}, {"note", false}}, lsnA, lsnB, false)
+		q, err := readChangesSQL(&p, ts, "dbo_orders", []changeColumn{{"id", true, "int"}, {"note", false, "nvarchar"}}, lsnA, lsnB, false)
 		add3("C1 read changes, fall-back drops", q, p.args, err)
 	}
 	{
 		var p params
 		ts := newCommitTS(&p, zone{kind: zoneUTC}, nil, nil)
-		q, err := readChangesSQL(&p, ts, "dbo_orders", []changeColumn{{"id", true}, {"code", true}}, lsnA, lsnB, false)
+		q, err := readChangesSQL(&p, ts, "dbo_orders", []changeColumn{{"id", true, "int"}, {"code", true, "sql_variant"}}, lsnA, lsnB, false)
 		add3("C1 read changes, utc", q, p.args, err)
 	}
 	{
 		var p params
 		ts := newCommitTS(&p, zone{kind: zoneUTC}, nil, nil)
-		q, err := readChangesSQL(&p, ts, "dbo_orders", []changeColumn{{"id", true}}, lsnA, lsnB, true)
+		q, err := readChangesSQL(&p, ts, "dbo_orders", []changeColumn{{"id", true, "int"}}, lsnA, lsnB, true)
 		add3("C1 read changes, includeCommandId false", q, p.args, err)
 	}
 	q, a, err := splitChangesSQL("dbo_orders", lsnA, lsnB, 4)
@@ -196,7 +196,7 @@ func TestStatementsBindEveryPlaceholder(t *testing.T) {
 
 func TestReadChangesShape(t *testing.T) {
 	var p params
-	q, err := readChangesSQL(&p, newCommitTS(&p, zone{kind: zoneUTC}, nil, nil), "dbo_orders", []changeColumn{{"id", true}, {"gone", false}}, lsnA, lsnB, false)
+	q, err := readChangesSQL(&p, newCommitTS(&p, zone{kind: zoneUTC}, nil, nil), "dbo_orders", []changeColumn{{"id", true, "int"}, {"gone", false, "int"}}, lsnA, lsnB, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestReadChangesShape(t *testing.T) {
 	if _, err := readChangesSQL(&p, commitTS{}, "bad]ci", nil, lsnA, lsnB, false); !isInvalid(err) {
 		t.Errorf("bad instance: %v", err)
 	}
-	if _, err := readChangesSQL(&p, commitTS{}, "ci", []changeColumn{{"a]", true}}, lsnA, lsnB, false); !isInvalid(err) {
+	if _, err := readChangesSQL(&p, commitTS{}, "ci", []changeColumn{{"a]", true, "int"}}, lsnA, lsnB, false); !isInvalid(err) {
 		t.Errorf("bad column: %v", err)
 	}
 }

@@ -170,7 +170,7 @@ func readTableSQL(t source.Table, cols, keys []source.Column, r source.KeyRange)
 			return "", nil, err
 		}
 		if c.Present && !c.Computed {
-			sel[i] = bracket(c.Name)
+			sel[i] = columnExpr("t", c.Name, c.DataType)
 		} else {
 			// A computed column reads NULL, as it is in every change row, so that a
 			// snapshot and the stream agree (docs/types.md "Computed columns").
@@ -186,7 +186,7 @@ func readTableSQL(t source.Table, cols, keys []source.Column, r source.KeyRange)
 	if err != nil {
 		return "", nil, err
 	}
-	head := "SELECT " + strings.Join(sel, ", ") + " FROM " + tn
+	head := "SELECT " + strings.Join(sel, ", ") + " FROM " + tn + " AS t"
 	if len(wheres) == 0 {
 		return head + " WHERE 1 = 0", p.args, nil
 	}

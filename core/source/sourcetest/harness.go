@@ -109,7 +109,7 @@ func Update(table string, key []any, set map[string]any) Stmt {
 // Delete builds a DELETE of the row with key (in key order).
 func Delete(table string, key ...any) Stmt { return Stmt{Table: table, Key: key, Delete: true} }
 
-var typeRE = regexp.MustCompile(`^\s*([a-zA-Z0-9]+)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(?:COLLATE\s+([A-Za-z0-9_]+))?\s*$`)
+var typeRE = regexp.MustCompile(`^\s*([a-zA-Z0-9_]+)\s*(?:\(\s*(max|\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(?:COLLATE\s+([A-Za-z0-9_]+))?\s*$`)
 
 // ParseColumn turns a T-SQL column type into a source.Column (Present true). A name
 // source.CheckName refuses, a type it cannot parse, or a length, precision or scale that

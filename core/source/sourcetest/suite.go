@@ -56,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"LOBBeforeImagesFollowMicrosoftRules", testLOBBeforeImages},
 		{"CleanupMarkIsAMappingEntry", testCleanupMarkIsAMappingEntry},
 		{"DefaultCollationIsCaseInsensitive", testDefaultCollationCaseInsensitive},
+		{"EveryTypeReadsAsDocumented", testEveryType},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
