@@ -93,6 +93,14 @@ type Source struct {
 	Development bool `json:"development"`
 	// DialTimeoutSeconds bounds opening a TCP connection; 0 means 30 s.
 	DialTimeoutSeconds int `json:"dial_timeout_seconds"`
+	// Auth is how the login authenticates: "sql" (the default, a SQL Server login),
+	// "ntlm" (an Active Directory account, DOMAIN\user in the DSN) or
+	// "entra-service-principal" (Microsoft Entra ID: TenantID, ClientID, and the client
+	// secret as the password). Kerberos is not available.
+	Auth string `json:"auth"`
+	// TenantID and ClientID identify the Entra ID application ("entra-service-principal").
+	TenantID string `json:"tenant_id"`
+	ClientID string `json:"client_id"`
 }
 
 // Options are the original library's source options, under their names

@@ -239,6 +239,8 @@ func TestSourceTLSSettings(t *testing.T) {
 		{func(s *Spec) { s.Source.Encrypt = "false" }, "source.encrypt"},
 		{func(s *Spec) { s.Source.DSN += "&guid+conversion=true" }, "source.dsn"},
 		{func(s *Spec) { s.Source.DialTimeoutSeconds = -1 }, "source.dial_timeout_seconds"},
+		{func(s *Spec) { s.Source.Auth, s.Source.ClientID = "entra-service-principal", "app" }, "source.tenant_id"},
+		{func(s *Spec) { s.Source.Auth = "kerberos" }, "source.auth"},
 	} {
 		s := base()
 		c.edit(s)

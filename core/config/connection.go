@@ -26,7 +26,8 @@ func (s *Spec) MSSQL(password string) (mssql.Options, error) {
 func (src Source) mssqlOptions(dsn string) mssql.Options {
 	return mssql.Options{DSN: dsn, Encrypt: src.Encrypt, TrustServerCertificate: src.TrustServerCertificate,
 		Certificate: src.Certificate, HostNameInCertificate: src.HostNameInCertificate, Development: src.Development,
-		DialTimeout: time.Duration(src.DialTimeoutSeconds) * time.Second}
+		DialTimeout: time.Duration(src.DialTimeoutSeconds) * time.Second,
+		Auth:        src.Auth, TenantID: src.TenantID, ClientID: src.ClientID}
 }
 
 // connectionProblems reports what core/source/mssql refuses in the connection settings
@@ -42,7 +43,8 @@ func (src Source) connectionProblems(ps *problems) {
 	}
 	err := src.mssqlOptions(src.DSN).Validate()
 	fields := map[string]string{"encrypt": "source.encrypt", "trustservercertificate": "source.trust_server_certificate",
-		"certificate": "source.certificate", "hostnameincertificate": "source.host_name_in_certificate", "dialtimeout": "source.dial_timeout_seconds"}
+		"certificate": "source.certificate", "hostnameincertificate": "source.host_name_in_certificate", "dialtimeout": "source.dial_timeout_seconds",
+		"auth": "source.auth", "tenantid": "source.tenant_id", "clientid": "source.client_id"}
 	for _, e := range flatten(err) {
 		var ia *source.InvalidArgumentError
 		if !errors.As(e, &ia) {
@@ -69,6 +71,8 @@ func (src Source) setsField(f string) bool {
 		return src.HostNameInCertificate != ""
 	case "source.dial_timeout_seconds":
 		return src.DialTimeoutSeconds != 0
+	case "source.auth", "source.tenant_id", "source.client_id":
+		return true
 	}
 	return false
 }

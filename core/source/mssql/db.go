@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,19 @@ type DB struct {
 func Open(o Options) (*DB, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if o.Auth == AuthEntraServicePrincipal {
+		if o.newConnector == nil {
+			o.newConnector = entraConnectorBuilder(o, nil)
+		}
+		if o.PasswordFunc == nil {
+			// The secret as given, in the field or the DSN.
+			pw := o.Password
+			if u, err := url.Parse(o.DSN); err == nil && o.DSN != "" {
+				pw, _ = u.User.Password()
+			}
+			o.PasswordFunc = func(context.Context) (string, error) { return pw, nil }
+		}
 	}
 	if o.PasswordFunc != nil {
 		rot := newRotatingConnector(o.dsn(), o.PasswordFunc, o.newConnector)

@@ -82,6 +82,16 @@ type Options struct {
 	// Logger receives warnings (the fixed-offset time zone fallback); nil is slog.Default().
 	Logger *slog.Logger
 
+	// Auth is how the login authenticates: AuthSQL ("" too), AuthNTLM or
+	// AuthEntraServicePrincipal (docs/reference/sqlserver-cdc.md §13.8).
+	Auth string
+	// TenantID and ClientID identify the Entra ID application of
+	// AuthEntraServicePrincipal; its client secret is the password.
+	TenantID string
+	ClientID string
+	// EntraAuthority is the token authority; "" means DefaultEntraAuthority.
+	EntraAuthority string
+
 	// PasswordFunc, when set, gives the login password instead of Password or the DSN's:
 	// read before the first login and again once after a refused login (a rotated secret),
 	// after which the call is retried once and idle sessions are dropped.
@@ -122,6 +132,7 @@ func (o Options) Validate() error {
 	if _, err := o.connURL(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.checkAuth(o.loginUser())...)
 	return errors.Join(errs...)
 }
 
@@ -263,6 +274,12 @@ func parseBool(v string) (bool, error) {
 		return false, nil
 	}
 	return strconv.ParseBool(v)
+}
+
+// loginUser is the user name o logs in as (the field, or the DSN's).
+func (o Options) loginUser() string {
+	_, u := o.databaseAndUser()
+	return u
 }
 
 // databaseAndUser are the database and login named in o, for error messages.
