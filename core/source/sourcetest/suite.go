@@ -57,6 +57,8 @@ func Run(t *testing.T, h Harness) {
 		{"CleanupMarkIsAMappingEntry", testCleanupMarkIsAMappingEntry},
 		{"DefaultCollationIsCaseInsensitive", testDefaultCollationCaseInsensitive},
 		{"EveryTypeReadsAsDocumented", testEveryType},
+		{"LockTimeoutAndSnapshotIsolation", testLockTimeoutAndSnapshot},
+		{"KeyUpdateEitherShape", testKeyUpdateShapes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
