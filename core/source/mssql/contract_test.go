@@ -376,3 +376,38 @@ func (e sqlRestoreEnv) Restore(ctx context.Context, b any) error {
 	e.h.admin.SetMaxIdleConns(2)
 	return nil
 }
+
+var _ sourcetest.DDLer = (*sqlEnv)(nil)
+
+// Alter runs ALTER TABLE on a table of the test (ADD, DROP COLUMN or ALTER COLUMN, names
+// bracketed, types as sourcetest.ParseColumn accepts them).
+func (e *sqlEnv) Alter(ctx context.Context, table, ddl string) error {
+	f := strings.Fields(ddl)
+	var stmt string
+	switch {
+	case len(f) == 3 && strings.EqualFold(f[0], "ADD"):
+		if _, err := sourcetest.ParseColumn(f[1], f[2], true); err != nil {
+			return err
+		}
+		stmt = "ADD [" + f[1] + "] " + f[2] + " NULL"
+	case len(f) == 3 && strings.EqualFold(f[0], "DROP"):
+		stmt = "DROP COLUMN [" + f[2] + "]"
+	case len(f) == 4 && strings.EqualFold(f[0], "ALTER"):
+		if _, err := sourcetest.ParseColumn(f[2], f[3], true); err != nil {
+			return err
+		}
+		stmt = "ALTER COLUMN [" + f[2] + "] " + f[3] + " NULL"
+	default:
+		return fmt.Errorf("ddl %q: not ADD, DROP COLUMN or ALTER COLUMN", ddl)
+	}
+	if _, err := e.h.admin.ExecContext(ctx, "ALTER TABLE dbo.["+table+"] "+stmt); err != nil {
+		return fmt.Errorf("alter %s: %w", table, err)
+	}
+	return e.WaitCaptured(ctx)
+}
+
+// DisableCapture is sys.sp_cdc_disable_table for one instance.
+func (e *sqlEnv) DisableCapture(ctx context.Context, table, instance string) error {
+	_, err := e.h.admin.ExecContext(ctx, "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = @p1, @capture_instance = @p2", table, instance)
+	return err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,32 @@ func (e *simEnv) Restore(_ context.Context, b any) error {
 func (e *simEnv) LagReplica(_ context.Context, at lsn.LSN, reads int) error {
 	e.db.LagReplica(at, reads)
 	return nil
+}
+
+func (e *simEnv) Alter(_ context.Context, table, ddl string) error {
+	f := strings.Fields(ddl)
+	var err error
+	switch {
+	case len(f) == 3 && strings.EqualFold(f[0], "ADD"):
+		var c source.Column
+		if c, err = ParseColumn(f[1], f[2], true); err == nil {
+			_, err = e.db.AddColumn(table, c)
+		}
+	case len(f) == 3 && strings.EqualFold(f[0], "DROP"):
+		_, err = e.db.DropColumn(table, f[2])
+	case len(f) == 4 && strings.EqualFold(f[0], "ALTER"):
+		var c source.Column
+		if c, err = ParseColumn(f[2], f[3], true); err == nil {
+			_, err = e.db.AlterColumn(table, c)
+		}
+	default:
+		err = fmt.Errorf("ddl %q: not ADD, DROP COLUMN or ALTER COLUMN", ddl)
+	}
+	return err
+}
+
+func (e *simEnv) DisableCapture(_ context.Context, _, instance string) error {
+	return e.db.DisableCapture(instance)
 }
 
 func TestContractCDCSim(t *testing.T) {

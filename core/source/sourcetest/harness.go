@@ -66,6 +66,16 @@ type ReplicaLagger interface {
 	LagReplica(ctx context.Context, at lsn.LSN, reads int) error
 }
 
+// DDLer is an Env that can run DDL on a captured table and disable a capture instance
+// (ALTER TABLE ... ADD / DROP COLUMN / ALTER COLUMN, sys.sp_cdc_disable_table).
+type DDLer interface {
+	// Alter runs one of "ADD <column> <type>", "DROP COLUMN <column>" or
+	// "ALTER COLUMN <column> <type>" on table.
+	Alter(ctx context.Context, table, ddl string) error
+	// DisableCapture disables a capture instance of table.
+	DisableCapture(ctx context.Context, table, instance string) error
+}
+
 // Tx is an open transaction of an Env.
 type Tx interface {
 	Exec(ctx context.Context, stmts ...Stmt) error

@@ -59,6 +59,8 @@ func Run(t *testing.T, h Harness) {
 		{"EveryTypeReadsAsDocumented", testEveryType},
 		{"LockTimeoutAndSnapshotIsolation", testLockTimeoutAndSnapshot},
 		{"KeyUpdateEitherShape", testKeyUpdateShapes},
+		{"AlterTableDDLHistory", testDDLHistory},
+		{"CaptureInstanceSwitch", testInstanceSwitch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
