@@ -46,6 +46,9 @@ module "orders" {
       dsn             = "sqlserver://cdc_reader@mssql:1433?database=shop&encrypt=true&TrustServerCertificate=true"
       password_env    = "MSSQL_READER_PASSWORD"
       captureInstance = "dbo_orders"
+      # The container's certificate is self-signed: only a development source may skip
+      # its verification (docs/spec.md).
+      development = true
     }
     options = {
       numPartitions = 2
