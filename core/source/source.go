@@ -117,6 +117,15 @@ type Source interface {
 	// n = 1 and lo the MAX, the first key strictly after MAX.
 	KeyBound(ctx context.Context, t Table, keys []Column, r KeyRange, n int64) (k Key, ok bool, err error)
 
+	// KeyAfter is the first key strictly after after in key order, as SQL Server compares
+	// keys (collations: under a case-insensitive one 'a' and 'A' are one value, trailing
+	// spaces ignored; uniqueidentifier byte-group order; NULL first): one seek, TOP (1) of
+	// the keys above after. On columns that are not unique (snapshotKeys on a heap) it
+	// skips every row of after's value, which KeyBound cannot. ok is false when no key is
+	// above after. A nil after, or one of the wrong arity or Go type, is an
+	// *InvalidArgumentError (docs/reference/sqlserver-cdc.md §8.5).
+	KeyAfter(ctx context.Context, t Table, keys []Column, after Key) (k Key, ok bool, err error)
+
 	// KeyTiles is the first key of tiles 2..n of NTILE(n) over the keys (S3): n-1 bounds
 	// or fewer (a table of fewer than n rows gives one row per tile).
 	KeyTiles(ctx context.Context, t Table, keys []Column, n int) ([]Key, error)

@@ -15,9 +15,10 @@ import (
 // so a kill-and-rerun test kills a step at any SQL call as at any storage or log store
 // call:
 // MaxLSN, MinLSN, CommitTime, CommitAtOrBefore, NthCommitAfter, CaptureInstances,
-// CapturedColumns, DDLHistory, SplitChanges, ReadChanges, ReadTable, KeyExtent, KeyTiles,
-// and Next of the Rows that ReadChanges and ReadTable return ("source.Rows.Next"). The
-// other methods (metadata estimates, Ping) go to s unrouted.
+// CapturedColumns, DDLHistory, SplitChanges, ReadChanges, ReadTable, KeyExtent, KeyMax,
+// KeyBound, KeyAfter, KeyTiles, KeyBuckets, RowEstimate, and Next of the Rows that
+// ReadChanges and ReadTable return ("source.Rows.Next"). The other methods
+// (LSNAtOrBefore, Ping, Close) go to s unrouted.
 func FaultSource(s source.Source, f *deltatest.Faults) source.Source {
 	return &faultSource{Source: s, f: f}
 }
@@ -124,6 +125,43 @@ func (s *faultSource) KeyExtent(ctx context.Context, t source.Table, key source.
 
 func (s *faultSource) KeyTiles(ctx context.Context, t source.Table, keys []source.Column, n int) ([]source.Key, error) {
 	return hit(s.f, "KeyTiles", func() ([]source.Key, error) { return s.Source.KeyTiles(ctx, t, keys, n) })
+}
+
+type keyOK struct {
+	k  source.Key
+	ok bool
+}
+
+func (s *faultSource) KeyMax(ctx context.Context, t source.Table, keys []source.Column) (source.Key, bool, error) {
+	v, err := hit(s.f, "KeyMax", func() (keyOK, error) {
+		k, ok, err := s.Source.KeyMax(ctx, t, keys)
+		return keyOK{k, ok}, err
+	})
+	return v.k, v.ok, err
+}
+
+func (s *faultSource) KeyBound(ctx context.Context, t source.Table, keys []source.Column, r source.KeyRange, n int64) (source.Key, bool, error) {
+	v, err := hit(s.f, "KeyBound", func() (keyOK, error) {
+		k, ok, err := s.Source.KeyBound(ctx, t, keys, r, n)
+		return keyOK{k, ok}, err
+	})
+	return v.k, v.ok, err
+}
+
+func (s *faultSource) KeyAfter(ctx context.Context, t source.Table, keys []source.Column, after source.Key) (source.Key, bool, error) {
+	v, err := hit(s.f, "KeyAfter", func() (keyOK, error) {
+		k, ok, err := s.Source.KeyAfter(ctx, t, keys, after)
+		return keyOK{k, ok}, err
+	})
+	return v.k, v.ok, err
+}
+
+func (s *faultSource) KeyBuckets(ctx context.Context, t source.Table, key source.Column, width int64, lo, hi *int64) ([]source.Bucket, error) {
+	return hit(s.f, "KeyBuckets", func() ([]source.Bucket, error) { return s.Source.KeyBuckets(ctx, t, key, width, lo, hi) })
+}
+
+func (s *faultSource) RowEstimate(ctx context.Context, t source.Table) (int64, error) {
+	return hit(s.f, "RowEstimate", func() (int64, error) { return s.Source.RowEstimate(ctx, t) })
 }
 
 func (s *faultSource) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {

@@ -3,6 +3,7 @@ package cdcsim
 import (
 	"context"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -95,6 +96,31 @@ func (db *DB) KeyBound(ctx context.Context, st source.Table, keys []source.Colum
 		return nil, false, nil
 	}
 	return k.project(rows[n]), true, nil
+}
+
+// KeyAfter implements source.Source: the first row whose key compares above after,
+// column by column as SQL Server compares (compareValues: NULL first, collations,
+// uniqueidentifier order), so every row of after's value is skipped.
+func (db *DB) KeyAfter(ctx context.Context, st source.Table, keys []source.Column, after source.Key) (source.Key, bool, error) {
+	if len(keys) == 0 || after == nil {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if err := db.begin(ctx, "KeyAfter"); err != nil {
+			return nil, false, err
+		}
+		return nil, false, &source.InvalidArgumentError{Arg: "keys/key", Reason: "need key columns and a key to seek after"}
+	}
+	t, k, lo, _, _, err := db.sourceRead(ctx, "KeyAfter", st, keys, source.KeyRange{Lo: after}, false)
+	defer db.mu.Unlock()
+	if err != nil {
+		return nil, false, err
+	}
+	rows := t.ordered(k, lo, nil)
+	i := sort.Search(len(rows), func(x int) bool { return k.cmpRow(rows[x], lo) > 0 })
+	if i == len(rows) {
+		return nil, false, nil
+	}
+	return k.project(rows[i]), true, nil
 }
 
 // KeyTiles implements source.Source.

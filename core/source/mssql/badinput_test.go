@@ -110,6 +110,12 @@ func TestBadInputRefusedBeforeAnyQuery(t *testing.T) {
 		tc{"KeyMax no keys", func() error { _, _, err := d.KeyMax(ctx, st, nil); return err }},
 		tc{"KeyBound no keys", func() error { _, _, err := d.KeyBound(ctx, st, nil, source.KeyRange{}, 1); return err }},
 		tc{"KeyBound n<0", func() error { _, _, err := d.KeyBound(ctx, st, keys, source.KeyRange{}, -1); return err }},
+		tc{"KeyAfter no keys", func() error { _, _, err := d.KeyAfter(ctx, st, nil, source.Key{int64(1)}); return err }},
+		tc{"KeyAfter nil key", func() error { _, _, err := d.KeyAfter(ctx, st, keys, nil); return err }},
+		tc{"KeyAfter arity", func() error {
+			_, _, err := d.KeyAfter(ctx, st, keys, source.Key{int64(1), int64(2), int64(3)})
+			return err
+		}},
 		tc{"KeyTiles n=0", func() error { _, err := d.KeyTiles(ctx, st, keys, 0); return err }},
 		tc{"KeyTiles no keys", func() error { _, err := d.KeyTiles(ctx, st, nil, 3); return err }},
 		tc{"KeyBuckets width=0", func() error { _, err := d.KeyBuckets(ctx, st, id, 0, nil, nil); return err }},

@@ -377,6 +377,35 @@ func TestKeyBoundAndBuckets(t *testing.T) {
 	}
 }
 
+// KeyAfter returns the one key its statement selects, after the session prefix; no row is
+// "none after".
+func TestKeyAfter(t *testing.T) {
+	empty := false
+	d, s := newScripted(t, Options{}, func(q string, _ []any) result {
+		if strings.Contains(q, "[__$u]") && !empty {
+			return result{cols: []string{"code", "id"}, rows: [][]driver.Value{{"o", int64(0)}}}
+		}
+		return result{}
+	})
+	k, ok, err := d.KeyAfter(ctx, tbl, []source.Column{colS, colI}, source.Key{"n", int64(1)})
+	if err != nil || !ok || k[0] != "o" || k[1] != int64(0) {
+		t.Fatalf("KeyAfter = %v %v %v", k, ok, err)
+	}
+	empty = true
+	if k, ok, err := d.KeyAfter(ctx, tbl, []source.Column{colS, colI}, source.Key{"z", int64(1)}); err != nil || ok {
+		t.Fatalf("KeyAfter past the last key = %v %v %v, want none", k, ok, err)
+	}
+	prefixes := 0
+	for _, c := range s.log() {
+		if strings.HasPrefix(c.query, "SET LOCK_TIMEOUT -1; SET TRANSACTION ISOLATION LEVEL READ COMMITTED;") {
+			prefixes++
+		}
+	}
+	if prefixes != 4 {
+		t.Errorf("%d prefix/reset batches, want 4", prefixes)
+	}
+}
+
 // A caller that stops after the first batch still resets the session on Close, and a
 // lock timeout met while fetching is a *source.LockTimeoutError.
 func TestReadTableEarlyCloseAndFetchError(t *testing.T) {

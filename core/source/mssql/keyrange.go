@@ -267,6 +267,33 @@ func rangePieces(n int, lo, hi source.Key) ([]pred, error) {
 	return pieces, nil
 }
 
+// afterPieces cuts (k_0..k_{n-1}) > after into disjoint conjunctions, one per column j
+// from the last to the first: columns 0..j-1 equal after's values and column j above
+// after[j] (docs/reference/sqlserver-cdc.md §8.6 step 3 with a strict last column and no
+// upper bound). Each piece seeks on its equality prefix and column j. A NULL value of after
+// compares as NULL sorts (= is IS NULL, > is IS NOT NULL). after's values are the sideLo
+// bound. A nil after or one without n values is a *source.InvalidArgumentError.
+func afterPieces(n int, after source.Key) ([]pred, error) {
+	if n == 0 {
+		return nil, &source.InvalidArgumentError{Arg: "keys", Reason: "no key columns"}
+	}
+	if after == nil || len(after) != n {
+		return nil, &source.InvalidArgumentError{Arg: "key", Reason: fmt.Sprintf("need %d values for %d key columns, got %d", n, n, len(after))}
+	}
+	var pieces []pred
+	for j := n - 1; j >= 0; j-- {
+		ps := make([]pred, 0, j+1)
+		for i := 0; i < j; i++ {
+			ps = append(ps, compare(i, opEq, boundRef{sideLo, i}, after[i]))
+		}
+		ps = append(ps, compare(j, opGt, boundRef{sideLo, j}, after[j]))
+		if q := and(ps...); q != predConst(false) {
+			pieces = append(pieces, q)
+		}
+	}
+	return pieces, nil
+}
+
 // goEqual is exact equality of two key values of the same column. Unknown or mixed types
 // are unequal, which is always safe (it only shortens the shared prefix).
 func goEqual(a, b any) bool {

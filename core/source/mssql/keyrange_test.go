@@ -268,3 +268,38 @@ func allKeys(kinds []colKind) []source.Key {
 	}
 	return out
 }
+
+// The pieces of "(keys) > after" hold for a row exactly when it is above after in SQL
+// order, in exactly one piece: NULLs, case-insensitive text and trailing spaces included
+// (Source.KeyAfter skips every row of after's value).
+func TestAfterPiecesRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 128)
+	for iter := 0; iter < 3000; iter++ {
+		for i := range buf {
+			buf[i] = byte(rng.UintN(256))
+		}
+		s := &byteSource{b: buf}
+		kinds := randomKinds(s)
+		after := randomKey(s, kinds)
+		pieces, err := afterPieces(len(kinds), after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 40 {
+			row := randomKey(s, kinds)
+			want := 0
+			if tupleCompare(kinds, row, after) > 0 {
+				want = 1
+			}
+			if got := matches(pieces, kinds, row, after, nil); got != want {
+				t.Fatalf("kinds %v, after %q: row %q is in %d pieces, want %d\npieces: %s", kinds, after, row, got, want, debugPieces(pieces))
+			}
+		}
+	}
+	for _, bad := range []source.Key{nil, {}, {int64(1), int64(2)}} {
+		if _, err := afterPieces(1, bad); err == nil {
+			t.Errorf("afterPieces(1, %v): no error", bad)
+		}
+	}
+}

@@ -119,6 +119,8 @@ func allStatements(t *testing.T) []statement {
 	add3("S5 read table, whole table", q, a, err)
 	q, a, err = keyBoundSQL(tbl, []source.Column{colS, colI}, source.KeyRange{Lo: source.Key{"n", int64(1)}}, 200)
 	add3("S6 key bound", q, a, err)
+	q, a, err = keyAfterSQL(tbl, []source.Column{colS, colI}, source.Key{"n", int64(1)})
+	add3("S6b key after", q, a, err)
 	for _, tt := range []source.Table{
 		tbl,
 		{Schema: "dbo", Name: "orders", Isolation: source.Snapshot, LockTimeout: ptr(1500 * time.Millisecond)},

@@ -150,6 +150,19 @@ func (d *DB) KeyBound(ctx context.Context, t source.Table, keys []source.Column,
 	return rows[0], true, nil
 }
 
+// KeyAfter is the first key strictly after after (keyAfterSQL).
+func (d *DB) KeyAfter(ctx context.Context, t source.Table, keys []source.Column, after source.Key) (source.Key, bool, error) {
+	q, args, err := keyAfterSQL(t, keys, after)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := d.queryKeys(ctx, t, "seek key after", keys, q, args)
+	if err != nil || len(rows) == 0 {
+		return nil, false, err
+	}
+	return rows[0], true, nil
+}
+
 // KeyTiles is S3.
 func (d *DB) KeyTiles(ctx context.Context, t source.Table, keys []source.Column, n int) ([]source.Key, error) {
 	q, args, err := keyTilesSQL(t, keys, n)

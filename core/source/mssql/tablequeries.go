@@ -119,6 +119,12 @@ func rangeWheres(p *params, k keySet, r source.KeyRange) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return pieceWheres(p, k, pieces, r)
+}
+
+// pieceWheres renders pieces (of rangePieces or afterPieces) over k, their bound values
+// taken from r's Lo and Hi, each a parameter of p cast to the key's type.
+func pieceWheres(p *params, k keySet, pieces []pred, r source.KeyRange) ([]string, error) {
 	names := map[boundRef]string{}
 	var bindErr error
 	val := func(b boundRef) string {
@@ -228,6 +234,34 @@ func keyBoundSQL(t source.Table, keys []source.Column, r source.KeyRange, n int6
 	}
 	return "SELECT " + k.list() + " FROM (" + strings.Join(parts, " UNION ALL ") + ") AS [__$u] ORDER BY " +
 		k.list() + " OFFSET " + p.add(n) + " ROWS FETCH NEXT 1 ROWS ONLY", p.args, nil
+}
+
+// keyAfterSQL is the first key strictly after after (Source.KeyAfter): one TOP (1) seek
+// per piece of "(keys) > after", each in key order, UNION ALL'd, and the first overall.
+func keyAfterSQL(t source.Table, keys []source.Column, after source.Key) (string, []any, error) {
+	tn, err := tableName(t)
+	if err != nil {
+		return "", nil, err
+	}
+	k, err := newKeySet(keys)
+	if err != nil {
+		return "", nil, err
+	}
+	pieces, err := afterPieces(len(keys), after)
+	if err != nil {
+		return "", nil, err
+	}
+	var p params
+	wheres, err := pieceWheres(&p, k, pieces, source.KeyRange{Lo: after})
+	if err != nil {
+		return "", nil, err
+	}
+	parts := make([]string, len(wheres))
+	for i, w := range wheres {
+		parts[i] = "SELECT * FROM (SELECT TOP (1) " + k.list() + " FROM " + tn + w +
+			" ORDER BY " + k.list() + ") AS [__$p" + strconv.Itoa(i+1) + "]"
+	}
+	return "SELECT TOP (1) " + k.list() + " FROM (" + strings.Join(parts, " UNION ALL ") + ") AS [__$u] ORDER BY " + k.list(), p.args, nil
 }
 
 // keyMaxSQL is S2: the last key in key order.

@@ -41,6 +41,7 @@ func Run(t *testing.T, h Harness) {
 		{"CompositeRangesTileTable", testCompositeTiles},
 		{"CaseInsensitiveRangesTileTable", testCaseInsensitiveTiles},
 		{"KeyBoundChainTilesTable", testKeyBoundChain},
+		{"KeyAfterSkipsTheWholeValue", testKeyAfter},
 		{"KeyTilesFollowNTILE", testKeyTilesNTILE},
 		{"UnknownCaptureInstanceIsNotFound", testUnknownInstance},
 		{"BadInputIsInvalidArgument", testBadInput},
