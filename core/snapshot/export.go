@@ -59,7 +59,7 @@ func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (Expo
 	if err != nil {
 		return ExportResult{}, err
 	}
-	ranges, err := planRanges(ctx, d.Source, d.table(ci), keys, max(d.Spec.Options.NumPartitions, 1))
+	ranges, err := d.planRanges(ctx, ci, keys, max(d.Spec.Options.NumPartitions, 1), false)
 	if err != nil {
 		return ExportResult{}, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"reflect"
 	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -28,7 +27,7 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 		return PlanResult{}, err
 	}
 	n := max(d.Spec.Options.NumPartitions, 1)
-	ranges, err := planRanges(ctx, d.Source, d.table(ci), keys, rangeCount(ctx, d, ci, keys, n))
+	ranges, err := d.planRanges(ctx, ci, keys, n, true)
 	if err != nil {
 		return PlanResult{}, err
 	}
@@ -48,19 +47,16 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: refs}, nil
 }
 
-// rangeCount is how many ranges to cut: n, or more when the table's row estimate would
-// put more than MaxRangeRows in a range (only with keys to cut on).
-func rangeCount(ctx context.Context, d Deps, ci source.CaptureInstance, keys []source.Column, n int) int {
+// rangeCount is how many ranges to cut for a table of est rows (0: unknown): n, or more
+// when est would put more than MaxRangeRows in a range, so each read fits in one
+// invocation.
+func rangeCount(d Deps, est int64, n int) int {
 	limit := d.Options.MaxRangeRows
 	if limit == 0 {
 		limit = DefaultMaxRangeRows
 	}
-	if limit < 0 || len(keys) == 0 {
+	if limit < 0 || est <= 0 {
 		return n
-	}
-	est, err := d.Source.RowEstimate(ctx, d.table(ci))
-	if err != nil || est <= 0 {
-		return n // an estimate only sizes the plan; the read does not depend on it
 	}
 	return max(n, int((est+limit-1)/limit))
 }
@@ -93,24 +89,41 @@ func keyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []
 	return keys, true
 }
 
-// planRanges cuts the table into up to n key ranges (docs/reference/original-library.md
-// §9.2):
-//   - one integer key: MIN and MAX, then n' = min(n, MAX − MIN + 1) uniform ranges, bound i
-//     at MIN + (MAX − MIN + 1)·i / n' (floor) for i = 1..n'−1;
-//   - a composite or non-integer key: NTILE(n) bounds (Source.KeyTiles), ranges of about
-//     equal rows;
+// planRanges cuts the table of ci into key ranges for n connections
+// (docs/reference/original-library.md §9.2), more when split (the bootstrap machine's plan)
+// and the row estimate (sys.sp_spaceused) puts more than MaxRangeRows in a range:
+//   - one integer key: MIN and MAX (two seeks), then n' = min(n, MAX − MIN + 1) uniform
+//     ranges, bound i at MIN + (MAX − MIN + 1)·i / n' (floor) for i = 1..n'−1;
+//   - a composite or non-integer key: ranges of about estimate / n rows, each bound a keyset
+//     seek that many keys after the one before (seeker, the chunked plan's machinery: no
+//     NTILE, which scans and spools the whole key in one statement; docs/performance.md
+//     "Planning statements");
 //   - no usable key, n ≤ 1, an empty table or MIN = MAX: one range.
 //
 // The first range is open below (it holds NULL keys), the last open above (it holds keys
 // written above MAX meanwhile).
-func planRanges(ctx context.Context, src source.Source, t source.Table, keys []source.Column, n int) ([]Range, error) {
+func (d Deps) planRanges(ctx context.Context, ci source.CaptureInstance, keys []source.Column, n int, split bool) ([]Range, error) {
 	whole := []Range{{Index: 0}}
-	if n <= 1 || len(keys) == 0 {
+	if len(keys) == 0 {
+		return whole, nil
+	}
+	t := d.table(ci)
+	est := int64(0)
+	if split || !(len(keys) == 1 && integerTypes[keys[0].DataType]) {
+		var err error
+		if est, err = d.Source.RowEstimate(ctx, t); err != nil {
+			return nil, fmt.Errorf("read the row estimate: %w", err)
+		}
+		if split {
+			n = rangeCount(d, est, n)
+		}
+	}
+	if n <= 1 {
 		return whole, nil
 	}
 	var bounds []source.Key
 	if len(keys) == 1 && integerTypes[keys[0].DataType] {
-		lo, hi, ok, err := src.KeyExtent(ctx, t, keys[0], nil, nil)
+		lo, hi, ok, err := d.Source.KeyExtent(ctx, t, keys[0], nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("read key extent: %w", err)
 		}
@@ -126,15 +139,13 @@ func planRanges(ctx context.Context, src source.Source, t source.Table, keys []s
 			bounds = append(bounds, source.Key{b})
 		}
 	} else {
-		tiles, err := src.KeyTiles(ctx, t, keys, n)
-		if err != nil {
-			return nil, fmt.Errorf("read key tiles: %w", err)
+		if est <= 0 {
+			return whole, nil
 		}
-		for _, k := range tiles {
-			if len(bounds) > 0 && reflect.DeepEqual(bounds[len(bounds)-1], k) {
-				continue
-			}
-			bounds = append(bounds, k)
+		sk := seeker{src: d.Source, t: t, keys: keys, unique: len(d.Spec.Options.SnapshotKeys) == 0}
+		var err error
+		if bounds, err = sk.bounds(ctx, nil, (est+int64(n)-1)/int64(n), n-1); err != nil {
+			return nil, err
 		}
 	}
 	ranges := make([]Range, 0, len(bounds)+1)
