@@ -138,8 +138,11 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 	if from > 0 {
 		startAfter = fmt.Sprintf("%s%020d", LogDir, from)
 	}
+	// A part set is kept as the parts found, never as a slice of the count its names
+	// claim: a name claiming a billion parts costs one map entry, and its set is never
+	// complete (PROTOCOL.md § Checkpoints: a set missing a part is ignored).
 	type partSet struct {
-		keys []string
+		keys map[int]string // part number -> key
 		size int64
 	}
 	classic := map[int64]checkpointRef{}
@@ -161,10 +164,10 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 			}
 			ps := multi[f.version][f.parts]
 			if ps == nil {
-				ps = &partSet{keys: make([]string, f.parts)}
+				ps = &partSet{keys: map[int]string{}}
 				multi[f.version][f.parts] = ps
 			}
-			ps.keys[f.part-1] = f.key
+			ps.keys[f.part] = f.key
 			ps.size += oi.Size
 		}
 	}
@@ -177,24 +180,20 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 		if seen[v] {
 			continue
 		}
-		for _, ps := range sets {
-			if complete(ps.keys) {
-				l.checkpoints = append(l.checkpoints, checkpointRef{version: v, keys: ps.keys, size: ps.size})
-				break
+		for parts, ps := range sets {
+			if len(ps.keys) != parts {
+				continue // a part is missing
 			}
+			keys := make([]string, parts)
+			for i := range keys {
+				keys[i] = ps.keys[i+1]
+			}
+			l.checkpoints = append(l.checkpoints, checkpointRef{version: v, keys: keys, size: ps.size})
+			break
 		}
 	}
 	sortCheckpoints(l.checkpoints)
 	return l, nil
-}
-
-func complete(keys []string) bool {
-	for _, k := range keys {
-		if k == "" {
-			return false
-		}
-	}
-	return true
 }
 
 func sortCheckpoints(c []checkpointRef) {

@@ -72,10 +72,12 @@ func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, erro
 		// Fast path: read the checkpoint the hint names without listing the log. A hint
 		// behind a newer checkpoint only costs a few more commits to replay; one naming a
 		// missing or unreadable checkpoint falls back to listing.
-		s, err := t.build(ctx, hintedCheckpoint(lc), target, latest)
-		var cpErr *checkpointError
-		if err == nil || !errors.As(err, &cpErr) {
-			return s, err
+		if cp := hintedCheckpoint(lc); cp != nil {
+			s, err := t.build(ctx, cp, target, latest)
+			var cpErr *checkpointError
+			if err == nil || !errors.As(err, &cpErr) {
+				return s, err
+			}
 		}
 		from = lc.Version
 	}
@@ -122,9 +124,20 @@ func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, erro
 	}
 }
 
+// maxHintedParts bounds the part count a _last_checkpoint may name for its checkpoint to
+// be read without listing. Spark splits a checkpoint into parts of
+// spark.databricks.delta.checkpoint.partSize actions (millions each), so real tables have
+// a handful; a hint naming more is treated as unusable and the log is listed instead,
+// which finds only complete sets (a bogus "parts": 999999999 must not allocate a key per
+// claimed part).
+const maxHintedParts = 1000
+
 // hintedCheckpoint is the checkpoint _last_checkpoint names: the classic file, or parts
-// 1..Parts of a multi-part set.
+// 1..Parts of a multi-part set; nil when the hint's part count is out of bounds.
 func hintedCheckpoint(lc LastCheckpoint) *checkpointRef {
+	if lc.Parts != nil && (*lc.Parts < 0 || *lc.Parts > maxHintedParts) {
+		return nil
+	}
 	if lc.Parts == nil || *lc.Parts <= 1 {
 		return &checkpointRef{version: lc.Version, keys: []string{CheckpointFileKey(lc.Version)}}
 	}
