@@ -46,8 +46,13 @@ type ScanStats struct {
 // only the columns needed). A file column whose Arrow type differs from the table's (an
 // older writer's encoding) is cast, and a failed cast is an error.
 //
+// Rows a file's deletion vector marks deleted are never returned (PROTOCOL.md § Deletion
+// Vectors): the DV is read (inline, or one ranged GET of its file) when the file is
+// opened, and one that cannot be read or disagrees with its descriptor is a
+// *DeletionVectorError from Next.
+//
 // Errors: ErrNoTable for a snapshot with no version; Snapshot.CanReadData's refusal
-// (deletion vectors, column mapping); *SchemaError for an unknown column; *FilterError for
+// (column mapping); *SchemaError for an unknown column; *FilterError for
 // a filter that does not fit the schema. Errors while reading come from Next.
 func (s *Snapshot) Scan(ctx context.Context, opts ScanOptions) (RecordIterator, error) {
 	it, _, err := s.scan(ctx, opts)
@@ -147,7 +152,11 @@ type scanIter struct {
 
 	cur    RecordIterator
 	curAdd *Add
-	closed bool
+	// deleted holds the current file's rows its deletion vector marks deleted (nil when
+	// it has none); pos is the file position of the next row read.
+	deleted *RowBitmap
+	pos     uint64
+	closed  bool
 }
 
 func (it *scanIter) Schema() *arrow.Schema { return it.out }
@@ -162,6 +171,14 @@ func (it *scanIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				return nil, io.EOF
 			}
 			it.curAdd, it.files = it.files[0], it.files[1:]
+			it.deleted, it.pos = nil, 0
+			if it.curAdd.DeletionVector != nil {
+				d, err := it.snap.DeletedRows(ctx, it.curAdd)
+				if err != nil {
+					return nil, fmt.Errorf("scan: %w", err)
+				}
+				it.deleted = d
+			}
 			r, err := parquetio.ReadFile(ctx, it.snap.table.store, it.curAdd.DecodedPath(), it.fileCols)
 			if err != nil {
 				return nil, fmt.Errorf("scan: %w", err)
@@ -181,6 +198,7 @@ func (it *scanIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
 			return nil, fmt.Errorf("scan: %w", err)
 		}
 		out, err := it.shape(ctx, rec)
+		it.pos += uint64(rec.NumRows())
 		rec.Release()
 		if err != nil {
 			return nil, fmt.Errorf("scan %s: %w", it.curAdd.Path, err)
@@ -212,10 +230,26 @@ func (it *scanIter) shape(ctx context.Context, rec arrow.RecordBatch) (arrow.Rec
 	}
 	full := array.NewRecordBatch(it.read, cols, n)
 	defer full.Release()
-	if it.filter != nil {
-		keep, err := it.filter.eval(full)
-		if err != nil {
-			return nil, err
+	if it.filter != nil || it.deleted != nil {
+		keep := make([]bool, n)
+		if it.filter != nil {
+			var err error
+			if keep, err = it.filter.eval(full); err != nil {
+				return nil, err
+			}
+		} else {
+			for i := range keep {
+				keep[i] = true
+			}
+		}
+		// Rows a deletion vector marks deleted are never returned (PROTOCOL.md § Reader
+		// Requirements for Deletion Vectors).
+		if it.deleted != nil {
+			for i := range keep {
+				if keep[i] && it.deleted.Contains(it.pos+uint64(i)) {
+					keep[i] = false
+				}
+			}
 		}
 		all := true
 		for _, k := range keep {

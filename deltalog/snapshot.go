@@ -143,18 +143,13 @@ func (s *Snapshot) CanWrite() error {
 	return CanWrite(s.protocol, s.metadata)
 }
 
-// CanReadData checks that the live files' rows can be read as they are: it refuses with
-// *UnsupportedFeatureError{Reader: true} a table whose live files carry deletion vectors
-// (their deleted rows would be returned) or that uses column mapping (data files use
-// physical column names). The log itself (Files, stats) is readable either way.
+// CanReadData checks that the live files' rows can be read as the table defines them: it
+// refuses with *UnsupportedFeatureError{Reader: true} a table that uses column mapping
+// (data files use physical column names). Deletion vectors are honoured by Scan: the rows
+// they mark deleted are never returned. The log itself (Files, stats) is readable either way.
 func (s *Snapshot) CanReadData() error {
 	if mode := s.metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
 		return &UnsupportedFeatureError{Feature: FeatureColumnMapping, Reader: true}
-	}
-	for i := range s.sorted {
-		if s.sorted[i].DeletionVector != nil {
-			return &UnsupportedFeatureError{Feature: FeatureDeletionVectors, Reader: true}
-		}
 	}
 	return nil
 }

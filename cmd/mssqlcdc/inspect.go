@@ -35,9 +35,13 @@ type inspectReport struct {
 	Configuration    map[string]string `json:"configuration"`
 	LiveFiles        int               `json:"liveFiles"`
 	SizeBytes        int64             `json:"sizeBytes"`
-	// Rows is the sum of numRecords over the live files; null when some file has no
-	// stats (FilesWithoutStats > 0).
-	Rows              *int64           `json:"rows"`
+	// Rows is the number of live rows: numRecords over the live files less the rows
+	// their deletion vectors mark deleted; null when some file has no stats
+	// (FilesWithoutStats > 0).
+	Rows *int64 `json:"rows"`
+	// DeletedRows is the number of rows deletion vectors mark deleted in the live files
+	// (still in the Parquet files, never returned by readers).
+	DeletedRows       int64            `json:"deletedRows"`
 	FilesWithoutStats int              `json:"filesWithoutStats"`
 	TxnVersions       map[string]int64 `json:"txnVersions"`
 	// LastCheckpoint is the newest checkpoint at or below Version, the one the snapshot
@@ -126,7 +130,10 @@ func inspectTable(ctx context.Context, url string, cfg location.Config, version 
 	var rows int64
 	for _, f := range snap.Files() {
 		rep.SizeBytes += f.Size
-		if n, ok := f.NumRecords(); ok {
+		if f.DeletionVector != nil {
+			rep.DeletedRows += f.DeletionVector.Cardinality
+		}
+		if n, ok := f.LiveRecords(); ok {
 			rows += n
 		} else {
 			rep.FilesWithoutStats++
@@ -170,7 +177,9 @@ func printInspect(w io.Writer, r *inspectReport) error {
 	}
 	fmt.Fprintf(tw, "partition columns:\t%s\n", parts)
 	fmt.Fprintf(tw, "live files:\t%d (%d bytes)\n", r.LiveFiles, r.SizeBytes)
-	if r.Rows != nil {
+	if r.Rows != nil && r.DeletedRows > 0 {
+		fmt.Fprintf(tw, "rows (stats):\t%d live (%d more marked deleted by deletion vectors)\n", *r.Rows, r.DeletedRows)
+	} else if r.Rows != nil {
 		fmt.Fprintf(tw, "rows (stats):\t%d\n", *r.Rows)
 	} else {
 		fmt.Fprintf(tw, "rows (stats):\tunknown (%d of %d files without stats)\n", r.FilesWithoutStats, r.LiveFiles)

@@ -205,3 +205,23 @@ func TestInspectGoldenTable(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 }
+
+// inspect's row total is of live rows: Databricks deleted rows 0 and 9 of the 10 in
+// table-with-dv-small with a deletion vector, so 8 rows are live and 2 marked deleted.
+func TestInspectCountsLiveRowsAfterDeletionVectors(t *testing.T) {
+	out, errOut, code := runCLI(t, "inspect", filepath.Join(testfiles.DeltaDir(t), "table-with-dv-small"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rows == nil || *rep.Rows != 8 || rep.DeletedRows != 2 {
+		t.Fatalf("rows %v, deleted %d; want 8 live, 2 deleted", rep.Rows, rep.DeletedRows)
+	}
+	text, _, _ := runCLI(t, "inspect", filepath.Join(testfiles.DeltaDir(t), "table-with-dv-small"))
+	if !strings.Contains(text, "8 live (2 more marked deleted by deletion vectors)") {
+		t.Fatalf("text report:\n%s", text)
+	}
+}
