@@ -338,6 +338,24 @@ type CDC struct {
 	Tags            map[string]string `json:"tags,omitempty"`
 }
 
+// Sidecar is the sidecar action of a v2 checkpoint (PROTOCOL.md § Sidecar File
+// Information): a Parquet file of add and remove actions under _delta_log/_sidecars/ that
+// belongs to the checkpoint. It never appears in commits.
+type Sidecar struct {
+	// Path is the file's name under _delta_log/_sidecars/ (or a URI), percent-encoded.
+	Path             string            `json:"path"`
+	SizeInBytes      int64             `json:"sizeInBytes"`
+	ModificationTime int64             `json:"modificationTime"`
+	Tags             map[string]string `json:"tags,omitempty"`
+}
+
+// CheckpointMetadata is the checkpointMetadata action every v2 checkpoint holds once
+// (PROTOCOL.md § Checkpoint Metadata). It never appears in commits.
+type CheckpointMetadata struct {
+	Version int64             `json:"version"`
+	Tags    map[string]string `json:"tags,omitempty"`
+}
+
 // Action is one line of a commit file: exactly one of its fields is set. Lines with an
 // action type this package does not know decode to an Action with no field set and are
 // ignored (docs/reference/delta-protocol.md §2.1).
@@ -350,6 +368,9 @@ type Action struct {
 	CommitInfo     *CommitInfo     `json:"commitInfo,omitempty"`
 	DomainMetadata *DomainMetadata `json:"domainMetadata,omitempty"`
 	CDC            *CDC            `json:"cdc,omitempty"`
+	// Sidecar and CheckpointMetadata appear only in v2 checkpoints.
+	Sidecar            *Sidecar            `json:"sidecar,omitempty"`
+	CheckpointMetadata *CheckpointMetadata `json:"checkpointMetadata,omitempty"`
 }
 
 // errActionCount is returned when an Action to encode has zero or several fields set.
@@ -358,7 +379,8 @@ var errActionCount = errors.New("action must have exactly one field set")
 func (a *Action) count() int {
 	n := 0
 	for _, set := range []bool{a.Protocol != nil, a.MetaData != nil, a.Add != nil, a.Remove != nil,
-		a.Txn != nil, a.CommitInfo != nil, a.DomainMetadata != nil, a.CDC != nil} {
+		a.Txn != nil, a.CommitInfo != nil, a.DomainMetadata != nil, a.CDC != nil,
+		a.Sidecar != nil, a.CheckpointMetadata != nil} {
 		if set {
 			n++
 		}

@@ -3,7 +3,10 @@ package deltalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,19 +18,29 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
-// checkpointColumns are the top-level checkpoint columns replay needs
-// (docs/reference/delta-protocol.md §7.2); V2-only columns are never read (v2Checkpoint is
-// refused).
+// checkpointColumns are the top-level checkpoint columns replay needs (PROTOCOL.md
+// § Checkpoint Schema), v2 checkpoints' sidecar and checkpointMetadata included.
 var checkpointColumns = map[string]bool{
 	"txn": true, "add": true, "remove": true, "metaData": true, "protocol": true, "domainMetadata": true,
+	"sidecar": true, "checkpointMetadata": true,
 }
 
 // skippedAddFields are add fields replay does not need: the typed stats and partition
 // values Spark writes when delta.checkpoint.writeStatsAsStruct is true. Reading them would
-// cost time and they are derived from stats and partitionValues.
+// cost time and they are derived from stats and partitionValues. stats_parsed is read
+// only from a checkpoint that has no add.stats column (writeStatsAsJson=false): it is
+// then the only copy of the stats.
 var skippedAddFields = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
 
-// readCheckpoint reads every part of a checkpoint and returns its actions.
+// SidecarDir is the directory of v2 checkpoints' sidecar files (PROTOCOL.md § Sidecar
+// Files).
+const SidecarDir = LogDir + "_sidecars/"
+
+// readCheckpoint reads every part of a checkpoint and returns its actions. A UUID-named
+// v2 checkpoint may be JSON (one action per line, as a commit); a v2 checkpoint's sidecar
+// actions are followed to the files under _delta_log/_sidecars/ that hold its add and
+// remove actions (PROTOCOL.md § V2 Spec). A missing sidecar makes the checkpoint
+// unreadable (the caller falls back to an older one).
 func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, error) {
 	var out []Action
 	for _, key := range keys {
@@ -35,11 +48,55 @@ func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]
 		if err != nil {
 			return nil, err
 		}
+		if strings.HasSuffix(key, ".json") {
+			acts, err := DecodeActions(data)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			out = append(out, acts...)
+			continue
+		}
 		if out, err = decodeCheckpoint(ctx, data, out); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 	}
+	var sidecars []Sidecar
+	for _, a := range out {
+		if a.Sidecar != nil {
+			sidecars = append(sidecars, *a.Sidecar)
+		}
+	}
+	for _, sc := range sidecars {
+		key, err := sidecarKey(store.URL(), sc.Path)
+		if err != nil {
+			return nil, err
+		}
+		data, err := store.GetRange(ctx, key, 0, -1)
+		if err != nil {
+			return nil, fmt.Errorf("sidecar: %w", err)
+		}
+		if out, err = decodeCheckpoint(ctx, data, out); err != nil {
+			return nil, fmt.Errorf("sidecar %s: %w", key, err)
+		}
+	}
 	return out, nil
+}
+
+// sidecarKey is the store key of a sidecar path: a file name (the usual form) under
+// _delta_log/_sidecars/, or an absolute URI inside the table.
+func sidecarKey(rootURL, p string) (string, error) {
+	if !strings.Contains(p, "://") && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "file:") {
+		return SidecarDir + decodePath(p), nil
+	}
+	root, err := url.Parse(rootURL)
+	if err != nil {
+		return "", err
+	}
+	k, ok := tableKey(root, p)
+	if !ok {
+		return "", fmt.Errorf("sidecar %q is outside the table", p)
+	}
+	return k, nil
 }
 
 // decodeCheckpoint appends the actions of one checkpoint Parquet file to out. Only the
@@ -63,12 +120,18 @@ func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem me
 	}
 	var leaves []int
 	sc := pf.MetaData().Schema
+	hasStats := false
+	for i := 0; i < sc.NumColumns(); i++ {
+		if p := sc.Column(i).ColumnPath(); len(p) > 1 && p[0] == "add" && p[1] == "stats" {
+			hasStats = true
+		}
+	}
 	for i := 0; i < sc.NumColumns(); i++ {
 		p := sc.Column(i).ColumnPath()
 		if len(p) == 0 || !checkpointColumns[p[0]] {
 			continue
 		}
-		if p[0] == "add" && len(p) > 1 && skippedAddFields[p[1]] {
+		if p[0] == "add" && len(p) > 1 && skippedAddFields[p[1]] && (hasStats || p[1] != "stats_parsed") {
 			continue
 		}
 		leaves = append(leaves, i)
@@ -117,6 +180,10 @@ func decodeRowGroup(ctx context.Context, fr *pqarrow.FileReader, leaves []int, r
 				out = append(out, Action{Protocol: p})
 			} else if d, ok := chunk["domainMetadata"].domain(i); ok {
 				out = append(out, Action{DomainMetadata: d})
+			} else if sc, ok := chunk["sidecar"].sidecar(i); ok {
+				out = append(out, Action{Sidecar: sc})
+			} else if cm, ok := chunk["checkpointMetadata"].checkpointMetadata(i); ok {
+				out = append(out, Action{CheckpointMetadata: cm})
 			}
 		}
 	}
@@ -302,7 +369,44 @@ func (s structCols) add(i int) (*Add, bool) {
 		DefaultRowCommitVersion: s.i64p("defaultRowCommitVersion", i),
 		ClusteringProvider:      s.str("clusteringProvider", i),
 	}
+	if a.Stats == "" {
+		a.Stats = s.parsedStats(i)
+	}
 	return a, true
+}
+
+// parsedStats renders add.stats_parsed (the typed stats of a checkpoint written with
+// delta.checkpoint.writeStatsAsStruct) as the JSON stats document add.stats would hold
+// (PROTOCOL.md § Per-file Statistics), or "" when the row has none.
+func (s structCols) parsedStats(i int) string {
+	sp, ok := s.field("stats_parsed", i).(*array.Struct)
+	if !ok {
+		return ""
+	}
+	v := sp.GetOneForMarshal(i)
+	if v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func (s structCols) sidecar(i int) (*Sidecar, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	return &Sidecar{Path: s.str("path", i), SizeInBytes: s.i64("sizeInBytes", i),
+		ModificationTime: s.i64("modificationTime", i), Tags: s.strMap("tags", i)}, true
+}
+
+func (s structCols) checkpointMetadata(i int) (*CheckpointMetadata, bool) {
+	if !s.valid(i) {
+		return nil, false
+	}
+	return &CheckpointMetadata{Version: s.i64("version", i), Tags: s.strMap("tags", i)}, true
 }
 
 func (s structCols) remove(i int) (*Remove, bool) {

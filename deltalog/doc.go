@@ -59,27 +59,34 @@
 //
 // # Reading (log.go, replay.go, checkpoint_read.go)
 //
-// Table.Snapshot reads _last_checkpoint (a hint only) and the checkpoint it names, without
-// listing. When the hint is missing, newer than a time-travel target, more than 20 commits
-// (two default intervals) behind it, or names a missing or unreadable checkpoint, it lists
-// _delta_log (from the hint's version, else from 0) and takes the newest complete checkpoint
-// at or below the target (a multi-part set missing a part is ignored; an unreadable checkpoint
-// falls back to an older one, then to version 0). Then it replays the JSON commits after it,
-// read through LogStore.Read so that half-done DynamoDB commits are completed first.
-// Reconciliation (docs/reference/delta-protocol.md §9.2): the latest protocol and metaData
-// win; the latest txn per app id; the latest domainMetadata per domain (removed deletes it);
-// per logical file, keyed by (decoded path, deletion vector unique id), the latest add (live)
-// or remove (tombstone). commitInfo comes only from JSON commits, never checkpoints. Unknown
-// action types and fields are ignored (docs/reference/delta-protocol.md §2.1).
+// Table.Snapshot reads _last_checkpoint (a hint only) and the checkpoint it names (a
+// v2 checkpoint's path when the hint embeds one), without listing. When the hint is missing, newer than a time-travel target, more than 20
+// commits (two default intervals) behind it, or names a missing or unreadable checkpoint,
+// it lists _delta_log (from the hint's version, else from 0) and
+// takes the newest complete checkpoint at or below the target (a multi-part set missing a
+// part is ignored; an unreadable checkpoint falls back to an older one, then to version
+// 0). Then it replays the JSON commits after it, read through LogStore.Read so that half-done
+// DynamoDB commits are completed first. Reconciliation (PROTOCOL.md § Action
+// Reconciliation): the latest protocol and metaData win; the latest txn per app id; the
+// latest domainMetadata per domain (removed deletes it); per logical file, keyed by
+// (decoded path, deletion vector unique id), the latest add (live) or remove (tombstone).
+// commitInfo comes only from JSON commits, never checkpoints. Unknown action types and
+// fields are ignored (PROTOCOL.md § Protocol Evolution).
 //
 // # Protocol and table features (protocol.go)
 //
 // The protocol is checked before the rest of a snapshot is trusted. Reading refuses, with
 // *UnsupportedFeatureError naming the feature, any reader feature outside timestampNtz,
-// deletionVectors, columnMapping and vacuumProtocolCheck, then any minReaderVersion above
-// 3 (*UnsupportedVersionError). The log of a table with deletion vectors or column
-// mapping is read (files, stats, versions), but Snapshot.CanReadData refuses to scan its
-// rows. Writing (Snapshot.CanWrite) refuses every feature not implemented, including
+// deletionVectors, v2Checkpoint, columnMapping and vacuumProtocolCheck, then any
+// minReaderVersion above 3 (*UnsupportedVersionError). Deletion vectors are honoured:
+// Scan never returns a row a DV marks deleted, and Add.LiveRecords counts live rows
+// (deletion_vector.go, roaring.go). v2 checkpoints are read: UUID-named ones in JSON or
+// Parquet, classic ones with checkpointMetadata, their sidecars under _delta_log/_sidecars/
+// (a missing sidecar falls back to an older checkpoint). Log compaction files are ignored,
+// as the protocol allows; the commits they stand for are read. Stats found only in a
+// checkpoint's add.stats_parsed are read as the JSON document add.stats would hold. The
+// log of a table with column mapping is read (files, stats, versions), but
+// Snapshot.CanReadData refuses to scan its rows. Writing (Snapshot.CanWrite) refuses every feature not implemented, including
 // legacy writer versions read as the feature bundles they imply (2: appendOnly,
 // invariants; 3: checkConstraints; 4: changeDataFeed, generatedColumns; 5: columnMapping;
 // 6: identityColumns), deletion vectors and column mapping in any form, and features that

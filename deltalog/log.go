@@ -39,6 +39,15 @@ type LastCheckpoint struct {
 	SizeInBytes int64 `json:"sizeInBytes,omitempty"`
 	// NumOfAddFiles is the number of add rows, 0 when unknown.
 	NumOfAddFiles int64 `json:"numOfAddFiles,omitempty"`
+	// V2Checkpoint names a UUID-named v2 checkpoint (Spark embeds it; PROTOCOL.md § V2
+	// Spec); nil otherwise. Only its path is used.
+	V2Checkpoint *LastCheckpointV2 `json:"v2Checkpoint,omitempty"`
+}
+
+// LastCheckpointV2 is the part of a v2 checkpoint Spark embeds in _last_checkpoint that
+// this package reads: the checkpoint's file name under _delta_log/.
+type LastCheckpointV2 struct {
+	Path string `json:"path"`
 }
 
 // ReadLastCheckpoint reads _delta_log/_last_checkpoint. ok is false when the file is
@@ -129,9 +138,12 @@ type logListing struct {
 	maxCommit   int64           // -1 when none
 }
 
-// listLog lists _delta_log/ from version from onwards and groups the files. Multi-part sets
-// missing a part are dropped (docs/reference/delta-protocol.md §7); V2 UUID-named checkpoints
-// are not used (the v2Checkpoint reader feature is refused).
+// listLog lists _delta_log/ from version from onwards and groups the files. Multi-part
+// sets missing a part are dropped (PROTOCOL.md § Checkpoints); a UUID-named v2
+// checkpoint counts when no classic one of its version exists (its sidecars are checked
+// when it is read). Log compaction files (<x>.<y>.compacted.json) are ignored, which the
+// protocol allows (PROTOCOL.md § Log Compaction Files): the commits they stand for are
+// read instead.
 func listLog(ctx context.Context, store storage.Store, from int64) (logListing, error) {
 	l := logListing{commits: map[int64]bool{}, maxCommit: -1}
 	startAfter := ""
@@ -146,6 +158,7 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 		size int64
 	}
 	classic := map[int64]checkpointRef{}
+	uuidNamed := map[int64]checkpointRef{}
 	multi := map[int64]map[int]*partSet{} // version -> parts -> set
 	for oi, err := range store.List(ctx, LogDir, startAfter) {
 		if err != nil {
@@ -158,6 +171,11 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 			l.maxCommit = max(l.maxCommit, f.version)
 		case kindCheckpoint:
 			classic[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
+		case kindUUIDCheckpoint:
+			// A classic file of the same version is preferred; either is the whole state.
+			if _, ok := uuidNamed[f.version]; !ok {
+				uuidNamed[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
+			}
 		case kindMultiPartCheckpoint:
 			if multi[f.version] == nil {
 				multi[f.version] = map[int]*partSet{}
@@ -175,6 +193,12 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 	for v, c := range classic {
 		l.checkpoints = append(l.checkpoints, c)
 		seen[v] = true
+	}
+	for v, c := range uuidNamed {
+		if !seen[v] {
+			l.checkpoints = append(l.checkpoints, c)
+			seen[v] = true
+		}
 	}
 	for v, sets := range multi {
 		if seen[v] {

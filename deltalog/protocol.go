@@ -38,11 +38,14 @@ const (
 	FeatureVariantShredding    = "variantShredding"
 )
 
-// readerFeatures are the reader features the log reader handles. deletionVectors and
-// columnMapping are understood by the log (file identity includes the DV id; schemas keep
-// their column-mapping metadata) but not by data scans: Snapshot.CanReadData refuses them
-// when they are active. vacuumProtocolCheck only concerns VACUUM.
+// readerFeatures are the reader features the log reader handles. v2Checkpoint: UUID-named
+// checkpoints (JSON or Parquet) and their sidecars are read. deletionVectors: file
+// identity includes the DV id and Scan never returns deleted rows. columnMapping is
+// understood by the log (schemas keep their column-mapping metadata) but not by data
+// scans: Snapshot.CanReadData refuses it when active. vacuumProtocolCheck only concerns
+// VACUUM.
 var readerFeatures = map[string]bool{
+	FeatureV2Checkpoint:        true,
 	FeatureTimestampNTZ:        true,
 	FeatureDeletionVectors:     true,
 	FeatureColumnMapping:       true,

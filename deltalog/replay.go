@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -137,6 +138,9 @@ const maxHintedParts = 1000
 func hintedCheckpoint(lc LastCheckpoint) *checkpointRef {
 	if lc.Parts != nil && (*lc.Parts < 0 || *lc.Parts > maxHintedParts) {
 		return nil
+	}
+	if lc.V2Checkpoint != nil && lc.V2Checkpoint.Path != "" && !strings.Contains(lc.V2Checkpoint.Path, "/") {
+		return &checkpointRef{version: lc.Version, keys: []string{LogDir + lc.V2Checkpoint.Path}}
 	}
 	if lc.Parts == nil || *lc.Parts <= 1 {
 		return &checkpointRef{version: lc.Version, keys: []string{CheckpointFileKey(lc.Version)}}

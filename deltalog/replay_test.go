@@ -192,11 +192,11 @@ func TestLogGapIsCorrupt(t *testing.T) {
 func TestUnsupportedReaderFeature(t *testing.T) {
 	tbl := openDir(t, t.TempDir())
 	lgCommit(t, tbl, 0,
-		Action{Protocol: &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "v2Checkpoint"}, WriterFeatures: []string{"timestampNtz", "v2Checkpoint"}}},
+		Action{Protocol: &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz", "variantType"}, WriterFeatures: []string{"timestampNtz", "variantType"}}},
 		Action{MetaData: lgMetadata()})
 	_, err := tbl.Snapshot(context.Background())
 	var fe *UnsupportedFeatureError
-	if !errors.As(err, &fe) || fe.Feature != "v2Checkpoint" || !fe.Reader || !strings.Contains(err.Error(), "v2Checkpoint") {
+	if !errors.As(err, &fe) || fe.Feature != "variantType" || !fe.Reader || !strings.Contains(err.Error(), "variantType") {
 		t.Fatalf("got %v", err)
 	}
 }
