@@ -42,8 +42,9 @@ type ScanStats struct {
 // table's schema (ToArrow) projected to opts.Columns. Rows of a file written before a
 // column was added read that column as NULL; partition columns come from the add's
 // partitionValues (string, integer, boolean, float, double and date partitions).
-// Files are read one at a time in path order, each with parquetio.ReadFile (ranged gets of
-// only the columns needed). A file column whose Arrow type differs from the table's (an
+// Files are read one at a time in path order, each with parquetio.ReadFileSized and the
+// add's size: one GET for a file of at most parquetio.SmallFileBytes, else ranged gets of
+// only the columns needed. A file column whose Arrow type differs from the table's (an
 // older writer's encoding) is cast, and a failed cast is an error.
 //
 // Rows a file's deletion vector marks deleted are never returned (PROTOCOL.md § Deletion
@@ -179,7 +180,7 @@ func (it *scanIter) Next(ctx context.Context) (arrow.RecordBatch, error) {
 				}
 				it.deleted = d
 			}
-			r, err := parquetio.ReadFile(ctx, it.snap.table.store, it.curAdd.DecodedPath(), it.fileCols)
+			r, err := parquetio.ReadFileSized(ctx, it.snap.table.store, it.curAdd.DecodedPath(), it.curAdd.Size, it.fileCols)
 			if err != nil {
 				return nil, fmt.Errorf("scan: %w", err)
 			}

@@ -28,6 +28,12 @@ type RecordIterator interface {
 	Close() error
 }
 
+// SmallFileBytes is the size up to which ReadFile fetches a whole file with one GET
+// instead of a ranged GET for the footer and one per column chunk: below a few MB, a
+// request's latency (tens of ms on S3) costs more than the bytes (a one-row facts file of
+// 30 columns took 30 GETs).
+const SmallFileBytes = 4 << 20
+
 // ReadFile reads the Parquet file at key as record batches of at most ReadBatchRows rows.
 // Legacy INT96 timestamps (Spark's default before 3.x, Databricks, Impala) are read as
 // timestamp[us, UTC], the Delta timestamp, so years up to 9999 survive (Arrow's
@@ -35,14 +41,32 @@ type RecordIterator interface {
 // columns selects top-level columns by name (exactly, else ignoring case), in that order;
 // nil reads every column. A requested column the file lacks is left out of the batches (an
 // older file of a table whose schema grew): the caller fills it with NULL. A missing key is
-// storage.ErrNotFound (wrapped). The file is read with ranged gets: the footer, then each
-// column chunk.
+// storage.ErrNotFound (wrapped). The file's size comes from a HEAD; a file of at most
+// SmallFileBytes is then read with one GET, a larger one with ranged gets (the footer,
+// then each column chunk read).
 func ReadFile(ctx context.Context, store storage.Store, key string, columns []string) (RecordIterator, error) {
-	info, err := store.Head(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("read parquet %s: %w", key, err)
+	return ReadFileSized(ctx, store, key, -1, columns)
+}
+
+// ReadFileSized is ReadFile for a file whose size the caller knows (a Delta add action's
+// size), which saves the HEAD: a file of at most SmallFileBytes costs exactly one GET.
+// size < 0 means unknown.
+func ReadFileSized(ctx context.Context, store storage.Store, key string, size int64, columns []string) (RecordIterator, error) {
+	if size < 0 {
+		info, err := store.Head(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read parquet %s: %w", key, err)
+		}
+		size = info.Size
 	}
-	src := &rangeReader{ctx: ctx, store: store, key: key, size: info.Size}
+	src := &rangeReader{ctx: ctx, store: store, key: key, size: size}
+	if size <= SmallFileBytes {
+		data, err := store.GetRange(ctx, key, 0, -1)
+		if err != nil {
+			return nil, fmt.Errorf("read parquet %s: %w", key, err)
+		}
+		src.buf, src.size = data, int64(len(data))
+	}
 	pf, err := file.NewParquetReader(src)
 	if err != nil {
 		return nil, fmt.Errorf("read parquet %s: %w", key, err)
@@ -156,13 +180,15 @@ func (it *countIterator) Next(ctx context.Context) (arrow.RecordBatch, error) {
 
 func (it *countIterator) Close() error { return nil }
 
-// rangeReader is an io.ReaderAt and io.Seeker over an object, by ranged gets.
+// rangeReader is an io.ReaderAt and io.Seeker over an object, by ranged gets, or over
+// its bytes when buf holds the whole object.
 type rangeReader struct {
 	ctx   context.Context
 	store storage.Store
 	key   string
 	size  int64
 	pos   int64
+	buf   []byte
 }
 
 func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
@@ -173,9 +199,14 @@ func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
 	if off+n > r.size {
 		n = r.size - off
 	}
-	b, err := r.store.GetRange(r.ctx, r.key, off, n)
-	if err != nil {
-		return 0, err
+	var b []byte
+	if r.buf != nil {
+		b = r.buf[off : off+n]
+	} else {
+		var err error
+		if b, err = r.store.GetRange(r.ctx, r.key, off, n); err != nil {
+			return 0, err
+		}
 	}
 	copied := copy(p, b)
 	if copied < len(p) {
