@@ -485,10 +485,20 @@ func ParseStats(stats string) (st Stats, ok bool, err error) {
 	return st, probe.NumRecords != nil, nil
 }
 
-// NumRecords is the file's row count from its stats; ok is false when unknown.
+// NumRecords is the file's row count from its stats; ok is false when unknown. Stats
+// that begin with numRecords, as Spark's, delta-rs's and this package's do, are read
+// without decoding the rest of the document.
 func (a *Add) NumRecords() (n int64, ok bool) {
 	if a.Stats == "" {
 		return 0, false
+	}
+	if rest, found := strings.CutPrefix(a.Stats, `{"numRecords":`); found {
+		end := strings.IndexAny(rest, ",}")
+		if end > 0 {
+			if v, err := strconv.ParseInt(rest[:end], 10, 64); err == nil {
+				return v, true
+			}
+		}
 	}
 	var probe struct {
 		NumRecords *int64 `json:"numRecords"`

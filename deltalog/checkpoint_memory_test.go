@@ -60,7 +60,7 @@ func TestCheckpointDecodeHoldsOneRowGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	alloc := &peakAllocator{Allocator: memory.NewGoAllocator()}
-	got, err := decodeCheckpointWith(context.Background(), data, nil, alloc)
+	got, err := decodeCheckpointWith(context.Background(), data, nil, alloc, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -41,7 +42,49 @@ const SidecarDir = LogDir + "_sidecars/"
 // actions are followed to the files under _delta_log/_sidecars/ that hold its add and
 // remove actions (PROTOCOL.md § V2 Spec). A missing sidecar makes the checkpoint
 // unreadable (the caller falls back to an older one).
-func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, error) {
+//
+// The add actions of Parquet files come without their stats (add.stats, or
+// add.stats_parsed): the returned lazyStats reads them from the same bytes when first
+// needed, so an open pays only for paths, sizes and partition values (issue: a 100k-file
+// checkpoint is mostly stats).
+func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, *lazyStats, error) {
+	lazy := &lazyStats{}
+	out, err := readCheckpointParts(ctx, store, keys, lazy)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(lazy.parts) == 0 {
+		lazy = nil
+	}
+	return out, lazy, nil
+}
+
+// lazyStats holds what is needed to fill in the stats of a checkpoint's add actions
+// later: the Parquet bytes of each file that had add rows and those adds, in row order.
+// Snapshots derived from one read share it; load runs once.
+type lazyStats struct {
+	once  sync.Once
+	parts []lazyStatsPart
+}
+
+type lazyStatsPart struct {
+	data []byte
+	adds []*Add
+}
+
+// load sets Stats on every add the checkpoint read left without. A file that cannot be
+// decoded again (it decoded once, from the same bytes) leaves its adds' stats unknown,
+// which readers treat as "no statistics", never as "no rows".
+func (l *lazyStats) load() {
+	l.once.Do(func() {
+		for _, p := range l.parts {
+			_ = decodeStats(context.Background(), p.data, p.adds)
+		}
+		l.parts = nil
+	})
+}
+
+func readCheckpointParts(ctx context.Context, store storage.Store, keys []string, lazy *lazyStats) ([]Action, error) {
 	var out []Action
 	for _, key := range keys {
 		data, err := store.GetRange(ctx, key, 0, -1)
@@ -56,9 +99,11 @@ func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]
 			out = append(out, acts...)
 			continue
 		}
-		if out, err = decodeCheckpoint(ctx, data, out); err != nil {
+		n := len(out)
+		if out, err = decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator, false); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
+		lazy.add(data, out[n:])
 	}
 	var sidecars []Sidecar
 	for _, a := range out {
@@ -75,11 +120,98 @@ func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]
 		if err != nil {
 			return nil, fmt.Errorf("sidecar: %w", err)
 		}
-		if out, err = decodeCheckpoint(ctx, data, out); err != nil {
+		n := len(out)
+		if out, err = decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator, false); err != nil {
 			return nil, fmt.Errorf("sidecar %s: %w", key, err)
 		}
+		lazy.add(data, out[n:])
 	}
 	return out, nil
+}
+
+// add records the adds among acts, decoded from data without stats.
+func (l *lazyStats) add(data []byte, acts []Action) {
+	var adds []*Add
+	for _, a := range acts {
+		if a.Add != nil {
+			adds = append(adds, a.Add)
+		}
+	}
+	if len(adds) > 0 {
+		l.parts = append(l.parts, lazyStatsPart{data: data, adds: adds})
+	}
+}
+
+// decodeStats reads the add stats of one checkpoint file (add.stats, else
+// add.stats_parsed rendered as JSON) into adds, which are its add rows in order.
+func decodeStats(ctx context.Context, data []byte, adds []*Add) error {
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
+	if err != nil {
+		return err
+	}
+	sc := pf.MetaData().Schema
+	var stats, parsed, path []int
+	for i := 0; i < sc.NumColumns(); i++ {
+		p := sc.Column(i).ColumnPath()
+		switch {
+		case len(p) < 2 || p[0] != "add":
+		case p[1] == "stats":
+			stats = append(stats, i)
+		case p[1] == "stats_parsed":
+			parsed = append(parsed, i)
+		case p[1] == "path":
+			path = append(path, i)
+		}
+	}
+	leaves := stats
+	if len(leaves) == 0 {
+		leaves = parsed
+	}
+	if len(leaves) == 0 {
+		return nil
+	}
+	// add.path comes along so that a row whose stats are null still counts as an add.
+	leaves = append(path, leaves...)
+	next := 0
+	for rg := range pf.NumRowGroups() {
+		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+		if err != nil {
+			return err
+		}
+		tr := array.NewTableReader(tbl, 64*1024)
+		for tr.Next() {
+			rec := tr.RecordBatch()
+			sa, ok := rec.Column(0).(*array.Struct)
+			if !ok {
+				break
+			}
+			add := newStructCols(sa)
+			for i := range int(rec.NumRows()) {
+				if !add.valid(i) {
+					continue
+				}
+				if next >= len(adds) {
+					tr.Release()
+					tbl.Release()
+					return fmt.Errorf("checkpoint has more add rows than it had")
+				}
+				st := add.str("stats", i)
+				if st == "" {
+					st = add.parsedStats(i)
+				}
+				adds[next].Stats = st
+				next++
+			}
+		}
+		tr.Release()
+		tbl.Release()
+	}
+	return nil
 }
 
 // sidecarKey is the store key of a sidecar path: a file name (the usual form) under
@@ -105,10 +237,12 @@ func sidecarKey(rootURL, p string) (string, error) {
 // (Spark writes checkpoints in row groups of its Parquet block size, this package in
 // checkpointBatchRows actions), not the whole file's.
 func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action, error) {
-	return decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator)
+	return decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator, true)
 }
 
-func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem memory.Allocator) ([]Action, error) {
+// decodeCheckpointWith is decodeCheckpoint with an allocator, reading the adds' stats
+// only when withStats (else decodeStats fills them in later).
+func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem memory.Allocator, withStats bool) ([]Action, error) {
 	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, err
@@ -134,17 +268,64 @@ func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem me
 		if p[0] == "add" && len(p) > 1 && skippedAddFields[p[1]] && (hasStats || p[1] != "stats_parsed") {
 			continue
 		}
+		if !withStats && p[0] == "add" && len(p) > 1 && (p[1] == "stats" || p[1] == "stats_parsed") {
+			continue
+		}
 		leaves = append(leaves, i)
 	}
 	if len(leaves) == 0 {
 		return out, nil
 	}
 	for rg := range pf.NumRowGroups() {
-		if out, err = decodeRowGroup(ctx, fr, leaves, rg, out); err != nil {
+		rgLeaves := presentLeaves(pf, rg, leaves)
+		if len(rgLeaves) == 0 {
+			continue
+		}
+		if out, err = decodeRowGroup(ctx, fr, rgLeaves, rg, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// presentLeaves drops from leaves those of the top-level columns that hold no value in
+// row group rg: every leaf's column chunk statistics say all its values are null. A
+// checkpoint is one action per row, so in a group of adds the remove, metaData,
+// domainMetadata... columns are all null, and decoding them into Arrow would cost as much
+// as the adds (a 100k-file checkpoint has some 40 leaves). Without statistics a column is
+// read.
+func presentLeaves(pf *file.Reader, rg int, leaves []int) []int {
+	md := pf.MetaData()
+	rgm := md.RowGroup(rg)
+	rows := rgm.NumRows()
+	hasValue := map[string]bool{}
+	for _, leaf := range leaves {
+		top := md.Schema.Column(leaf).ColumnPath()[0]
+		if hasValue[top] {
+			continue
+		}
+		cc, err := rgm.ColumnChunk(leaf)
+		if err != nil {
+			hasValue[top] = true
+			continue
+		}
+		set, err := cc.StatsSet()
+		if err != nil || !set {
+			hasValue[top] = true
+			continue
+		}
+		st, err := cc.Statistics()
+		if err != nil || st == nil || !st.HasNullCount() || st.NullCount() != rows {
+			hasValue[top] = true
+		}
+	}
+	out := make([]int, 0, len(leaves))
+	for _, leaf := range leaves {
+		if hasValue[md.Schema.Column(leaf).ColumnPath()[0]] {
+			out = append(out, leaf)
+		}
+	}
+	return out
 }
 
 // decodeRowGroup appends the actions of row group rg, reading the leaf columns leaves.
@@ -297,6 +478,9 @@ func (s structCols) strMap(name string, i int) map[string]string {
 		start, end = f.ValueOffsets(i)
 	default:
 		return nil
+	}
+	if end == start {
+		return nil // an empty map reads as nil: one allocation less per add
 	}
 	out := make(map[string]string, end-start)
 	for j := int(start); j < int(end); j++ {

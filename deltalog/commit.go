@@ -381,6 +381,7 @@ func (tx *Transaction) postCommitSnapshot() *Snapshot {
 		domains:     maps.Clone(base.domains),
 		commitInfos: maps.Clone(base.commitInfos),
 		checkpoint:  base.checkpoint,
+		lazy:        base.lazy,
 	}
 	proto, meta := &base.protocol, &base.metadata
 	commits := tx.winners
@@ -397,6 +398,5 @@ func (tx *Transaction) postCommitSnapshot() *Snapshot {
 		}
 	}
 	s.protocol, s.metadata = *proto, *meta
-	s.sortFiles()
 	return s
 }

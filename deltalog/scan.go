@@ -120,10 +120,11 @@ func (s *Snapshot) scan(ctx context.Context, opts ScanOptions) (RecordIterator, 
 		fileCols = []string{} // read no column, only row counts
 	}
 
-	stats := ScanStats{Files: len(s.sorted)}
-	files := make([]*Add, 0, len(s.sorted))
-	for i := range s.sorted {
-		a := &s.sorted[i]
+	all := s.Files()
+	stats := ScanStats{Files: len(all)}
+	files := make([]*Add, 0, len(all))
+	for i := range all {
+		a := &all[i]
 		if opts.Filter != nil {
 			v := &fileView{add: a, partCols: parts}
 			v.stats, v.hasStats, _ = ParseStats(a.Stats)

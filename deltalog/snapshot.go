@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -36,7 +37,12 @@ type Snapshot struct {
 	// was replayed from version 0.
 	checkpoint int64
 
-	sorted []Add // files ordered by path, built once
+	// lazy fills in the stats of the adds read from the checkpoint (nil when none are
+	// missing); Files loads them once, shared with snapshots derived from this one.
+	lazy *lazyStats
+
+	filesOnce sync.Once
+	sorted    []Add // files ordered by path, built by the first Files call
 }
 
 // Table is the table the snapshot was read from.
@@ -51,9 +57,23 @@ func (s *Snapshot) Protocol() Protocol { return s.protocol }
 // Metadata is the table's metaData action (zero when Version() == -1).
 func (s *Snapshot) Metadata() Metadata { return s.metadata }
 
-// Files are the live data files, ordered by path (then deletion vector id). The slice is
-// shared: do not modify it.
-func (s *Snapshot) Files() []Add { return s.sorted }
+// Files are the live data files, ordered by path (then deletion vector id), with their
+// stats. The slice is shared: do not modify it. The first call builds it, reading the
+// stats of files that came from the checkpoint (the open reads them only now, from the
+// checkpoint bytes it kept: no I/O), so a snapshot opened only for its version, txns or
+// protocol never pays for them.
+func (s *Snapshot) Files() []Add {
+	s.filesOnce.Do(func() {
+		if s.lazy != nil {
+			s.lazy.load()
+		}
+		s.sortFiles()
+	})
+	return s.sorted
+}
+
+// NumFiles is the number of live files, without building Files.
+func (s *Snapshot) NumFiles() int { return len(s.files) }
 
 // Tombstones are the remove actions still known to the snapshot: every remove replayed
 // from JSON, plus the unexpired ones its checkpoint carried. Ordered by path.
