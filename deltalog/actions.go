@@ -338,8 +338,8 @@ type CDC struct {
 	Tags            map[string]string `json:"tags,omitempty"`
 }
 
-// Sidecar is the sidecar action of a v2 checkpoint (PROTOCOL.md § Sidecar File
-// Information): a Parquet file of add and remove actions under _delta_log/_sidecars/ that
+// Sidecar is the sidecar action of a v2 checkpoint (docs/delta-reading.md
+// § V2 checkpoints): a Parquet file of add and remove actions under _delta_log/_sidecars/ that
 // belongs to the checkpoint. It never appears in commits.
 type Sidecar struct {
 	// Path is the file's name under _delta_log/_sidecars/ (or a URI), percent-encoded.
@@ -350,7 +350,7 @@ type Sidecar struct {
 }
 
 // CheckpointMetadata is the checkpointMetadata action every v2 checkpoint holds once
-// (PROTOCOL.md § Checkpoint Metadata). It never appears in commits.
+// (docs/delta-reading.md § V2 checkpoints). It never appears in commits.
 type CheckpointMetadata struct {
 	Version int64             `json:"version"`
 	Tags    map[string]string `json:"tags,omitempty"`

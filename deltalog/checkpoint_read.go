@@ -19,8 +19,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
-// checkpointColumns are the top-level checkpoint columns replay needs (PROTOCOL.md
-// § Checkpoint Schema), v2 checkpoints' sidecar and checkpointMetadata included.
+// checkpointColumns are the top-level checkpoint columns replay needs (docs/reference/delta-protocol.md
+// §7.2), v2 checkpoints' sidecar and checkpointMetadata included.
 var checkpointColumns = map[string]bool{
 	"txn": true, "add": true, "remove": true, "metaData": true, "protocol": true, "domainMetadata": true,
 	"sidecar": true, "checkpointMetadata": true,
@@ -33,14 +33,14 @@ var checkpointColumns = map[string]bool{
 // then the only copy of the stats.
 var skippedAddFields = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
 
-// SidecarDir is the directory of v2 checkpoints' sidecar files (PROTOCOL.md § Sidecar
-// Files).
+// SidecarDir is the directory of v2 checkpoints' sidecar files (docs/delta-reading.md
+// § V2 checkpoints).
 const SidecarDir = LogDir + "_sidecars/"
 
 // readCheckpoint reads every part of a checkpoint and returns its actions. A UUID-named
 // v2 checkpoint may be JSON (one action per line, as a commit); a v2 checkpoint's sidecar
 // actions are followed to the files under _delta_log/_sidecars/ that hold its add and
-// remove actions (PROTOCOL.md § V2 Spec). A missing sidecar makes the checkpoint
+// remove actions (docs/delta-reading.md § V2 checkpoints). A missing sidecar makes the checkpoint
 // unreadable (the caller falls back to an older one).
 //
 // The add actions of Parquet files come without their stats (add.stats, or
@@ -561,7 +561,7 @@ func (s structCols) add(i int) (*Add, bool) {
 
 // parsedStats renders add.stats_parsed (the typed stats of a checkpoint written with
 // delta.checkpoint.writeStatsAsStruct) as the JSON stats document add.stats would hold
-// (PROTOCOL.md § Per-file Statistics), or "" when the row has none.
+// (docs/reference/delta-protocol.md §4.1), or "" when the row has none.
 func (s structCols) parsedStats(i int) string {
 	sp, ok := s.field("stats_parsed", i).(*array.Struct)
 	if !ok {

@@ -13,7 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
-// Deletion vector storage types (PROTOCOL.md § Deletion Vector Descriptor Schema).
+// Deletion vector storage types (docs/delta-reading.md § Deletion vectors).
 const (
 	// DVStorageUUID: pathOrInlineDv is an optional random prefix and a 20-character Z85
 	// UUID; the file is <table>/<prefix>/deletion_vector_<uuid>.bin.
@@ -24,8 +24,8 @@ const (
 	DVStorageAbsolute = "p"
 )
 
-// dvFileVersion is the first byte of a deletion vector file (PROTOCOL.md § Deletion Vector
-// File Storage Format).
+// dvFileVersion is the first byte of a deletion vector file (docs/delta-reading.md
+// § Deletion vectors).
 const dvFileVersion = 1
 
 // maxDVReadFromStart is how far into a DV file a bitmap may start for the file to be read
@@ -155,8 +155,8 @@ func readDeletionVector(ctx context.Context, store storage.Store, dv *DeletionVe
 
 // DeletedRows returns the rows of the live file a that its deletion vector marks deleted
 // (an empty set when it has none). Row indexes are bounded by the file's numRecords, which
-// the protocol requires of every file with a deletion vector (PROTOCOL.md § Per-file
-// Statistics); a file with a DV and no numRecords is a *DeletionVectorError, as is any
+// the protocol requires of every file with a deletion vector (docs/reference/delta-protocol.md
+// §4.1); a file with a DV and no numRecords is a *DeletionVectorError, as is any
 // unreadable or inconsistent deletion vector.
 func (s *Snapshot) DeletedRows(ctx context.Context, a *Add) (*RowBitmap, error) {
 	if a.DeletionVector == nil {
@@ -170,7 +170,7 @@ func (s *Snapshot) DeletedRows(ctx context.Context, a *Add) (*RowBitmap, error) 
 }
 
 // LiveRecords is the number of rows of the file that are not deleted: its numRecords
-// minus its deletion vector's cardinality (PROTOCOL.md § Deletion Vectors: numRecords
+// minus its deletion vector's cardinality (docs/delta-reading.md § Deletion vectors: numRecords
 // counts the physical rows). ok is false when numRecords is unknown.
 func (a *Add) LiveRecords() (n int64, ok bool) {
 	n, ok = a.NumRecords()
@@ -194,8 +194,8 @@ func InlineDeletionVector(rows *RowBitmap) *DeletionVector {
 	}
 }
 
-// EncodeDeletionVectorFile lays bitmaps out as one deletion vector file (PROTOCOL.md
-// § Deletion Vector File Storage Format): the version byte 1, then per bitmap its size
+// EncodeDeletionVectorFile lays bitmaps out as one deletion vector file (docs/delta-reading.md
+// § Deletion vectors): the version byte 1, then per bitmap its size
 // (big-endian int32), its RoaringBitmapArray bytes and their CRC-32 (big-endian). It
 // returns the file and, per bitmap, the offset of its size field and its size in bytes,
 // which are a descriptor's offset and sizeInBytes.

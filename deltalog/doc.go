@@ -66,12 +66,12 @@
 // takes the newest complete checkpoint at or below the target (a multi-part set missing a
 // part is ignored; an unreadable checkpoint falls back to an older one, then to version
 // 0). Then it replays the JSON commits after it, read through LogStore.Read so that half-done
-// DynamoDB commits are completed first. Reconciliation (PROTOCOL.md § Action
-// Reconciliation): the latest protocol and metaData win; the latest txn per app id; the
+// DynamoDB commits are completed first. Reconciliation (docs/reference/delta-protocol.md
+// §9.2): the latest protocol and metaData win; the latest txn per app id; the
 // latest domainMetadata per domain (removed deletes it); per logical file, keyed by
 // (decoded path, deletion vector unique id), the latest add (live) or remove (tombstone).
 // commitInfo comes only from JSON commits, never checkpoints. Unknown action types and
-// fields are ignored (PROTOCOL.md § Protocol Evolution).
+// fields are ignored (docs/reference/delta-protocol.md §2.1).
 //
 // # Protocol and table features (protocol.go)
 //

@@ -39,8 +39,8 @@ type LastCheckpoint struct {
 	SizeInBytes int64 `json:"sizeInBytes,omitempty"`
 	// NumOfAddFiles is the number of add rows, 0 when unknown.
 	NumOfAddFiles int64 `json:"numOfAddFiles,omitempty"`
-	// V2Checkpoint names a UUID-named v2 checkpoint (Spark embeds it; PROTOCOL.md § V2
-	// Spec); nil otherwise. Only its path is used.
+	// V2Checkpoint names a UUID-named v2 checkpoint (Spark embeds it; docs/delta-reading.md
+	// § V2 checkpoints); nil otherwise. Only its path is used.
 	V2Checkpoint *LastCheckpointV2 `json:"v2Checkpoint,omitempty"`
 }
 
@@ -139,10 +139,10 @@ type logListing struct {
 }
 
 // listLog lists _delta_log/ from version from onwards and groups the files. Multi-part
-// sets missing a part are dropped (PROTOCOL.md § Checkpoints); a UUID-named v2
+// sets missing a part are dropped (docs/reference/delta-protocol.md §7.4); a UUID-named v2
 // checkpoint counts when no classic one of its version exists (its sidecars are checked
 // when it is read). Log compaction files (<x>.<y>.compacted.json) are ignored, which the
-// protocol allows (PROTOCOL.md § Log Compaction Files): the commits they stand for are
+// protocol allows (docs/delta-reading.md § Log compaction): the commits they stand for are
 // read instead.
 func listLog(ctx context.Context, store storage.Store, from int64) (logListing, error) {
 	l := logListing{commits: map[int64]bool{}, maxCommit: -1}
@@ -152,7 +152,7 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 	}
 	// A part set is kept as the parts found, never as a slice of the count its names
 	// claim: a name claiming a billion parts costs one map entry, and its set is never
-	// complete (PROTOCOL.md § Checkpoints: a set missing a part is ignored).
+	// complete (docs/reference/delta-protocol.md §7.4: a set missing a part is ignored).
 	type partSet struct {
 		keys map[int]string // part number -> key
 		size int64

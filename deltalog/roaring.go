@@ -7,8 +7,8 @@ import (
 	"slices"
 )
 
-// The bytes of a deletion vector are a RoaringBitmapArray (PROTOCOL.md § Deletion Vector
-// Format; docs/reference/delta-protocol.md): a 4-byte little-endian magic number, then a
+// The bytes of a deletion vector are a RoaringBitmapArray (docs/delta-reading.md
+// § Deletion vectors): a 4-byte little-endian magic number, then a
 // 64-bit Roaring bitmap in the "portable" layout of the RoaringFormatSpec — a uint64
 // bucket count, then per bucket (ascending) its uint32 key (the high 32 bits of its values,
 // top bit clear) and a standard 32-bit Roaring bitmap of the low 32 bits. A 32-bit bitmap

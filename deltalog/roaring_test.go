@@ -52,7 +52,7 @@ func TestRoaringMatchesDatabricks(t *testing.T) {
 	}
 }
 
-// The protocol's inline example (PROTOCOL.md § Deletion Vector Descriptor Schema) is in
+// The protocol's inline example (docs/delta-reading.md § Deletion vectors) is in
 // the older native layout; it holds rows 3, 4, 7, 11, 18 and 29.
 func TestRoaringProtocolInlineExample(t *testing.T) {
 	dv := &DeletionVector{StorageType: DVStorageInline, PathOrInlineDv: "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", SizeInBytes: 40, Cardinality: 6}

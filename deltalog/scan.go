@@ -47,8 +47,8 @@ type ScanStats struct {
 // only the columns needed. A file column whose Arrow type differs from the table's (an
 // older writer's encoding) is cast, and a failed cast is an error.
 //
-// Rows a file's deletion vector marks deleted are never returned (PROTOCOL.md § Deletion
-// Vectors): the DV is read (inline, or one ranged GET of its file) when the file is
+// Rows a file's deletion vector marks deleted are never returned (docs/delta-reading.md
+// § Deletion vectors): the DV is read (inline, or one ranged GET of its file) when the file is
 // opened, and one that cannot be read or disagrees with its descriptor is a
 // *DeletionVectorError from Next.
 //
@@ -244,8 +244,8 @@ func (it *scanIter) shape(ctx context.Context, rec arrow.RecordBatch) (arrow.Rec
 				keep[i] = true
 			}
 		}
-		// Rows a deletion vector marks deleted are never returned (PROTOCOL.md § Reader
-		// Requirements for Deletion Vectors).
+		// Rows a deletion vector marks deleted are never returned (docs/delta-reading.md
+		// § Deletion vectors).
 		if it.deleted != nil {
 			for i := range keep {
 				if keep[i] && it.deleted.Contains(it.pos+uint64(i)) {

@@ -3,7 +3,7 @@ package deltalog
 import "fmt"
 
 // Z85 is the Base85 variant the protocol uses for inline deletion vectors and the UUIDs
-// of on-disk ones (PROTOCOL.md § Deletion Vector Descriptor Schema; ZeroMQ RFC 32): every
+// of on-disk ones (docs/delta-reading.md § Deletion vectors; ZeroMQ RFC 32): every
 // 4 bytes, read as a big-endian uint32, become 5 characters of z85Alphabet, most
 // significant first.
 const z85Alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
