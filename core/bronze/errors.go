@@ -1,6 +1,7 @@
 package bronze
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,6 +38,20 @@ type ColumnCollisionError struct {
 func (e *ColumnCollisionError) Error() string {
 	return fmt.Sprintf("column %q collides with column %q (names are compared ignoring case); leave it out of the table spec's \"columns\" option", e.Column, e.With)
 }
+
+// ColumnsError: captured columns bronze cannot hold, every one at once: each problem is an
+// *UnsupportedTypeError or a *ColumnCollisionError (match them with errors.As). The spec's
+// "columns" option must leave them out, or the source table must change. Step Functions
+// sees the name ColumnsError (docs/handlers.md).
+type ColumnsError struct {
+	Problems []error
+}
+
+// Error lists the problems one per line, as errors.Join does.
+func (e *ColumnsError) Error() string { return errors.Join(e.Problems...).Error() }
+
+// Unwrap returns the problems.
+func (e *ColumnsError) Unwrap() []error { return e.Problems }
 
 // RecordMismatchError: a record handed to ChangeRecord or SnapshotRecord does not fit the
 // bronze schema. Either the record has a column the schema lacks (Want is nil), a change

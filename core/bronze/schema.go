@@ -1,7 +1,6 @@
 package bronze
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -10,10 +9,9 @@ import (
 )
 
 // TableSchema is the schema of Source.ReadTable records: the columns in order, with their
-// bronze types, all nullable. Every column is checked: the errors are an
-// *UnsupportedTypeError per unmappable column and a *ColumnCollisionError per name that
-// repeats (ignoring case), joined with errors.Join so a user sees every problem at once.
-// Match them with errors.As.
+// bronze types, all nullable. Every column is checked: the error is a *ColumnsError holding
+// an *UnsupportedTypeError per unmappable column and a *ColumnCollisionError per name that
+// repeats (ignoring case), so a user sees every problem at once. Match them with errors.As.
 func TableSchema(cols []source.Column) (*arrow.Schema, error) {
 	fields, err := capturedFields(cols)
 	if err != nil {
@@ -24,7 +22,8 @@ func TableSchema(cols []source.Column) (*arrow.Schema, error) {
 
 // ChangeSchema is the schema of Source.ReadChanges records: _start_lsn, _seqval,
 // _operation, _command_id, _commit_ts, then the captured columns as in TableSchema. A
-// captured column named like a metadata column (ignoring case) is a *ColumnCollisionError.
+// captured column named like a metadata column (ignoring case) is a *ColumnCollisionError
+// in the *ColumnsError.
 func ChangeSchema(cols []source.Column) (*arrow.Schema, error) {
 	fields, err := capturedFields(cols)
 	if err != nil {
@@ -72,7 +71,7 @@ func capturedFields(cols []source.Column) ([]arrow.Field, error) {
 		fields = append(fields, arrow.Field{Name: c.Name, Type: t, Nullable: true})
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, &ColumnsError{Problems: errs}
 	}
 	return fields, nil
 }

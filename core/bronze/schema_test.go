@@ -127,6 +127,11 @@ func TestSchemaReportsEveryProblem(t *testing.T) {
 	if n != 3 {
 		t.Errorf("got %d typed errors in %v, want 3", n, err)
 	}
+	// One typed value carries them all (the name Step Functions sees), with errors.Join's text.
+	var cols *ColumnsError
+	if !errors.As(err, &cols) || len(cols.Problems) != 3 || err.Error() != errors.Join(cols.Problems...).Error() {
+		t.Errorf("%T %v: want a *ColumnsError of 3 problems", err, err)
+	}
 }
 
 func TestMetadataFieldsIsACopy(t *testing.T) {
