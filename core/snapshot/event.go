@@ -2,13 +2,9 @@ package snapshot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
-	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
 // Steps of the snapshot function, the values of Event.Step.
@@ -46,17 +42,11 @@ func (e *EventError) Error() string {
 }
 
 // Handle runs the step ev names and returns its output: OpenResult, PlanResult,
-// ReadResult, CommitResult or lsn.Offset. Errors are returned by Named, so the Lambda
-// runtime reports the type name Step Functions matches.
+// ReadResult, CommitResult or lsn.Offset. An unknown step or a missing field is an
+// *EventError, found before anything is read or written (an LSN that does not parse fails
+// the event's decoding). The Lambda handler (functions/snapshot) names the errors for Step
+// Functions (functions/lambdaerr).
 func Handle(ctx context.Context, d Deps, ev Event) (any, error) {
-	out, err := handle(ctx, d, ev)
-	if err != nil {
-		return nil, Named(err)
-	}
-	return out, nil
-}
-
-func handle(ctx context.Context, d Deps, ev Event) (any, error) {
 	needSnap := func() error {
 		if ev.Snapshot == nil || ev.Snapshot.LSN.IsZero() {
 			return &EventError{Step: ev.Step, Reason: "needs snapshot {lsn, commit_ts}"}
@@ -91,38 +81,4 @@ func handle(ctx context.Context, d Deps, ev Event) (any, error) {
 		return Close(*ev.Open), nil
 	}
 	return nil, &EventError{Step: ev.Step, Reason: "step must be open, plan, read, commit or close"}
-}
-
-// Named returns the typed error inside err that Step Functions matches by name (the
-// outermost value's type name is the Lambda errorType; a wrap would hide it). Retried by
-// the bootstrap machine: TransientError, LockTimeoutError, ConcurrentModificationError,
-// CommitAttemptsError, CommitUnknownError. Caught and failed: ConfigError, ModeLockError,
-// MissingRangeError, PlanNotFoundError, KeyError, NoLSNError, StampAheadError, EventError,
-// the source's CaptureInstanceNotFoundError, AmbiguousCaptureInstanceError,
-// CDCNotEnabledError, PermissionError and LoginError; anything else as is.
-func Named(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, f := range []func(error) (error, bool){
-		as[*source.TransientError], as[*source.LockTimeoutError], as[*source.CaptureInstanceNotFoundError],
-		as[*source.AmbiguousCaptureInstanceError], as[*source.CDCNotEnabledError], as[*source.PermissionError],
-		as[*source.LoginError], as[*config.ConfigError], as[*ModeLockError], as[*MissingRangeError],
-		as[*PlanNotFoundError], as[*KeyError], as[*NoLSNError], as[*StampAheadError], as[*EventError],
-		as[*deltalog.ConcurrentModificationError], as[*deltalog.CommitAttemptsError], as[*deltalog.CommitUnknownError],
-	} {
-		if n, ok := f(err); ok {
-			return n
-		}
-	}
-	return err
-}
-
-// as is errors.As returning the match as an error value.
-func as[T error](err error) (error, bool) {
-	var t T
-	if errors.As(err, &t) {
-		return t, true
-	}
-	return nil, false
 }

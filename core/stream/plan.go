@@ -150,7 +150,8 @@ func (r *run) ciLabel(ci source.CaptureInstance) string {
 
 // sourceErr maps a Source failure: connection failures become *SourceUnavailableError
 // (retried by Step Functions); typed errors the caller branches on, a refused login
-// (source.LoginError) among them, pass through wrapped, for Named to find.
+// (source.LoginError) among them, pass through wrapped, for the handler to name
+// (functions/lambdaerr).
 func (r *run) sourceErr(op string, err error) error {
 	if source.IsTransient(err) {
 		return &SourceUnavailableError{Op: op, Err: err}

@@ -1,36 +1,38 @@
-package main
+package snapshot
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/lsn"
-	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	coresnapshot "github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.json")
 
-func newHandler(t *testing.T) (*Handler, *cdcsim.DB) {
+// newHandler is the handler over a cdcsim orders table of 10 rows, with extra columns.
+func newHandler(t *testing.T, extra ...source.Column) (*Handler, *cdcsim.DB) {
 	t.Helper()
 	db := cdcsim.New(cdcsim.Config{Seed: 1, Start: time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)})
-	cols := []source.Column{{Name: "id", DataType: "int"}, {Name: "name", DataType: "nvarchar", MaxLength: 20, Nullable: true}}
+	cols := append([]source.Column{{Name: "id", DataType: "int"}, {Name: "name", DataType: "nvarchar", MaxLength: 20, Nullable: true}}, extra...)
 	if err := db.CreateTable(cdcsim.TableSpec{Name: "orders", Columns: cols, Key: []string{"id"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func newHandler(t *testing.T) (*Handler, *cdcsim.DB) {
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	open := func(ctx context.Context, spec *config.Spec) (snapshot.Deps, func(), error) {
+	open := func(ctx context.Context, spec *config.Spec) (coresnapshot.Deps, func(), error) {
 		table := func(d string) *deltalog.Table {
 			st, _ := localstore.New(d)
 			ls, _ := localfs.New(d)
@@ -65,12 +67,33 @@ func newHandler(t *testing.T) (*Handler, *cdcsim.DB) {
 		}
 		cp, err := localstore.New(spec.Checkpoint)
 		if err != nil {
-			return snapshot.Deps{}, nil, err
+			return coresnapshot.Deps{}, nil, err
 		}
-		return snapshot.Deps{Spec: spec, Source: db, Bronze: table(spec.Bronze), Facts: table(spec.FactsTable), Staging: cp,
-			Options: snapshot.Options{Now: db.Now}}, func() {}, nil
+		return coresnapshot.Deps{Spec: spec, Source: db, Bronze: table(spec.Bronze), Facts: table(spec.FactsTable), Staging: cp,
+			Options: coresnapshot.Options{Now: db.Now}}, func() {}, nil
 	}
-	return &Handler{Spec: spec, Open: open, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, db
+	return New(spec, open, slog.New(slog.NewTextHandler(io.Discard, nil))), db
+}
+
+// lambdaInvoke runs h through aws-lambda-go's own invoke path (a local Runtime API and
+// lambda.StartWithOptions, as in Lambda) and returns what it posted.
+func lambdaInvoke(t *testing.T, h *Handler) func(payload string) runtimeapi.Result {
+	t.Helper()
+	s, err := runtimeapi.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Register("snapshot", h.Handle); err != nil {
+		t.Fatal(err)
+	}
+	return func(payload string) runtimeapi.Result {
+		t.Helper()
+		r, err := s.Invoke(context.Background(), "snapshot", []byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 }
 
 // byteCount matches a "bytes" field: Parquet file sizes follow the encoder (deltalog's
@@ -78,15 +101,10 @@ func newHandler(t *testing.T) (*Handler, *cdcsim.DB) {
 // positive size.
 var byteCount = regexp.MustCompile(`"bytes": [1-9][0-9]*`)
 
-// golden compares v's JSON with testdata/name (rewritten with -update).
-func golden(t *testing.T, name string, v any) {
+// golden compares indented JSON with testdata/name (rewritten with -update).
+func golden(t *testing.T, name string, indented []byte) {
 	t.Helper()
-	got, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = byteCount.ReplaceAll(got, []byte(`"bytes": "<bytes>"`))
-	got = append(got, '\n')
+	got := append(byteCount.ReplaceAll(indented, []byte(`"bytes": "<bytes>"`)), '\n')
 	path := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -103,76 +121,122 @@ func golden(t *testing.T, name string, v any) {
 	}
 }
 
-// call round-trips the event through JSON as the Lambda runtime does.
-func call(t *testing.T, h *Handler, name string, ev snapshot.Event) any {
+// step sends ev as Lambda would (its JSON is testdata/<name>.in.json), compares the output
+// with <name>.out.json and decodes it into out.
+func step(t *testing.T, invoke func(string) runtimeapi.Result, name string, ev coresnapshot.Event, out any) {
 	t.Helper()
-	golden(t, name+".in.json", ev)
-	b, _ := json.Marshal(ev)
-	var decoded snapshot.Event
-	if err := json.Unmarshal(b, &decoded); err != nil {
+	in, err := json.MarshalIndent(ev, "", "  ")
+	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.Handle(context.Background(), decoded)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+	golden(t, name+".in.json", in)
+	r := invoke(string(in))
+	if r.Error != nil {
+		t.Fatalf("%s: %s", name, r.ErrorBody)
 	}
-	golden(t, name+".out.json", out)
-	return out
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, r.Output, "", "  "); err != nil {
+		t.Fatalf("%s: output %q: %v", name, r.Output, err)
+	}
+	golden(t, name+".out.json", indented.Bytes())
+	if out != nil {
+		if err := json.Unmarshal(r.Output, out); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestStepsGolden(t *testing.T) {
 	h, _ := newHandler(t)
-	open := call(t, h, "1-open", snapshot.Event{Step: "open"}).(snapshot.OpenResult)
-	plan := call(t, h, "2-plan", snapshot.Event{Step: "plan", Snapshot: &open.Snapshot}).(snapshot.PlanResult)
+	invoke := lambdaInvoke(t, h)
+	var open coresnapshot.OpenResult
+	step(t, invoke, "1-open", coresnapshot.Event{Step: "open"}, &open)
+	var plan coresnapshot.PlanResult
+	step(t, invoke, "2-plan", coresnapshot.Event{Step: "plan", Snapshot: &open.Snapshot}, &plan)
 	for i, r := range plan.Ranges {
-		call(t, h, fmt.Sprintf("3-read-%d", i), snapshot.Event{Step: "read", Snapshot: &open.Snapshot, Range: &r})
+		step(t, invoke, fmt.Sprintf("3-read-%d", i), coresnapshot.Event{Step: "read", Snapshot: &open.Snapshot, Range: &r}, nil)
 	}
-	call(t, h, "4-commit", snapshot.Event{Step: "commit", Snapshot: &open.Snapshot})
-	call(t, h, "5-close", snapshot.Event{Step: "close", Open: &open})
+	step(t, invoke, "4-commit", coresnapshot.Event{Step: "commit", Snapshot: &open.Snapshot}, nil)
+	step(t, invoke, "5-close", coresnapshot.Event{Step: "close", Open: &open}, nil)
 	// A rerun finds the snapshot and reads nothing.
-	call(t, h, "6-open-rerun", snapshot.Event{Step: "open"})
+	step(t, invoke, "6-open-rerun", coresnapshot.Event{Step: "open"}, nil)
 }
 
+// Every failure reaches Step Functions under its declared name, as aws-lambda-go reports
+// it: a malformed event or LSN (before anything is read or written), a missing plan, a
+// transient source fault, an invalid spec, an unknown capture instance, and an error no
+// type describes.
 func TestErrorsAreNamed(t *testing.T) {
 	h, db := newHandler(t)
-	cases := []struct {
-		ev   snapshot.Event
-		want string
-	}{
-		{snapshot.Event{Step: "explode"}, "EventError"},
-		{snapshot.Event{Step: "plan"}, "EventError"},
-		{snapshot.Event{Step: "commit", Snapshot: &lsn.Offset{LSN: lsn.MustParse("0x00000001000000010001")}}, "PlanNotFoundError"},
-	}
-	for _, c := range cases {
-		_, err := h.Handle(context.Background(), c.ev)
-		if got := errorType(err); got != c.want {
-			t.Errorf("%+v: errorType %s (%v), want %s", c.ev, got, err, c.want)
+	invoke := lambdaInvoke(t, h)
+	bad := `"../../x"`
+	for _, c := range []struct{ event, want string }{
+		{`{"step": "explode"}`, "EventError"},
+		{`{"step": "plan"}`, "EventError"},
+		{`{"step": 5}`, "EventError"},
+		{`[1]`, "EventError"},
+		{`null`, "EventError"},
+		{`{"step": "plan", "snapshot": {"lsn": ` + bad + `}}`, "EventError"},
+		{`{"step": "read", "snapshot": {"lsn": "0xZZ"}, "range": {"index": 0}}`, "EventError"},
+		{`{"step": "read", "snapshot": {"lsn": "0x0000000100000001000100"}, "range": {"index": 0}}`, "EventError"},
+		// Another spelling of an LSN is that LSN (the staging keys use its canonical form).
+		{`{"step": "commit", "snapshot": {"lsn": "0x12"}}`, "PlanNotFoundError"},
+		{`{"step": "commit", "snapshot": {"lsn": "0x0000000100000001000a"}}`, "PlanNotFoundError"},
+		{`{"step": "close", "open": {"status": "opened", "snapshot": {"lsn": ` + bad + `}}}`, "EventError"},
+		{`{"step": "commit", "snapshot": {"lsn": "0x00000001000000010001"}}`, "PlanNotFoundError"},
+	} {
+		r := invoke(c.event)
+		if r.Error == nil || r.Error.Type != c.want {
+			t.Errorf("%s: %s %s, want errorType %s", c.event, r.Output, r.ErrorBody, c.want)
 		}
 	}
-	db.Inject(cdcsim.Fault{Method: "MaxLSN", Call: 0, Kind: cdcsim.FaultTransient})
-	_, err := h.Handle(context.Background(), snapshot.Event{Step: "open"})
-	if got := errorType(err); got != "TransientError" {
-		t.Errorf("transient fault: errorType %s (%v)", got, err)
+	if entries, _ := os.ReadDir(filepath.Dir(h.Spec.Checkpoint)); len(entries) != 0 {
+		t.Errorf("refused events wrote %d entries beside the checkpoint", len(entries))
 	}
-	bad := &Handler{SpecErr: &config.ConfigError{Problems: []config.Problem{{Field: "(document)", Reason: "empty"}}}, Log: h.Log}
-	if _, err := bad.Handle(context.Background(), snapshot.Event{Step: "open"}); errorType(err) != "ConfigError" {
-		t.Errorf("invalid spec: errorType %s (%v), want ConfigError", errorType(err), err)
+	db.Inject(cdcsim.Fault{Method: "MaxLSN", Call: 0, Kind: cdcsim.FaultTransient})
+	if r := invoke(`{"step": "open"}`); r.Error == nil || r.Error.Type != "TransientError" {
+		t.Errorf("transient fault: %s", r.ErrorBody)
+	}
+	specErr := New(nil, nil, h.Log)
+	specErr.SpecErr = &config.ConfigError{Problems: []config.Problem{{Field: "(document)", Reason: "empty"}}}
+	if r := lambdaInvoke(t, specErr)(`{"step": "open"}`); r.Error == nil || r.Error.Type != "ConfigError" {
+		t.Errorf("invalid spec: %s", r.ErrorBody)
+	}
+	broken := New(h.Spec, func(context.Context, *config.Spec) (coresnapshot.Deps, func(), error) {
+		return coresnapshot.Deps{}, nil, fmt.Errorf("open: %w", errors.New("disk on fire"))
+	}, h.Log)
+	if r := lambdaInvoke(t, broken)(`{"step": "open"}`); r.Error == nil || r.Error.Type != "UnexpectedError" || r.Error.Message != "open: disk on fire" {
+		t.Errorf("an undeclared error: %s, want UnexpectedError with its text", r.ErrorBody)
 	}
 	h.Spec.Source.CaptureInstance = "nope"
-	_, err = h.Handle(context.Background(), snapshot.Event{Step: "open"})
-	if got := errorType(err); got != "CaptureInstanceNotFoundError" {
-		t.Errorf("errorType %s (%v)", got, err)
+	if r := invoke(`{"step": "open"}`); r.Error == nil || r.Error.Type != "CaptureInstanceNotFoundError" {
+		t.Errorf("unknown capture instance: %s", r.ErrorBody)
 	}
 }
 
-// errorType is the name aws-lambda-go reports: the error value's type, pointer removed.
-func errorType(err error) string {
-	if err == nil {
-		return ""
+// A column bronze cannot hold fails the read as ColumnsError (it was joinError); open and
+// plan read no rows and pass.
+func TestUnsupportedColumnIsNamed(t *testing.T) {
+	h, _ := newHandler(t, source.Column{Name: "shape", DataType: "geography", Nullable: true})
+	invoke := lambdaInvoke(t, h)
+	var open coresnapshot.OpenResult
+	var plan coresnapshot.PlanResult
+	for _, s := range []struct {
+		ev  coresnapshot.Event
+		out any
+	}{{coresnapshot.Event{Step: "open"}, &open}, {coresnapshot.Event{Step: "plan", Snapshot: &open.Snapshot}, &plan}} {
+		in, _ := json.Marshal(s.ev)
+		r := invoke(string(in))
+		if r.Error != nil {
+			t.Fatalf("%s: %s", s.ev.Step, r.ErrorBody)
+		}
+		if err := json.Unmarshal(r.Output, s.out); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t := reflect.TypeOf(err)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	in, _ := json.Marshal(coresnapshot.Event{Step: "read", Snapshot: &open.Snapshot, Range: &plan.Ranges[0]})
+	r := invoke(string(in))
+	if r.Error == nil || r.Error.Type != "ColumnsError" || !strings.Contains(r.Error.Message, `column "shape": SQL Server type geography has no bronze type`) {
+		t.Fatalf("read of a geography column: %s %s, want ColumnsError naming the column", r.Output, r.ErrorBody)
 	}
-	return t.Name()
 }

@@ -1,4 +1,13 @@
-package main
+// Package stream is the stream Lambda's handler: it runs core/stream for the table spec in
+// its environment (MSSQLCDC_SPEC, the JSON document Terraform writes) and returns
+// {"caught_up", "batches", "rows", "offset"} (docs/handlers.md). EventBridge Scheduler
+// invokes it every N minutes; reserved concurrency 1 keeps one invocation per table.
+//
+// The Lambda's main (functions/stream/lambda) only calls lambda.Start(Lambda().Handle);
+// `mssqlcdc invoke stream` runs the same handler through aws-lambda-go's own invoke path
+// (internal/runtimeapi) with the CLI's source, so the state-machine tests exercise exactly
+// what Lambda runs.
+package stream
 
 import (
 	"context"
@@ -6,14 +15,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/functions/lambdaerr"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
 
 // Event is the handler's input: what EventBridge Scheduler or Step Functions sends. Every
-// field is optional; an empty object ({}) runs one invocation with the spec's settings.
+// field is optional; an empty object ({}) runs one invocation with the spec's settings. A
+// value that does not decode (a field of the wrong type, not an object) is a
+// *config.ConfigError on "(event)".
 type Event struct {
 	// MaxSeconds overrides the spec's max_seconds for this invocation.
 	MaxSeconds *float64 `json:"max_seconds,omitempty"`
@@ -21,13 +35,23 @@ type Event struct {
 	MaxBatches int `json:"max_batches,omitempty"`
 }
 
-// Output is the handler's result (stream.Result): {"caught_up", "batches", "rows",
+// UnmarshalJSON decodes the event, and names a decoding failure (aws-lambda-go would report
+// json's own error type, which no machine declares).
+func (e *Event) UnmarshalJSON(data []byte) error {
+	type plain Event
+	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
+		return &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + err.Error()}}}
+	}
+	return nil
+}
+
+// Output is the handler's result (corestream.Result): {"caught_up", "batches", "rows",
 // "offset": {"lsn", "commit_ts"}}. A Step Functions loop runs the stream again while
 // caught_up is false.
-type Output = stream.Result
+type Output = corestream.Result
 
 // Opener opens the stream's connections for one invocation; close releases them.
-type Opener func(ctx context.Context, spec *config.Spec) (deps stream.Deps, close func(), err error)
+type Opener func(ctx context.Context, spec *config.Spec) (deps corestream.Deps, close func(), err error)
 
 // Handler runs the stream for one table spec.
 type Handler struct {
@@ -45,31 +69,53 @@ type Handler struct {
 	Now func() time.Time
 }
 
-// Handle decodes nothing itself (aws-lambda-go does), runs core/stream and maps errors to
-// the named types Step Functions matches (stream.Named).
+// New is the handler for spec whose connections come from open, kept between invocations
+// as a warm Lambda keeps them. Log receives the structured log lines, metrics the
+// CloudWatch Embedded Metric Format lines (nil: none).
+func New(spec *config.Spec, open Opener, log *slog.Logger, metrics io.Writer) *Handler {
+	return &Handler{Spec: spec, Open: (&warm{open: open}).Open, Log: log, Metrics: metrics}
+}
+
+// Lambda is the handler as the Lambda runs it: the spec from MSSQLCDC_SPEC, SQL Server and
+// the tables it names (internal/connect), JSON logs on stderr and metrics on stdout (which
+// CloudWatch reads).
+func Lambda() *Handler {
+	spec, err := connect.SpecFromEnv(os.Getenv)
+	open := func(ctx context.Context, s *config.Spec) (corestream.Deps, func(), error) {
+		return connect.Stream(ctx, s, os.Getenv)
+	}
+	h := New(spec, open, slog.New(slog.NewJSONHandler(os.Stderr, nil)), os.Stdout)
+	h.SpecErr = err
+	return h
+}
+
+// Handle runs core/stream for one invocation (aws-lambda-go decodes the event and encodes
+// the output) and returns every error under its declared name (functions/lambdaerr), the
+// errorType Step Functions matches.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Output, error) {
 	if h.SpecErr != nil {
 		h.Log.Error("invalid table spec", "err", h.SpecErr.Error())
-		return Output{}, stream.Named(h.SpecErr)
+		return Output{}, lambdaerr.Named(h.SpecErr)
 	}
 	spec := *h.Spec
 	if ev.MaxSeconds != nil {
 		spec.MaxSeconds = *ev.MaxSeconds
 		if err := spec.Validate(); err != nil {
-			return Output{}, stream.Named(err)
+			return Output{}, lambdaerr.Named(err)
 		}
 	}
 	deps, closeDeps, err := h.Open(ctx, &spec)
 	if err != nil {
-		return Output{}, stream.Named(err)
+		h.Log.Error("stream open failed", "app_id", spec.AppID, "err", err.Error())
+		return Output{}, lambdaerr.Named(err)
 	}
 	defer closeDeps()
-	opts := stream.Options{MaxBatches: ev.MaxBatches, Logger: h.Log, Now: h.Now,
-		OnBatch: func(r stream.BatchReport) { h.emitMetrics(spec.AppID, r) }}
-	res, err := stream.Run(ctx, &spec, deps, opts)
+	opts := corestream.Options{MaxBatches: ev.MaxBatches, Logger: h.Log, Now: h.Now,
+		OnBatch: func(r corestream.BatchReport) { h.emitMetrics(spec.AppID, r) }}
+	res, err := corestream.Run(ctx, &spec, deps, opts)
 	if err != nil {
 		h.Log.Error("stream failed", "app_id", spec.AppID, "batches", res.Batches, "offset", res.Offset.String(), "err", err.Error())
-		return res, stream.Named(err)
+		return res, lambdaerr.Named(err)
 	}
 	h.Log.Info("stream invocation done", "app_id", spec.AppID, "caught_up", res.CaughtUp, "batches", res.Batches,
 		"rows", res.Rows, "offset_lsn", res.Offset.LSN.String())
@@ -78,7 +124,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Output, error) {
 
 // emitMetrics writes one CloudWatch Embedded Metric Format line per batch: rows, bytes,
 // lags and retention headroom, with the app_id as dimension.
-func (h *Handler) emitMetrics(appID string, r stream.BatchReport) {
+func (h *Handler) emitMetrics(appID string, r corestream.BatchReport) {
 	if h.Metrics == nil {
 		return
 	}

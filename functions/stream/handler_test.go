@@ -1,4 +1,4 @@
-package main
+package stream
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,49 +18,59 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
-	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
 
-// lambdaErrorType is the errorType aws-lambda-go reports for an error returned by a
-// handler (lambda/errors.go: the type's name, pointer dereferenced). Step Functions
-// matches it in ErrorEquals.
-func lambdaErrorType(err error) string {
-	t := reflect.TypeOf(err)
-	if t.Kind() == reflect.Pointer {
-		return t.Elem().Name()
+// lambdaInvoke runs h through aws-lambda-go's own invoke path (a local Runtime API and
+// lambda.StartWithOptions, as in Lambda) and returns what it posted.
+func lambdaInvoke(t *testing.T, h *Handler) func(payload string) runtimeapi.Result {
+	t.Helper()
+	s, err := runtimeapi.New()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return t.Name()
+	if err := s.Register("stream", h.Handle); err != nil {
+		t.Fatal(err)
+	}
+	return func(payload string) runtimeapi.Result {
+		t.Helper()
+		r, err := s.Invoke(context.Background(), "stream", []byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 }
 
-// The handler returns the named error itself however the core wrapped it, and a spec that
-// did not parse fails every invocation as ConfigError (the names statemachine/ matches;
-// stream.Named's own test covers each name).
+// The handler returns the declared error itself however the core wrapped it, and a spec
+// that did not parse fails every invocation as ConfigError: the errorType aws-lambda-go
+// reports is the name statemachine/ matches (functions/lambdaerr's tests cover each name).
 func TestErrorNamesSeenByStepFunctions(t *testing.T) {
 	cases := map[string]error{
-		"DataLossError":          &stream.DataLossError{CaptureInstance: "dbo_t"},
-		"SchemaChangedError":     &stream.SchemaChangedError{Column: "c"},
-		"SourceUnavailableError": &stream.SourceUnavailableError{Op: "max_lsn", Err: errors.New("dial")},
+		"DataLossError":          &corestream.DataLossError{CaptureInstance: "dbo_t"},
+		"SchemaChangedError":     &corestream.SchemaChangedError{Column: "c"},
+		"SourceUnavailableError": &corestream.SourceUnavailableError{Op: "max_lsn", Err: errors.New("dial")},
 		"ConcurrentStreamError":  &checkpoint.ConcurrentStreamError{Key: "offsets/1.json"},
-		"ConfigError":            &stream.CheckpointRewoundError{AppID: "a"},
+		"ConfigError":            &corestream.CheckpointRewoundError{AppID: "a"},
+		"UnexpectedError":        errors.New("disk on fire"),
 	}
 	spec := &config.Spec{AppID: "a"}
 	for want, typed := range cases {
-		h := &Handler{Spec: spec, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
-			Open: func(context.Context, *config.Spec) (stream.Deps, func(), error) {
-				return stream.Deps{}, nil, fmt.Errorf("open: %w", typed)
-			}}
-		_, err := h.Handle(context.Background(), Event{})
-		if name := lambdaErrorType(err); name != want {
-			t.Errorf("%T wrapped: errorType %q, want %q", typed, name, want)
+		h := New(spec, func(context.Context, *config.Spec) (corestream.Deps, func(), error) {
+			return corestream.Deps{}, nil, fmt.Errorf("open: %w", typed)
+		}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+		if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != want || !strings.Contains(r.Error.Message, typed.Error()) {
+			t.Errorf("%T wrapped: %s, want errorType %q", typed, r.ErrorBody, want)
 		}
 	}
-	h := &Handler{SpecErr: &config.ConfigError{Problems: []config.Problem{{Field: "app_id", Reason: "required"}}},
-		Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))}
-	if _, err := h.Handle(context.Background(), Event{}); lambdaErrorType(err) != "ConfigError" {
-		t.Errorf("invalid spec: %T %v", err, err)
+	h := New(nil, nil, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+	h.SpecErr = &config.ConfigError{Problems: []config.Problem{{Field: "app_id", Reason: "required"}}}
+	if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
+		t.Errorf("invalid spec: %s", r.ErrorBody)
 	}
 }
 
@@ -96,40 +105,49 @@ func fixture(t *testing.T) (*Handler, *cdcsim.DB, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	metrics := &bytes.Buffer{}
-	h := &Handler{Spec: spec, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Metrics: metrics, Now: db.Now,
-		Open: func(ctx context.Context, s *config.Spec) (stream.Deps, func(), error) {
-			deps, err := connect.StreamDeps(ctx, s, db)
-			return deps, func() {}, err
-		}}
+	h := New(spec, func(ctx context.Context, s *config.Spec) (corestream.Deps, func(), error) {
+		deps, err := connect.StreamDeps(ctx, s, db)
+		return deps, func() {}, err
+	}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), metrics)
+	h.Now = db.Now
 	return h, db, metrics
 }
 
 // Golden input/output pairs: each testdata/<name>.input.json is sent in turn to one
-// handler (the steps of a little history); the output must equal <name>.output.json.
+// handler, as Lambda sends it (the steps of a little history); the output must equal
+// <name>.output.json.
 func TestGolden(t *testing.T) {
 	h, db, metrics := fixture(t)
+	invoke := lambdaInvoke(t, h)
 	steps := []string{"one_batch", "rest", "idle"}
 	for _, name := range steps {
 		in, err := os.ReadFile(filepath.Join("testdata", name+".input.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ev Event
+		// The inputs use only the event's fields (a misspelt one would be ignored).
+		var plain struct {
+			MaxSeconds *float64 `json:"max_seconds"`
+			MaxBatches int      `json:"max_batches"`
+		}
 		dec := json.NewDecoder(bytes.NewReader(in))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ev); err != nil {
+		if err := dec.Decode(&plain); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		out, err := h.Handle(context.Background(), ev)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		r := invoke(string(in))
+		if r.Error != nil {
+			t.Fatalf("%s: %s", name, r.ErrorBody)
 		}
 		if name == "rest" {
 			db.Advance(time.Minute)
 			db.Idle()
 		}
-		got, _ := json.MarshalIndent(out, "", "  ")
-		got = append(got, '\n')
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, r.Output, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		got := append(indented.Bytes(), '\n')
 		golden := filepath.Join("testdata", name+".output.json")
 		if *update {
 			if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -166,27 +184,65 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func TestInvalidEventOverride(t *testing.T) {
+// An event that does not decode, or overrides max_seconds with an invalid value, is a
+// ConfigError on the event, not json's own error type nor a run with the spec's settings.
+func TestInvalidEventIsConfigError(t *testing.T) {
 	h, _, _ := fixture(t)
-	neg := -1.0
-	_, err := h.Handle(context.Background(), Event{MaxSeconds: &neg})
-	if lambdaErrorType(err) != "ConfigError" {
-		t.Errorf("err = %T %v", err, err)
+	invoke := lambdaInvoke(t, h)
+	for _, ev := range []string{`{"max_seconds": -1}`, `{"max_batches": "x"}`, `[1]`, `"go"`} {
+		if r := invoke(ev); r.Error == nil || r.Error.Type != "ConfigError" {
+			t.Errorf("%s: %s %s, want ConfigError", ev, r.Output, r.ErrorBody)
+		}
 	}
 }
 
 // A purge of unread changes reaches Step Functions as errorType DataLossError.
 func TestHandlerDataLossByName(t *testing.T) {
 	h, db, _ := fixture(t)
-	if _, err := h.Handle(context.Background(), Event{MaxBatches: 1}); err != nil {
-		t.Fatal(err)
+	invoke := lambdaInvoke(t, h)
+	if r := invoke(`{"max_batches": 1}`); r.Error != nil {
+		t.Fatal(string(r.ErrorBody))
 	}
 	max, _ := db.MaxLSN(context.Background())
 	if err := db.Cleanup("dbo_orders", max); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.Handle(context.Background(), Event{})
-	if lambdaErrorType(err) != "DataLossError" || !strings.Contains(err.Error(), "dbo_orders: change data from") {
-		t.Fatalf("err = %T %v", err, err)
+	r := invoke(`{}`)
+	if r.Error == nil || r.Error.Type != "DataLossError" || !strings.Contains(r.Error.Message, "dbo_orders: change data from") {
+		t.Fatalf("after a purge: %s", r.ErrorBody)
+	}
+}
+
+// A captured column bronze cannot hold fails the stream as ColumnsError (it was joinError
+// or a bare UnsupportedTypeError).
+func TestUnsupportedColumnIsNamed(t *testing.T) {
+	db := cdcsim.New(cdcsim.Config{Seed: 7})
+	if err := db.CreateTable(cdcsim.TableSpec{Name: "shapes", Key: []string{"id"}, Columns: []source.Column{
+		{Name: "id", DataType: "int"}, {Name: "v", DataType: "sql_variant", Nullable: true},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.EnableCapture("shapes", cdcsim.CaptureOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	db.Advance(time.Second)
+	if _, err := db.Exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("shapes", cdcsim.Row{"id": 1}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	spec := &config.Spec{AppID: "shapes-v1", Source: config.Source{DSN: "sqlserver://sim@localhost", CaptureInstance: "dbo_shapes"},
+		Bronze: filepath.Join(dir, "bronze"), Checkpoint: filepath.Join(dir, "cp"), FactsTable: filepath.Join(dir, "facts")}
+	spec.Defaults()
+	spec.Options.StartingLsn = config.StartEarliest
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := New(spec, func(ctx context.Context, s *config.Spec) (corestream.Deps, func(), error) {
+		deps, err := connect.StreamDeps(ctx, s, db)
+		return deps, func() {}, err
+	}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+	r := lambdaInvoke(t, h)(`{}`)
+	if r.Error == nil || r.Error.Type != "ColumnsError" || !strings.Contains(r.Error.Message, `column "v": SQL Server type sql_variant has no bronze type`) {
+		t.Fatalf("a sql_variant column: %s %s, want ColumnsError naming it", r.Output, r.ErrorBody)
 	}
 }

@@ -1,11 +1,11 @@
-package main
+package stream
 
 import (
 	"context"
 	"sync"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
-	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
 )
 
 // warm keeps the connections of a successful open for the next invocations of this
@@ -14,11 +14,11 @@ import (
 type warm struct {
 	mu   sync.Mutex
 	open Opener
-	deps *stream.Deps
+	deps *corestream.Deps
 }
 
 // Open returns the kept connections, opening them on first use; its close is a no-op.
-func (w *warm) Open(ctx context.Context, spec *config.Spec) (stream.Deps, func(), error) {
+func (w *warm) Open(ctx context.Context, spec *config.Spec) (corestream.Deps, func(), error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.deps == nil {

@@ -93,58 +93,8 @@ func TestTasksRetryLambdaServiceErrors(t *testing.T) {
 	}
 }
 
-// TestRetriedErrorsAreNamedByHandlers: every handler error a Retry names is one that
-// core/snapshot.Named or core/stream.Named can return (as[*pkg.Type]), since aws-lambda-go
-// reports the returned error's type name as errorType, and that is the name Step Functions
-// matches. A misspelt or renamed type would silently stop being retried.
-func TestRetriedErrorsAreNamedByHandlers(t *testing.T) {
-	named := map[string]bool{}
-	typeRE := regexp.MustCompile(`as\[\*(?:[a-z]+\.)?([A-Z][A-Za-z0-9]*)\]`)
-	for _, f := range []string{"core/snapshot/event.go", "core/stream/named.go"} {
-		src, err := os.ReadFile(filepath.Join(repoRoot, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range typeRE.FindAllStringSubmatch(string(src), -1) {
-			named[m[1]] = true
-		}
-	}
-	if !named["TransientError"] || !named["ConcurrentModificationError"] {
-		t.Fatalf("found %d named errors; the Named functions moved?", len(named))
-	}
-	defs, err := filepath.Glob(filepath.Join(repoRoot, "statemachine", "*.asl.json"))
-	if err != nil || len(defs) == 0 {
-		t.Fatalf("no statemachine/*.asl.json (%v)", err)
-	}
-	for _, def := range defs {
-		src, err := os.ReadFile(def)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc map[string]any
-		if err := json.Unmarshal(src, &doc); err != nil {
-			t.Fatalf("%s: %v", def, err)
-		}
-		tasks := map[string]map[string]any{}
-		taskStates(doc["States"], tasks)
-		for name, st := range tasks {
-			retries, _ := st["Retry"].([]any)
-			for _, r := range retries {
-				rm, _ := r.(map[string]any)
-				names, _ := rm["ErrorEquals"].([]any)
-				for _, n := range names {
-					s, _ := n.(string)
-					if strings.HasPrefix(s, "Lambda.") || strings.HasPrefix(s, "States.") || strings.HasPrefix(s, "Sandbox.") {
-						continue
-					}
-					if !named[s] {
-						t.Errorf("%s: Task %s retries %q, which no handler returns (core/snapshot.Named, core/stream.Named)", def, name, s)
-					}
-				}
-			}
-		}
-	}
-}
+// Which handler error names each Task retries, and that every ErrorEquals name is declared,
+// is checked against the one declaration of the names, in functions/lambdaerr's tests.
 
 // lambdaInitSeconds is Lambda's limit on a function's init phase, outside its timeout.
 const lambdaInitSeconds = 10

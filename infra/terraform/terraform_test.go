@@ -237,7 +237,7 @@ func TestStateMachinePlaceholdersFilled(t *testing.T) {
 				t.Errorf("%s: placeholder ${%s} is not in the module's local.machine_functions", def, sm[1])
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(repoRoot, "functions", fn, "main.go")); err != nil {
+			if _, err := os.Stat(filepath.Join(repoRoot, "functions", fn, "lambda", "main.go")); err != nil {
 				t.Errorf("%s: ${%s} calls functions/%s, which does not exist", def, sm[1], fn)
 			}
 		}

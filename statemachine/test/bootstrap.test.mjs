@@ -98,6 +98,16 @@ test('transient failures are retried; a named failure fails the execution with i
       assert.equal(err.cause?.name ?? err.name, 'PlanNotFoundError', String(err));
       return true;
     });
+
+    // An LSN that is no LSN is refused by the handler's event check, by name, before it
+    // names a staging key.
+    const bad2 = handlers(helper, []);
+    bad2.Plan = async () => helper.call('snapshot', { step: 'plan', snapshot: { lsn: '../../x', commit_ts: '' } });
+    const exec2 = machine.run({}, { overrides: { taskResourceLocalHandlers: { ...bad2, Open: async () => ({ status: 'opened', snapshot: { lsn: '../../x', commit_ts: '' } }) }, retryIntervalOverrides: noWait } });
+    await assert.rejects(exec2.result, (err) => {
+      assert.equal(err.cause?.name ?? err.name, 'EventError', String(err));
+      return true;
+    });
   } finally {
     await helper.stop();
   }

@@ -1,5 +1,7 @@
 // The harness the statemachine tests share: the bootstrap machine for aws-local-stepfunctions
-// with its Tasks bound to a long-lived `mssqlcdc invoke --serve --sim` process. It lives
+// with its Tasks bound to a long-lived `mssqlcdc invoke --serve --sim` process, which runs
+// the Lambdas' own handlers (functions/snapshot, functions/stream) under aws-lambda-go's
+// runtime loop, so outputs and errorTypes are what Lambda returns (docs/handlers.md). It lives
 // outside statemachine/test/ because `node --test statemachine/test/` runs every .mjs file
 // under a directory named test, not only the *.test.mjs ones.
 

@@ -1,0 +1,190 @@
+// Package lambdaerr declares, once, the error names the Lambda handlers return and the
+// Step Functions machines (statemachine/*.asl.json) branch on, and turns any error into one
+// of them (Named).
+//
+// The name is the Lambda errorType: aws-lambda-go reports the Go type name of the error
+// value a handler returns (pointer removed), and Step Functions matches it in a Retry's or
+// a Catch's ErrorEquals. A fmt.Errorf wrap would report "wrapError", so a handler returns
+// Named(err): the declared error inside err, itself. docs/handlers.md explains each name to
+// operators; this package's tests check that document, the machines' ErrorEquals and their
+// Retry lists against Declared.
+package lambdaerr
+
+import (
+	"reflect"
+	"slices"
+
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+)
+
+// Function is a set of the Lambda functions (functions/<name>) that return a name.
+type Function uint8
+
+// The functions, as bits of a Function set.
+const (
+	Snapshot Function = 1 << iota // functions/snapshot
+	Stream                        // functions/stream
+	Both     = Snapshot | Stream
+)
+
+// Has reports whether f includes g.
+func (f Function) Has(g Function) bool { return f&g == g }
+
+// Name is one declared error name.
+type Name struct {
+	// Name is the errorType Step Functions sees: the Go type's name.
+	Name string
+	// Retry is true for transient failures: every Task calling a function that returns the
+	// name retries it with backoff. Every other name fails the execution (Catch States.ALL)
+	// and needs a change to the spec, the source or the event.
+	Retry bool
+	// Functions are the handlers that return it.
+	Functions Function
+
+	typ reflect.Type
+}
+
+// decl declares the type of e's dynamic value (a pointer to an error struct).
+func decl(e error, retry bool, fns Function) Name {
+	t := reflect.TypeOf(e)
+	return Name{Name: t.Elem().Name(), Retry: retry, Functions: fns, typ: t}
+}
+
+// declared is every name a handler returns, retried ones first. docs/handlers.md says when
+// each is returned and what to do.
+var declared = []Name{
+	decl(&source.TransientError{}, true, Both),
+	decl(&source.LockTimeoutError{}, true, Both),
+	decl(&stream.SourceUnavailableError{}, true, Stream),
+	decl(&deltalog.ConcurrentModificationError{}, true, Both),
+	decl(&deltalog.CommitAttemptsError{}, true, Both),
+	decl(&deltalog.CommitUnknownError{}, true, Both),
+
+	decl(&config.ConfigError{}, false, Both),
+	decl(&source.CaptureInstanceNotFoundError{}, false, Both),
+	decl(&source.AmbiguousCaptureInstanceError{}, false, Both),
+	decl(&source.CDCNotEnabledError{}, false, Both),
+	decl(&source.PermissionError{}, false, Both),
+	decl(&source.LoginError{}, false, Both),
+	decl(&bronze.ColumnsError{}, false, Both),
+	decl(&snapshot.EventError{}, false, Snapshot),
+	decl(&snapshot.ModeLockError{}, false, Snapshot),
+	decl(&snapshot.PlanNotFoundError{}, false, Snapshot),
+	decl(&snapshot.MissingRangeError{}, false, Snapshot),
+	decl(&snapshot.KeyError{}, false, Snapshot),
+	decl(&snapshot.NoLSNError{}, false, Snapshot),
+	decl(&snapshot.StampAheadError{}, false, Snapshot),
+	decl(&stream.DataLossError{}, false, Stream),
+	decl(&stream.SchemaChangedError{}, false, Stream),
+	decl(&stream.NoSnapshotError{}, false, Stream),
+	decl(&checkpoint.ConcurrentStreamError{}, false, Stream),
+	decl(&UnexpectedError{}, false, Both),
+}
+
+// Declared returns every declared handler error name, in the order above.
+func Declared() []Name { return slices.Clone(declared) }
+
+// ServiceNames are the error names Step Functions and the Lambda service report themselves
+// (a timeout, a throttled or failed Invoke call, a crashed execution environment), which a
+// machine may match besides the handlers' own.
+var ServiceNames = []string{
+	"States.ALL", "States.Timeout", "States.TaskFailed", "States.Permissions", "States.HeartbeatTimeout",
+	"States.Runtime", "States.DataLimitExceeded",
+	"Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
+	"Lambda.SdkClientException", "Lambda.TooManyRequestsException", "Lambda.Unknown",
+	"Sandbox.Timedout",
+}
+
+// Lookup returns the declared name n, if it is one (handler names only).
+func Lookup(n string) (Name, bool) {
+	for _, d := range declared {
+		if d.Name == n {
+			return d, true
+		}
+	}
+	return Name{}, false
+}
+
+// UnexpectedError is an error no declared type describes (a storage failure, a corrupt
+// file, a bug): Err's text is the message, and the execution fails with this name. It
+// exists so that every error a handler returns has a declared name.
+type UnexpectedError struct {
+	Err error
+}
+
+func (e *UnexpectedError) Error() string {
+	if e.Err == nil {
+		return "unexpected error"
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *UnexpectedError) Unwrap() error { return e.Err }
+
+// Named returns the error a handler returns for err, always of a declared type: the
+// outermost error in err's tree (Unwrap, depth first) that is of a declared type (returned
+// itself, not a wrap) or converts to one (a rewound checkpoint or a checkpoint of another
+// app_id is a ConfigError on "checkpoint": a new checkpoint needs a new app_id, a spec
+// change; a bare unsupported column type or column-name collision is a ColumnsError); else
+// an *UnexpectedError around err. Named(nil) is nil.
+func Named(err error) error {
+	if err == nil {
+		return nil
+	}
+	if n := find(err, nameOf); n != nil {
+		return n
+	}
+	return &UnexpectedError{Err: err}
+}
+
+// nameOf returns e itself when its type is declared, or what it converts to, or nil.
+func nameOf(e error) error {
+	t := reflect.TypeOf(e)
+	for _, d := range declared {
+		if d.typ == t {
+			return e
+		}
+	}
+	return convert(e)
+}
+
+// convert maps the errors that reach Step Functions under another declared name.
+func convert(e error) error {
+	switch x := e.(type) {
+	case *stream.CheckpointRewoundError:
+		return &config.ConfigError{Problems: []config.Problem{{Field: "checkpoint", Reason: x.Error()}}}
+	case *checkpoint.AppIDMismatchError:
+		return &config.ConfigError{Problems: []config.Problem{{Field: "checkpoint", Reason: x.Error()}}}
+	case *bronze.UnsupportedTypeError, *bronze.ColumnCollisionError:
+		return &bronze.ColumnsError{Problems: []error{e}}
+	}
+	return nil
+}
+
+// find walks err's tree depth first, outermost first, and returns the first non-nil f(e).
+func find(err error, f func(error) error) error {
+	if err == nil {
+		return nil
+	}
+	if n := f(err); n != nil {
+		return n
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return find(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if n := find(e, f); n != nil {
+				return n
+			}
+		}
+	}
+	return nil
+}
