@@ -8,7 +8,7 @@
 //     Manager (an AWS client is built only when the spec names a secret ARN);
 //   - SQL Server (core/source/mssql) with that password;
 //   - bronze, the facts table and the checkpoint prefix (deltalog/location, with the spec's
-//     storage settings), as the stream's Deps or the snapshot's Job.
+//     storage settings), as the stream's Deps or the snapshot steps' Deps.
 //
 // Nothing here holds state: a warm Lambda keeps what it opened itself. It is the
 // composition root, so it lives outside core/: core imports no AWS SDK and no Lambda
