@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,9 +11,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 type change struct {
@@ -66,11 +65,9 @@ func writeBronze(t *testing.T, rows []change) *deltalog.Snapshot {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	dir := filepath.Join(t.TempDir(), "bronze")
-	st, _ := localstore.New(dir)
-	ls, _ := localfs.New(dir)
-	tbl := deltalog.Open(st, ls, deltalog.Options{})
-	w := parquetio.NewWriter(st, sc, parquetio.WriterOptions{})
+	lake := testlake.New(t, testlake.Local)
+	tbl := lake.Table(lake.URL("bronze"))
+	w := ingest.NewWriter(tbl.Store(), sc, parquetio.WriterOptions{})
 	if err := w.Write(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -78,18 +75,10 @@ func writeBronze(t *testing.T, rows []change) *deltalog.Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, _ := tbl.Snapshot(ctx)
-	tx := tbl.Begin(snap)
-	if err := tx.SetSchema(sc); err != nil {
+	if _, err := ingest.Append(ctx, tbl, nil, ingest.Commit{AppID: "test", Schema: sc, Files: files}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		tx.Add(deltalog.Add{Path: f.Path, Size: f.Size, ModificationTime: f.ModTime.UnixMilli(), DataChange: true, Stats: f.Stats})
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	snap, err = tbl.Snapshot(ctx)
+	snap, err := tbl.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
