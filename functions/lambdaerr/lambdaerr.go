@@ -72,6 +72,8 @@ var declared = []Name{
 	decl(&source.CDCNotEnabledError{}, false, Both),
 	decl(&source.PermissionError{}, false, Both),
 	decl(&source.LoginError{}, false, Both),
+	decl(&source.LSNRewoundError{}, false, Both),
+	decl(&source.CommandIDMissingError{}, false, Stream),
 	decl(&bronze.ColumnsError{}, false, Both),
 	decl(&snapshot.EventError{}, false, Snapshot),
 	decl(&snapshot.ModeLockError{}, false, Snapshot),

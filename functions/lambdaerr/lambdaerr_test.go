@@ -87,7 +87,7 @@ func TestNamedConverts(t *testing.T) {
 			t.Errorf("%T: %T %v, want a ConfigError on checkpoint", e, got, got)
 		}
 	}
-	bare := &bronze.UnsupportedTypeError{Column: "g", Type: "geography"}
+	bare := &bronze.UnsupportedTypeError{Column: "g", Type: "vector"}
 	got := Named(fmt.Errorf("columns: %w", bare))
 	var cols *bronze.ColumnsError
 	if !errors.As(got, &cols) || errorType(got) != "ColumnsError" || len(cols.Problems) != 1 || cols.Problems[0] != bare {
@@ -98,7 +98,7 @@ func TestNamedConverts(t *testing.T) {
 		t.Errorf("bare ColumnCollisionError: %T %v", got, got)
 	}
 	// bronze's own check reports every problem in one ColumnsError, returned as is.
-	_, err := bronze.Schema([]source.Column{{Name: "shape", DataType: "geography"}, {Name: "_seqval", DataType: "int"}})
+	_, err := bronze.Schema([]source.Column{{Name: "shape", DataType: "vector"}, {Name: "_seqval", DataType: "int"}})
 	if got := Named(fmt.Errorf("schema: %w", err)); !errors.As(err, &cols) || got != error(cols) || len(cols.Problems) != 2 {
 		t.Errorf("bronze.Schema's error: Named gave %T %v", got, got)
 	}

@@ -217,7 +217,7 @@ func TestErrorsAreNamed(t *testing.T) {
 // A column bronze cannot hold fails the read as ColumnsError (it was joinError); open and
 // plan read no rows and pass.
 func TestUnsupportedColumnIsNamed(t *testing.T) {
-	h, _ := newHandler(t, source.Column{Name: "shape", DataType: "geography", Nullable: true})
+	h, _ := newHandler(t, source.Column{Name: "shape", DataType: "vector", Nullable: true})
 	invoke := lambdaInvoke(t, h)
 	var open coresnapshot.OpenResult
 	var plan coresnapshot.PlanResult
@@ -236,7 +236,7 @@ func TestUnsupportedColumnIsNamed(t *testing.T) {
 	}
 	in, _ := json.Marshal(coresnapshot.Event{Step: "read", Snapshot: &open.Snapshot, Range: &plan.Ranges[0]})
 	r := invoke(string(in))
-	if r.Error == nil || r.Error.Type != "ColumnsError" || !strings.Contains(r.Error.Message, `column "shape": SQL Server type geography has no bronze type`) {
-		t.Fatalf("read of a geography column: %s %s, want ColumnsError naming the column", r.Output, r.ErrorBody)
+	if r.Error == nil || r.Error.Type != "ColumnsError" || !strings.Contains(r.Error.Message, `column "shape": SQL Server type vector has no bronze type`) {
+		t.Fatalf("read of a vector column: %s %s, want ColumnsError naming the column", r.Output, r.ErrorBody)
 	}
 }

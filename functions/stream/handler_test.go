@@ -218,7 +218,7 @@ func TestHandlerDataLossByName(t *testing.T) {
 func TestUnsupportedColumnIsNamed(t *testing.T) {
 	db := cdcsim.New(cdcsim.Config{Seed: 7})
 	if err := db.CreateTable(cdcsim.TableSpec{Name: "shapes", Key: []string{"id"}, Columns: []source.Column{
-		{Name: "id", DataType: "int"}, {Name: "v", DataType: "sql_variant", Nullable: true},
+		{Name: "id", DataType: "int"}, {Name: "v", DataType: "vector", Nullable: true},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestUnsupportedColumnIsNamed(t *testing.T) {
 		return deps, func() {}, err
 	}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
 	r := lambdaInvoke(t, h)(`{}`)
-	if r.Error == nil || r.Error.Type != "ColumnsError" || !strings.Contains(r.Error.Message, `column "v": SQL Server type sql_variant has no bronze type`) {
-		t.Fatalf("a sql_variant column: %s %s, want ColumnsError naming it", r.Output, r.ErrorBody)
+	if r.Error == nil || r.Error.Type != "ColumnsError" || !strings.Contains(r.Error.Message, `column "v": SQL Server type vector has no bronze type`) {
+		t.Fatalf("a vector column: %s %s, want ColumnsError naming it", r.Output, r.ErrorBody)
 	}
 }
