@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -65,6 +66,11 @@ type Handler struct {
 	// Format lines (stdout in Lambda).
 	Log     *slog.Logger
 	Metrics io.Writer
+	// Declared names the values published as CloudWatch metrics in each EMF line; every
+	// value stays a field of the line either way (Logs Insights reads it). Nil declares
+	// all of them; Lambda sets it from MSSQLCDC_METRICS, which Terraform renders from the
+	// module's custom_metrics (each declared metric is billed per table, docs/cost.md).
+	Declared map[string]bool
 	// Now is the clock (tests fix it); time.Now when nil.
 	Now func() time.Time
 }
@@ -86,7 +92,22 @@ func Lambda() *Handler {
 	}
 	h := New(spec, open, slog.New(slog.NewJSONHandler(os.Stderr, nil)), os.Stdout)
 	h.SpecErr = err
+	if names, ok := os.LookupEnv("MSSQLCDC_METRICS"); ok {
+		h.Declared = DeclaredMetrics(names)
+	}
 	return h
+}
+
+// DeclaredMetrics parses MSSQLCDC_METRICS, a comma-separated list of metric names
+// ("IngestionLagSeconds,RetentionHeadroomHours"); the empty string declares none.
+func DeclaredMetrics(list string) map[string]bool {
+	declared := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			declared[name] = true
+		}
+	}
+	return declared
 }
 
 // Handle runs core/stream for one invocation (aws-lambda-go decodes the event and encodes
@@ -136,13 +157,20 @@ func (h *Handler) emitMetrics(appID string, r corestream.BatchReport) {
 		Name string `json:"Name"`
 		Unit string `json:"Unit"`
 	}
-	doc := map[string]any{"app_id": appID, "batch": r.Batch, "Rows": r.Rows, "Bytes": r.Bytes,
-		"DurationMs": r.Duration.Milliseconds()}
-	metrics := []metric{{"Rows", "Count"}, {"Bytes", "Bytes"}, {"DurationMs", "Milliseconds"}}
+	doc := map[string]any{"app_id": appID, "batch": r.Batch}
+	metrics := []metric{}
+	declare := func(name, unit string, v any) {
+		doc[name] = v
+		if h.Declared == nil || h.Declared[name] {
+			metrics = append(metrics, metric{name, unit})
+		}
+	}
+	declare("Rows", "Count", r.Rows)
+	declare("Bytes", "Bytes", r.Bytes)
+	declare("DurationMs", "Milliseconds", r.Duration.Milliseconds())
 	add := func(name, unit string, v *float64) {
 		if v != nil {
-			doc[name] = *v
-			metrics = append(metrics, metric{name, unit})
+			declare(name, unit, *v)
 		}
 	}
 	add("IngestionLagSeconds", "Seconds", r.IngestionLagSeconds)

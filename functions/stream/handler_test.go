@@ -246,3 +246,38 @@ func TestUnsupportedColumnIsNamed(t *testing.T) {
 		t.Fatalf("a vector column: %s %s, want ColumnsError naming it", r.Output, r.ErrorBody)
 	}
 }
+
+// Only the metrics MSSQLCDC_METRICS declares are published (each is billed per table); the
+// others stay fields of the same line for Logs Insights. Unset declares every one.
+func TestEMFPublishesOnlyDeclaredMetrics(t *testing.T) {
+	lag, headroom := 12.5, 70.0
+	report := corestream.BatchReport{Batch: 3, Rows: 40, Bytes: 4096, Duration: 250 * time.Millisecond,
+		IngestionLagSeconds: &lag, RetentionHeadroomHours: &headroom}
+	emit := func(declared map[string]bool) (names []string, fields map[string]any) {
+		var out bytes.Buffer
+		h := &Handler{Metrics: &out, Declared: declared, Now: func() time.Time { return time.Unix(1700000000, 0) }}
+		h.emitMetrics("orders", report)
+		var doc map[string]any
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("EMF line %q: %v", out.String(), err)
+		}
+		aws := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+		for _, m := range aws["Metrics"].([]any) {
+			names = append(names, m.(map[string]any)["Name"].(string))
+		}
+		return names, doc
+	}
+	names, doc := emit(DeclaredMetrics("IngestionLagSeconds, RetentionHeadroomHours"))
+	if got := strings.Join(names, ","); got != "IngestionLagSeconds,RetentionHeadroomHours" {
+		t.Errorf("declared metrics %q, want IngestionLagSeconds,RetentionHeadroomHours", got)
+	}
+	if doc["Rows"] != 40.0 || doc["Bytes"] != 4096.0 || doc["DurationMs"] != 250.0 || doc["IngestionLagSeconds"] != 12.5 {
+		t.Errorf("undeclared values must stay fields of the line: %v", doc)
+	}
+	if names, _ := emit(DeclaredMetrics("")); len(names) != 0 {
+		t.Errorf("MSSQLCDC_METRICS empty declared %v", names)
+	}
+	if names, _ := emit(nil); strings.Join(names, ",") != "Rows,Bytes,DurationMs,IngestionLagSeconds,RetentionHeadroomHours" {
+		t.Errorf("unset declares all present values, got %v", names)
+	}
+}
