@@ -51,6 +51,10 @@ type Options struct {
 	// estimate (sys.sp_spaceused) divided by numPartitions exceeds it, so that each read
 	// fits in one Lambda invocation; DefaultMaxRangeRows when 0, no bound when negative.
 	MaxRangeRows int64
+	// MaxRanges caps the ranges a plan cuts, growing each range instead, so that the
+	// bootstrap machine's inline Map stays within an execution's event history
+	// (docs/decisions/0008-bootstrap-map-inline-400-ranges.md); DefaultMaxRanges when 0.
+	MaxRanges int
 	// Read bounds the record batches of the table reads.
 	Read source.ReadOptions
 	// Writer tunes the Parquet files; zero fields take ingest.Options' defaults.
@@ -63,6 +67,10 @@ type Options struct {
 // pace (18,000 rows/s over four connections, 4,500 rows/s each) 2,000,000 rows read in
 // about 7.5 minutes, half of Lambda's 15.
 const DefaultMaxRangeRows = 2_000_000
+
+// DefaultMaxRanges is the most ranges one plan holds: 400 × the worst-case events of one
+// range stay under Step Functions' 25,000-event history with 20 % to spare (decision 0008).
+const DefaultMaxRanges = 400
 
 func (d Deps) now() time.Time {
 	if d.Options.Now != nil {

@@ -49,16 +49,21 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 
 // rangeCount is how many ranges to cut for a table of est rows (0: unknown): n, or more
 // when est would put more than MaxRangeRows in a range, so each read fits in one
-// invocation.
+// invocation; never more than MaxRanges (the ranges grow instead).
 func rangeCount(d Deps, est int64, n int) int {
 	limit := d.Options.MaxRangeRows
 	if limit == 0 {
 		limit = DefaultMaxRangeRows
 	}
-	if limit < 0 || est <= 0 {
-		return n
+	most := d.Options.MaxRanges
+	if most <= 0 {
+		most = DefaultMaxRanges
 	}
-	return max(n, int((est+limit-1)/limit))
+	count := n
+	if limit > 0 && est > 0 {
+		count = max(n, int(min((est+limit-1)/limit, int64(most))))
+	}
+	return min(count, most)
 }
 
 // keyColumns are the columns ranges are cut on: snapshotKeys when given, else the capture

@@ -268,6 +268,30 @@ func TestCommitBeforeEveryRangeIsRead(t *testing.T) {
 	}
 }
 
+// However big the table, a plan holds at most MaxRanges ranges (each grows instead), and
+// they still tile it: every row is read once.
+func TestPlanCapsRangeCount(t *testing.T) {
+	e := newEnv(t, keyCases[0], 100)
+	ctx := context.Background()
+	e.spec.Options.NumPartitions = 2
+	e.opts.MaxRangeRows = 1
+	e.opts.MaxRanges = 7
+	open, err := snapshot.Open(ctx, e.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := snapshot.Plan(ctx, e.deps(), open.Snapshot)
+	if err != nil || len(plan.Ranges) != 7 {
+		t.Fatalf("plan: %d ranges, %v; want the cap, 7", len(plan.Ranges), err)
+	}
+	if err := snapshot.ReadAll(ctx, e.deps(), open.Snapshot, plan); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := snapshot.Commit(ctx, e.deps(), open.Snapshot); err != nil || res.Rows == nil || *res.Rows != 100 {
+		t.Fatalf("commit %+v %v", res, err)
+	}
+}
+
 // A table whose row estimate puts more than MaxRangeRows in a range is cut into more
 // ranges than connections; every range is read, into one commit.
 func TestPlanCutsMoreRangesThanConnectionsForBigTables(t *testing.T) {
