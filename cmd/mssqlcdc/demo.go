@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -35,6 +36,9 @@ type demoOptions struct {
 	Rows    int
 	Seconds float64
 	Seed    uint64
+	// MinBatches keeps the workload running past Seconds until the stream has committed
+	// this many batches, so a run's shape does not depend on the machine's speed.
+	MinBatches int
 }
 
 // Demo defaults.
@@ -46,6 +50,8 @@ const (
 	demoRate = 200
 	// demoMaxSeconds bounds --seconds (a day), so the workload's deadline cannot overflow.
 	demoMaxSeconds = 24 * 3600
+	// demoMaxBatches bounds --min-batches.
+	demoMaxBatches = 10_000
 	// demoMarker marks a directory the demo made, so a rerun may clear it.
 	demoMarker = ".mssqlcdc-demo"
 )
@@ -57,11 +63,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.Rows, "rows", demoDefaultRows, "rows inserted into orders before the workload starts")
 	fs.Float64Var(&o.Seconds, "seconds", demoDefaultSeconds, "seconds the workload runs while the stream runs")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the simulator and the workload")
+	fs.IntVar(&o.MinBatches, "min-batches", 0, "keep the workload running past --seconds until the stream has committed this many batches")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) {
-		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--seed K]"}
+	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) || o.MinBatches < 0 || o.MinBatches > demoMaxBatches {
+		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K]"}
 	}
 	sum, err := demo(ctx, o, stdout)
 	if err != nil {
@@ -190,10 +197,11 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 	// The generator and the simulated clock belong to the workload goroutine; the stream
 	// only reads the database (cdcsim is safe for concurrent use).
 	done := make(chan error, 1)
+	var committed atomic.Int64 // batches so far, for --min-batches
 	go func() {
 		deadline := time.Now().Add(time.Duration(o.Seconds * float64(time.Second)))
 		const step = 20
-		for time.Now().Before(deadline) && ctx.Err() == nil {
+		for (time.Now().Before(deadline) || committed.Load() < int64(o.MinBatches)) && ctx.Err() == nil {
 			t0 := time.Now()
 			err := ds.gen.Step(step)
 			if err != nil {
@@ -213,7 +221,7 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 	batches := 0
 	opts := stream.Options{
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnBatch: func(r stream.BatchReport) { batches++; printBatch(out, r) },
+		OnBatch: func(r stream.BatchReport) { batches++; committed.Add(1); printBatch(out, r) },
 	}
 	writing := true
 	for {

@@ -100,3 +100,26 @@ func TestStreamSim(t *testing.T) {
 		t.Errorf("missing spec: exit %d", code)
 	}
 }
+
+// --min-batches keeps the workload going until the stream has committed that many batches,
+// however fast or slow the machine: a zero-second run still ends with them.
+func TestDemoMinBatches(t *testing.T) {
+	lake := filepath.Join(t.TempDir(), "lake")
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"demo", "--lake", lake, "--rows", "100", "--seconds", "0", "--min-batches", "3", "--seed", "3"}, &out, &out)
+	if code != 0 {
+		t.Fatalf("demo exit %d:\n%s", code, out.String())
+	}
+	batches := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "batch ") {
+			batches++
+		}
+	}
+	if batches < 3 {
+		t.Errorf("%d batches, want at least 3:\n%s", batches, out.String())
+	}
+	if code := run(context.Background(), []string{"demo", "--lake", lake, "--min-batches", "-1"}, &out, &out); code == 0 {
+		t.Error("--min-batches -1 accepted")
+	}
+}

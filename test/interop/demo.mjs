@@ -54,7 +54,7 @@ export async function demoLake() {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const { stdout } = await run(bin, ['demo', '--lake', lake, '--rows', '3000', '--seconds', '2', '--seed', '7'], { maxBuffer: 16 << 20 });
+    const { stdout } = await run(bin, ['demo', '--lake', lake, '--rows', '3000', '--seconds', '2', '--min-batches', '12', '--seed', '7'], { maxBuffer: 16 << 20 });
     const summary = parseSummary(stdout);
     const bronze = path.join(lake, 'bronze', 'orders');
     const snap = await snapshot(conn, bronze);
