@@ -173,6 +173,22 @@ type Remove struct {
 	DefaultRowCommitVersion *int64            `json:"defaultRowCommitVersion,omitempty"`
 }
 
+// MarshalJSON writes partitionValues as {} rather than leaving it out when
+// extendedFileMetadata is true: that flag promises partitionValues and size are present
+// (docs/reference/delta-protocol.md §2.5).
+func (r Remove) MarshalJSON() ([]byte, error) {
+	type plain Remove
+	p := plain(r)
+	if p.ExtendedFileMetadata == nil || !*p.ExtendedFileMetadata || len(p.PartitionValues) > 0 {
+		return json.Marshal(p)
+	}
+	type withParts struct {
+		plain
+		PartitionValues map[string]string `json:"partitionValues"`
+	}
+	return json.Marshal(withParts{plain: p, PartitionValues: map[string]string{}})
+}
+
 // Txn is the application transaction identifier (docs/reference/delta-protocol.md §2.7):
 // the snapshot keeps the latest Version per AppID, which makes appends idempotent.
 type Txn struct {
@@ -439,6 +455,34 @@ func DecodeActions(data []byte) ([]Action, error) {
 // table root for a relative path. A path that is not valid percent-encoding is returned
 // unchanged.
 func (a *Add) DecodedPath() string { return decodePath(a.Path) }
+
+// RemoveAction is the remove action that takes this logical file out of the table at
+// deletionTimestamp (ms since the epoch; tombstone expiry counts from it): the same path
+// and deletion vector (a remove names the logical file, docs/reference/delta-protocol.md
+// §2.6), extendedFileMetadata with the partition values and size, the stats, tags and
+// row-tracking fields. dataChange is false only when the rows stay in the table in other
+// files (a compaction or a clustering rewrite that moves them unchanged).
+func (a *Add) RemoveAction(deletionTimestamp int64, dataChange bool) Remove {
+	ext := true
+	size := a.Size
+	pv := a.PartitionValues
+	if pv == nil {
+		pv = map[string]string{}
+	}
+	return Remove{
+		Path:                    a.Path,
+		DeletionTimestamp:       &deletionTimestamp,
+		DataChange:              dataChange,
+		ExtendedFileMetadata:    &ext,
+		PartitionValues:         pv,
+		Size:                    &size,
+		Stats:                   a.Stats,
+		Tags:                    a.Tags,
+		DeletionVector:          a.DeletionVector,
+		BaseRowID:               a.BaseRowID,
+		DefaultRowCommitVersion: a.DefaultRowCommitVersion,
+	}
+}
 
 // DecodedPath is the file path with its percent-encoding removed; see Add.DecodedPath.
 func (r *Remove) DecodedPath() string { return decodePath(r.Path) }

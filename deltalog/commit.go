@@ -88,6 +88,9 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 	if snap.Version() < 0 && tx.metadata == nil {
 		return CommitResult{}, ErrNoSchema
 	}
+	if err := tx.validate(); err != nil {
+		return CommitResult{}, err
+	}
 	if tx.hasApp {
 		if v, ok := snap.TxnVersion(tx.appID); ok && tx.appVersion <= v {
 			return tx.finish(CommitResult{Version: snap.Version(), Skipped: true}, nil), nil
@@ -179,6 +182,59 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		}
 		version = next
 	}
+}
+
+// validate checks the commit against the rules for one commit's actions
+// (docs/reference/delta-protocol.md §2.6, §2.9, §6.6) and the protocol it writes.
+func (tx *Transaction) validate() error {
+	proto, md := tx.snap.Protocol(), tx.commitMetadata()
+	if tx.protocol != nil {
+		proto = *tx.protocol
+		if err := CanWrite(proto, md); err != nil {
+			return err
+		}
+	}
+	if len(tx.domains) > 0 && !proto.HasWriterFeature(FeatureDomainMetadata) {
+		return &InvalidCommitError{Reason: "domain metadata needs the domainMetadata writer feature (EnableFeatures)"}
+	}
+	for _, d := range tx.domains {
+		if strings.HasPrefix(d.Domain, "delta.") {
+			return &InvalidCommitError{Reason: fmt.Sprintf("domain %q belongs to Delta", d.Domain)}
+		}
+	}
+	appendOnly := proto.HasWriterFeature(FeatureAppendOnly) && strings.EqualFold(md.Configuration["delta.appendOnly"], "true")
+	removed := make(map[fileKey]bool, len(tx.removes))
+	removedPath := make(map[string]bool, len(tx.removes))
+	for i := range tx.removes {
+		r := &tx.removes[i]
+		if appendOnly && r.DataChange {
+			return ErrAppendOnly
+		}
+		k := fileKey{path: r.DecodedPath(), dvID: r.DeletionVector.UniqueID()}
+		if removed[k] {
+			return &InvalidCommitError{Reason: "file removed twice: " + k.path}
+		}
+		removed[k], removedPath[k.path] = true, true
+	}
+	added := make(map[string]bool, len(tx.adds))
+	for i := range tx.adds {
+		a := &tx.adds[i]
+		p := a.DecodedPath()
+		if added[p] {
+			return &InvalidCommitError{Reason: "file added twice: " + p}
+		}
+		added[p] = true
+		// Only an add carrying a deletion vector re-adds a live path (new files have fresh
+		// names), so only those are looked up.
+		if a.DeletionVector != nil && !removedPath[p] {
+			for k := range tx.snap.files {
+				if k.path == p && k.dvID != a.DeletionVector.UniqueID() {
+					return &InvalidCommitError{Reason: "file re-added with another deletion vector without removing the live one: " + p}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // resolve learns the outcome of a Write that failed with writeErr (neither success nor

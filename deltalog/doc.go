@@ -24,9 +24,12 @@
 //     never reused), then tries v_read+1. On a lost race it waits a jittered backoff
 //     (Options.RetryBaseDelay doubling up to Options.RetryMaxDelay), reads every winning
 //     commit and applies the conflict rules (docs/reference/delta-protocol.md §10.1; Spark's
-//     ConflictChecker): blind appends proceed at latest+1; a changed protocol or metaData,
-//     or a moved txn of the same app id, aborts with a typed error
-//     (*ConcurrentModificationError, *ConcurrentTxnError); Options.MaxCommitAttempts lost
+//     ConflictChecker, conflict.go): blind appends proceed at latest+1; a changed protocol
+//     or metaData, a domain we write, or a moved txn of the same app id, aborts with a typed
+//     error (*ConcurrentModificationError, *ConcurrentTxnError). A commit that removes files
+//     or declared what it read (Transaction.Remove, ReadFiles, ReadPredicate: a MERGE, a
+//     compaction) also aborts when a winner removed a file it read or removes, or added
+//     rows (dataChange true) its read predicate matches. Options.MaxCommitAttempts lost
 //     races end in *CommitAttemptsError, nothing committed.
 //   - A Write that fails without a verdict (a timeout, a reset connection) is read back
 //     before anything else: our own bytes at v mean committed (Commit succeeds), no file
@@ -39,8 +42,10 @@
 //     by a dropped table, a previous commit missing) is returned at once, wrapped, for an
 //     operator to act on.
 //   - Version 0 carries protocol and metaData. Each commit carries at most one metaData,
-//     one protocol, one txn per app id, and one add or remove per (path, DV id). mssqlcdc
-//     writes commitInfo first with isBlindAppend=true for appends.
+//     one protocol, one txn per app id, one domainMetadata per domain, and one add or
+//     remove per (path, DV id); a path re-added with another deletion vector removes the
+//     live one in the same commit (*InvalidCommitError otherwise). mssqlcdc writes
+//     commitInfo first, with isBlindAppend=true exactly for pure appends.
 //   - Idempotence: an append carries txn(appId, version); an append whose version is not
 //     above the recorded version for that app id is skipped (CommitResult.Skipped), never
 //     doubled. The rule is applied to the snapshot the transaction read, and again to

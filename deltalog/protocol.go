@@ -246,6 +246,45 @@ func UpgradeProtocol(cur Protocol, schema *StructType) (Protocol, bool) {
 	return next, true
 }
 
+// readerWriterFeatures are the features listed in both readerFeatures and writerFeatures
+// (docs/reference/delta-protocol.md §6.5); every other feature is writer-only.
+var readerWriterFeatures = map[string]bool{
+	FeatureColumnMapping: true, FeatureDeletionVectors: true, FeatureTimestampNTZ: true,
+	FeatureV2Checkpoint: true, FeatureCatalogManaged: true, FeatureVacuumProtocolCheck: true,
+	FeatureTypeWidening: true, FeatureVariantType: true, FeatureVariantShredding: true,
+}
+
+// withFeatures returns cur with the named features listed, at reader 3 / writer 7 (a
+// legacy protocol's implied features listed explicitly, docs/reference/delta-protocol.md
+// §6.3), and whether that differs from cur. A reader-writer feature goes in both lists, a
+// writer-only one in writerFeatures; a protocol that lists a feature already keeps it.
+func withFeatures(cur Protocol, names ...string) (Protocol, bool) {
+	missing := false
+	for _, n := range names {
+		if !cur.HasWriterFeature(n) || (readerWriterFeatures[n] && !cur.HasReaderFeature(n)) {
+			missing = true
+		}
+	}
+	if !missing {
+		return cur, false
+	}
+	next := Protocol{MinReaderVersion: cur.MinReaderVersion, MinWriterVersion: 7}
+	next.WriterFeatures = appendMissing(slices.Clone(cur.WriterFeatureSet()), cur.ReaderFeatureSet()...)
+	readers := slices.Clone(cur.ReaderFeatureSet())
+	for _, n := range names {
+		next.WriterFeatures = appendMissing(next.WriterFeatures, n)
+		if readerWriterFeatures[n] {
+			readers = appendMissing(readers, n)
+		}
+	}
+	if len(readers) > 0 || cur.MinReaderVersion >= 3 {
+		next.MinReaderVersion, next.ReaderFeatures = 3, readers
+	} else if next.MinReaderVersion < 1 {
+		next.MinReaderVersion = 1
+	}
+	return next, true
+}
+
 func appendMissing(list []string, names ...string) []string {
 	for _, n := range names {
 		if !slices.Contains(list, n) {

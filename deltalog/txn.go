@@ -21,10 +21,13 @@ import (
 // txn id, the commit's provenance and at most one schema change, and Commit writes them as the
 // next version.
 //
-// A Transaction only appends: every commit it makes is a blind append in Spark's sense
-// (commitInfo.isBlindAppend = true), so it conflicts with a concurrent commit only when that
+// A Transaction that only adds files is a blind append in Spark's sense
+// (commitInfo.isBlindAppend = true): it conflicts with a concurrent commit only when that
 // commit changed the protocol or metadata, or moved the txn version of the same app id
-// (see Commit). A Transaction is not safe for concurrent use; commit it once.
+// (see Commit). One that removes files (Remove), or declares what it read (ReadFiles,
+// ReadPredicate), is not: it also conflicts with winners that removed a file it read or
+// removes, or added rows its read predicate matches (conflict.go). A Transaction is not
+// safe for concurrent use; commit it once.
 //
 // (docs/dev/parallel-plan.md names this type Txn; in this package Txn is the txn action.)
 type Transaction struct {
@@ -32,6 +35,8 @@ type Transaction struct {
 	snap  *Snapshot
 
 	adds         []Add
+	removes      []Remove
+	domains      []DomainMetadata
 	appID        string
 	appVersion   int64
 	hasApp       bool
@@ -39,9 +44,17 @@ type Transaction struct {
 	operation    string
 	opParams     map[string]string
 
-	// metadata and protocol are the actions SetSchema decided to write (nil: none).
+	// metadata and protocol are the actions SetSchema, EnableFeatures and SetProperties
+	// decided to write (nil: none).
 	metadata *Metadata
 	protocol *Protocol
+
+	// What the transaction read, for the conflict checks of a non-blind commit: the files
+	// (by decoded path), and whether adds of winners matching readPred (every add when
+	// readAll) would have changed what it read.
+	readPaths map[string]bool
+	readPred  func(*Add) bool
+	readAll   bool
 
 	// winners are the actions of the commits that won races against this transaction,
 	// in version order from its snapshot's version + 1 (see rebase).
@@ -66,6 +79,119 @@ func (tx *Transaction) Snapshot() *Snapshot { return tx.snap }
 // (docs/reference/delta-protocol.md §1.2: never reuse a name); DataChange should be true for
 // new rows. AddFromParquet builds an Add from a written file.
 func (tx *Transaction) Add(files ...Add) { tx.adds = append(tx.adds, files...) }
+
+// Remove removes logical files from the table in this commit
+// (docs/reference/delta-protocol.md §2.5, §2.6): build each with Add.RemoveAction so it
+// keeps the file's deletion vector, partition values, size and tags. A removed file is
+// also a file the transaction read (ReadFiles): a winner that removed it too conflicts.
+// A table whose appendOnly feature is active refuses removes that change data
+// (ErrAppendOnly).
+func (tx *Transaction) Remove(files ...Remove) {
+	tx.removes = append(tx.removes, files...)
+	for i := range files {
+		tx.markRead(files[i].DecodedPath())
+	}
+}
+
+// ReadFiles declares that the commit depends on the rows of these live files (a MERGE read
+// them to find its matches): a winning commit that removed any of them — rewrote it, gave
+// it a new deletion vector, or compacted it — makes Commit fail with
+// *ConcurrentModificationError (docs/reference/delta-protocol.md §10.2, check 6).
+func (tx *Transaction) ReadFiles(files ...Add) {
+	for i := range files {
+		tx.markRead(files[i].DecodedPath())
+	}
+}
+
+func (tx *Transaction) markRead(path string) {
+	if tx.readPaths == nil {
+		tx.readPaths = map[string]bool{}
+	}
+	tx.readPaths[path] = true
+}
+
+// ReadPredicate declares what else the commit read: a winning commit's add with
+// dataChange true for which match returns true (it may hold rows the transaction would
+// have seen, a key it inserts again, say) makes Commit fail with
+// *ConcurrentModificationError (docs/reference/delta-protocol.md §10.2, check 5, under
+// Serializable isolation: a winner's blind append counts too). A nil match means the
+// transaction read the whole table: every added file of a winner conflicts, and so does
+// every removed one. Adds with dataChange false (compaction) never conflict through it.
+func (tx *Transaction) ReadPredicate(match func(a *Add) bool) {
+	if match == nil {
+		tx.readAll = true
+		return
+	}
+	tx.readPred = match
+}
+
+// SetDomainMetadata writes the domain's configuration in this commit
+// (docs/reference/delta-protocol.md §2.9; at most one per domain, the last call wins). The
+// table must support the domainMetadata writer feature: EnableFeatures adds it. A winning
+// commit that wrote the same domain makes Commit fail with *ConcurrentModificationError
+// (check 3). Domains named delta.* belong to Delta itself and are refused at Commit.
+func (tx *Transaction) SetDomainMetadata(domain, configuration string) {
+	for i := range tx.domains {
+		if tx.domains[i].Domain == domain {
+			tx.domains[i].Configuration = configuration
+			return
+		}
+	}
+	tx.domains = append(tx.domains, DomainMetadata{Domain: domain, Configuration: configuration})
+}
+
+// EnableFeatures lists table features in the protocol this commit writes (moving the table
+// to reader 3 / writer 7 as UpgradeProtocol does, with every feature its legacy versions
+// implied): a reader-writer feature (deletionVectors, timestampNtz, ...) in both lists, a
+// writer-only feature (domainMetadata, ...) in writerFeatures
+// (docs/reference/delta-protocol.md §6.2, §6.3). Features already listed are left alone;
+// nothing is written when all are. Call it after SetSchema on a new table. A feature this
+// package cannot write is refused at Commit (CanWrite).
+func (tx *Transaction) EnableFeatures(names ...string) {
+	cur := tx.snap.Protocol()
+	if tx.protocol != nil {
+		cur = *tx.protocol
+	}
+	next, changed := withFeatures(cur, names...)
+	if changed {
+		tx.protocol = &next
+	}
+}
+
+// SetProperties sets table properties (metaData.configuration) in this commit, keeping the
+// others; an empty value removes the property. Nothing is written when every property
+// already has its value.
+func (tx *Transaction) SetProperties(props map[string]string) {
+	md := tx.commitMetadata()
+	conf := maps.Clone(md.Configuration)
+	if conf == nil {
+		conf = map[string]string{}
+	}
+	changed := false
+	for k, v := range props {
+		old, had := conf[k]
+		switch {
+		case v == "" && had:
+			delete(conf, k)
+			changed = true
+		case v != "" && old != v:
+			conf[k] = v
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	md.Configuration = conf
+	md.PartitionColumns = slices.Clone(md.PartitionColumns)
+	tx.metadata = &md
+}
+
+// blind reports whether the transaction is a blind append: it removes nothing and
+// declared no read (docs/reference/delta-protocol.md §10.3).
+func (tx *Transaction) blind() bool {
+	return len(tx.removes) == 0 && len(tx.readPaths) == 0 && tx.readPred == nil && !tx.readAll
+}
 
 // AddFromParquet is the add action for a data file parquetio wrote: its path
 // percent-encoded as the log requires (docs/reference/delta-protocol.md §2.4), size,
@@ -228,7 +354,8 @@ func (tx *Transaction) commitMetadata() Metadata {
 func (tx *Transaction) now() time.Time { return tx.table.opts.now() }
 
 // actions builds the commit's actions in the order Spark writes them: commitInfo first
-// (required first under In-Commit Timestamps), then protocol, metaData, txn, adds.
+// (required first under In-Commit Timestamps), then protocol, metaData, txn, domain
+// metadata, removes, adds.
 func (tx *Transaction) actions(txnID string) []Action {
 	now := tx.now().UnixMilli()
 	op, params := tx.operation, tx.opParams
@@ -242,7 +369,7 @@ func (tx *Transaction) actions(txnID string) []Action {
 	if params == nil {
 		params = map[string]string{}
 	}
-	blind := true
+	blind := tx.blind()
 	ci := CommitInfo{
 		Timestamp:           now,
 		Operation:           op,
@@ -256,7 +383,7 @@ func (tx *Transaction) actions(txnID string) []Action {
 	if v := tx.snap.Version(); v >= 0 {
 		ci.ReadVersion = &v
 	}
-	out := make([]Action, 0, 4+len(tx.adds))
+	out := make([]Action, 0, 4+len(tx.domains)+len(tx.removes)+len(tx.adds))
 	out = append(out, Action{CommitInfo: &ci})
 	if tx.protocol != nil {
 		out = append(out, Action{Protocol: tx.protocol})
@@ -266,6 +393,12 @@ func (tx *Transaction) actions(txnID string) []Action {
 	}
 	if tx.hasApp {
 		out = append(out, Action{Txn: &Txn{AppID: tx.appID, Version: tx.appVersion, LastUpdated: &now}})
+	}
+	for i := range tx.domains {
+		out = append(out, Action{DomainMetadata: &tx.domains[i]})
+	}
+	for i := range tx.removes {
+		out = append(out, Action{Remove: &tx.removes[i]})
 	}
 	for i := range tx.adds {
 		out = append(out, Action{Add: &tx.adds[i]})

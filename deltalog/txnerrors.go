@@ -6,19 +6,44 @@ import (
 )
 
 // ConcurrentModificationError aborts a commit because a commit that won the race since the
-// transaction's snapshot changed what the transaction depends on: the protocol or the metadata
-// (schema, partitioning, configuration). Version is the winning commit's version and Reason
-// names what it changed. Re-read the table (and re-validate the schema) before trying again;
-// retrying the same transaction cannot succeed (docs/reference/delta-protocol.md §10.2; Spark
-// ConflictChecker: ProtocolChangedException, MetadataChangedException).
+// transaction's snapshot changed what the transaction depends on: the protocol or the
+// metadata (schema, partitioning, configuration), a domain it writes, or — for a commit
+// that is not a blind append — a file it read or removes (removed by the winner), or rows
+// its read predicate matches (added by the winner). Version is the winning commit's
+// version, Path the data file concerned ("" for the others) and Reason names what it
+// changed. Re-read the table (and re-validate the schema) before trying again; retrying the
+// same transaction cannot succeed (docs/reference/delta-protocol.md §10.2; Spark
+// ConflictChecker: ProtocolChangedException, MetadataChangedException,
+// ConcurrentAppendException, ConcurrentDeleteReadException,
+// ConcurrentDeleteDeleteException).
 type ConcurrentModificationError struct {
 	Version int64
+	Path    string
 	Reason  string
 }
 
 func (e *ConcurrentModificationError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("deltalog: concurrent commit at version %d %s (%s)", e.Version, e.Reason, e.Path)
+	}
 	return fmt.Sprintf("deltalog: concurrent commit at version %d %s", e.Version, e.Reason)
 }
+
+// ErrAppendOnly refuses a commit that removes data (a remove with dataChange true) from a
+// table whose appendOnly feature is active (delta.appendOnly=true,
+// docs/reference/delta-protocol.md §6.6).
+var ErrAppendOnly = errors.New("deltalog: the table is append-only (delta.appendOnly): a commit may not remove data")
+
+// InvalidCommitError refuses a transaction whose actions the protocol forbids in one commit
+// (docs/reference/delta-protocol.md §2.6, §2.9): a logical file added or removed twice, a
+// path re-added with another deletion vector without removing the live one, a delta.*
+// domain, or domain metadata on a table without the domainMetadata feature. Nothing is
+// written; it is a bug in the caller.
+type InvalidCommitError struct {
+	Reason string
+}
+
+func (e *InvalidCommitError) Error() string { return "deltalog: invalid commit: " + e.Reason }
 
 // ConcurrentTxnError aborts a commit because a winning commit (Version) moved the txn
 // version of the transaction's own application id to Recorded, below the transaction's
