@@ -283,6 +283,19 @@ func (t *Table) readCommits(ctx context.Context, from, to int64, fromZero bool, 
 	return out, nil
 }
 
+// ReadCommits reads the actions of versions from..to (inclusive) from their JSON commit
+// files, in version order, through the log store (so a half-done DynamoDB commit is
+// completed first): what a reader that follows a table version by version (a CDF-less
+// streaming read, silver following bronze) needs. commitInfo is the commit's own. Errors:
+// *VersionNotFoundError when version from has no commit file (log clean-up removed it, or
+// it is not written yet), *CorruptLogError for a later gap or an unparsable commit.
+func (t *Table) ReadCommits(ctx context.Context, from, to int64) ([][]Action, error) {
+	if from < 0 || to < from {
+		return nil, nil
+	}
+	return t.readCommits(ctx, from, to, true, to)
+}
+
 // applyAction reconciles one action into the snapshot (docs/reference/delta-protocol.md §9.2):
 // the latest protocol and metaData win, the latest txn per appId, the latest domainMetadata
 // per domain (removed deletes it), and per (path, DV id) the latest add or remove. commitInfo

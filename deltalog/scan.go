@@ -30,6 +30,11 @@ type ScanOptions struct {
 	// Filter keeps only the matching rows and skips files by their statistics; nil keeps
 	// every row.
 	Filter Filter
+	// Files, when not nil, are the files to read instead of the snapshot's live files, in
+	// this order: add actions of this table (from Snapshot.Files, or from the commits of
+	// a version range, Table.ReadCommits), read with the snapshot's schema. Each file's rows
+	// come in file order.
+	Files []Add
 }
 
 // ScanStats counts what a scan read, for tests and benchmarks.
@@ -120,7 +125,12 @@ func (s *Snapshot) scan(ctx context.Context, opts ScanOptions) (RecordIterator, 
 		fileCols = []string{} // read no column, only row counts
 	}
 
-	all := s.Files()
+	var all []Add
+	if opts.Files != nil {
+		all = opts.Files
+	} else {
+		all = s.Files()
+	}
 	stats := ScanStats{Files: len(all)}
 	files := make([]*Add, 0, len(all))
 	for i := range all {

@@ -64,16 +64,8 @@ type image struct {
 }
 
 func (a *image) less(b *image) bool {
-	if a.lsn != b.lsn {
-		return a.lsn < b.lsn
-	}
-	if a.cmd != b.cmd {
-		return a.cmd < b.cmd
-	}
-	if a.seq != b.seq {
-		return a.seq < b.seq // "" (NULL) first
-	}
-	return a.op < b.op
+	return bronze.Order{LSN: a.lsn, CommandID: a.cmd, Seqval: a.seq, Op: a.op}.Less(
+		bronze.Order{LSN: b.lsn, CommandID: b.cmd, Seqval: b.seq, Op: b.op})
 }
 
 // FromBronze rebuilds the state of the bronze table at snap, keyed by keys (captured

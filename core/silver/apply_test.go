@@ -1,0 +1,96 @@
+package silver
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
+)
+
+// After a full bootstrap, under a live workload (inserts, updates, deletes, key updates in
+// both of SQL Server's shapes, transactions of several statements), silver equals the
+// source table after every apply, for an int, a composite and a case-insensitive string
+// key, on local disk and on the emulators, and stays clustered by key.
+func TestApplyFollowsTheSource(t *testing.T) {
+	type world struct {
+		backend testlake.Backend
+		def     workload.TableDef
+		split   bool
+	}
+	var worlds []world
+	for _, def := range []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()} {
+		for _, split := range []bool{false, true} {
+			worlds = append(worlds, world{testlake.Local, def, split})
+		}
+	}
+	worlds = append(worlds, world{testlake.AWS, workload.Orders(), false}, world{testlake.AWS, workload.OrderLines(), true})
+	for _, w := range worlds {
+		def, split := w.def, w.split
+		{
+			t.Run(fmt.Sprintf("%s/%s/keyUpdateAsDeleteInsert=%v", w.backend, def.Spec.Name, split), func(t *testing.T) {
+				e := newEnv(t, w.backend, cdcsim.Config{Seed: 7, KeyUpdateAsDeleteInsert: split}, def, 300)
+				e.bootstrap()
+				e.drain()
+				res := e.apply()
+				if res.Rebuilds != 1 || res.Inserted != 300 {
+					t.Fatalf("first apply: %+v, want a rebuild of 300 rows", res)
+				}
+				e.assertSilverEqualsSource("after the bootstrap")
+				for round := range 8 {
+					e.step(40)
+					e.drain()
+					res := e.apply()
+					if res.Rebuilds != 0 || res.Commits == 0 {
+						t.Fatalf("round %d: %+v", round, res)
+					}
+					e.assertSilverEqualsSource(fmt.Sprintf("round %d", round))
+					e.assertClustered()
+				}
+				if e.gen.Stats.KeyUpdates == 0 || e.gen.Stats.Deletes == 0 {
+					t.Fatalf("the workload wrote no key update or delete: %+v", e.gen.Stats)
+				}
+			})
+		}
+	}
+}
+
+// A run larger than the memory budget is applied in key ranges, one commit each, and gives
+// the same silver.
+func TestApplyInKeyRanges(t *testing.T) {
+	e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 8}, workload.Orders(), 2000)
+	e.opts.MemoryBytes = 64 << 10
+	e.bootstrap()
+	e.drain()
+	res := e.apply()
+	if res.Commits < 3 || res.Rebuilds != 1 {
+		t.Fatalf("rebuild: %+v, want several key ranges", res)
+	}
+	e.assertSilverEqualsSource("after the rebuild in key ranges")
+	e.assertClustered()
+	e.step(400)
+	e.drain()
+	res = e.apply()
+	if res.Commits < 2 {
+		t.Fatalf("incremental: %+v, want several key ranges", res)
+	}
+	e.assertSilverEqualsSource("after the incremental run in key ranges")
+	e.assertClustered()
+	if p := e.position(); p.Pass != nil || p.Step != int64(len(e.silverVersions())) {
+		t.Fatalf("position %+v after %d commits", p, len(e.silverVersions()))
+	}
+}
+
+// Nothing new in bronze: an apply commits nothing.
+func TestApplyCaughtUpCommitsNothing(t *testing.T) {
+	e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 9}, workload.Orders(), 50)
+	e.bootstrap()
+	e.drain()
+	e.apply()
+	v := e.position().Step
+	res := e.apply()
+	if res.Commits != 0 || e.position().Step != v {
+		t.Fatalf("second apply: %+v", res)
+	}
+}

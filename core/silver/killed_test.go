@@ -1,0 +1,88 @@
+package silver
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
+)
+
+// killedEnv is a bootstrapped table with changes streamed after the snapshot; when
+// applied is true silver has applied the snapshot and more changes followed. Applies are
+// cut into several key ranges.
+func killedEnv(t *testing.T, backend testlake.Backend, applied bool) *env {
+	e := newEnv(t, backend, cdcsim.Config{Seed: 12, KeyUpdateAsDeleteInsert: applied}, workload.Orders(), 400)
+	e.opts.MemoryBytes = 48 << 10
+	e.bootstrap()
+	e.step(30)
+	e.drain()
+	if applied {
+		e.apply()
+		e.step(60)
+		e.drain()
+	}
+	return e
+}
+
+// Kill an apply at every external call (each store and log store call, before it takes
+// effect or after, its answer lost), then apply again: silver equals the source table,
+// stays clustered, and its position has moved exactly as far as its commits: the rebuild of
+// a first apply and an incremental one, both in several key ranges.
+func TestKilledApplyConverges(t *testing.T) {
+	for _, backend := range testlake.Backends {
+		for _, applied := range []bool{false, true} {
+			t.Run(string(backend)+map[bool]string{false: "/rebuild", true: "/incremental"}[applied], func(t *testing.T) {
+				testKilledApply(t, backend, applied)
+			})
+		}
+	}
+}
+
+func testKilledApply(t *testing.T, backend testlake.Backend, applied bool) {
+	e := killedEnv(t, backend, applied)
+	want := e.sourceState()
+	base := e.silver
+	// Each apply runs on its own copy of silver as the environment left it (none, or the
+	// applied one), so the world is built once.
+	fresh := func(name string) {
+		e.silver = e.cloneTable(base, name)
+	}
+	clean := &deltatest.Faults{}
+	fresh("silver-clean")
+	e.lake.Faults = clean
+	res := e.apply()
+	e.lake.Faults = nil
+	if res.Commits < 2 {
+		t.Fatalf("clean apply: %+v, want several key ranges", res)
+	}
+	e.assertSilverEquals(want, "clean apply")
+	ops := clean.Ops()
+	every := 1
+	if testing.Short() || backend == testlake.AWS {
+		every = 5
+	}
+	plans := testlake.KillPlans(ops, every)
+	t.Logf("a clean apply makes %d external calls; %d kill plans", len(ops), len(plans))
+	for i, f := range plans {
+		fresh(fmt.Sprintf("silver-%d", i))
+		e.lake.Faults = f
+		_, err := Apply(context.Background(), e.tables(), e.opts)
+		if err == nil && f.Killed() {
+			t.Errorf("kill at %d (after=%v) went unnoticed", f.KillAt, f.After)
+		}
+		e.lake.Faults = nil
+		e.apply()
+		e.assertSilverEquals(want, "rerun")
+		e.assertClustered()
+		if p := e.position(); p.Pass != nil {
+			t.Errorf("position after the rerun: %+v", p)
+		}
+		if t.Failed() {
+			t.Fatalf("kill at call %d (after=%v, %s) did not converge", f.KillAt, f.After, ops[f.KillAt-1])
+		}
+	}
+}
