@@ -148,11 +148,6 @@ func (r keyRange) cmpKey(kc keyColumnsInfo, k, b []byte) int {
 	return bytes.Compare(k, b)
 }
 
-// contains reports whether the file may hold key k.
-func (r keyRange) contains(kc keyColumnsInfo, k []byte) bool {
-	return !r.known || (r.cmpKey(kc, k, r.min) >= 0 && r.cmpKey(kc, k, r.max) <= 0)
-}
-
 // overlaps reports whether the file may hold a key in [lo, hi).
 func (r keyRange) overlaps(kc keyColumnsInfo, lo, hi []byte) bool {
 	if !r.known {

@@ -109,12 +109,6 @@ const (
 	actDelete               // an older row, the key gone: remove it
 )
 
-// hit is a silver row an image replaces or deletes: file index and physical position.
-type hit struct {
-	file int
-	pos  int64
-}
-
 // runMerge applies the images to silver (docs/silver.md § How a key range is applied): it
 // looks each image's key up in the files whose key range may hold it (reading only the key
 // columns and _start_lsn), decides per key (an image is applied only when newer than the
