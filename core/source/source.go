@@ -130,9 +130,9 @@ type Source interface {
 	// or fewer (a table of fewer than n rows gives one row per tile).
 	KeyTiles(ctx context.Context, t Table, keys []Column, n int) ([]Key, error)
 
-	// KeyBuckets counts the rows per bucket of an integer key (S4): bucket b holds the
-	// keys in [b*width, (b+1)*width), floored for negative keys; NULL keys are not
-	// counted. Restricted to [lo, hi) when given. Buckets are returned in order, empty
+	// KeyBuckets counts the rows per bucket of an integer key, and sums their keys, in one
+	// scan (S4): bucket b holds the keys in [b*width, (b+1)*width), floored for negative
+	// keys; NULL keys are not counted. Restricted to [lo, hi) when given. Buckets are returned in order, empty
 	// ones left out. width >= 1, else *InvalidArgumentError.
 	KeyBuckets(ctx context.Context, t Table, key Column, width int64, lo, hi *int64) ([]Bucket, error)
 
@@ -311,6 +311,10 @@ type Tile struct {
 type Bucket struct {
 	Index int64
 	Rows  int64
+	// KeySum is the exact sum of the bucket's keys as canonical decimal text ("-15",
+	// "0"), summed as decimal(38,0) on the server so it cannot overflow: with Rows, what
+	// reconcile compares a bucket by (docs/reconcile.md).
+	KeySum string
 }
 
 // Rows is a stream of record batches. Next returns the next batch, which the caller

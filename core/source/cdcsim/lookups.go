@@ -2,6 +2,7 @@ package cdcsim
 
 import (
 	"context"
+	"math/big"
 	"slices"
 	"sort"
 	"time"
@@ -168,6 +169,7 @@ func (db *DB) KeyBuckets(ctx context.Context, st source.Table, key source.Column
 		return nil, &source.InvalidArgumentError{Arg: "key", Reason: key.Name + " is not an integer or date column"}
 	}
 	counts := map[int64]int64{}
+	sums := map[int64]*big.Int{}
 	for _, row := range t.ordered(k, l, h) {
 		var o int64
 		switch v := row.value(k.ids[0]).(type) {
@@ -181,11 +183,16 @@ func (db *DB) KeyBuckets(ctx context.Context, st source.Table, key source.Column
 				o--
 			}
 		}
-		counts[floorDiv(o, width)]++
+		b := floorDiv(o, width)
+		counts[b]++
+		if sums[b] == nil {
+			sums[b] = new(big.Int)
+		}
+		sums[b].Add(sums[b], big.NewInt(o))
 	}
 	out := make([]source.Bucket, 0, len(counts))
 	for b, c := range counts {
-		out = append(out, source.Bucket{Index: b, Rows: c})
+		out = append(out, source.Bucket{Index: b, Rows: c, KeySum: sums[b].String()})
 	}
 	slices.SortFunc(out, func(a, b source.Bucket) int { return cmpOrdered(a.Index, b.Index) })
 	return out, nil

@@ -353,7 +353,7 @@ func TestKeyBoundAndBuckets(t *testing.T) {
 		case strings.Contains(q, "OFFSET"):
 			return result{cols: []string{"code", "id"}, rows: [][]driver.Value{{"N", int64(3)}}}
 		case strings.Contains(q, "[__$b]"):
-			return result{cols: []string{"b", "n"}, rows: [][]driver.Value{{int64(-1), int64(4)}, {int64(2), int64(9)}}}
+			return result{cols: []string{"b", "n", "s"}, rows: [][]driver.Value{{int64(-1), int64(4), "-10"}, {int64(2), int64(9), "190"}}}
 		}
 		return result{}
 	})
@@ -362,7 +362,7 @@ func TestKeyBoundAndBuckets(t *testing.T) {
 		t.Fatalf("KeyBound = %v %v %v", k, ok, err)
 	}
 	b, err := d.KeyBuckets(ctx, tbl, colI, 100, nil, nil)
-	if err != nil || len(b) != 2 || b[0] != (source.Bucket{Index: -1, Rows: 4}) {
+	if err != nil || len(b) != 2 || b[0] != (source.Bucket{Index: -1, Rows: 4, KeySum: "-10"}) {
 		t.Fatalf("KeyBuckets = %v %v", b, err)
 	}
 	// Both are source-table reads: each after its own prefix.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/big"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -191,9 +192,15 @@ func (d *DB) KeyBuckets(ctx context.Context, t source.Table, key source.Column, 
 		defer rows.Close()
 		for rows.Next() {
 			var b source.Bucket
-			if err := rows.Scan(&b.Index, &b.Rows); err != nil {
+			var sum string
+			if err := rows.Scan(&b.Index, &b.Rows, &sum); err != nil {
 				return fmt.Errorf("scan bucket: %w", err)
 			}
+			n, ok := new(big.Int).SetString(sum, 10)
+			if !ok {
+				return fmt.Errorf("scan bucket: key sum %q is not an integer", sum)
+			}
+			b.KeySum = n.String()
 			out = append(out, b)
 		}
 		return rows.Err()

@@ -373,7 +373,7 @@ func keyBucketsSQL(t source.Table, key source.Column, width int64, lo, hi *int64
 	var p params
 	w := "CAST(" + p.add(width) + " AS bigint)"
 	bounds := intBounds(&p, k, lo, hi)
-	return "SELECT [__$b], COUNT_BIG(*) FROM (SELECT CASE WHEN [__$o] >= 0 THEN [__$o] / " + w +
+	return "SELECT [__$b], COUNT_BIG(*), SUM(CAST([__$o] AS decimal(38,0))) FROM (SELECT [__$o], CASE WHEN [__$o] >= 0 THEN [__$o] / " + w +
 		" ELSE ([__$o] + 1) / " + w + " - 1 END AS [__$b] FROM (SELECT CAST(" + k + " AS bigint) AS [__$o] FROM " + tn +
 		" WHERE " + k + " IS NOT NULL" + bounds + ") AS [__$x]) AS [__$y] GROUP BY [__$b] ORDER BY [__$b]", p.args, nil
 }

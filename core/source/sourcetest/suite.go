@@ -421,7 +421,8 @@ func testSplitChanges(ctx context.Context, t *testing.T, env Env) {
 	}
 }
 
-// KeyBuckets floors negative keys: bucket b holds [b*width, (b+1)*width).
+// KeyBuckets floors negative keys: bucket b holds [b*width, (b+1)*width); each bucket's
+// key sum is exact.
 func testKeyBuckets(ctx context.Context, t *testing.T, env Env) {
 	tbl, _ := ordersTable(ctx, t, env)
 	var stmts []Stmt
@@ -433,14 +434,14 @@ func testKeyBuckets(ctx context.Context, t *testing.T, env Env) {
 	key := source.Column{Name: "id", DataType: "int", Present: true}
 	got, err := env.Source().KeyBuckets(ctx, st, key, 3, nil, nil)
 	must(t, err)
-	want := []source.Bucket{{Index: -2, Rows: 2}, {Index: -1, Rows: 3}, {Index: 0, Rows: 3}, {Index: 1, Rows: 2}}
+	want := []source.Bucket{{Index: -2, Rows: 2, KeySum: "-9"}, {Index: -1, Rows: 3, KeySum: "-6"}, {Index: 0, Rows: 3, KeySum: "3"}, {Index: 1, Rows: 2, KeySum: "7"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("buckets %v, want %v", got, want)
 	}
 	lo, hi := int64(-4), int64(3)
 	got, err = env.Source().KeyBuckets(ctx, st, key, 3, &lo, &hi)
 	must(t, err)
-	want = []source.Bucket{{Index: -2, Rows: 1}, {Index: -1, Rows: 3}, {Index: 0, Rows: 3}}
+	want = []source.Bucket{{Index: -2, Rows: 1, KeySum: "-4"}, {Index: -1, Rows: 3, KeySum: "-6"}, {Index: 0, Rows: 3, KeySum: "3"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("buckets in [-4, 3): %v, want %v", got, want)
 	}
