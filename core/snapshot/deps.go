@@ -80,12 +80,16 @@ func (d Deps) now() time.Time {
 }
 
 // table is the source table of ci, read with the spec's isolation and lock timeout.
-func (d Deps) table(ci source.CaptureInstance) source.Table {
+func (d Deps) table(ci source.CaptureInstance) source.Table { return SourceTable(d.Spec, ci) }
+
+// SourceTable is the source table of ci as spec reads it: its snapshot isolation and lock
+// timeout (docs/spec.md).
+func SourceTable(spec *config.Spec, ci source.CaptureInstance) source.Table {
 	t := source.Table{Schema: ci.SourceSchema, Name: ci.SourceTable, Isolation: source.ReadCommitted}
-	if d.Spec.EffectiveIsolation() == config.IsolationSnapshot {
+	if spec.EffectiveIsolation() == config.IsolationSnapshot {
 		t.Isolation = source.Snapshot
 	}
-	if ms := d.Spec.Options.LockTimeoutMs; ms != nil {
+	if ms := spec.Options.LockTimeoutMs; ms != nil {
 		lt := time.Duration(*ms) * time.Millisecond
 		t.LockTimeout = &lt
 	}
@@ -127,6 +131,6 @@ func (d Deps) columns(ctx context.Context, name string) (source.CaptureInstance,
 	if err != nil {
 		return source.CaptureInstance{}, nil, nil, fmt.Errorf("read captured columns: %w", err)
 	}
-	keys, _ := keyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
+	keys, _ := KeyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
 	return ci, cols, keys, nil
 }

@@ -66,11 +66,11 @@ func rangeCount(d Deps, est int64, n int) int {
 	return min(count, most)
 }
 
-// keyColumns are the columns ranges are cut on: snapshotKeys when given, else the capture
-// instance's unique index (docs/reference/original-library.md §9.2), matched to the
+// KeyColumns are the columns ranges are cut on, and rows are told apart by: snapshotKeys
+// when given, else the capture instance's unique index (docs/reference/original-library.md §9.2), matched to the
 // captured columns by name ignoring case. ok is false when there are none or one is not a
 // present captured column: the table is then read as one range.
-func keyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []string) (keys []source.Column, ok bool) {
+func KeyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []string) (keys []source.Column, ok bool) {
 	names := snapshotKeys
 	if len(names) == 0 {
 		names = ci.IndexColumns

@@ -1,0 +1,380 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/reconcile"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
+)
+
+// env is a simulated table under a workload and a silver table copied from it.
+type env struct {
+	t    *testing.T
+	db   *cdcsim.DB
+	gen  *workload.Generator
+	lake *testlake.Lake
+	def  workload.TableDef
+	ci   string
+	cols []source.Column
+	n    int // silver tables written
+}
+
+func newEnv(t *testing.T, def workload.TableDef, rows int) *env {
+	t.Helper()
+	db := cdcsim.New(cdcsim.Config{Seed: 5, Start: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)})
+	t.Cleanup(func() { db.Close() })
+	gen := workload.New(db, workload.Config{Seed: 5, TxnSize: 3, Tables: []string{def.Spec.Name}})
+	if err := gen.Create(def); err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.Load(def.Spec.Name, rows, 500); err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.Step(50); err != nil {
+		t.Fatal(err)
+	}
+	ci := "dbo_" + def.Spec.Name
+	cols, err := db.CapturedColumns(context.Background(), ci)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, db: db, gen: gen, lake: testlake.New(t, testlake.Local), def: def, ci: ci, cols: cols}
+}
+
+func (e *env) table() source.Table { return source.Table{Schema: "dbo", Name: e.def.Spec.Name} }
+
+func (e *env) keys() []source.Column {
+	var out []source.Column
+	for _, k := range e.def.Spec.Key {
+		i := slices.IndexFunc(e.cols, func(c source.Column) bool { return c.Name == k })
+		out = append(out, e.cols[i])
+	}
+	return out
+}
+
+// silver copies the source table as it is now into a new Delta table with silver's
+// columns (the captured columns, _start_lsn at the source's max LSN, _commit_ts NULL): a
+// silver table in step with the source.
+func (e *env) silver() *deltalog.Snapshot {
+	e.t.Helper()
+	ctx := context.Background()
+	max, err := e.db.MaxLSN(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rows, err := e.db.ReadTable(ctx, source.TableRead{Table: e.table(), Columns: e.cols})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	fields := append(slices.Clone(rows.Schema().Fields()),
+		arrow.Field{Name: bronze.ColStartLSN, Type: arrow.BinaryTypes.String, Nullable: true},
+		arrow.Field{Name: bronze.ColCommitTS, Type: bronze.CommitTSType, Nullable: true})
+	schema := arrow.NewSchema(fields, nil)
+	e.n++
+	tbl := e.lake.Table(e.lake.URL("silver" + strings.Repeat("x", e.n)))
+	w := ingest.NewWriter(tbl.Store(), schema, parquetio.WriterOptions{})
+	for {
+		rec, err := rows.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		n := int(rec.NumRows())
+		lb := array.NewStringBuilder(memory.DefaultAllocator)
+		tb := array.NewBuilder(memory.DefaultAllocator, bronze.CommitTSType)
+		for range n {
+			lb.Append(max.String())
+			tb.AppendNull()
+		}
+		cols := append(slices.Clone(rec.Columns()), lb.NewArray(), tb.NewArray())
+		out := array.NewRecordBatch(schema, cols, int64(n))
+		if err := w.Write(ctx, out); err != nil {
+			e.t.Fatal(err)
+		}
+		rec.Release()
+	}
+	files, err := w.Close(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res, err := ingest.Append(ctx, tbl, snap, ingest.Commit{AppID: "silver-test", Version: 1, Schema: schema, Files: files})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out, err := res.Snapshot(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+func (e *env) run(silver *deltalog.Snapshot, sample float64, bucketRows int64) reconcile.Result {
+	e.t.Helper()
+	res, err := reconcile.Run(context.Background(), reconcile.Deps{Source: e.db, Silver: silver},
+		reconcile.Options{Table: e.table(), Columns: e.cols, Keys: e.keys(), CaptureInstance: e.ci,
+			Sample: sample, BucketRows: bucketRows, Seed: 1})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res
+}
+
+// lose commits fn's changes to the source and then has cleanup purge them from the change
+// table, so nothing in flight explains them: silver is simply wrong about those keys.
+func (e *env) lose(fn func(tx *cdcsim.Txn) error) {
+	e.t.Helper()
+	if _, err := e.db.Exec(fn); err != nil {
+		e.t.Fatal(err)
+	}
+	e.db.Advance(time.Second)
+	mark := e.db.Idle()
+	if err := e.db.Cleanup(e.ci, mark); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func keyRows(res reconcile.Result) map[string]reconcile.Kind {
+	out := map[string]reconcile.Kind{}
+	for _, r := range res.Rows {
+		if r.Scope == "key" {
+			out[strings.Join(r.Key, ",")] = r.Kind
+		}
+	}
+	return out
+}
+
+// A silver table in step with the source: every bucket MATCH, and tier 2 reading every
+// bucket (sample 1) finds no key that differs.
+func TestSyncedTableMatches(t *testing.T) {
+	for _, def := range []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()} {
+		t.Run(def.Spec.Name, func(t *testing.T) {
+			e := newEnv(t, def, 1200)
+			bucketRows := int64(200)
+			if def.Kind != workload.IntKey {
+				bucketRows = 5000 // one bucket, read row by row only when it is this small
+			}
+			res := e.run(e.silver(), 1, bucketRows)
+			if !res.OK() || res.Counts[reconcile.Match] == 0 || len(keyRows(res)) != 0 {
+				t.Fatalf("counts %v, key rows %v", res.Counts, keyRows(res))
+			}
+			if def.Kind == workload.IntKey && res.Counts[reconcile.Match] < 5 {
+				t.Errorf("an integer key of 1200 rows in buckets of 200 made %d buckets", res.Counts[reconcile.Match])
+			}
+			if res.Tier2Buckets != res.Counts[reconcile.Match] {
+				t.Errorf("sample 1 read %d of %d buckets", res.Tier2Buckets, res.Counts[reconcile.Match])
+			}
+		})
+	}
+}
+
+// A missing row, an extra row and a changed value that no change in flight explains are
+// each found with its kind; the buckets holding the first two MISMATCH.
+func TestPlantedDifferencesAreFound(t *testing.T) {
+	e := newEnv(t, workload.Orders(), 1000)
+	silver := e.silver()
+	ids := func() []int64 {
+		rows, _ := e.db.ReadTable(context.Background(), source.TableRead{Table: e.table(), Columns: e.keys()})
+		var out []int64
+		for {
+			rec, err := rows.Next(context.Background())
+			if err != nil {
+				break
+			}
+			a := rec.Column(0).(*array.Int32)
+			for i := range a.Len() {
+				out = append(out, int64(a.Value(i)))
+			}
+			rec.Release()
+		}
+		slices.Sort(out)
+		return out
+	}()
+	gone, changed := ids[10], ids[500]
+	e.lose(func(tx *cdcsim.Txn) error {
+		if err := tx.Delete("orders", []any{gone}); err != nil { // silver keeps it: MISSING_SOURCE
+			return err
+		}
+		if _, err := tx.Insert("orders", cdcsim.Row{"id": int64(900_000), "status": "new"}); err != nil { // MISSING_TARGET
+			return err
+		}
+		return tx.Update("orders", []any{changed}, cdcsim.Row{"status": "changed"}) // RECORD_DIFF
+	})
+	res := e.run(silver, 0, 200)
+	got := keyRows(res)
+	want := map[string]reconcile.Kind{
+		itoa(gone): reconcile.MissingSource,
+		"900000":   reconcile.MissingTarget,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("sample 0: key rows %v, want %v (a changed value hides in a matching bucket)", got, want)
+	}
+	if res.Counts[reconcile.Mismatch] != 2 || res.OK() {
+		t.Errorf("sample 0: counts %v, want 2 MISMATCH buckets", res.Counts)
+	}
+	res = e.run(silver, 1, 200)
+	want[itoa(changed)] = reconcile.RecordDiff
+	if got := keyRows(res); !maps.Equal(got, want) {
+		t.Errorf("sample 1: key rows %v, want %v", got, want)
+	}
+	for _, r := range res.Rows {
+		if r.Kind == reconcile.RecordDiff && (strings.Join(r.Columns, ",") != "status" || r.TargetLSN == "") {
+			t.Errorf("RECORD_DIFF %+v: want the status column named and silver's _start_lsn", r)
+		}
+	}
+}
+
+// Changes silver has not applied yet (still in the change table after silver's position)
+// are IN_FLIGHT, never a mismatch.
+func TestChangesInFlightAreNotMismatches(t *testing.T) {
+	for _, def := range []workload.TableDef{workload.Orders(), workload.Customers()} {
+		t.Run(def.Spec.Name, func(t *testing.T) {
+			e := newEnv(t, def, 800)
+			silver := e.silver()
+			if err := e.gen.Step(40); err != nil {
+				t.Fatal(err)
+			}
+			res := e.run(silver, 1, 100)
+			if !res.OK() || res.Counts[reconcile.InFlight] == 0 {
+				t.Fatalf("counts %v; want IN_FLIGHT and no mismatch", res.Counts)
+			}
+		})
+	}
+}
+
+// Another key's table larger than BucketRows is counted, not read row by row, and the
+// result says so.
+func TestOtherKeysLargeTableSkipsTier2(t *testing.T) {
+	e := newEnv(t, workload.OrderLines(), 600)
+	res := e.run(e.silver(), 1, 100)
+	if res.Tier2Buckets != 0 || !strings.Contains(res.Tier2Skipped, "more than 100 rows") || res.Counts[reconcile.Match] != 1 {
+		t.Errorf("tier 2 read %d buckets, skipped %q, counts %v", res.Tier2Buckets, res.Tier2Skipped, res.Counts)
+	}
+}
+
+// A composite or string key's table is one bucket; a lost row is still found by key.
+func TestOtherKeysFindALostRow(t *testing.T) {
+	e := newEnv(t, workload.Customers(), 300)
+	silver := e.silver()
+	key, ok, err := e.db.RandomKey("customers", func(n int) int { return n / 2 })
+	if err != nil || !ok {
+		t.Fatal(err)
+	}
+	e.lose(func(tx *cdcsim.Txn) error { return tx.Delete("customers", key) })
+	res := e.run(silver, 0, 1000)
+	if res.Counts[reconcile.Mismatch] != 1 {
+		t.Errorf("counts %v, want the one bucket MISMATCH", res.Counts)
+	}
+	if got := keyRows(res); len(got) != 1 || got[key[0].(string)] != reconcile.MissingSource {
+		t.Errorf("key rows %v, want %v MISSING_SOURCE", got, key)
+	}
+}
+
+func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+// The report table gets one commit per run, a row per bucket and per differing key,
+// keys as JSON text and no other value; runs are numbered by their txn.
+func TestReportTable(t *testing.T) {
+	e := newEnv(t, workload.Orders(), 500)
+	silver := e.silver()
+	e.lose(func(tx *cdcsim.Txn) error {
+		_, err := tx.Insert("orders", cdcsim.Row{"id": int64(700_000), "customer": "secret-name"})
+		return err
+	})
+	res := e.run(silver, 0, 100)
+	tbl := e.lake.Table(e.lake.URL("report"))
+	at := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	for want := int64(1); want <= 2; want++ {
+		run, err := reconcile.WriteReport(context.Background(), tbl, "orders", at, res)
+		if err != nil || run != want {
+			t.Fatalf("run %d, %v; want %d", run, err, want)
+		}
+	}
+	snap, err := tbl.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := snap.Scan(context.Background(), deltalog.ScanOptions{Columns: []string{"run_id", "kind", "key", "source_rows", "columns"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	rows, keyRows := 0, 0
+	for {
+		rec, err := it.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range int(rec.NumRows()) {
+			rows++
+			for c := range int(rec.NumCols()) {
+				if strings.Contains(rec.Column(c).ValueStr(i), "secret-name") {
+					t.Fatalf("the report holds a row's value: %v", rec)
+				}
+			}
+			if k := rec.Column(2); k.IsValid(i) {
+				keyRows++
+				if k.ValueStr(i) != `["700000"]` || rec.Column(1).ValueStr(i) != "MISSING_TARGET" {
+					t.Errorf("key row %s %s", rec.Column(1).ValueStr(i), k.ValueStr(i))
+				}
+			}
+		}
+		rec.Release()
+	}
+	if rows != 2*len(res.Rows) || keyRows != 2 {
+		t.Errorf("%d rows (%d key rows) after two runs of %d", rows, keyRows, len(res.Rows))
+	}
+}
+
+// The job resolves the spec's capture instance, columns and key, reads silver at its
+// latest version and appends the report; a table found in step is all MATCH.
+func TestJobFromSpec(t *testing.T) {
+	e := newEnv(t, workload.Orders(), 400)
+	e.silver()
+	spec := &config.Spec{AppID: "orders", Source: config.Source{CaptureInstance: "DBO_ORDERS"}}
+	spec.Defaults()
+	job := reconcile.Job{Spec: spec, Source: e.db, Silver: e.lake.Table(e.lake.URL("silverx")),
+		Report: e.lake.Table(e.lake.URL("report")), BucketRows: 100, Sample: 1}
+	res, err := job.Run(context.Background())
+	if err != nil || !res.OK() || res.Run != 1 || res.Counts[reconcile.Match] < 4 {
+		t.Fatalf("%+v %v", res.Counts, err)
+	}
+	spec.Source.CaptureInstance = "dbo_nothing"
+	if _, err := job.Run(context.Background()); err == nil {
+		t.Error("an unknown capture instance ran")
+	}
+	job.Spec.Source.CaptureInstance, job.Keys = "dbo_orders", []string{"no_such_column"}
+	var ce *config.ConfigError
+	if _, err := job.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), "snapshotKeys") {
+		t.Errorf("a key that is not a column: %v", err)
+	}
+}

@@ -1,0 +1,211 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// key is one row's key: its values as text, joined into text (the join key), and the
+// value itself for an integer key.
+type key struct {
+	text  string
+	vals  []string
+	isInt bool
+	int   int64
+}
+
+// digest is what tier 2 keeps of a row: a SHA-256 of its compared columns, one 64-bit
+// hash per column (to name the columns that differ) and silver's _start_lsn. No value is
+// kept.
+type digest struct {
+	key  []string
+	row  [sha256.Size]byte
+	cols []uint64
+	lsn  string
+}
+
+// nullText stands for NULL in a row's text (a value's text never holds a NUL byte first).
+const nullText = "\x00NULL"
+
+// valueText is a[i] as text: arrow's ValueStr of the bronze type, which the source's rows
+// and silver's share, as core/rebuild compares them.
+func valueText(a arrow.Array, i int) string {
+	if a.IsNull(i) {
+		return nullText
+	}
+	return a.ValueStr(i)
+}
+
+func keyOf(rec arrow.RecordBatch, keyCols []int, i int) key {
+	k := key{vals: make([]string, len(keyCols))}
+	for j, c := range keyCols {
+		k.vals[j] = valueText(rec.Column(c), i)
+	}
+	k.text = strings.Join(k.vals, "\x1f")
+	if len(keyCols) == 1 {
+		k.int, k.isInt = intAt(rec.Column(keyCols[0]), i)
+	}
+	return k
+}
+
+func digestOf(rec arrow.RecordBatch, cols []int, i int) digest {
+	d := digest{cols: make([]uint64, len(cols))}
+	h := sha256.New()
+	for j, c := range cols {
+		v := valueText(rec.Column(c), i)
+		fmt.Fprintf(h, "%d:%s;", len(v), v) // length-prefixed: no two rows share a text
+		f := fnv.New64a()
+		f.Write([]byte(v))
+		d.cols[j] = f.Sum64()
+	}
+	h.Sum(d.row[:0])
+	return d
+}
+
+// compareRows is tier 2: the rows of buckets on both sides, digested and joined on the
+// key. A key only one side has, or whose digests differ, is a row of the report; one a
+// change in flight touched is IN_FLIGHT.
+func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, buckets []bucket, intKey bool, mv moved) ([]Row, error) {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	keyCols := make([]int, len(o.Keys))
+	for i, k := range o.Keys {
+		keyCols[i] = slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k.Name) })
+	}
+	all := seq(len(cols))
+
+	src := map[string]digest{}
+	for _, b := range buckets {
+		r := source.TableRead{Table: o.Table, Columns: cols, ReadOptions: o.Read}
+		if intKey {
+			r.Keys = o.Keys
+			if b.lo != nil {
+				r.Range.Lo = source.Key{*b.lo}
+			}
+			if b.hi != nil {
+				r.Range.Hi = source.Key{*b.hi}
+			}
+		}
+		rows, err := d.Source.ReadTable(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
+		}
+		err = drain(ctx, rows, func(rec arrow.RecordBatch) {
+			for i := 0; i < int(rec.NumRows()); i++ {
+				k := keyOf(rec, keyCols, i)
+				dg := digestOf(rec, all, i)
+				dg.key = k.vals
+				src[k.text] = dg
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
+		}
+	}
+
+	slices.SortFunc(buckets, func(a, b bucket) int { return cmpInt(int64Or(a.lo, minInt64), int64Or(b.lo, minInt64)) })
+	inBuckets := func(k key) bool {
+		if !intKey {
+			return true
+		}
+		if !k.isInt {
+			return false
+		}
+		i, found := slices.BinarySearchFunc(buckets, k.int, func(b bucket, v int64) int { return cmpInt(int64Or(b.lo, minInt64), v) })
+		if !found {
+			i--
+		}
+		return i >= 0 && buckets[i].holds(k.int)
+	}
+	dst := map[string]digest{}
+	err := scan(ctx, "silver", d.Silver, append(slices.Clone(names), startLSN), func(rec arrow.RecordBatch) error {
+		lsns := rec.Column(len(names))
+		for i := 0; i < int(rec.NumRows()); i++ {
+			k := keyOf(rec, keyCols, i)
+			if !inBuckets(k) {
+				continue
+			}
+			dg := digestOf(rec, all, i)
+			dg.key, dg.lsn = k.vals, valueText(lsns, i)
+			if _, dup := dst[k.text]; dup {
+				return fmt.Errorf("reconcile: silver holds key %v twice: it is not a table keyed by %v", k.vals, names)
+			}
+			dst[k.text] = dg
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	var out []Row
+	flag := func(k string, kind Kind) Kind {
+		if mv.keys[k] {
+			return InFlight
+		}
+		return kind
+	}
+	for k, s := range src {
+		t, ok := dst[k]
+		switch {
+		case !ok:
+			out = append(out, Row{Kind: flag(k, MissingTarget), Scope: "key", Key: s.key})
+		case s.row != t.row:
+			var diff []string
+			for j := range s.cols {
+				if s.cols[j] != t.cols[j] {
+					diff = append(diff, names[j])
+				}
+			}
+			out = append(out, Row{Kind: flag(k, RecordDiff), Scope: "key", Key: s.key, Columns: diff, TargetLSN: t.lsn})
+		}
+	}
+	for k, t := range dst {
+		if _, ok := src[k]; !ok {
+			out = append(out, Row{Kind: flag(k, MissingSource), Scope: "key", Key: t.key, TargetLSN: t.lsn})
+		}
+	}
+	slices.SortFunc(out, func(a, b Row) int { return strings.Compare(strings.Join(a.Key, "\x1f"), strings.Join(b.Key, "\x1f")) })
+	return out, nil
+}
+
+func drain(ctx context.Context, rows source.Rows, each func(arrow.RecordBatch)) error {
+	defer rows.Close()
+	for {
+		rec, err := rows.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		each(rec)
+		rec.Release()
+	}
+}
+
+func fieldIndex(sc *arrow.Schema, name string) int {
+	return slices.IndexFunc(sc.Fields(), func(f arrow.Field) bool { return strings.EqualFold(f.Name, name) })
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
