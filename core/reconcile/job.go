@@ -8,6 +8,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
@@ -22,10 +23,11 @@ type Job struct {
 	// Silver is the table compared; Bronze is read for changes in flight (nil: only the
 	// change table is); Report receives the report rows (nil: none written).
 	Silver, Bronze, Report *deltalog.Table
-	// Keys are silver's key columns; empty takes the spec's snapshotKeys, else the capture
-	// instance's unique index.
+	// Keys are silver's key columns; empty takes those silver's position records, else the
+	// spec's snapshotKeys, else the capture instance's unique index.
 	Keys []string
-	// AppliedLSN is silver's position (zero: the newest _start_lsn among its rows).
+	// AppliedLSN overrides silver's position (zero: the one silver's commits record, else
+	// the newest _start_lsn among its rows).
 	AppliedLSN lsn.LSN
 	// BucketRows, Sample and Seed as in Options.
 	BucketRows int64
@@ -58,7 +60,26 @@ func (j Job) Run(ctx context.Context) (JobResult, error) {
 	if err != nil {
 		return JobResult{}, fmt.Errorf("reconcile: captured columns of %s: %w", ci.Name, err)
 	}
+	silverSnap, err := j.Silver.Snapshot(ctx)
+	if err != nil {
+		return JobResult{}, fmt.Errorf("reconcile: read silver: %w", err)
+	}
+	// Silver's own commits say how far it has applied bronze and on which keys
+	// (docs/silver.md § Position).
+	pos, havePos, err := silver.ReadPosition(silverSnap)
+	if err != nil {
+		return JobResult{}, err
+	}
+	applied := j.AppliedLSN
+	if applied.IsZero() && havePos && pos.AppliedLSN != "" {
+		if applied, err = lsn.Parse(pos.AppliedLSN); err != nil {
+			return JobResult{}, fmt.Errorf("reconcile: silver's position: %w", err)
+		}
+	}
 	names := j.Keys
+	if len(names) == 0 && havePos {
+		names = pos.Keys
+	}
 	if len(names) == 0 {
 		names = j.Spec.Options.SnapshotKeys
 	}
@@ -66,18 +87,14 @@ func (j Job) Run(ctx context.Context) (JobResult, error) {
 	if !ok {
 		return JobResult{}, configError("keys", fmt.Sprintf("capture instance %s has no unique index, or a key column is not a captured column of the table: set snapshotKeys (or silver's keys)", ci.Name))
 	}
-	silver, err := j.Silver.Snapshot(ctx)
-	if err != nil {
-		return JobResult{}, fmt.Errorf("reconcile: read silver: %w", err)
-	}
-	d := Deps{Source: j.Source, Silver: silver}
+	d := Deps{Source: j.Source, Silver: silverSnap}
 	if j.Bronze != nil {
 		if d.Bronze, err = j.Bronze.Snapshot(ctx); err != nil {
 			return JobResult{}, fmt.Errorf("reconcile: read bronze: %w", err)
 		}
 	}
 	res, err := Run(ctx, d, Options{Table: snapshot.SourceTable(j.Spec, ci), Columns: cols, Keys: keys,
-		CaptureInstance: ci.Name, WithoutCommandID: !j.Spec.Options.CommandID(), AppliedLSN: j.AppliedLSN,
+		CaptureInstance: ci.Name, WithoutCommandID: !j.Spec.Options.CommandID(), AppliedLSN: applied,
 		BucketRows: j.BucketRows, Sample: j.Sample, Seed: j.Seed, Logger: j.Logger})
 	if err != nil {
 		return JobResult{}, err
