@@ -9,14 +9,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // TxnAppID is the Delta txn appId of a full snapshot's commit (docs/design.md §4.2):
 // version 0.
-func TxnAppID(appID string, snapshot lsn.LSN) string { return appID + "#full." + snapshot.String() }
+func TxnAppID(appID string, snapshot lsn.LSN) string { return appID + fullMarker + snapshot.String() }
+
+// Markers of a whole snapshot's txn appId: <app_id><marker><L>. A seed's commit
+// (core/seed) is a whole snapshot too, keyed txn(<app_id>#seed.<L>, 0) (docs/design.md
+// §4.2), and its empty copy is found by its txn as an empty table's snapshot is.
+const (
+	fullMarker = "#full."
+	SeedMarker = "#seed."
+)
 
 // emptySuffix marks the txn appId of the commit of a snapshot that read no rows: it adds no
 // file, so only its txn (which checkpoints keep) says the snapshot exists. A snapshot with
@@ -29,21 +40,21 @@ func EmptyTxnAppID(appID string, snapshot lsn.LSN) string {
 	return TxnAppID(appID, snapshot) + emptySuffix
 }
 
-// emptySnapshotLSN returns the snapshot LSN of an EmptyTxnAppID, or false.
+// emptySnapshotLSN returns the snapshot LSN of an EmptyTxnAppID (or a seed's of an empty
+// copy), or false.
 func emptySnapshotLSN(txnAppID string) (lsn.LSN, bool) {
 	rest, ok := strings.CutSuffix(txnAppID, emptySuffix)
 	if !ok {
 		return lsn.Zero, false
 	}
-	i := strings.LastIndex(rest, "#full.")
-	if i < 0 {
-		return lsn.Zero, false
+	for _, m := range []string{fullMarker, SeedMarker} {
+		if i := strings.LastIndex(rest, m); i >= 0 {
+			if l, err := lsn.Parse(rest[i+len(m):]); err == nil {
+				return l, true
+			}
+		}
 	}
-	l, err := lsn.Parse(rest[i+len("#full."):])
-	if err != nil {
-		return lsn.Zero, false
-	}
-	return l, true
+	return lsn.Zero, false
 }
 
 // Commit appends every range's files of snapshot snap to bronze in one Delta commit keyed
@@ -130,14 +141,22 @@ func bootstrapRow(ctx context.Context, d Deps, snap lsn.Offset, rows *int64, sta
 	if d.Facts == nil || d.Options.Standalone {
 		return nil
 	}
-	r := facts.SnapshotRow(d.Spec.AppID, d.Spec.Bronze, facts.EventBootstrap, snap)
+	return WriteBootstrapRow(ctx, d.Facts, d.Spec, snap, rows, started, d.now(), d.Options.Writer)
+}
+
+// WriteBootstrapRow writes the bootstrap facts row of the snapshot (or seed) at snap for
+// spec's app_id and bronze, keyed txn(<app_id>#events, 0) so that it is written once
+// whatever the reruns (docs/facts.md): rows (nil when unknown), started_at and duration_ms
+// up to now when started is known (not nil, not zero), written_at now.
+func WriteBootstrapRow(ctx context.Context, factsT *deltalog.Table, spec *config.Spec, snap lsn.Offset, rows *int64, started *time.Time, now time.Time, opts parquetio.WriterOptions) error {
+	r := facts.SnapshotRow(spec.AppID, spec.Bronze, facts.EventBootstrap, snap)
 	r.Rows = rows
 	if started != nil && !started.IsZero() {
 		s := started.UTC()
-		r.StartedAt, r.DurationMs = &s, facts.Int64(d.now().Sub(s).Milliseconds())
+		r.StartedAt, r.DurationMs = &s, facts.Int64(now.Sub(s).Milliseconds())
 	}
-	r.WrittenAt = d.now()
-	if _, err := facts.Append(ctx, d.Facts, facts.TxnEvents(d.Spec.AppID), 0, []facts.Row{r}, d.Options.Writer); err != nil {
+	r.WrittenAt = now
+	if _, err := facts.Append(ctx, factsT, facts.TxnEvents(spec.AppID), 0, []facts.Row{r}, opts); err != nil {
 		return fmt.Errorf("write bootstrap row: %w", err)
 	}
 	return nil

@@ -144,7 +144,7 @@ func find(ctx context.Context, src source.Source, bronze *deltalog.Table, names 
 	if err != nil {
 		return lsn.Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
 	}
-	var best *foundSnapshot
+	var best *WholeSnapshot
 	for i, f := range found {
 		if at != nil && f.LSN != *at {
 			continue

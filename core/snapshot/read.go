@@ -12,6 +12,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
@@ -100,15 +101,21 @@ func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow
 	return w.Close(ctx)
 }
 
-// targetSchema is the schema snapshot rows are written in: bronze's current schema with
-// the capture instance's columns it lacks appended (a column is matched ignoring case), or
-// the bronze schema of the columns when bronze does not exist yet.
+// targetSchema is TargetSchema of d's bronze.
 func targetSchema(ctx context.Context, d Deps, cols []source.Column) (*arrow.Schema, error) {
+	return TargetSchema(ctx, d.Bronze, cols)
+}
+
+// TargetSchema is the schema snapshot rows (a snapshot's, a seed's) are written in:
+// bronze's current schema with the capture instance's columns cols it lacks appended (a
+// column is matched ignoring case), or the bronze schema of cols when bronze does not exist
+// yet.
+func TargetSchema(ctx context.Context, bronzeT *deltalog.Table, cols []source.Column) (*arrow.Schema, error) {
 	want, err := bronze.Schema(cols)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := d.Bronze.Snapshot(ctx)
+	snap, err := bronzeT.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read bronze schema: %w", err)
 	}

@@ -1,12 +1,8 @@
 package snapshot
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -49,32 +45,10 @@ func loadPlan(ctx context.Context, d Deps, l lsn.LSN) (planState, bool, error) {
 }
 
 func putJSON(ctx context.Context, st storage.Store, key string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if err := st.Put(ctx, key, bytes.NewReader(b), int64(len(b))); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
-	}
-	return nil
+	return storage.PutJSON(ctx, st, key, v)
 }
 
 // getJSON reads key into v; ok is false when it does not exist.
 func getJSON(ctx context.Context, st storage.Store, key string, v any) (ok bool, err error) {
-	rc, err := st.Get(ctx, key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", key, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", key, err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("decode %s: %w", key, err)
-	}
-	return true, nil
+	return storage.GetJSON(ctx, st, key, v)
 }

@@ -56,3 +56,6 @@ func ArrowBytes(rec arrow.RecordBatch) int64 {
 	}
 	return n
 }
+
+// CPU is the process CPU time since Start, for a benchmark's own rates.
+func (m Meter) CPU() time.Duration { return CPUTime() - m.cpu0 }

@@ -14,11 +14,11 @@ import (
 // FaultSource returns s with these calls routed through f, each named "source.<Method>",
 // so a kill-and-rerun test kills a step at any SQL call as at any storage or log store
 // call:
-// MaxLSN, MinLSN, CommitTime, CommitAtOrBefore, NthCommitAfter, CaptureInstances,
-// CapturedColumns, DDLHistory, SplitChanges, ReadChanges, ReadTable, KeyExtent, KeyMax,
-// KeyBound, KeyAfter, KeyTiles, KeyBuckets, RowEstimate, and Next of the Rows that
-// ReadChanges and ReadTable return ("source.Rows.Next"). The other methods
-// (LSNAtOrBefore, Ping, Close) go to s unrouted.
+// MaxLSN, MinLSN, CommitTime, CommitAtOrBefore, LSNAtOrBefore, NthCommitAfter,
+// CaptureInstances, CapturedColumns, DDLHistory, SplitChanges, ReadChanges, ReadTable,
+// KeyExtent, KeyMax, KeyBound, KeyAfter, KeyTiles, KeyBuckets, RowEstimate, and Next of the
+// Rows that ReadChanges and ReadTable return ("source.Rows.Next"). The other methods (Ping,
+// Close) go to s unrouted.
 func FaultSource(s source.Source, f *deltatest.Faults) source.Source {
 	return &faultSource{Source: s, f: f}
 }
@@ -76,6 +76,14 @@ func (s *faultSource) CommitAtOrBefore(ctx context.Context, l lsn.LSN) (source.C
 type lsnOK struct {
 	l  lsn.LSN
 	ok bool
+}
+
+func (s *faultSource) LSNAtOrBefore(ctx context.Context, t time.Time) (lsn.LSN, bool, error) {
+	v, err := hit(s.f, "LSNAtOrBefore", func() (lsnOK, error) {
+		l, ok, err := s.Source.LSNAtOrBefore(ctx, t)
+		return lsnOK{l, ok}, err
+	})
+	return v.l, v.ok, err
 }
 
 func (s *faultSource) NthCommitAfter(ctx context.Context, after lsn.LSN, n int) (lsn.LSN, bool, error) {
