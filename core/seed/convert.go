@@ -128,19 +128,49 @@ func convertFile(ctx context.Context, cd *copyData, f copyFile, cv *converter, w
 	return rows, nil
 }
 
-// castError describes a refused value at position pos of file f, with its row group read
-// from the file's footer (unknown for a file with a deletion vector, whose positions count
-// live rows only, or when the footer cannot be read).
+// castError describes a refused value at position pos of file f's rows as read (without
+// the rows a deletion vector deletes), with its row group and its position in the file
+// from the file's footer (and its deletion vector). Both stay unknown (-1, the position
+// among the live rows) when they cannot be read: the value, column and file are named
+// anyway.
 func castError(ctx context.Context, cd *copyData, f copyFile, pos int64, cf *columnFailure) error {
 	e := &CastError{Copy: cd.url, File: f.Path, RowGroup: -1, Row: pos, FileRow: pos, Column: cf.plan.Column.Name,
 		SQLType: sqlTypeText(cf.plan.Column), CopyColumn: cf.plan.Copy, Value: cf.Value, Reason: cf.Reason}
+	phys := pos
 	if f.DV {
-		return e
+		var ok bool
+		if phys, ok = cd.physicalRow(ctx, f, pos); !ok {
+			return e
+		}
 	}
 	if groups, err := parquetio.RowGroupRows(ctx, cd.store, f.key(cd.format)); err == nil {
-		if g, in, ok := parquetio.RowGroupOf(groups, pos); ok {
-			e.RowGroup, e.Row = g, in
+		if g, in, ok := parquetio.RowGroupOf(groups, phys); ok {
+			e.RowGroup, e.Row, e.FileRow = g, in, phys
 		}
 	}
 	return e
+}
+
+// physicalRow is the position in the file of the live row at position live of a Delta
+// file with a deletion vector; ok is false when the vector cannot be read.
+func (cd *copyData) physicalRow(ctx context.Context, f copyFile, live int64) (int64, bool) {
+	for _, a := range cd.snap.Files() {
+		if a.Path != f.Path {
+			continue
+		}
+		deleted, err := cd.snap.DeletedRows(ctx, &a)
+		if err != nil {
+			return 0, false
+		}
+		for p := int64(0); ; p++ {
+			if deleted.Contains(uint64(p)) {
+				continue
+			}
+			if live == 0 {
+				return p, true
+			}
+			live--
+		}
+	}
+	return 0, false
 }

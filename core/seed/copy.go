@@ -44,7 +44,7 @@ type copyFile struct {
 	Path string `json:"path"`
 	Size int64  `json:"size"`
 	// DV is true for a Delta file with a deletion vector: its rows are read without the
-	// deleted ones, so a row's position is among the live rows.
+	// deleted ones, so a position among the rows read is not the position in the file.
 	DV bool `json:"dv,omitempty"`
 }
 

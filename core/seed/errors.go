@@ -16,10 +16,11 @@ import (
 type CastError struct {
 	// Copy is the copy's URL, File the file's path in it.
 	Copy, File string
-	// RowGroup is the file's row group holding the row (0-based) and Row its position in
-	// that row group; RowGroup is -1 when unknown (a Delta file with a deletion vector:
-	// Row is then its position among the file's live rows). FileRow is the position in the
-	// file.
+	// RowGroup is the file's row group holding the row (0-based), Row its position in that
+	// row group and FileRow its position in the file (a Delta file's deletion vector
+	// counted: the deleted rows are not read, but they hold their positions). RowGroup is
+	// -1 when the footer or the deletion vector cannot be read: Row and FileRow are then
+	// the position among the rows read.
 	RowGroup     int
 	Row, FileRow int64
 	// Column is the captured column and SQLType its SQL Server type; CopyColumn the copy's
@@ -32,7 +33,7 @@ type CastError struct {
 func (e *CastError) Error() string {
 	where := fmt.Sprintf("row group %d, row %d (row %d of the file)", e.RowGroup, e.Row, e.FileRow)
 	if e.RowGroup < 0 {
-		where = fmt.Sprintf("live row %d (the file has a deletion vector)", e.FileRow)
+		where = fmt.Sprintf("row %d of the rows read (its row group is unknown)", e.FileRow)
 	}
 	return fmt.Sprintf("copy %s: file %s, %s: copy column %s into %s %s: value %q %s; fix the value in the copy (or its type) and seed again",
 		e.Copy, e.File, where, e.CopyColumn, e.Column, e.SQLType, e.Value, e.Reason)

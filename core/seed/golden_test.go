@@ -223,3 +223,28 @@ func TestEmptyCopy(t *testing.T) {
 	e.stream()
 	e.check()
 }
+
+// A Databricks table with a deletion vector: the deleted rows are not seeded, and a value
+// that cannot be cast is located in the file with the deleted rows counted.
+func TestCopyWithDeletionVector(t *testing.T) {
+	url := testfiles.DeltaTable(t, "table-with-dv-small")
+	e := newEnv(t, testlake.Local, cdcsim.TableSpec{Name: "g", Columns: []source.Column{c("value", "int", 0)}}, cdcsim.Config{})
+	e.db.Idle()
+	res := e.mustRun(seed.Request{Copy: url, AsOf: e.maxLSN().String()})
+	var got []string
+	e.scanBronze([]string{"value"}, func(rec arrow.RecordBatch) { got = append(got, rowTexts(rec)...) }, nil)
+	slices.Sort(got)
+	// Values 0..9 were written, then 0 and 9 deleted (DELETE ... WHERE value IN (0, 9)).
+	if *res.Commit.Rows != 8 || strings.Join(got, ",") != "1,2,3,4,5,6,7,8" {
+		t.Fatalf("seeded %d rows: %v", *res.Commit.Rows, got)
+	}
+	// As a bit column, 2 is the first value refused: the second row read, the third of
+	// the file (row 0 is deleted).
+	e2 := newEnv(t, testlake.Local, cdcsim.TableSpec{Name: "g", Columns: []source.Column{c("value", "bit", 0)}}, cdcsim.Config{})
+	e2.db.Idle()
+	_, err := e2.run(seed.Request{Copy: url, AsOf: e2.maxLSN().String()})
+	var ce *seed.CastError
+	if !errors.As(err, &ce) || ce.Value != "2" || ce.RowGroup != 0 || ce.Row != 2 || ce.FileRow != 2 {
+		t.Fatalf("cast error %+v (%v)", ce, err)
+	}
+}
