@@ -63,6 +63,7 @@ type copyData struct {
 	format string
 	store  storage.Store
 	snap   *deltalog.Snapshot // Delta only
+	adds   map[string]int     // Delta only: the index in snap.Files() by path, built on first use
 }
 
 // openCopy opens the copy at url through open. version pins a Delta table's version (-1:
@@ -253,9 +254,28 @@ func fieldIndexFold(fields []arrow.Field, name string) int {
 // columns it has (the caller fills the rest from its folders' partition values).
 func (c *copyData) read(ctx context.Context, f copyFile, columns []string) (deltalog.RecordIterator, error) {
 	if c.format == FormatDelta {
-		return c.snap.Scan(ctx, deltalog.ScanOptions{Columns: columns, Files: []string{f.Path}})
+		a, ok := c.add(f.Path)
+		if !ok {
+			return nil, fmt.Errorf("copy %s: %s is not a live file of version %d (the plan's version): plan the seed again", c.url, f.Path, c.snap.Version())
+		}
+		return c.snap.Scan(ctx, deltalog.ScanOptions{Columns: columns, Files: []deltalog.Add{a}})
 	}
 	return parquetio.ReadFile(ctx, c.store, f.Path, columns)
+}
+
+// add is the live file at path of a Delta copy's snapshot.
+func (c *copyData) add(path string) (deltalog.Add, bool) {
+	if c.adds == nil {
+		c.adds = map[string]int{}
+		for i, a := range c.snap.Files() {
+			c.adds[a.Path] = i
+		}
+	}
+	i, ok := c.adds[path]
+	if !ok {
+		return deltalog.Add{}, false
+	}
+	return c.snap.Files()[i], true
 }
 
 // drain reads it to the end, calling fn with each batch (which fn must not keep), and
