@@ -64,9 +64,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	ctx, prog := withProgress(ctx)
 	err := c.run(ctx, args[1:], stdout, stderr)
 	var ue *usageError
 	switch {
+	case err != nil && ctx.Err() != nil && !errors.Is(err, errFlags) && !errors.As(err, &ue):
+		// Interrupted (Ctrl-C, SIGTERM): one line, whatever chain of context errors the
+		// command returned, and a non-zero exit, since the work is not done.
+		fmt.Fprintln(stderr, prog.interruptedLine(c.name))
+		return exitInterrupted
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):

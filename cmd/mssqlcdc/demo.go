@@ -220,8 +220,13 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 	}
 	batches := 0
 	opts := stream.Options{
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnBatch: func(r stream.BatchReport) { batches++; committed.Add(1); printBatch(out, r) },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnBatch: func(r stream.BatchReport) {
+			batches++
+			committed.Add(1)
+			recordDone(ctx, "batch %d (offset %s)", r.Batch, r.End.LSN)
+			printBatch(out, r)
+		},
 	}
 	writing := true
 	for {

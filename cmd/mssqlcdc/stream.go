@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -127,19 +126,24 @@ func (lo loopOptions) waitPoll(ctx context.Context) {
 }
 
 // streamLoop runs invocations: until caught up with availableNow, else for ever, waiting
-// lo.poll whenever it caught up, until ctx ends or max_seconds is spent. An invocation
+// lo.poll whenever it caught up, until ctx ends (its error is returned: the stop was
+// early) or max_seconds is spent. Each batch is recorded (recordDone) for the interrupted line. An invocation
 // line is printed unless it found nothing new after an idle one, and "caught up" once:
 // idle polls print nothing.
 func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts stream.Options, lo loopOptions, out io.Writer) error {
 	began := time.Now()
 	idle, announced := false, false
+	onBatch := opts.OnBatch
+	opts.OnBatch = func(r stream.BatchReport) {
+		recordDone(ctx, "batch %d (offset %s)", r.Batch, r.End.LSN)
+		if onBatch != nil {
+			onBatch(r)
+		}
+	}
 	for {
 		res, err := stream.Run(ctx, spec, deps, opts)
 		if err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-				return nil
-			}
-			return err
+			return err // an interruption included: run says it in one line
 		}
 		quiet := idle && res.Batches == 0 && res.CaughtUp
 		if !quiet {
@@ -161,8 +165,8 @@ func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts s
 		}
 		idle = true
 		lo.waitPoll(ctx)
-		if ctx.Err() != nil {
-			return nil
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if lo.beforePoll != nil {
 			if err := lo.beforePoll(); err != nil {
