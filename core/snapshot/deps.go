@@ -107,7 +107,7 @@ func (d Deps) givenStamp() lsn.LSN {
 func instances(ctx context.Context, src source.Source, name string) (source.CaptureInstance, []string, error) {
 	list, err := src.CaptureInstances(ctx)
 	if err != nil {
-		return source.CaptureInstance{}, nil, fmt.Errorf("list capture instances: %w", err)
+		return source.CaptureInstance{}, nil, source.WithOp("list capture instances", err)
 	}
 	ci, err := source.Resolve(list, name)
 	if err != nil {

@@ -70,6 +70,9 @@ func (e *SourceUnavailableError) Error() string {
 	if e.Err == nil {
 		return "source unavailable (" + e.Op + ")"
 	}
+	if msg := e.Err.Error(); strings.HasPrefix(msg, e.Op+":") {
+		return "source unavailable: " + msg // the error names the operation already
+	}
 	return "source unavailable (" + e.Op + "): " + e.Err.Error()
 }
 

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -159,5 +158,5 @@ func (r *run) sourceErr(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return source.WithOp(op, err)
 }

@@ -106,8 +106,9 @@ func (d *DB) retry() Retry {
 		r.relogin = func(ctx context.Context, err error) bool { return d.relogin(ctx, err, seen) }
 	}
 	if r.OnRetry == nil {
+		n, most := r.retries(), r.maxWait()
 		r.OnRetry = func(attempt int, wait time.Duration, err error) {
-			d.log.Warn("sql server: transient error, retrying", "attempt", attempt, "wait", wait, "err", err)
+			d.log.Warn(retryMessage(err, attempt, n, wait, most), "attempt", attempt, "retries", n, "wait_seconds", wait.Seconds(), "err", err)
 		}
 	}
 	return r

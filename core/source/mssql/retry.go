@@ -56,6 +56,27 @@ func (r Retry) backoff(attempt int) time.Duration {
 	return time.Duration(float64(base) * float64(int64(1)<<attempt) * j)
 }
 
+// maxWait is the longest all the retries' waits add up to (jitter at its top).
+func (r Retry) maxWait() time.Duration {
+	base := r.Base
+	if base <= 0 {
+		base = DefaultRetryBase
+	}
+	var total time.Duration
+	for i := range r.retries() {
+		total += base << i
+	}
+	return total
+}
+
+// retryMessage is the warning before a retry: what failed, what it waits for and how long
+// ("sql server: list capture instances: transient: ... connection refused; waiting 1.4s
+// for SQL Server before retry 1 of 3 (at most 14s of waiting in all)").
+func retryMessage(err error, attempt, retries int, wait, most time.Duration) string {
+	return fmt.Sprintf("sql server: %v; waiting %s for SQL Server before retry %d of %d (at most %s of waiting in all)",
+		err, wait.Round(100*time.Millisecond), attempt, retries, most.Round(time.Second))
+}
+
 // do runs fn until it succeeds, fails with an error that is not transient, or the retries
 // are spent. A cancelled ctx stops the wait.
 func (r Retry) do(ctx context.Context, fn func() error) error {
