@@ -41,9 +41,15 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if !spec.Bootstrap {
 		return &config.ConfigError{Problems: []config.Problem{{Field: "bootstrap", Reason: "mssqlcdc bootstrap needs bootstrap: true in the spec (the stream then starts at the snapshot); use mssqlcdc snapshot for a snapshot alone"}}}
 	}
+	prog := newSnapshotProgress(ctx, stderr)
+	deps.Options.Progress = prog.report
 	off, err := snapshot.Run(ctx, deps)
 	if err != nil {
 		return err
+	}
+	recordDone(ctx, "the snapshot at %s", off.LSN)
+	if sum := prog.summary(); sum != "" {
+		fmt.Fprintf(stderr, "snapshot read: %s, committed\n", sum)
 	}
 	fmt.Fprint(stdout, "snapshot: ")
 	printOffset(stdout, off)
@@ -70,7 +76,7 @@ func setupBootstrapDemoSource(o demoOptions, out io.Writer) (*demoSource, error)
 		return nil, err
 	}
 	if o.Rows > 0 {
-		if err := gen.Load("orders", o.Rows, 1000); err != nil {
+		if err := loadWithProgress(gen, o.Rows, out); err != nil {
 			return nil, err
 		}
 	}
@@ -78,7 +84,7 @@ func setupBootstrapDemoSource(o demoOptions, out io.Writer) (*demoSource, error)
 	if _, err := db.EnableCapture(def.Spec.Name, cdcsim.CaptureOptions{}); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "source: %d rows in dbo.orders, then CDC enabled (capture instance dbo_orders): only a snapshot holds those rows\n", o.Rows)
+	fmt.Fprintf(out, "source: %s rows in dbo.orders, then CDC enabled (capture instance dbo_orders): only a snapshot holds those rows\n", thousands(int64(o.Rows)))
 	return &demoSource{db: db, gen: gen}, nil
 }
 
@@ -89,12 +95,33 @@ func demoSnapshot(ctx context.Context, spec *config.Spec, ds *demoSource, out io
 	if err != nil {
 		return lsn.Zero, err
 	}
-	began := time.Now()
+	prog := newSnapshotProgress(ctx, out)
+	deps.Options.Progress = prog.report
 	off, err := snapshot.Run(ctx, deps)
 	if err != nil {
 		return lsn.Zero, fmt.Errorf("snapshot: %w", err)
 	}
-	fmt.Fprintf(out, "snapshot: dbo.orders at %s in %.1fs, %d ranges, one Delta commit\n",
-		off, time.Since(began).Seconds(), spec.Options.NumPartitions)
+	recordDone(ctx, "the snapshot at %s", off.LSN)
+	fmt.Fprintf(out, "snapshot: dbo.orders at %s: %s, one Delta commit\n", off, prog.summary())
 	return off.LSN, nil
+}
+
+// loadWithProgress loads n rows into the simulated dbo.orders in transactions of 1,000,
+// saying how far it is at each quarter of a large load.
+func loadWithProgress(gen *workload.Generator, n int, out io.Writer) error {
+	step := n
+	if n >= 20_000 {
+		step = (n + 3) / 4
+	}
+	for done := 0; done < n; {
+		k := min(step, n-done)
+		if err := gen.Load("orders", k, 1000); err != nil {
+			return err
+		}
+		done += k
+		if done < n {
+			fmt.Fprintf(out, "source: loaded %s of %s rows into dbo.orders\n", thousands(int64(done)), thousands(int64(n)))
+		}
+	}
+	return nil
 }

@@ -179,7 +179,7 @@ func setupDemoSource(o demoOptions, out io.Writer) (*demoSource, error) {
 		return nil, err
 	}
 	if o.Rows > 0 {
-		if err := gen.Load("orders", o.Rows, 1000); err != nil {
+		if err := loadWithProgress(gen, o.Rows, out); err != nil {
 			return nil, err
 		}
 	}
@@ -228,7 +228,7 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 			printBatch(out, r)
 		},
 	}
-	writing := true
+	writing, drainFrom := true, 0
 	for {
 		if writing {
 			select {
@@ -237,7 +237,12 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 					return batches, fmt.Errorf("workload: %w", err)
 				}
 				writing = false
-				fmt.Fprintln(out, "workload stopped; draining")
+				max, err := ds.db.MaxLSN(ctx)
+				if err != nil {
+					return batches, err
+				}
+				drainFrom = batches
+				fmt.Fprintf(out, "workload stopped; draining the changes up to max_lsn %s\n", max)
 			default:
 			}
 		}
@@ -248,6 +253,7 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 		if !writing && res.CaughtUp {
 			max, _ := ds.db.MaxLSN(ctx)
 			if !res.Offset.LSN.Less(max) {
+				fmt.Fprintf(out, "drained: caught up with max_lsn %s in %d more %s\n", max, batches-drainFrom, plural(batches-drainFrom, "batch"))
 				return batches, nil
 			}
 		}

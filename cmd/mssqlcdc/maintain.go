@@ -305,9 +305,13 @@ func printKeys(w io.Writer, keys []string, verbose bool) {
 	}
 }
 
+// plural is word for n of them: "1 file", "2 files", "2 batches".
 func plural(n int, word string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return word
+	case strings.HasSuffix(word, "ch"), strings.HasSuffix(word, "s"):
+		return word + "es"
 	}
 	return word + "s"
 }

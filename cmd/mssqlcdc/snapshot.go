@@ -105,10 +105,13 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// snapshot(target): no facts rows of its own, and no checkpoint to resume from: its
 	// offset starts a new checkpoint (seed "A snapshot without the stream").
 	deps.Options.Standalone, deps.Options.Resnapshot = true, *resnapshot
+	prog := newSnapshotProgress(ctx, stderr)
+	deps.Options.Progress = prog.report
 	off, err := snapshot.Run(ctx, deps)
 	if err != nil {
 		return err
 	}
+	recordDone(ctx, "the snapshot at %s", off.LSN)
 	after, err := bronzeT.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("read bronze: %w", err)
@@ -123,6 +126,9 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stderr, "nothing committed to bronze: the table has no rows at %s, or bronze already holds a snapshot of it\n", off.LSN)
 	default:
 		fmt.Fprintf(stderr, "committed the snapshot at %s to bronze as version %d\n", off.LSN, after.Version())
+	}
+	if sum := prog.summary(); sum != "" {
+		fmt.Fprintf(stderr, "snapshot read: %s\n", sum)
 	}
 	printOffset(stdout, off)
 	return nil

@@ -61,6 +61,11 @@ type Options struct {
 	Writer parquetio.WriterOptions
 	// Now is the clock (started_at, written_at, read_at); time.Now when nil.
 	Now func() time.Time
+	// Progress, when set, is told how the reads go: after each record batch a range
+	// writes, and when a range is staged (ReadProgress.Done). Ranges are read
+	// concurrently, so it must be safe for concurrent use. The CLI prints rows, MB, MB/s
+	// and an ETA from it; the Lambda handlers leave it nil.
+	Progress func(ReadProgress)
 }
 
 // DefaultMaxRangeRows is the rows one read aims to hold at most: at the slowest measured

@@ -59,7 +59,7 @@ func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (Expo
 	if err != nil {
 		return ExportResult{}, err
 	}
-	ranges, err := d.planRanges(ctx, ci, keys, max(d.Spec.Options.NumPartitions, 1), false)
+	ranges, _, err := d.planRanges(ctx, ci, keys, max(d.Spec.Options.NumPartitions, 1), false)
 	if err != nil {
 		return ExportResult{}, err
 	}
@@ -70,7 +70,7 @@ func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (Expo
 		if err != nil {
 			return ExportResult{}, err
 		}
-		files, err := readRange(ctx, d, read, schema, stamp, dst)
+		files, _, err := readRange(ctx, d, read, schema, stamp, dst, nil)
 		if err != nil {
 			return ExportResult{}, fmt.Errorf("export range %d: %w", r.Index, err)
 		}

@@ -27,7 +27,7 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 		return PlanResult{}, err
 	}
 	n := max(d.Spec.Options.NumPartitions, 1)
-	ranges, err := d.planRanges(ctx, ci, keys, n, true)
+	ranges, est, err := d.planRanges(ctx, ci, keys, n, true)
 	if err != nil {
 		return PlanResult{}, err
 	}
@@ -44,7 +44,7 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 	for i, r := range ranges {
 		refs[i] = Range{Index: r.Index}
 	}
-	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: refs}, nil
+	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: refs, EstimatedRows: max(est, 0)}, nil
 }
 
 // rangeCount is how many ranges to cut for a table of est rows (0: unknown): n, or more
@@ -106,51 +106,58 @@ func KeyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []
 //   - no usable key, n ≤ 1, an empty table or MIN = MAX: one range.
 //
 // The first range is open below (it holds NULL keys), the last open above (it holds keys
-// written above MAX meanwhile).
-func (d Deps) planRanges(ctx context.Context, ci source.CaptureInstance, keys []source.Column, n int, split bool) ([]Range, error) {
+// written above MAX meanwhile). est is the table's row estimate when it was read (with
+// split always), else 0.
+func (d Deps) planRanges(ctx context.Context, ci source.CaptureInstance, keys []source.Column, n int, split bool) ([]Range, int64, error) {
 	whole := []Range{{Index: 0}}
-	if len(keys) == 0 {
-		return whole, nil
-	}
 	t := d.table(ci)
 	est := int64(0)
-	if split || !(len(keys) == 1 && integerTypes[keys[0].DataType]) {
+	// The bounds need the estimate when splitting, or on a key that is not one integer;
+	// a plan without keys fetches it only for the progress it reports (PlanResult).
+	needEst := len(keys) > 0 && (split || !(len(keys) == 1 && integerTypes[keys[0].DataType]))
+	if needEst || split {
 		var err error
 		if est, err = d.Source.RowEstimate(ctx, t); err != nil {
-			return nil, fmt.Errorf("read the row estimate: %w", err)
+			if needEst {
+				return nil, 0, fmt.Errorf("read the row estimate: %w", err)
+			}
+			est = 0
 		}
-		if split {
+		if split && len(keys) > 0 {
 			n = rangeCount(d, est, n)
 		}
 	}
+	if len(keys) == 0 {
+		return whole, est, nil
+	}
 	if n <= 1 {
-		return whole, nil
+		return whole, est, nil
 	}
 	var bounds []source.Key
 	if len(keys) == 1 && integerTypes[keys[0].DataType] {
 		lo, hi, ok, err := d.Source.KeyExtent(ctx, t, keys[0], nil, nil)
 		if err != nil {
-			return nil, fmt.Errorf("read key extent: %w", err)
+			return nil, est, fmt.Errorf("read key extent: %w", err)
 		}
 		if !ok {
-			return whole, nil
+			return whole, est, nil
 		}
 		mn, ok1 := lo.(int64)
 		mx, ok2 := hi.(int64)
 		if !ok1 || !ok2 {
-			return nil, &KeyError{Column: keys[0].Name, Reason: fmt.Sprintf("extent %T..%T is not integer", lo, hi)}
+			return nil, est, &KeyError{Column: keys[0].Name, Reason: fmt.Sprintf("extent %T..%T is not integer", lo, hi)}
 		}
 		for _, b := range uniformBounds(mn, mx, n) {
 			bounds = append(bounds, source.Key{b})
 		}
 	} else {
 		if est <= 0 {
-			return whole, nil
+			return whole, est, nil
 		}
 		sk := seeker{src: d.Source, t: t, keys: keys, unique: len(d.Spec.Options.SnapshotKeys) == 0}
 		var err error
 		if bounds, err = sk.bounds(ctx, nil, (est+int64(n)-1)/int64(n), n-1); err != nil {
-			return nil, err
+			return nil, est, err
 		}
 	}
 	ranges := make([]Range, 0, len(bounds)+1)
@@ -158,13 +165,13 @@ func (d Deps) planRanges(ctx context.Context, ci source.CaptureInstance, keys []
 	for i, b := range bounds {
 		hi, err := encodeKey(b)
 		if err != nil {
-			return nil, &KeyError{Column: joinNames(keys), Reason: err.Error()}
+			return nil, est, &KeyError{Column: joinNames(keys), Reason: err.Error()}
 		}
 		ranges = append(ranges, Range{Index: i, Lo: lo, Hi: hi})
 		lo = hi
 	}
 	ranges = append(ranges, Range{Index: len(bounds), Lo: lo})
-	return ranges, nil
+	return ranges, est, nil
 }
 
 // uniformBounds are the n'−1 inner bounds of uniform ranges over [mn, mx]:

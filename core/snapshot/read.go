@@ -14,6 +14,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -49,12 +50,21 @@ func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, er
 		return ReadResult{}, err
 	}
 	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: st.Snapshot.LSN, CommitTS: st.Snapshot.CommitTime(), Snapshot: st.Snapshot.LSN}
-	files, err := readRange(ctx, d, read, schema, stamp, d.Bronze.Store())
+	var progress func(rows, bytes int64)
+	if p := d.Options.Progress; p != nil {
+		progress = func(rows, bytes int64) {
+			p(ReadProgress{Range: r.Index, Ranges: len(ps.Ranges), Rows: rows, Bytes: bytes})
+		}
+	}
+	files, read2, err := readRange(ctx, d, read, schema, stamp, d.Bronze.Store(), progress)
 	if err != nil {
 		return ReadResult{}, err
 	}
 	if err := ingest.Stage(ctx, d.Staging, manifestKey(snap.LSN, r.Index), files); err != nil {
 		return ReadResult{}, err
+	}
+	if p := d.Options.Progress; p != nil {
+		p(ReadProgress{Range: r.Index, Ranges: len(ps.Ranges), Rows: files.Rows, Bytes: read2, Done: true})
 	}
 	return ReadResult{Range: r.Index, Rows: files.Rows, Files: len(files.Adds), Bytes: files.Bytes}, nil
 }
@@ -76,17 +86,27 @@ func rangeRead(d Deps, ci source.CaptureInstance, cols, keys []source.Column, r 
 	return read, nil
 }
 
-// readRange streams one ReadTable, stamped, into data files of schema in dst.
-func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow.Schema, stamp bronze.SnapshotStamp, dst storage.Store) (ingest.Files, error) {
+// readRange streams one ReadTable, stamped, into data files of schema in dst, and
+// returns them with the Arrow bytes read. progress, when set, is told the rows and bytes
+// read so far after each record batch.
+func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow.Schema, stamp bronze.SnapshotStamp, dst storage.Store, progress func(rows, bytes int64)) (ingest.Files, int64, error) {
 	rows, err := d.Source.ReadTable(ctx, read)
 	if err != nil {
-		return ingest.Files{}, fmt.Errorf("read %s.%s: %w", read.Schema, read.Name, err)
+		return ingest.Files{}, 0, source.WithOp(fmt.Sprintf("read %s.%s", read.Schema, read.Name), err)
 	}
 	defer rows.Close()
+	var nRows, nBytes int64
 	next := func(ctx context.Context) (arrow.RecordBatch, error) {
 		rec, err := rows.Next(ctx)
 		if err != nil && !errors.Is(err, io.EOF) {
-			err = fmt.Errorf("read %s.%s: %w", read.Schema, read.Name, err)
+			err = source.WithOp(fmt.Sprintf("read %s.%s", read.Schema, read.Name), err)
+		}
+		if rec != nil {
+			nRows += rec.NumRows()
+			nBytes += parquetio.RecordBytes(rec)
+			if progress != nil {
+				progress(nRows, nBytes)
+			}
 		}
 		return rec, err
 	}
@@ -96,9 +116,10 @@ func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow
 	})
 	if err != nil {
 		w.Abort(ctx)
-		return ingest.Files{}, err
+		return ingest.Files{}, 0, err
 	}
-	return w.Close(ctx)
+	files, err := w.Close(ctx)
+	return files, nBytes, err
 }
 
 // targetSchema is TargetSchema of d's bronze.

@@ -45,6 +45,12 @@ func Run(ctx context.Context, d Deps) (lsn.Offset, error) {
 // ReadAll runs Read for every range of plan, plan.NumPartitions at once (ingest.Parallel,
 // as the machine's Map does with MaxConcurrency); the first error cancels the others.
 func ReadAll(ctx context.Context, d Deps, snap lsn.Offset, plan PlanResult) error {
+	if p := d.Options.Progress; p != nil {
+		d.Options.Progress = func(rp ReadProgress) {
+			rp.EstimatedRows = plan.EstimatedRows
+			p(rp)
+		}
+	}
 	return ingest.Parallel(ctx, len(plan.Ranges), plan.NumPartitions, func(ctx context.Context, i int) error {
 		_, err := Read(ctx, d, snap, plan.Ranges[i])
 		return err

@@ -50,6 +50,23 @@ type PlanResult struct {
 	Keys []string `json:"keys"`
 	// Ranges are the ranges' indexes ({"index": i}); their bounds are in plan.json.
 	Ranges []Range `json:"ranges"`
+	// EstimatedRows is the table's row estimate when it was planned (Source.RowEstimate),
+	// 0 when unknown. It sizes the progress a CLI prints (ReadProgress) and is not part
+	// of the step's output.
+	EstimatedRows int64 `json:"-"`
+}
+
+// ReadProgress is what Options.Progress is told while ranges are read.
+type ReadProgress struct {
+	// Range is the range's index, of Ranges in the plan.
+	Range, Ranges int
+	// Rows and Bytes (Arrow bytes read) so far in this range; when Done, its totals.
+	Rows, Bytes int64
+	// Done: the range's files are written and staged.
+	Done bool
+	// EstimatedRows is PlanResult.EstimatedRows when ReadAll reports (0 from a single
+	// Read, which has no plan result).
+	EstimatedRows int64
 }
 
 // ReadResult is the output of Read for one range.

@@ -62,7 +62,7 @@ func loadBenchInput(b *testing.B) benchInput {
 		var total int64
 		for i := range benchDistinct {
 			rec := bronzeRecordFrom(memory.DefaultAllocator, s, i*benchBatchRows, benchBatchRows, false)
-			total += recordBytes(rec)
+			total += RecordBytes(rec)
 			benchIn.batches = append(benchIn.batches, rec)
 		}
 		benchIn.schema = s

@@ -137,7 +137,7 @@ func (w *Writer) writePiece(ctx context.Context, rec arrow.RecordBatch) error {
 	f := w.cur
 	rec.Retain()
 	f.held = append(f.held, rec)
-	f.heldBytes += recordBytes(rec)
+	f.heldBytes += RecordBytes(rec)
 	f.stats.add(rec)
 	full := f.cw.n+int64(float64(f.heldBytes)*w.encodedRatio()) >= w.opts.TargetFileSize
 	if f.heldBytes < w.opts.RowGroupBytes && !full {
@@ -321,9 +321,9 @@ func (w *Writer) Abort(ctx context.Context) error {
 	return first
 }
 
-// recordBytes is the Arrow size of a record's values: fixed-width values, string and
+// RecordBytes is the Arrow size of a record's values: fixed-width values, string and
 // binary bytes with their offsets, and validity bitmaps. Slices count only their rows.
-func recordBytes(rec arrow.RecordBatch) int64 {
+func RecordBytes(rec arrow.RecordBatch) int64 {
 	var total int64
 	for _, col := range rec.Columns() {
 		n := int64(col.Len())
