@@ -46,6 +46,10 @@ type Batch struct {
 	// last commit it reads: the batch reads [next(Start.LSN), End.LSN].
 	Start lsn.Offset `json:"start"`
 	End   lsn.Offset `json:"end"`
+	// Starting is the spec's startingLsn batch 0 was planned from ("earliest", "latest"
+	// or an LSN), so that a start changed before batch 0 committed is told apart
+	// (RetakeFirst); empty on later batches, with bootstrap and in older files.
+	Starting string `json:"starting,omitempty"`
 	// Writer identifies the stream invocation that wrote the file, so that a retried put
 	// of our own is told apart from a rival's.
 	Writer string `json:"writer"`
@@ -158,6 +162,26 @@ func (c *Checkpoint) WriteOffsets(ctx context.Context, b Batch) error {
 		b.WrittenAt = time.Now().UTC()
 	}
 	return c.putOnce(ctx, offsetKey(b.ID), b)
+}
+
+// RetakeFirst replaces the offsets of a fresh checkpoint's batch 0 by b (b.ID must be 0),
+// for a startingLsn changed before batch 0 committed. The caller has checked that batch 0
+// is in neither bronze nor facts; commits/0 must not exist. The old file is deleted, then
+// b written as WriteOffsets writes it: a crash in between leaves a fresh checkpoint,
+// which starts from the spec's start anyway.
+func (c *Checkpoint) RetakeFirst(ctx context.Context, b Batch) error {
+	if b.ID != 0 {
+		return fmt.Errorf("checkpoint: RetakeFirst of batch %d, want 0", b.ID)
+	}
+	if done, err := c.exists(ctx, commitKey(0)); err != nil {
+		return fmt.Errorf("read checkpoint: %w", err)
+	} else if done {
+		return &ConcurrentStreamError{Checkpoint: c.store.URL(), Key: commitKey(0)}
+	}
+	if err := c.store.Delete(ctx, offsetKey(0)); err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", offsetKey(0), err)
+	}
+	return c.WriteOffsets(ctx, b)
 }
 
 // WriteCommit records that batch m.ID is in bronze and facts. *ConcurrentStreamError when

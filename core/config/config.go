@@ -13,7 +13,11 @@
 // this package reads no environment and calls no AWS API.
 package config
 
-import "github.com/mssqlcdc/mssqlcdc/core/lsn"
+import (
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+)
 
 // Spec is one table's spec. The zero value is not valid; use Parse (which applies
 // Defaults) or fill it and call Defaults and Validate.
@@ -225,6 +229,7 @@ func (s *Spec) Defaults() {
 	if s.Options.StartingLsn == "" && !s.Bootstrap {
 		s.Options.StartingLsn = DefaultStartingLsn
 	}
+	s.Options.StartingLsn = startingKeyword(s.Options.StartingLsn)
 	if s.Options.IsolationLevel == "" {
 		s.Options.IsolationLevel = DefaultIsolationLevel
 	}
@@ -261,10 +266,21 @@ func (s *Spec) FailsOnDataLoss() bool {
 	return s.Options.FailOnDataLoss == nil || *s.Options.FailOnDataLoss
 }
 
+// startingKeyword returns StartEarliest or StartLatest for those words in any case
+// ("LATEST"), and v unchanged otherwise.
+func startingKeyword(v string) string {
+	for _, k := range []string{StartEarliest, StartLatest} {
+		if strings.EqualFold(v, k) {
+			return k
+		}
+	}
+	return v
+}
+
 // Starting is the parsed startingLsn: kind is StartEarliest, StartLatest or "lsn" with the
-// LSN. Call after Validate.
+// LSN. The keywords are taken in any case. Call after Validate.
 func (s *Spec) Starting() (kind string, l lsn.LSN) {
-	switch s.Options.StartingLsn {
+	switch startingKeyword(s.Options.StartingLsn) {
 	case "", StartEarliest:
 		return StartEarliest, lsn.Zero
 	case StartLatest:

@@ -258,3 +258,17 @@ func TestSourceTLSSettings(t *testing.T) {
 		t.Errorf("options %+v", o)
 	}
 }
+
+// startingLsn's keywords are taken in any case (issue 12 item 9): "LATEST" and "Earliest"
+// are what a user means, not a malformed LSN.
+func TestStartingLsnKeywordsAnyCase(t *testing.T) {
+	for in, want := range map[string]string{"LATEST": StartLatest, "Latest": StartLatest, "EARLIEST": StartEarliest, "earLiest": StartEarliest} {
+		s, err := Parse([]byte(strings.Replace(minimal(), `"bronze"`, `"options":{"startingLsn":"`+in+`"},"bronze"`, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if k, _ := s.Starting(); k != want || s.Options.StartingLsn != want {
+			t.Errorf("%s: Starting %s, field %q, want %s", in, k, s.Options.StartingLsn, want)
+		}
+	}
+}

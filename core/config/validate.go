@@ -216,7 +216,7 @@ func (o Options) validate(ps *problems) {
 	if o.MaxCommitsPerBatch != nil && *o.MaxCommitsPerBatch < 1 {
 		ps.add("options.maxCommitsPerBatch", "%d: want an integer >= 1 (leave it out for unlimited)", *o.MaxCommitsPerBatch)
 	}
-	switch o.StartingLsn {
+	switch startingKeyword(o.StartingLsn) {
 	case "", StartEarliest, StartLatest:
 	default:
 		if _, err := lsn.Parse(o.StartingLsn); err != nil {

@@ -166,21 +166,3 @@ func TestLatestBeforeCaptureReachedTheInstance(t *testing.T) {
 		t.Errorf("after the first change: %+v", res)
 	}
 }
-
-// An explicit startingLsn that cleanup already passed fails the first batch with
-// DataLossError (docs/reference/original-library.md §2.2).
-func TestStartingLsnBelowMinLSN(t *testing.T) {
-	e := newEnv(t, cdcsim.Config{Seed: 18})
-	first := e.exec(insert(1, 1))
-	e.exec(insert(2, 2))
-	mark := e.exec(insert(3, 3))
-	if err := e.db.Cleanup("dbo_orders", mark); err != nil {
-		t.Fatal(err)
-	}
-	e.spec.Options.StartingLsn = first.String()
-	_, err := e.run(Options{})
-	var dl *DataLossError
-	if !errors.As(err, &dl) || dl.From != first.Next() {
-		t.Fatalf("err = %v, want DataLossError from %s", err, first.Next())
-	}
-}

@@ -39,6 +39,8 @@ func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 }
 
 // initialOffset is where a fresh checkpoint starts (docs/reference/original-library.md §2.2).
+// An explicit LSN is checked first (checkStartingLSN): a *config.ConfigError when the
+// stream cannot start after it.
 func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance, maxLSN lsn.LSN) (lsn.Offset, error) {
 	if r.spec.Bootstrap {
 		return r.bootstrapOffset(ctx)
@@ -65,6 +67,9 @@ func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance,
 		return lsn.Offset{}, &config.ConfigError{Problems: []config.Problem{{Field: "options.startingLsn",
 			Reason: "latest: neither max_lsn nor the capture instance's start LSN is known yet; retry once the capture job has run"}}}
 	default:
+		if err := r.checkStartingLSN(ctx, insts, at, maxLSN); err != nil {
+			return lsn.Offset{}, err
+		}
 		return r.offsetAt(ctx, at)
 	}
 }

@@ -180,6 +180,9 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	if err := r.checkNotRewound(ctx, state); err != nil {
 		return res, err
 	}
+	if err := r.retakeFirst(ctx, &state, insts, target); err != nil {
+		return res, err
+	}
 
 	var start lsn.Offset
 	switch {
@@ -224,6 +227,9 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 				return res, nil
 			}
 			b = checkpoint.Batch{ID: next, Start: start, End: endOff}
+			if next == 0 {
+				b.Starting = r.startingOf()
+			}
 			if err := r.deps.Checkpoint.WriteOffsets(ctx, b); err != nil {
 				return res, err
 			}
