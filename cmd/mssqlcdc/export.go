@@ -49,11 +49,21 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// An interrupted export leaves files without the completion marker in --to, which
+	// a rerun refuses: say so instead of "rerun to continue".
+	setRerun(ctx, fmt.Sprintf("%s holds a partial export (no %s): delete what is there and export again", *to, snapshot.ExportMarker))
+	prog := newSnapshotProgress(ctx, stderr)
+	prog.label = "export"
+	deps.Options.Progress = prog.report
 	res, err := snapshot.Export(ctx, deps, dst, l)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "exported %d rows in %d files to %s\n", res.Rows, len(res.Files), *to)
+	if sum := prog.summary(); sum != "" {
+		fmt.Fprintf(stderr, "export read: %s\n", sum)
+	}
+	fmt.Fprintf(stderr, "exported %d rows in %d files to %s; %s (written last) lists them: readers must check it\n",
+		res.Rows, len(res.Files), *to, snapshot.ExportMarker)
 	fmt.Fprintln(stdout, res.Snapshot.LSN)
 	return nil
 }

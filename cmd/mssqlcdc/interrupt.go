@@ -20,6 +20,9 @@ const exitInterrupted = 130
 type progress struct {
 	mu   sync.Mutex
 	last string
+	// rerun replaces "rerun to continue" for a command whose rerun does not continue
+	// (setRerun).
+	rerun string
 }
 
 type progressKey struct{}
@@ -39,12 +42,26 @@ func recordDone(ctx context.Context, format string, args ...any) {
 	}
 }
 
+// setRerun says what to do after an interrupt instead of "rerun to continue" (export:
+// its partial target must be deleted first).
+func setRerun(ctx context.Context, what string) {
+	if p, ok := ctx.Value(progressKey{}).(*progress); ok {
+		p.mu.Lock()
+		p.rerun = what
+		p.mu.Unlock()
+	}
+}
+
 // interruptedLine is the one line an interrupted command prints.
 func (p *progress) interruptedLine(cmd string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last == "" {
-		return fmt.Sprintf("mssqlcdc %s: interrupted; rerun to continue", cmd)
+	rerun := "rerun to continue"
+	if p.rerun != "" {
+		rerun = p.rerun
 	}
-	return fmt.Sprintf("mssqlcdc %s: interrupted after %s; rerun to continue", cmd, p.last)
+	if p.last == "" {
+		return fmt.Sprintf("mssqlcdc %s: interrupted; %s", cmd, rerun)
+	}
+	return fmt.Sprintf("mssqlcdc %s: interrupted after %s; %s", cmd, p.last, rerun)
 }

@@ -90,3 +90,15 @@ func TestInterruptedCommandsSayOneLineAndExitNonZero(t *testing.T) {
 		t.Errorf("demo: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// An interrupted export does not continue on a rerun (its target then holds files
+// without the completion marker, which a rerun refuses): its line says what to do instead.
+func TestInterruptedExportSaysDeleteFirst(t *testing.T) {
+	ctx, p := withProgress(context.Background())
+	setRerun(ctx, "/x holds a partial export (no _SUCCESS): delete what is there and export again")
+	recordDone(ctx, "%d of %d ranges of the %s", 1, 3, "export")
+	want := "mssqlcdc export: interrupted after 1 of 3 ranges of the export; /x holds a partial export (no _SUCCESS): delete what is there and export again"
+	if got := p.interruptedLine("export"); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

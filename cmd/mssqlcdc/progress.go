@@ -23,6 +23,7 @@ const progressEvery = 10 * time.Second
 type snapshotProgress struct {
 	ctx   context.Context // records the ranges done for the interrupted line
 	out   io.Writer
+	label string // what is read: "snapshot", or "export"
 	now   func() time.Time
 	every time.Duration
 
@@ -34,7 +35,7 @@ type snapshotProgress struct {
 }
 
 func newSnapshotProgress(ctx context.Context, out io.Writer) *snapshotProgress {
-	return &snapshotProgress{ctx: ctx, out: out, now: time.Now, every: progressEvery,
+	return &snapshotProgress{ctx: ctx, out: out, label: "snapshot", now: time.Now, every: progressEvery,
 		rows: map[int]int64{}, bytes: map[int]int64{}}
 }
 
@@ -51,11 +52,15 @@ func (p *snapshotProgress) report(r snapshot.ReadProgress) {
 	switch {
 	case r.Done:
 		p.done++
-		fmt.Fprintf(p.out, "range %d/%d read: %s rows, %s MB; snapshot so far %s\n", r.Range+1, r.Ranges, thousands(r.Rows), mb(r.Bytes), p.totals(now))
-		recordDone(p.ctx, "%d of %d ranges of the snapshot (read and staged; a rerun reads them again)", p.done, p.ranges)
+		fmt.Fprintf(p.out, "range %d/%d read: %s rows, %s MB; %s so far %s\n", r.Range+1, r.Ranges, thousands(r.Rows), mb(r.Bytes), p.label, p.totals(now))
+		if p.label == "snapshot" {
+			recordDone(p.ctx, "%d of %d ranges of the snapshot (read and staged; a rerun reads them again)", p.done, p.ranges)
+		} else {
+			recordDone(p.ctx, "%d of %d ranges of the %s", p.done, p.ranges, p.label)
+		}
 		p.shown = now
 	case now.Sub(p.shown) >= p.every:
-		fmt.Fprintf(p.out, "snapshot: %s; %d of %d ranges done\n", p.totals(now), p.done, p.ranges)
+		fmt.Fprintf(p.out, "%s: %s; %d of %d ranges done\n", p.label, p.totals(now), p.done, p.ranges)
 		p.shown = now
 	}
 }

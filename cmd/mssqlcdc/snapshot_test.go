@@ -209,6 +209,16 @@ func TestExportPrintsItsStamp(t *testing.T) {
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("no files in %s: %v", to, err)
 	}
+	// The export shows its progress like a snapshot and says how to tell it is whole: the
+	// completion marker, written last (issue 12 items 4 and 12).
+	for _, want := range []string{"range 1/", "export so far", "export read: 10,000 rows", "_SUCCESS (written last) lists them: readers must check it"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(to, "_SUCCESS")); err != nil {
+		t.Fatalf("no completion marker: %v", err)
+	}
 	out.Reset()
 	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", t.TempDir(), "--snapshot-lsn", stamp}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
@@ -217,7 +227,8 @@ func TestExportPrintsItsStamp(t *testing.T) {
 		t.Fatalf("--snapshot-lsn %s printed %q", stamp, got)
 	}
 	errOut.Reset()
-	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", to}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "pick an empty URL") {
+	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", to}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "pick an empty URL") ||
+		!strings.Contains(errOut.String(), "a finished export") {
 		t.Fatalf("a second export into %s: exit %d, stderr %q, want it refused", to, code, errOut.String())
 	}
 	if again, _ := os.ReadDir(to); len(again) != len(entries) {

@@ -390,6 +390,16 @@ func TestExport(t *testing.T) {
 		if rows != 40 || res.Rows != 40 {
 			t.Fatalf("exported %d rows (reported %d), want 40", rows, res.Rows)
 		}
+		m := readExportManifest(t, dst)
+		if m == nil || m.Format != snapshot.ExportManifestFormat || m.Version != 1 || m.Snapshot != res.Snapshot ||
+			m.Rows != 40 || len(m.Files) != len(res.Files) || m.CaptureInstance == "" {
+			t.Fatalf("manifest %+v, want the export's stamp, 40 rows and its %d files", m, len(res.Files))
+		}
+		for i, f := range m.Files {
+			if f.Path != res.Files[i].Path || f.Size != res.Files[i].Size || f.Rows <= 0 {
+				t.Fatalf("manifest file %d %+v, want %s", i, f, res.Files[i].Path)
+			}
+		}
 	}
 	if snap, _ := e.lake.RawTable(e.spec.Bronze).Snapshot(ctx); snap.Version() != -1 {
 		t.Fatal("export wrote bronze")
@@ -488,10 +498,10 @@ func TestExportRefusesNonEmptyTarget(t *testing.T) {
 	}
 	_, err = snapshot.Export(ctx, e.deps(), dst, lsn.Zero)
 	var ne *snapshot.TargetNotEmptyError
-	if !errors.As(err, &ne) || ne.URL != dst.URL() || ne.Key == "" {
-		t.Fatalf("second export: %v, want *TargetNotEmptyError naming %s and a key", err, dst.URL())
+	if !errors.As(err, &ne) || ne.URL != dst.URL() || ne.Key == "" || !ne.Finished {
+		t.Fatalf("second export: %v, want *TargetNotEmptyError naming %s, a key and the finished export", err, dst.URL())
 	}
-	for _, want := range []string{dst.URL(), "empty", "delete"} {
+	for _, want := range []string{dst.URL(), "empty", "delete", "a finished export"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q lacks %q", err, want)
 		}
@@ -503,7 +513,7 @@ func TestExportRefusesNonEmptyTarget(t *testing.T) {
 		}
 		files++
 	}
-	if files != len(first.Files) {
+	if files != len(first.Files)+1 { // and the marker
 		t.Fatalf("target holds %d files after the refused export, want the first's %d", files, len(first.Files))
 	}
 }

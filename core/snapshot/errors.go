@@ -77,14 +77,21 @@ func (e *StampAheadError) Error() string {
 
 // TargetNotEmptyError: an export's target already holds files (Key is one of them).
 // Export writes new file names beside whatever is there, so a second export into the same
-// URL would double the rows for a reader of the folder. Export into an empty URL, or
-// delete what is there first.
+// URL would double the rows for a reader of the folder. Finished is true when the target
+// holds a finished export's marker (ExportMarker); otherwise what is there may be the
+// partial export of an interrupted run, which no reader may use. Export into an empty
+// URL, or delete what is there first.
 type TargetNotEmptyError struct {
-	URL string
-	Key string
+	URL      string
+	Key      string
+	Finished bool
 }
 
 func (e *TargetNotEmptyError) Error() string {
-	return fmt.Sprintf("export target %s already holds files (%s, ...): exporting again would add files beside them and double the rows; "+
-		"pick an empty URL or delete what is there", e.URL, e.Key)
+	what := "files (" + e.Key + ", ...), with no " + ExportMarker + " marker: a partial export (interrupted, or still running) or other files"
+	if e.Finished {
+		what = "a finished export (its " + ExportMarker + " gives the LSN and files)"
+	}
+	return fmt.Sprintf("export target %s already holds %s: exporting again would add files beside them and double the rows; "+
+		"pick an empty URL or delete what is there", e.URL, what)
 }
