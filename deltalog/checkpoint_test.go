@@ -244,7 +244,11 @@ func TestParseInterval(t *testing.T) {
 			t.Errorf("ParseInterval(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "interval", "interval 1 month", "interval x days", "interval -1 days"} {
+	// An interval beyond time.Duration (about 292 years) is refused, not wrapped to a
+	// negative or short retention that would let VACUUM or log clean-up delete what
+	// readers need (issue 12 item 6).
+	for _, bad := range []string{"", "interval", "interval 1 month", "interval x days", "interval -1 days",
+		"interval 999999999 weeks", "interval 106752 days", "9223372036854775807 seconds"} {
 		if _, err := ParseInterval(bad); err == nil {
 			t.Errorf("ParseInterval(%q) succeeded", bad)
 		}

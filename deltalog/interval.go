@@ -3,6 +3,7 @@ package deltalog
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +25,9 @@ var intervalUnits = map[string]time.Duration{
 
 // ParseInterval parses a Delta interval property such as "interval 1 week" or "7 days"
 // (the "interval" prefix is optional, units are nanosecond..week, singular or plural,
-// case-insensitive). Months and years are refused: they have no fixed length.
+// case-insensitive). Months and years are refused: they have no fixed length, and so is an
+// interval longer than a time.Duration holds (about 292 years), which would otherwise wrap
+// to a negative or short retention.
 func ParseInterval(s string) (time.Duration, error) {
 	f := strings.Fields(strings.ToLower(s))
 	if len(f) > 0 && f[0] == "interval" {
@@ -40,6 +43,9 @@ func ParseInterval(s string) (time.Duration, error) {
 	unit, ok := intervalUnits[strings.TrimSuffix(f[1], "s")]
 	if !ok {
 		return 0, fmt.Errorf("invalid interval %q: unit must be one of %s", s, strings.Join(slices.Sorted(maps.Keys(intervalUnits)), ", "))
+	}
+	if n > math.MaxInt64/int64(unit) {
+		return 0, fmt.Errorf("invalid interval %q: longer than %d %ss", s, math.MaxInt64/int64(unit), strings.TrimSuffix(f[1], "s"))
 	}
 	return time.Duration(n) * unit, nil
 }

@@ -272,3 +272,34 @@ func TestStartingLsnKeywordsAnyCase(t *testing.T) {
 		}
 	}
 }
+
+// Every number of a spec that sizes a duration or a fan-out is bounded (issue 12 item 6):
+// dial_timeout_seconds = 1e10 would overflow time.Duration, numPartitions = 1e9 would plan
+// a billion ranges and connections.
+func TestNumbersBounded(t *testing.T) {
+	for _, c := range []struct {
+		edit  func(*Spec)
+		field string
+	}{
+		{func(s *Spec) { s.Source.DialTimeoutSeconds = 10_000_000_000 }, "source.dial_timeout_seconds"},
+		{func(s *Spec) { s.Source.DialTimeoutSeconds = MaxDialTimeoutSeconds + 1 }, "source.dial_timeout_seconds"},
+		{func(s *Spec) { s.Options.NumPartitions = 1_000_000_000 }, "options.numPartitions"},
+		{func(s *Spec) { s.Options.NumPartitions = MaxNumPartitions + 1 }, "options.numPartitions"},
+		{func(s *Spec) { s.MaxSeconds = 1e10 }, "max_seconds"},
+	} {
+		s, err := Parse([]byte(minimal()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.edit(s)
+		var ce *ConfigError
+		if err := s.Validate(); !errors.As(err, &ce) || !ce.Has(c.field) {
+			t.Errorf("%v, want a problem in %s", err, c.field)
+		}
+	}
+	s, _ := Parse([]byte(minimal()))
+	s.Source.DialTimeoutSeconds, s.Options.NumPartitions = MaxDialTimeoutSeconds, MaxNumPartitions
+	if err := s.Validate(); err != nil {
+		t.Errorf("the bounds themselves: %v", err)
+	}
+}

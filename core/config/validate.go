@@ -58,6 +58,12 @@ const (
 	// MaxLockTimeoutMs is the largest SET LOCK_TIMEOUT SQL Server takes (an int), about
 	// 24.8 days.
 	MaxLockTimeoutMs = 1<<31 - 1
+	// MaxDialTimeoutSeconds bounds source.dial_timeout_seconds: an hour.
+	MaxDialTimeoutSeconds = 3600
+	// MaxNumPartitions bounds options.numPartitions, each a SQL Server connection and a
+	// range read at once: the bootstrap machine's Map runs at most 400 ranges
+	// (docs/decisions/0008-bootstrap-map-inline-400-ranges.md).
+	MaxNumPartitions = 400
 )
 
 // validateSeconds adds a problem unless 0 <= v <= MaxDurationSeconds (NaN and the
@@ -198,8 +204,8 @@ func (src Source) validate(ps *problems) {
 	if src.PasswordSecretARN != "" && !strings.HasPrefix(src.PasswordSecretARN, "arn:") {
 		ps.add("source.password_secret_arn", "%q is not an ARN", src.PasswordSecretARN)
 	}
-	if src.DialTimeoutSeconds < 0 {
-		ps.add("source.dial_timeout_seconds", "%d: want 0 (30 s) or more", src.DialTimeoutSeconds)
+	if src.DialTimeoutSeconds < 0 || src.DialTimeoutSeconds > MaxDialTimeoutSeconds {
+		ps.add("source.dial_timeout_seconds", "%d: want seconds in 0..%d (0 = 30 s)", src.DialTimeoutSeconds, MaxDialTimeoutSeconds)
 	}
 	src.connectionProblems(ps)
 	if src.CaptureInstance == "" {
@@ -210,8 +216,8 @@ func (src Source) validate(ps *problems) {
 }
 
 func (o Options) validate(ps *problems) {
-	if o.NumPartitions < 1 {
-		ps.add("options.numPartitions", "%d: want an integer >= 1", o.NumPartitions)
+	if o.NumPartitions < 1 || o.NumPartitions > MaxNumPartitions {
+		ps.add("options.numPartitions", "%d: want an integer in 1..%d", o.NumPartitions, MaxNumPartitions)
 	}
 	if o.MaxCommitsPerBatch != nil && *o.MaxCommitsPerBatch < 1 {
 		ps.add("options.maxCommitsPerBatch", "%d: want an integer >= 1 (leave it out for unlimited)", *o.MaxCommitsPerBatch)

@@ -32,7 +32,8 @@ import (
 type Event struct {
 	// MaxSeconds overrides the spec's max_seconds for this invocation.
 	MaxSeconds *float64 `json:"max_seconds,omitempty"`
-	// MaxBatches stops after this many batches (0: until caught up or out of time).
+	// MaxBatches stops after this many batches (0: until caught up or out of time); a
+	// negative count is a *config.ConfigError. max_seconds is bounded as the spec's is.
 	MaxBatches int `json:"max_batches,omitempty"`
 }
 
@@ -42,6 +43,9 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	type plain Event
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
 		return &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + err.Error()}}}
+	}
+	if e.MaxBatches < 0 {
+		return &config.ConfigError{Problems: []config.Problem{{Field: "max_batches", Reason: fmt.Sprintf("%d: want 0 (no bound) or more", e.MaxBatches)}}}
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func TestGolden(t *testing.T) {
 func TestInvalidEventIsConfigError(t *testing.T) {
 	h, _, _ := fixture(t)
 	invoke := lambdaInvoke(t, h)
-	for _, ev := range []string{`{"max_seconds": -1}`, `{"max_batches": "x"}`, `[1]`, `"go"`} {
+	for _, ev := range []string{`{"max_seconds": -1}`, `{"max_seconds": 1e10}`, `{"max_batches": "x"}`, `{"max_batches": -1}`, `[1]`, `"go"`} {
 		if r := invoke(ev); r.Error == nil || r.Error.Type != "ConfigError" {
 			t.Errorf("%s: %s %s, want ConfigError", ev, r.Output, r.ErrorBody)
 		}
