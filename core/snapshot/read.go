@@ -33,8 +33,11 @@ func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, er
 	if err != nil {
 		return ReadResult{}, err
 	}
-	if !ok || !pok || r.Index < 0 || r.Index >= len(ps.Ranges) {
+	if !ok || !pok {
 		return ReadResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
+	}
+	if r.Index < 0 || r.Index >= len(ps.Ranges) {
+		return ReadResult{}, &EventError{Step: StepRead, Reason: fmt.Sprintf("range index %d: the plan of snapshot %s has ranges 0..%d", r.Index, snap.LSN, len(ps.Ranges)-1)}
 	}
 	r = ps.Ranges[r.Index] // the recorded bounds, not the payload's
 	ci, cols, keys, err := d.columns(ctx, st.CaptureInstance)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -313,5 +314,27 @@ func TestPlanCutsMoreRangesThanConnectionsForBigTables(t *testing.T) {
 	res, err := snapshot.Commit(ctx, e.deps(), open.Snapshot)
 	if err != nil || res.Rows == nil || *res.Rows != 100 || snapshotRows(t, e)[open.Snapshot.LSN.String()] != 100 {
 		t.Fatalf("commit %+v %v, rows %v", res, err, snapshotRows(t, e))
+	}
+}
+
+// A read event whose range index is outside the plan is an EventError naming the plan's
+// ranges (it was a PlanNotFoundError, "run the plan step first", though the plan exists),
+// and reads and writes nothing (issue 12 item 7).
+func TestReadOfARangeOutsideThePlanIsAnEventError(t *testing.T) {
+	e := newEnv(t, keyCases[0], 30)
+	ctx := context.Background()
+	open, err := snapshot.Open(ctx, e.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Plan(ctx, e.deps(), open.Snapshot); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{-1, 3, 1 << 40} {
+		_, err := snapshot.Read(ctx, e.deps(), open.Snapshot, snapshot.Range{Index: i})
+		var ee *snapshot.EventError
+		if !errors.As(err, &ee) || !strings.Contains(err.Error(), "ranges 0..2") {
+			t.Fatalf("read of range %d: %v, want an EventError naming ranges 0..2", i, err)
+		}
 	}
 }
