@@ -16,6 +16,11 @@ type VacuumOptions struct {
 	Retention time.Duration
 	// DryRun lists what would be deleted without deleting it.
 	DryRun bool
+	// Progress, when set, is told how the listing goes: after every ProgressEvery
+	// objects listed, the result so far and the objects listed (hidden ones included).
+	Progress func(listed int, so VacuumResult)
+	// ProgressEvery is how many listed objects apart Progress is called; 1000 when 0.
+	ProgressEvery int
 }
 
 // VacuumResult is what Vacuum did.
@@ -90,9 +95,17 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		}
 	}
 
+	every := opts.ProgressEvery
+	if every <= 0 {
+		every = 1000
+	}
+	listed := 0
 	for oi, err := range t.store.List(ctx, "", "") {
 		if err != nil {
 			return res, fmt.Errorf("vacuum: list: %w", err)
+		}
+		if listed++; opts.Progress != nil && listed%every == 0 {
+			opts.Progress(listed, res)
 		}
 		if hiddenPath(oi.Key) {
 			continue

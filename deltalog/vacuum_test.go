@@ -3,6 +3,7 @@ package deltalog
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"testing"
@@ -70,5 +71,44 @@ func TestTableKey(t *testing.T) {
 		if k, ok := tableKey(root, c.path); k != c.key || ok != c.ok {
 			t.Errorf("tableKey(%s, %s) = %q, %v; want %q, %v", c.root, c.path, k, ok, c.key, c.ok)
 		}
+	}
+}
+
+// Vacuum tells Progress how its listing goes, every ProgressEvery objects, with the
+// result so far, so a CLI can show progress on a table of many files (issue 12 item 12).
+func TestVacuumReportsProgress(t *testing.T) {
+	ctx := context.Background()
+	day0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &clock{t: day0}
+	tbl, s := newClockTable(t, c, Options{})
+	for i := range 5 {
+		k := fmt.Sprintf("part-orphan-%d.parquet", i)
+		if err := s.Put(ctx, k, bytes.NewReader([]byte("x")), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := tbl.Begin(snapshot(t, tbl))
+	if err := tx.SetSchema(testSchema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.t = day0.Add(30 * 24 * time.Hour)
+	var calls []int
+	last := VacuumResult{}
+	res, err := tbl.Vacuum(ctx, VacuumOptions{DryRun: true, ProgressEvery: 2, Progress: func(listed int, so VacuumResult) {
+		calls = append(calls, listed)
+		last = so
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 data files and the commit in _delta_log: 6 objects listed, reported at 2, 4 and 6.
+	if !slices.Equal(calls, []int{2, 4, 6}) {
+		t.Fatalf("progress at %v, want [2 4 6]", calls)
+	}
+	if len(res.Deleted) != 5 || len(last.Deleted) > len(res.Deleted) || len(last.Deleted) < 4 {
+		t.Fatalf("deleted %d, last progress %d so far", len(res.Deleted), len(last.Deleted))
 	}
 }

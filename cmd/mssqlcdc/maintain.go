@@ -143,6 +143,7 @@ func runMaintain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rep, err := maintainTable(ctx, positional[0], *cfg, maintainOptions{
 		cleanupLog: *cleanup, vacuum: *vacuum, dryRun: *dryRun, retention: retention.d, force: *force,
+		progress: newVacuumProgress(stderr),
 	})
 	if err != nil {
 		return err
@@ -160,6 +161,37 @@ type maintainOptions struct {
 	cleanupLog, vacuum, dryRun, force bool
 	// retention is 0 for each operation's configured retention.
 	retention time.Duration
+	// progress, when set, shows how vacuum's listing of the table goes.
+	progress *vacuumProgress
+}
+
+// vacuumProgress prints how a vacuum's listing goes (deltalog.VacuumOptions.Progress): a
+// line when it starts, and at most one per every with the counts so far. A table of
+// hundreds of thousands of files takes minutes to list on S3.
+type vacuumProgress struct {
+	out   io.Writer
+	now   func() time.Time
+	every time.Duration
+	// listEvery is VacuumOptions.ProgressEvery (0: its default).
+	listEvery int
+	shown     time.Time
+}
+
+func newVacuumProgress(out io.Writer) *vacuumProgress {
+	return &vacuumProgress{out: out, now: time.Now, every: progressEvery}
+}
+
+func (p *vacuumProgress) start(url string, version int64) {
+	p.shown = p.now()
+	fmt.Fprintf(p.out, "vacuum: listing %s for files version %d does not reference\n", url, version)
+}
+
+func (p *vacuumProgress) report(listed int, so deltalog.VacuumResult) {
+	if now := p.now(); now.Sub(p.shown) >= p.every {
+		p.shown = now
+		fmt.Fprintf(p.out, "vacuum: %s objects listed; so far %s to delete, %s referenced, %s younger than the retention\n",
+			thousands(int64(listed)), thousands(int64(len(so.Deleted))), thousands(int64(so.Protected)), thousands(int64(so.TooNew)))
+	}
 }
 
 // maintainTable checks both retentions before deleting anything, then vacuums, then
@@ -214,7 +246,12 @@ func maintainTable(ctx context.Context, url string, cfg location.Config, o maint
 		if err != nil {
 			return nil, err
 		}
-		res, err := tbl.Vacuum(ctx, deltalog.VacuumOptions{Retention: vac.retention, DryRun: o.dryRun})
+		vo := deltalog.VacuumOptions{Retention: vac.retention, DryRun: o.dryRun}
+		if p := o.progress; p != nil {
+			p.start(store.URL(), snap.Version())
+			vo.Progress, vo.ProgressEvery = p.report, p.listEvery
+		}
+		res, err := tbl.Vacuum(ctx, vo)
 		if err != nil {
 			return nil, err
 		}

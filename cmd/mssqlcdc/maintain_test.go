@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -159,6 +160,10 @@ func TestMaintainVacuum(t *testing.T) {
 	}
 	if !exists(t, filepath.Join(dir, "part-orphan-old.parquet")) || !exists(t, filepath.Join(dir, "part-orphan-new.parquet")) {
 		t.Fatal("a dry run deleted a file")
+	}
+	// The listing shows itself on stderr when it starts (issue 12 item 12).
+	if !strings.Contains(errOut, "vacuum: listing ") || !strings.Contains(errOut, "for files version 2 does not reference") {
+		t.Errorf("no line says the vacuum is listing the table:\n%s", errOut)
 	}
 
 	// A retention below the table's 7 days is refused without --force.
@@ -322,6 +327,32 @@ func TestMaintainUsage(t *testing.T) {
 	} {
 		if _, errOut, code := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut)
+		}
+	}
+}
+
+// A long vacuum listing prints its counts so far, at most once per interval.
+func TestMaintainVacuumProgress(t *testing.T) {
+	dir := t.TempDir()
+	writeIDTable(t, dir, 3)
+	for i := range 4 {
+		orphan(t, dir, fmt.Sprintf("part-orphan-%d.parquet", i), 8*24*time.Hour)
+	}
+	var out strings.Builder
+	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	p := &vacuumProgress{out: &out, now: func() time.Time { clock = clock.Add(6 * time.Second); return clock }, every: 10 * time.Second, listEvery: 1}
+	if _, err := maintainTable(context.Background(), dir, location.Config{}, maintainOptions{vacuum: true, dryRun: true, progress: p}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	// Each call moves the clock 6 s: the start, then a line every second object listed.
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "vacuum: listing ") {
+		t.Fatalf("lines:\n%s", out.String())
+	}
+	counts := regexp.MustCompile(`^vacuum: [\d,]+ objects listed; so far \d+ to delete, \d+ referenced, \d+ younger than the retention$`)
+	for _, l := range lines[1:] {
+		if !counts.MatchString(l) {
+			t.Errorf("line %q", l)
 		}
 	}
 }
