@@ -211,7 +211,7 @@ func TestExportPrintsItsStamp(t *testing.T) {
 	}
 	// The export shows its progress like a snapshot and says how to tell it is whole: the
 	// completion marker, written last (issue 12 items 4 and 12).
-	for _, want := range []string{"range 1/", "export so far", "export read: 10,000 rows", "_SUCCESS (written last) lists them: readers must check it"} {
+	for _, want := range []string{"range 1/", "export so far", "of ~10,000 rows", "export read: 10,000 rows", "_SUCCESS (written last) lists them: readers must check it"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 		}

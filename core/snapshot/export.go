@@ -102,6 +102,12 @@ func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (Expo
 	if err != nil {
 		return ExportResult{}, err
 	}
+	if est == 0 && d.Options.Progress != nil {
+		// Only for the ETA the progress shows: a plan on one integer key needs no estimate.
+		if e, err := d.Source.RowEstimate(ctx, d.table(ci)); err == nil {
+			est = e
+		}
+	}
 	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: off.CommitTime(), Snapshot: l}
 	var all ingest.Files
 	for _, r := range ranges {
