@@ -228,7 +228,7 @@ func TestVacuumRefusesUnwritableTable(t *testing.T) {
 	ctx := context.Background()
 	tbl, _ := newMemTable(Options{})
 	data, err := EncodeActions([]Action{
-		{Protocol: &Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{FeatureDeletionVectors}, WriterFeatures: []string{FeatureDeletionVectors}}},
+		{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{FeatureRowTracking}}},
 		{MetaData: &Metadata{ID: "x", SchemaString: `{"type":"struct","fields":[]}`}},
 	})
 	if err != nil {

@@ -216,6 +216,7 @@ func (tx *Transaction) validate() error {
 		}
 		removed[k], removedPath[k.path] = true, true
 	}
+	dvs := proto.HasReaderFeature(FeatureDeletionVectors) && proto.HasWriterFeature(FeatureDeletionVectors)
 	added := make(map[string]bool, len(tx.adds))
 	for i := range tx.adds {
 		a := &tx.adds[i]
@@ -224,6 +225,14 @@ func (tx *Transaction) validate() error {
 			return &InvalidCommitError{Reason: "file added twice: " + p}
 		}
 		added[p] = true
+		if a.DeletionVector != nil {
+			if !dvs {
+				return &InvalidCommitError{Reason: "a deletion vector needs the deletionVectors feature (EnableFeatures): " + p}
+			}
+			if n, ok := a.NumRecords(); !ok || a.DeletionVector.Cardinality > n || a.DeletionVector.Cardinality < 1 {
+				return &InvalidCommitError{Reason: "a file with a deletion vector needs numRecords in its stats, at least its DV's cardinality (at least 1): " + p}
+			}
+		}
 		// Only an add carrying a deletion vector re-adds a live path (new files have fresh
 		// names), so only those are looked up.
 		if a.DeletionVector != nil && !removedPath[p] {

@@ -324,9 +324,9 @@ func TestCommitRefusesUnsupportedTable(t *testing.T) {
 	ctx := context.Background()
 	tbl, _ := newMemTable(Options{})
 	createTable(t, tbl)
-	// Another engine upgrades the table to deletion vectors.
-	data, err := EncodeActions([]Action{{Protocol: &Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-		ReaderFeatures: []string{FeatureDeletionVectors}, WriterFeatures: []string{FeatureDeletionVectors}}}})
+	// Another engine upgrades the table to row tracking.
+	data, err := EncodeActions([]Action{{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 7,
+		WriterFeatures: []string{FeatureRowTracking}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestCommitRefusesUnsupportedTable(t *testing.T) {
 	tx := tbl.Begin(snapshot(t, tbl))
 	tx.Add(testAdd("x"))
 	var ufe *UnsupportedFeatureError
-	if _, err := tx.Commit(ctx); !errors.As(err, &ufe) || ufe.Feature != FeatureDeletionVectors {
+	if _, err := tx.Commit(ctx); !errors.As(err, &ufe) || ufe.Feature != FeatureRowTracking {
 		t.Fatalf("commit: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -178,6 +179,28 @@ func (a *Add) LiveRecords() (n int64, ok bool) {
 		n -= a.DeletionVector.Cardinality
 	}
 	return n, ok
+}
+
+// WithDeletionVector is the add action that puts the logical file a back with dv as its
+// deletion vector (docs/reference/delta-protocol.md §2.6): the same path, size, partition
+// values, modification time and tags, dataChange true, and statistics marked
+// "tightBounds": false, since min/max now bound live rows that may no longer reach them
+// (docs/reference/delta-protocol.md §4.1), as Spark writes it. dv marks every deleted row of the file, the old DV's rows
+// included. Commit it with a.RemoveAction in the same transaction; Commit refuses it
+// unless the table lists the deletionVectors feature and the stats give numRecords.
+func (a Add) WithDeletionVector(dv *DeletionVector) Add {
+	a.DeletionVector = dv
+	a.DataChange = true
+	if a.Stats != "" {
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(a.Stats), &m) == nil {
+			m["tightBounds"] = json.RawMessage("false")
+			if b, err := json.Marshal(m); err == nil {
+				a.Stats = string(b)
+			}
+		}
+	}
+	return a
 }
 
 // InlineDeletionVector returns the descriptor of a deletion vector stored inline in the

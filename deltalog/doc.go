@@ -91,14 +91,18 @@
 // as the protocol allows; the commits they stand for are read. Stats found only in a
 // checkpoint's add.stats_parsed are read as the JSON document add.stats would hold. The
 // log of a table with column mapping is read (files, stats, versions), but
-// Snapshot.CanReadData refuses to scan its rows. Writing (Snapshot.CanWrite) refuses every feature not implemented, including
-// legacy writer versions read as the feature bundles they imply (2: appendOnly,
-// invariants; 3: checkConstraints; 4: changeDataFeed, generatedColumns; 5: columnMapping;
-// 6: identityColumns), deletion vectors and column mapping in any form, and features that
+// Snapshot.CanReadData refuses to scan its rows. Writing (Snapshot.CanWrite) refuses every
+// feature not implemented, including legacy writer versions read as the feature bundles
+// they imply (2: appendOnly, invariants; 3: checkConstraints; 4: changeDataFeed,
+// generatedColumns; 5: columnMapping; 6: identityColumns), column mapping in any form, and
+// features that
 // are supported only while inactive (invariants, CHECK constraints, generated, identity
 // and default columns) once the metadata uses them. New tables get reader 1 / writer 2,
 // or reader 3 / writer 7 with timestampNtz in both feature lists when a column is
-// timestamp_ntz (ProtocolFor, UpgradeProtocol).
+// timestamp_ntz (ProtocolFor, UpgradeProtocol). Deletion vectors are written too: a commit
+// removes a file and adds it again with Add.WithDeletionVector (the DV inline or in a file
+// WriteDeletionVectorFile wrote), on a table listing the feature (EnableFeatures); VACUUM
+// keeps the DV files that live files and unexpired removes name.
 //
 // # Checkpoints (checkpoint_write.go)
 //

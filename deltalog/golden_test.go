@@ -48,7 +48,7 @@ var golden = []goldenRow{
 	{"simple_table", 4, -1, 5, 3, -1, 1, 2, "", "", ""},
 	{"simple_table_features", 4, -1, 5, 3, -1, 5, 7, "blahabl", "blahabl", ""},
 	{"simple_table_with_checkpoint", 10, 10, 11, 11, -1, 1, 2, "", "", ""},
-	{"table-with-dv-small", 1, -1, 1, -1, 10, 3, 7, "", FeatureDeletionVectors, ""},
+	{"table-with-dv-small", 1, -1, 1, -1, 10, 3, 7, "", "", ""},
 	{"table_with_column_mapping", 0, -1, 2, 5, 5, 2, 5, "", FeatureColumnMapping, FeatureColumnMapping},
 	{"table_with_edge_timestamps", 0, -1, 2, 2, 2, 1, 2, "", "", ""},
 	{"with_checkpoint_no_last_checkpoint", 3, 2, 1, -1, 5, 1, 2, "", "", ""},

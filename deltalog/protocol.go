@@ -57,8 +57,12 @@ var readerFeatures = map[string]bool{
 // nothing from an append-only writer: appendOnly forbids only removes with dataChange,
 // changeDataFeed needs cdc files only for updates and deletes, domainMetadata needs
 // domains kept (checkpoints keep them) and vacuumProtocolCheck a protocol check before
-// VACUUM (CanWrite is that check).
+// VACUUM (CanWrite is that check). deletionVectors: Scan never returns a deleted row, a
+// removed or re-added file keeps its DV (Add.RemoveAction), an add with a DV is checked at
+// Commit (Add.WithDeletionVector), and VACUUM counts DV files as referenced; an appender
+// writes no DV.
 var writerFeatures = map[string]bool{
+	FeatureDeletionVectors:     true,
 	FeatureAppendOnly:          true,
 	FeatureInvariants:          true,
 	FeatureCheckConstraints:    true,
@@ -137,7 +141,7 @@ func (p Protocol) CanRead() error {
 // CanWrite checks that this package can append to a table with protocol p and metadata m
 // (docs/reference/delta-protocol.md §6.2: a writer implements every reader and writer
 // feature). Refused with *UnsupportedFeatureError{Reader: false}: any feature not implemented,
-// deletion vectors and column mapping in any form, and invariants, CHECK constraints,
+// column mapping in any form, and invariants, CHECK constraints,
 // generated, identity and default columns when the metadata uses them. Refused with
 // *UnsupportedVersionError when minWriterVersion is above 7.
 func CanWrite(p Protocol, m Metadata) error {
@@ -173,9 +177,6 @@ func activeWriterFeature(m Metadata) string {
 		}
 		if k == "delta.columnMapping.mode" && v != "" && v != "none" {
 			return FeatureColumnMapping
-		}
-		if k == "delta.enableDeletionVectors" && strings.EqualFold(v, "true") {
-			return FeatureDeletionVectors
 		}
 	}
 	st, err := ParseSchema(m.SchemaString)

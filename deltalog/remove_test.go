@@ -74,8 +74,12 @@ func TestInvalidCommitsAreRefused(t *testing.T) {
 	cases := map[string]func(tx *Transaction){
 		"removed twice":                         func(tx *Transaction) { tx.Remove(f.RemoveAction(1, true), f.RemoveAction(2, true)) },
 		"added twice":                           func(tx *Transaction) { tx.Add(testAdd("x"), testAdd("x")) },
-		"new DV without removing the live file": func(tx *Transaction) { tx.Add(withDV) },
-		"domain without the feature":            func(tx *Transaction) { tx.SetDomainMetadata("app", "{}") },
+		"new DV without removing the live file": func(tx *Transaction) { tx.EnableFeatures(FeatureDeletionVectors); tx.Add(withDV) },
+		"DV without the deletionVectors feature": func(tx *Transaction) {
+			tx.Remove(f.RemoveAction(1, true))
+			tx.Add(withDV)
+		},
+		"domain without the feature": func(tx *Transaction) { tx.SetDomainMetadata("app", "{}") },
 		"delta domain": func(tx *Transaction) {
 			tx.EnableFeatures(FeatureDomainMetadata)
 			tx.SetDomainMetadata("delta.rowTracking", "{}")
@@ -94,11 +98,10 @@ func TestInvalidCommitsAreRefused(t *testing.T) {
 	// Replacing the DV of a live file (remove the old logical file, add the new one) is
 	// allowed.
 	if _, err := commitAt(t, tbl, s0, func(tx *Transaction) {
+		tx.EnableFeatures(FeatureDeletionVectors)
 		tx.Remove(f.RemoveAction(1, true))
 		tx.Add(withDV)
-	}); !errors.Is(err, nil) {
-		// deletionVectors is not a feature of this table: CanWrite refuses nothing here,
-		// the DV descriptor is only checked by readers.
+	}); err != nil {
 		t.Fatalf("replace DV: %v", err)
 	}
 }

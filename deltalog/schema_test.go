@@ -129,6 +129,7 @@ func TestCanWrite(t *testing.T) {
 		{MinReaderVersion: 1, MinWriterVersion: 2},
 		{MinReaderVersion: 1, MinWriterVersion: 4},
 		{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz", "appendOnly", "domainMetadata"}},
+		{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"}, WriterFeatures: []string{"deletionVectors"}},
 	}
 	for _, p := range ok {
 		if err := CanWrite(p, md); err != nil {
@@ -136,10 +137,9 @@ func TestCanWrite(t *testing.T) {
 		}
 	}
 	refused := map[string]Protocol{
-		"columnMapping":   {MinReaderVersion: 2, MinWriterVersion: 5},
-		"deletionVectors": {MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"}, WriterFeatures: []string{"deletionVectors"}},
-		"rowTracking":     {MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "rowTracking"}},
-		"futureFeature":   {MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"futureFeature"}},
+		"columnMapping": {MinReaderVersion: 2, MinWriterVersion: 5},
+		"rowTracking":   {MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "rowTracking"}},
+		"futureFeature": {MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"futureFeature"}},
 	}
 	for feature, p := range refused {
 		var fe *UnsupportedFeatureError

@@ -44,13 +44,16 @@ type VacuumResult struct {
 //     _change_data, _delta_log and temporary files are never touched;
 //   - referenced are the live files and the files of removes whose deletionTimestamp is
 //     within the retention, so a snapshot time travel can still reach within the retention
-//     keeps its files; a path may be relative or an absolute URI under the table root
-//     (docs/reference/delta-protocol.md §2.4), compared as the key it names (tableKey);
+//     keeps its files, and the deletion vector files those adds and removes name
+//     (docs/delta-reading.md § Deletion vectors); a path may be relative or an absolute URI
+//     under the table root (docs/reference/delta-protocol.md §2.4), compared as the key it
+//     names (tableKey);
 //   - an unreferenced file is deleted only when its modification time is older than the
 //     retention: a file a writer uploaded but has not committed yet is younger than that.
 //
 // The table must be writable by this package (Snapshot.CanWrite, the vacuumProtocolCheck
-// rule): a table with deletion vectors keeps files Vacuum would not recognise. The log
+// rule): a table with a feature this package does not write may keep files Vacuum would
+// not recognise. The log
 // itself is cleaned by CleanupLog, never by Vacuum. Versions older than the retention
 // may no longer be readable afterwards.
 func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, error) {
@@ -85,13 +88,25 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 			referenced[k] = true
 		}
 	}
+	// A deletion vector's file is referenced by every live file and kept remove that names
+	// it (one DV file may hold the DVs of many data files).
+	referenceDV := func(dv *DeletionVector) {
+		if dv == nil || dv.StorageType == DVStorageInline {
+			return
+		}
+		if k, err := dvFileKey(t.store.URL(), dv); err == nil {
+			referenced[k] = true
+		}
+	}
 	for i := range snap.Files() {
 		reference(snap.Files()[i].Path)
+		referenceDV(snap.Files()[i].DeletionVector)
 	}
 	for _, r := range snap.Tombstones() {
 		if r.DeletionTimestamp == nil || *r.DeletionTimestamp > cutoff.UnixMilli() {
 			// A remove without a timestamp is kept: its age is unknown.
 			reference(r.Path)
+			referenceDV(r.DeletionVector)
 		}
 	}
 
