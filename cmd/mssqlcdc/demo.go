@@ -98,11 +98,13 @@ type demoSummary struct {
 	Duplicates                                          int64
 	TableRows                                           int
 	FactsBatchRows                                      int
+	Silver                                              demoSilver
 	Diffs                                               []string
+	want                                                *rebuild.State // the simulator's table
 }
 
 func (s demoSummary) ok() bool {
-	return len(s.Diffs) == 0 && s.Duplicates == 0 && s.BronzeRows == s.SourceChanges && s.FactsBatchRows == s.Batches
+	return len(s.Diffs) == 0 && len(s.Silver.Diffs) == 0 && s.Duplicates == 0 && s.BronzeRows == s.SourceChanges && s.FactsBatchRows == s.Batches
 }
 
 // demo runs the three phases: set up the source, run the pipeline, verify.
@@ -128,6 +130,9 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) (demoSummary, error
 	if err != nil {
 		return sum, err
 	}
+	if sum.Silver, err = verifyDemoSilver(ctx, spec, sum.want); err != nil {
+		return sum, err
+	}
 	sum.Batches = batches
 	printDemoSummary(out, o, spec, sum)
 	return sum, nil
@@ -144,7 +149,7 @@ func demoSpec(lake string) (*config.Spec, error) {
 		if _, err := os.Stat(filepath.Join(abs, demoMarker)); err != nil {
 			return nil, fmt.Errorf("demo: %s exists and was not made by the demo; choose another --lake", abs)
 		}
-		for _, d := range []string{"bronze", "facts", "checkpoints"} {
+		for _, d := range []string{"bronze", "facts", "checkpoints", "silver"} {
 			if err := os.RemoveAll(filepath.Join(abs, d)); err != nil {
 				return nil, err
 			}
@@ -250,6 +255,13 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 		if err != nil {
 			return batches, err
 		}
+		if res.Batches > 0 {
+			// Silver follows bronze as the stream writes it: the first apply rebuilds
+			// from the snapshot, the later ones merge with deletion vectors.
+			if err := applyDemoSilver(ctx, spec, out); err != nil {
+				return batches, err
+			}
+		}
 		if !writing && res.CaughtUp {
 			max, _ := ds.db.MaxLSN(ctx)
 			if !res.Offset.LSN.Less(max) {
@@ -317,6 +329,7 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	}
 	sum.TableRows = len(want.Rows)
 	sum.Diffs = rebuild.Diff(want, got, 20)
+	sum.want = want
 	if sum.SourceChanges, err = countChanges(ctx, ds.db, "dbo_orders", ds.snapshot); err != nil {
 		return sum, err
 	}
@@ -381,8 +394,18 @@ func printDemoSummary(out io.Writer, o demoOptions, spec *config.Spec, s demoSum
 			fmt.Fprintln(out, "  "+d)
 		}
 	}
+	fmt.Fprintf(out, "silver:    %s vs dbo.orders (%d rows, %d files, %d with a deletion vector): ",
+		filepath.Join(o.Lake, "silver", "orders"), s.Silver.Rows, s.Silver.Files, s.Silver.WithDV)
+	if len(s.Silver.Diffs) == 0 {
+		fmt.Fprintln(out, "identical")
+	} else {
+		fmt.Fprintf(out, "%d differences\n", len(s.Silver.Diffs))
+		for _, d := range s.Silver.Diffs {
+			fmt.Fprintln(out, "  "+d)
+		}
+	}
 	if s.ok() {
-		fmt.Fprintln(out, "OK: every change is in bronze exactly once and rebuilds the table.")
+		fmt.Fprintln(out, "OK: every change is in bronze exactly once and rebuilds the table; silver equals it.")
 	} else {
 		fmt.Fprintln(out, "FAILED")
 	}

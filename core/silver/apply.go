@@ -24,6 +24,12 @@ const (
 	// bronze's 128 MiB, since a file is read and rewritten whenever enough of its keys
 	// change.
 	DefaultTargetFileSize int64 = 32 << 20
+	// DefaultMaxDeletedFraction is Options.MaxDeletedFraction's default: a file with more
+	// than a quarter of its rows deleted is rewritten.
+	DefaultMaxDeletedFraction = 0.25
+	// foldDivisor: the delta layer over a key span is folded into the base files once it
+	// holds more than 1/foldDivisor of their rows (docs/silver.md § Deletion vectors).
+	foldDivisor = 8
 	// maxConflicts bounds how often one Apply re-reads silver after losing a commit race
 	// (another apply, a compaction) before it returns the conflict.
 	maxConflicts = 5
@@ -53,6 +59,17 @@ type Options struct {
 	MemoryBytes int64
 	// TargetFileSize is the size data files are cut at (DefaultTargetFileSize when 0).
 	TargetFileSize int64
+	// CopyOnWrite turns deletion vectors off: every file that loses or gains a row is
+	// rewritten (docs/silver.md § Deletion vectors). The default marks removed rows with
+	// deletion vectors and writes new rows to the delta layer.
+	CopyOnWrite bool
+	// MaxDeletedFraction is the share of a file's rows its deletion vector may mark
+	// deleted before the file is rewritten instead (DefaultMaxDeletedFraction when 0).
+	MaxDeletedFraction float64
+	// InlineDVBytes: a deletion vector whose bitmap takes at most this many bytes is
+	// stored inline in the log; larger ones go to a DV file (one per commit). 0 keeps
+	// every DV in a file, as Spark writes them.
+	InlineDVBytes int
 	// TempDir holds the Parquet writer's temporary files ("" is the system's).
 	TempDir string
 	// Now is the clock (remove timestamps, the deadline); nil is time.Now.
@@ -73,6 +90,13 @@ func (o *Options) targetFileSize() int64 {
 		return o.TargetFileSize
 	}
 	return DefaultTargetFileSize
+}
+
+func (o *Options) maxDeletedFraction() float64 {
+	if o.MaxDeletedFraction > 0 {
+		return o.MaxDeletedFraction
+	}
+	return DefaultMaxDeletedFraction
 }
 
 func (o *Options) memoryBytes() int64 {
@@ -374,7 +398,14 @@ func applyRange(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Pos
 	if err := tx.SetSchema(run.schema); err != nil {
 		return Counts{}, 0, fmt.Errorf("silver schema: %w", err)
 	}
-	tx.EnableFeatures(deltalog.FeatureDomainMetadata)
+	if opts.CopyOnWrite {
+		tx.EnableFeatures(deltalog.FeatureDomainMetadata)
+	} else {
+		tx.EnableFeatures(deltalog.FeatureDomainMetadata, deltalog.FeatureDeletionVectors)
+		// Spark's switch for writing DVs on DELETE, UPDATE and MERGE: set, so that a
+		// Spark job writing silver too marks rows as we do.
+		tx.SetProperties(map[string]string{"delta.enableDeletionVectors": "true"})
+	}
 	tx.Remove(p.removes...)
 	tx.Add(p.adds...)
 	tx.ReadFiles(p.read...)

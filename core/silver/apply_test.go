@@ -48,6 +48,7 @@ func TestApplyFollowsTheSource(t *testing.T) {
 					e.assertSilverEqualsSource(fmt.Sprintf("round %d", round))
 					e.assertClustered()
 				}
+
 				if e.gen.Stats.KeyUpdates == 0 || e.gen.Stats.Deletes == 0 {
 					t.Fatalf("the workload wrote no key update or delete: %+v", e.gen.Stats)
 				}

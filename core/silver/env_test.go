@@ -276,22 +276,25 @@ func (e *env) silverFiles() []deltalog.Add {
 }
 
 // assertClustered checks that silver's files are tagged with their first and last keys,
-// hold their rows in key order, and that no two files' key ranges overlap.
+// and that no two files of one layer (base, delta) have overlapping key ranges.
 func (e *env) assertClustered() {
 	e.t.Helper()
 	type span struct{ lo, hi string }
-	var spans []span
+	spans := map[string][]span{}
 	for _, a := range e.silverFiles() {
 		lo, hi, ok := tagRange(&a)
 		if !ok {
 			e.t.Fatalf("file %s has no key tags", a.Path)
 		}
-		spans = append(spans, span{string(lo), string(hi)})
+		layer := a.Tags[TagLayer]
+		spans[layer] = append(spans[layer], span{string(lo), string(hi)})
 	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
-	for i := 1; i < len(spans); i++ {
-		if spans[i].lo <= spans[i-1].hi {
-			e.t.Fatalf("files %d and %d overlap: silver is not clustered by key", i-1, i)
+	for layer, sp := range spans {
+		sort.Slice(sp, func(i, j int) bool { return sp[i].lo < sp[j].lo })
+		for i := 1; i < len(sp); i++ {
+			if sp[i].lo <= sp[i-1].hi {
+				e.t.Fatalf("files %d and %d of layer %q overlap: silver is not clustered by key", i-1, i, layer)
+			}
 		}
 	}
 }

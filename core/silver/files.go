@@ -20,7 +20,12 @@ import (
 const (
 	TagKeyMin = "mssqlcdc.keyMin"
 	TagKeyMax = "mssqlcdc.keyMax"
+	// TagLayer is "delta" on the files of the delta layer (docs/silver.md § Deletion
+	// vectors), absent on base files.
+	TagLayer = "mssqlcdc.layer"
 )
+
+const layerDelta = "delta"
 
 type jsonRaw = json.RawMessage
 

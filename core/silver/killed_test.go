@@ -15,14 +15,20 @@ import (
 // applied is true silver has applied the snapshot and more changes followed. Applies are
 // cut into several key ranges.
 func killedEnv(t *testing.T, backend testlake.Backend, applied bool) *env {
-	e := newEnv(t, backend, cdcsim.Config{Seed: 12, KeyUpdateAsDeleteInsert: applied}, workload.Orders(), 400)
+	rows := 400
+	if applied {
+		// Enough rows that the changes after the first apply are marked with deletion
+		// vectors and go to the delta layer rather than fold into the base.
+		rows = 1500
+	}
+	e := newEnv(t, backend, cdcsim.Config{Seed: 12, KeyUpdateAsDeleteInsert: applied}, workload.Orders(), rows)
 	e.opts.MemoryBytes = 48 << 10
 	e.bootstrap()
 	e.step(30)
 	e.drain()
 	if applied {
 		e.apply()
-		e.step(60)
+		e.step(20)
 		e.drain()
 	}
 	return e
@@ -58,6 +64,9 @@ func testKilledApply(t *testing.T, backend testlake.Backend, applied bool) {
 	e.lake.Faults = nil
 	if res.Commits < 2 {
 		t.Fatalf("clean apply: %+v, want several key ranges", res)
+	}
+	if applied && res.DeletionVectors == 0 {
+		t.Fatalf("clean apply: %+v, want deletion vectors written", res)
 	}
 	e.assertSilverEquals(want, "clean apply")
 	ops := clean.Ops()

@@ -35,6 +35,8 @@ type Counts struct {
 	// BytesRewritten is the size of the files removed, BytesWritten of those added.
 	BytesRewritten int64 `json:"bytes_rewritten"`
 	BytesWritten   int64 `json:"bytes_written"`
+	// DeletionVectors counts the files given a new deletion vector instead of a rewrite.
+	DeletionVectors int `json:"deletion_vectors"`
 }
 
 func (c *Counts) add(o Counts) {
@@ -45,6 +47,7 @@ func (c *Counts) add(o Counts) {
 	c.FilesAdded += o.FilesAdded
 	c.BytesRewritten += o.BytesRewritten
 	c.BytesWritten += o.BytesWritten
+	c.DeletionVectors += o.DeletionVectors
 }
 
 // pass is one key range applied to silver: the images of the range and what the commit
@@ -66,10 +69,15 @@ type pass struct {
 
 // silverFile is one live silver file and what is known of its keys.
 type silverFile struct {
-	add   deltalog.Add
-	rng   keyRange
+	add deltalog.Add
+	rng keyRange
+	// rows are the file's live rows (numRecords less its deletion vector's cardinality).
 	rows  int64
 	small bool
+	// delta: the file is in the delta layer (docs/silver.md § Deletion vectors).
+	delta bool
+	// deleted are the rows its deletion vector marks, read on first use (nil: not yet).
+	deleted *deltalog.RowBitmap
 }
 
 func (p *pass) files() []silverFile {
@@ -78,8 +86,9 @@ func (p *pass) files() []silverFile {
 	}
 	var out []silverFile
 	for _, a := range p.ssnap.Files() {
-		n, _ := a.NumRecords()
-		out = append(out, silverFile{add: a, rng: p.kc.rangeOf(&a), rows: n, small: a.Size < p.opts.targetFileSize()/4})
+		n, _ := a.LiveRecords()
+		out = append(out, silverFile{add: a, rng: p.kc.rangeOf(&a), rows: n, small: a.Size < p.opts.targetFileSize()/4,
+			delta: a.Tags[TagLayer] == layerDelta})
 	}
 	slices.SortStableFunc(out, func(a, b silverFile) int { return bytes.Compare(a.rng.min, b.rng.min) })
 	return out
@@ -93,10 +102,13 @@ type keyedRows struct {
 
 // run applies the pass: an incremental merge, or a rebuild of the key range.
 func (p *pass) run(ctx context.Context) error {
-	if p.rebuild {
+	switch {
+	case p.rebuild:
 		return p.runRebuild(ctx)
+	case p.opts.CopyOnWrite:
+		return p.runMerge(ctx)
 	}
-	return p.runMerge(ctx)
+	return p.runMergeDV(ctx)
 }
 
 // action is what an image does to silver.
@@ -206,7 +218,7 @@ func (p *pass) runMerge(ctx context.Context) error {
 			parts = append(parts, kr)
 		}
 		p.remove(f)
-		err = p.write(ctx, parts)
+		err = p.write(ctx, parts, false)
 		releaseParts(parts)
 		if err != nil {
 			return err
@@ -217,7 +229,7 @@ func (p *pass) runMerge(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = p.write(ctx, []keyedRows{kr})
+		err = p.write(ctx, []keyedRows{kr}, false)
 		kr.rec.Release()
 		if err != nil {
 			return err
@@ -281,16 +293,51 @@ func homeOf(kc keyColumnsInfo, files []silverFile, homes []int, k []byte) int {
 	return homes[j-1]
 }
 
+// physicalRows maps a file's live rows, in the order a scan returns them, to their
+// physical positions in the Parquet file: the rows its deletion vector marks are skipped.
+type physicalRows struct {
+	deleted *deltalog.RowBitmap
+	at      uint64
+}
+
+// next is the physical position of the next live row.
+func (r *physicalRows) next() int64 {
+	for r.deleted != nil && r.deleted.Contains(r.at) {
+		r.at++
+	}
+	r.at++
+	return int64(r.at - 1)
+}
+
+// physical starts the mapping of a file's live rows to physical positions, reading its
+// deletion vector once.
+func (p *pass) physical(ctx context.Context, file *silverFile) (*physicalRows, error) {
+	if file.add.DeletionVector == nil {
+		return &physicalRows{}, nil
+	}
+	if file.deleted == nil {
+		d, err := p.ssnap.DeletedRows(ctx, &file.add)
+		if err != nil {
+			return nil, fmt.Errorf("read silver %s: %w", file.add.Path, err)
+		}
+		file.deleted = d
+	}
+	return &physicalRows{deleted: file.deleted}, nil
+}
+
 // lookup reads a file's key columns and _start_lsn and calls f for each live row with its
 // key encoding, physical position and _start_lsn.
 func (p *pass) lookup(ctx context.Context, file *silverFile, f func(key string, pos int64, lsn string)) error {
 	cols := append(slices.Clone(p.kc.names), ColStartLSN)
+	phys, err := p.physical(ctx, file)
+	if err != nil {
+		return err
+	}
 	it, err := p.ssnap.Scan(ctx, deltalog.ScanOptions{Files: []deltalog.Add{file.add}, Columns: cols})
 	if err != nil {
 		return fmt.Errorf("read silver: %w", err)
 	}
 	defer it.Close()
-	var pos int64
 	var kb []byte
 	for {
 		rec, err := it.Next(ctx)
@@ -308,8 +355,7 @@ func (p *pass) lookup(ctx context.Context, file *silverFile, f func(key string, 
 			if lsnA != nil && lsnA.IsValid(i) {
 				lsn = lsnA.Value(i)
 			}
-			f(string(kb), pos, lsn)
-			pos++
+			f(string(kb), phys.next(), lsn)
 		}
 		rec.Release()
 	}
@@ -325,13 +371,16 @@ func (p *pass) survivors(ctx context.Context, file *silverFile, drop []int64, lo
 	}
 	ranged := lo != nil || hi != nil
 	sel := selection{lo: lo, hi: hi}
+	phys, err := p.physical(ctx, file)
+	if err != nil {
+		return nil, err
+	}
 	it, err := p.ssnap.Scan(ctx, deltalog.ScanOptions{Files: []deltalog.Add{file.add}})
 	if err != nil {
 		return nil, fmt.Errorf("read silver: %w", err)
 	}
 	defer it.Close()
 	var out []keyedRows
-	var pos int64
 	var kb []byte
 	for {
 		rec, err := it.Next(ctx)
@@ -346,8 +395,7 @@ func (p *pass) survivors(ctx context.Context, file *silverFile, drop []int64, lo
 		var keep []int32
 		var ks []string
 		for i := 0; i < int(rec.NumRows()); i++ {
-			at := pos + int64(i)
-			if dropSet[at] {
+			if dropSet[phys.next()] {
 				continue
 			}
 			kb = encodeKey(kb[:0], keys, i)
@@ -357,7 +405,6 @@ func (p *pass) survivors(ctx context.Context, file *silverFile, drop []int64, lo
 			keep = append(keep, int32(i))
 			ks = append(ks, string(kb))
 		}
-		pos += rec.NumRows()
 		if len(keep) > 0 {
 			sub, err := takeRows(ctx, rec, keep)
 			if err != nil {
@@ -480,8 +527,8 @@ func (p *pass) remove(f *silverFile) {
 }
 
 // write writes the rows of parts in key order into new data files of at most the target
-// size, tagged with their first and last keys.
-func (p *pass) write(ctx context.Context, parts []keyedRows) error {
+// size, tagged with their first and last keys, and with the delta layer when delta is set.
+func (p *pass) write(ctx context.Context, parts []keyedRows, delta bool) error {
 	var recs []arrow.RecordBatch
 	var keys []string
 	for _, kr := range parts {
@@ -526,6 +573,9 @@ func (p *pass) write(ctx context.Context, parts []keyedRows) error {
 				TagKeyMin: hex.EncodeToString([]byte(keys[perm[at]])),
 				TagKeyMax: hex.EncodeToString([]byte(keys[perm[at+n-1]])),
 			}
+			if delta {
+				a.Tags[TagLayer] = layerDelta
+			}
 		}
 		at += n
 		p.adds = append(p.adds, a)
@@ -539,8 +589,10 @@ func (p *pass) write(ctx context.Context, parts []keyedRows) error {
 // inside the range are removed unread, files straddling it are rewritten with their rows
 // outside it, and every image that is not a deletion is written.
 func (p *pass) runRebuild(ctx context.Context) error {
-	var parts []keyedRows
-	defer func() { releaseParts(parts) }()
+	// A straddling delta file's rows outside the range stay in the delta layer, where
+	// they do not overlap another delta file; base rows go back to the base layer.
+	var parts, deltaParts []keyedRows
+	defer func() { releaseParts(parts); releaseParts(deltaParts) }()
 	for _, f := range p.files() {
 		if !f.rng.overlaps(p.kc, p.lo, p.hi) {
 			continue
@@ -550,7 +602,11 @@ func (p *pass) runRebuild(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			parts = append(parts, kept...)
+			if f.delta {
+				deltaParts = append(deltaParts, kept...)
+			} else {
+				parts = append(parts, kept...)
+			}
 			p.read = append(p.read, f.add)
 		}
 		p.remove(&f)
@@ -571,7 +627,10 @@ func (p *pass) runRebuild(ctx context.Context) error {
 		}
 		parts = append(parts, kr)
 	}
-	return p.write(ctx, parts)
+	if err := p.write(ctx, deltaParts, true); err != nil {
+		return err
+	}
+	return p.write(ctx, parts, false)
 }
 
 // keyHex is a key's hex encoding, as bounds and tags store it.

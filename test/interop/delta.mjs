@@ -4,12 +4,14 @@
 // the checkpoint Parquet is read by DuckDB.
 //
 // It covers what mssqlcdc's tables use: single- and multi-part checkpoints, add and remove
-// actions keyed by their decoded path (no deletion vectors, no partitions), and the latest
-// metaData and protocol. It is a test helper, not a general reader.
+// actions keyed by their decoded path and deletion vector id (dv.mjs reads the DVs; no
+// partitions), and the latest metaData and protocol. It is a test helper, not a general
+// reader.
 
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dvUniqueId } from './dv.mjs';
 
 /** sqlString quotes s as a SQL string literal. */
 export function sqlString(s) {
@@ -72,14 +74,18 @@ export function checkpointFiles(tableDir, version, parts) {
  */
 export async function checkpointState(conn, tableDir, version, parts) {
   const list = sqlList(checkpointFiles(tableDir, version, parts));
-  const adds = await rows(conn, `SELECT add.path AS path, add.size AS size, add.stats AS stats
-    FROM read_parquet(${list}, union_by_name = true) WHERE add IS NOT NULL`);
+  const adds = (await conn.runAndReadAll(`SELECT add.path AS path, add.size AS size, add.stats AS stats,
+      add.deletionVector AS dv
+    FROM read_parquet(${list}, union_by_name = true) WHERE add IS NOT NULL`)).getRowObjectsJson();
   const md = await rows(conn, `SELECT metaData.schemaString AS schema
     FROM read_parquet(${list}, union_by_name = true) WHERE metaData IS NOT NULL`);
   const pr = (await conn.runAndReadAll(`SELECT protocol FROM read_parquet(${list}, union_by_name = true)
     WHERE protocol IS NOT NULL`)).getRowObjectsJson();
   const files = new Map();
-  for (const a of adds) files.set(decodeURIComponent(a.path), { path: a.path, size: Number(a.size), stats: a.stats });
+  for (const a of adds) {
+    const dv = a.dv ?? null;
+    files.set(fileKey(a.path, dv), { path: a.path, size: Number(a.size), stats: a.stats, deletionVector: dv });
+  }
   return {
     files,
     schemaString: md.length === 1 ? md[0].schema : null,
@@ -90,9 +96,17 @@ export async function checkpointState(conn, tableDir, version, parts) {
 }
 
 /**
+ * fileKey is a logical file's identity (docs/reference/delta-protocol.md §2.6): its decoded
+ * path and its deletion vector's unique id.
+ */
+export function fileKey(uriPath, dv) {
+  return `${decodeURIComponent(uriPath)}\u0000${dvUniqueId(dv)}`;
+}
+
+/**
  * replay applies the JSON commits from..to (inclusive) to state, in order
- * (docs/reference/delta-protocol.md §9.2): an add makes its path live, a remove drops it,
- * the last metaData and protocol win.
+ * (docs/reference/delta-protocol.md §9.2): an add makes its logical file (path, DV id)
+ * live, a remove drops it, the last metaData and protocol win.
  */
 export function replay(tableDir, state, from, to) {
   for (let v = from; v <= to; v++) {
@@ -102,9 +116,10 @@ export function replay(tableDir, state, from, to) {
       const action = JSON.parse(line);
       if (action.add) {
         const a = action.add;
-        state.files.set(decodeURIComponent(a.path), { path: a.path, size: a.size, stats: a.stats });
+        const dv = a.deletionVector ?? null;
+        state.files.set(fileKey(a.path, dv), { path: a.path, size: a.size, stats: a.stats, deletionVector: dv });
       } else if (action.remove) {
-        state.files.delete(decodeURIComponent(action.remove.path));
+        state.files.delete(fileKey(action.remove.path, action.remove.deletionVector ?? null));
       } else if (action.metaData) {
         state.schemaString = action.metaData.schemaString;
       } else if (action.protocol) {

@@ -32,12 +32,13 @@ export function parseSummary(out) {
     keyUpdates: grab(/^workload: .* (\d+) key updates$/m),
     changeRows: grab(/^bronze: +(\d+) change rows/m),
     tableRows: grab(/^rebuild: .*\((\d+) rows\): identical$/m),
+    silverRows: grab(/^silver: .*\((\d+) rows, \d+ files, \d+ with a deletion vector\): identical$/m),
   };
 }
 
 /**
  * demoLake runs the demo (3,000 rows, a 2 s workload, seed 7; it must exit 0) and returns
- * {dir, summary, bronze, facts, conn, snap, files, close}: dir is a scratch directory
+ * {dir, summary, bronze, facts, silver, conn, snap, files, close}: dir is a scratch directory
  * removed by close, snap is bronze's latest state read
  * from its log, files the local paths of its live data files, conn a DuckDB connection
  * with the view bronze_orders over them. close frees DuckDB and removes the lake.
@@ -61,7 +62,7 @@ export async function demoLake() {
     const files = [...snap.files.values()].map((f) => dataPath(bronze, f.path));
     assert.ok(files.length > 0, 'bronze has live files');
     await conn.run(`CREATE VIEW bronze_orders AS SELECT * FROM read_parquet(${sqlList(files)}, union_by_name = true)`);
-    return { dir, summary, bronze, facts: path.join(lake, 'facts'), conn, snap, files, close };
+    return { dir, summary, bronze, facts: path.join(lake, 'facts'), silver: path.join(lake, 'silver', 'orders'), conn, snap, files, close };
   } catch (err) {
     close();
     throw err;
