@@ -79,6 +79,9 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if !pok {
 		return commitFound(ctx, d, snap)
 	}
+	if err := CheckStamp(ctx, d.Source, st.Snapshot); err != nil {
+		return CommitResult{}, err
+	}
 	keys := make([]string, len(ps.Ranges))
 	for i, r := range ps.Ranges {
 		keys[i] = manifestKey(snap.LSN, r.Index)
@@ -127,6 +130,9 @@ func commitFound(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, er
 	}
 	if !ok || o.LSN != snap.LSN {
 		return CommitResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
+	}
+	if err := CheckStamp(ctx, d.Source, o); err != nil {
+		return CommitResult{}, err
 	}
 	if err := bootstrapRow(ctx, d, snap, nil, nil); err != nil {
 		return CommitResult{}, err

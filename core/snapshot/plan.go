@@ -22,6 +22,9 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 	if !ok {
 		return PlanResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
 	}
+	if err := CheckStamp(ctx, d.Source, st.Snapshot); err != nil {
+		return PlanResult{}, err
+	}
 	ci, _, keys, err := d.columns(ctx, st.CaptureInstance)
 	if err != nil {
 		return PlanResult{}, err

@@ -40,6 +40,9 @@ func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, er
 		return ReadResult{}, &EventError{Step: StepRead, Reason: fmt.Sprintf("range index %d: the plan of snapshot %s has ranges 0..%d", r.Index, snap.LSN, len(ps.Ranges)-1)}
 	}
 	r = ps.Ranges[r.Index] // the recorded bounds, not the payload's
+	if err := CheckStamp(ctx, d.Source, st.Snapshot); err != nil {
+		return ReadResult{}, err
+	}
 	ci, cols, keys, err := d.columns(ctx, st.CaptureInstance)
 	if err != nil {
 		return ReadResult{}, err

@@ -57,3 +57,19 @@ func stampOffset(ctx context.Context, src source.Source, l lsn.LSN) (lsn.Offset,
 	}
 	return lsn.At(l, t), nil
 }
+
+// CheckStamp refuses to go on with a snapshot stamped at off (a full snapshot's L, a
+// chunked snapshot's S or a wave's stamp) on a database that no longer holds the history
+// off was recorded on: max_lsn below it, or the commit at it gone or committed at another
+// time (*source.LSNRewoundError; docs/reference/sqlserver-cdc.md §13.2;
+// docs/decisions/0011-source-continuity-and-computed-columns.md). After a restore between
+// the stamp and a read, the read would see the table as it was before commits the stamp
+// claims, and the stream, starting after the stamp, would never read them. Every step
+// that goes on from a recorded stamp calls it first, with the stamp as recorded (its
+// commit time from staging, not from the source now). Source errors are returned wrapped.
+func CheckStamp(ctx context.Context, src source.Source, off lsn.Offset) error {
+	if err := source.CheckContinuity(ctx, src, off.LSN, off.CommitTS); err != nil {
+		return fmt.Errorf("snapshot stamp %s: %w", off.LSN, err)
+	}
+	return nil
+}

@@ -21,6 +21,12 @@ import (
 //     its commit time differs from recordedTime: after a restore new commits reuse LSNs
 //     the lost ones had.
 //
+// A recorded position without a commit time may lie above max_lsn when it is below the
+// start LSN of a capture instance capture has not reached yet: a snapshot stamped
+// start_lsn − 1 on a quiet database, or a stream started there
+// (docs/reference/sqlserver-cdc.md §8.3). That passes while the instance exists and
+// capture has still not reached it.
+//
 // When cleanup has removed every mapping row at or before recorded, the commit time cannot
 // be compared and only the first check applies (retention loss is the MinLSN checks'
 // business). The zero LSN passes. Source errors are returned as they are.
@@ -33,6 +39,12 @@ func CheckContinuity(ctx context.Context, src Source, recorded lsn.LSN, recorded
 		return fmt.Errorf("read max_lsn: %w", err)
 	}
 	if maxLSN.Less(recorded) {
+		if recordedTime.IsZero() {
+			ahead, err := beforeUnreachedInstance(ctx, src, recorded, maxLSN)
+			if err != nil || ahead {
+				return err
+			}
+		}
 		return &LSNRewoundError{Recorded: recorded, RecordedTime: recordedTime, MaxLSN: maxLSN}
 	}
 	if recordedTime.IsZero() {
@@ -49,4 +61,19 @@ func CheckContinuity(ctx context.Context, src Source, recorded lsn.LSN, recorded
 		return &LSNRewoundError{Recorded: recorded, RecordedTime: recordedTime, MaxLSN: maxLSN, Found: c}
 	}
 	return nil
+}
+
+// beforeUnreachedInstance reports whether recorded (above maxLSN) is below the start LSN of
+// a capture instance capture has not reached (its start LSN above maxLSN).
+func beforeUnreachedInstance(ctx context.Context, src Source, recorded, maxLSN lsn.LSN) (bool, error) {
+	list, err := src.CaptureInstances(ctx)
+	if err != nil {
+		return false, fmt.Errorf("list capture instances: %w", err)
+	}
+	for _, ci := range list {
+		if !ci.StartLSN.IsZero() && maxLSN.Less(ci.StartLSN) && recorded.Less(ci.StartLSN) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -139,3 +139,39 @@ func TestCheckContinuityPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A position without a commit time just below a capture instance capture has not reached
+// (start_lsn − 1, a snapshot stamp or a stream start on a quiet database) is above max_lsn
+// and still not rewound; the same position with a commit time, or once no such instance
+// exists, is refused.
+func TestCheckContinuityBeforeUnreachedInstance(t *testing.T) {
+	ctx := context.Background()
+	db := cdcsim.New(cdcsim.Config{Seed: 4, ManualCapture: true})
+	if err := db.CreateTable(cdcsim.TableSpec{Name: "t", Columns: []source.Column{{Name: "id", DataType: "int"}}, Key: []string{"id"}}); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := db.EnableCapture("t", cdcsim.CaptureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxLSN, err := db.MaxLSN(ctx)
+	if err != nil || !maxLSN.Less(ci.StartLSN.Prev()) {
+		t.Fatalf("max_lsn %s (%v) is not below start_lsn - 1 of %s", maxLSN, err, ci.StartLSN)
+	}
+	if err := source.CheckContinuity(ctx, db, ci.StartLSN.Prev(), time.Time{}); err != nil {
+		t.Fatalf("start_lsn - 1 of an unreached instance: %v", err)
+	}
+	var rw *source.LSNRewoundError
+	if err := source.CheckContinuity(ctx, db, ci.StartLSN.Prev(), time.Unix(1e9, 0)); !errors.As(err, &rw) {
+		t.Fatalf("the same LSN recorded as a commit's: %v, want *LSNRewoundError", err)
+	}
+	if err := source.CheckContinuity(ctx, db, ci.StartLSN, time.Time{}); !errors.As(err, &rw) {
+		t.Fatalf("the start LSN itself, above max_lsn: %v, want *LSNRewoundError", err)
+	}
+	if err := db.DisableCapture(ci.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := source.CheckContinuity(ctx, db, ci.StartLSN.Prev(), time.Time{}); !errors.As(err, &rw) {
+		t.Fatalf("no unreached instance left: %v, want *LSNRewoundError", err)
+	}
+}

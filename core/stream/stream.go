@@ -152,7 +152,9 @@ func (o Options) withDefaults() Options {
 // Run runs one invocation of the stream for spec (validated). It returns the result so
 // far together with any error; errors callers branch on are *DataLossError,
 // *SchemaChangedError, *SourceUnavailableError, *config.ConfigError,
-// *checkpoint.ConcurrentStreamError, *CheckpointRewoundError and *NoSnapshotError.
+// *checkpoint.ConcurrentStreamError, *CheckpointRewoundError, *NoSnapshotError,
+// *source.LSNRewoundError (the database no longer holds the history the checkpoint was
+// recorded on, checked before anything is planned) and *source.CommandIDMissingError.
 func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	r := &run{spec: spec, deps: deps, src: deps.Source, opts: opts,
@@ -180,6 +182,11 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	if err := r.checkNotRewound(ctx, state); err != nil {
 		return res, err
 	}
+	if off, ok := recordedPosition(state); ok {
+		if err := r.checkContinuity(ctx, off); err != nil {
+			return res, err
+		}
+	}
 	if err := r.retakeFirst(ctx, &state, insts, target); err != nil {
 		return res, err
 	}
@@ -193,6 +200,12 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	default:
 		if start, err = r.initialOffset(ctx, insts, target); err != nil {
 			return res, err
+		}
+		if r.spec.Bootstrap {
+			// The snapshot's LSN: a database restored to before it since no longer holds it.
+			if err := r.checkContinuity(ctx, start); err != nil {
+				return res, err
+			}
 		}
 	}
 	res.Offset = start
