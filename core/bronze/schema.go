@@ -100,3 +100,23 @@ func CapturedFields(s *arrow.Schema) []arrow.Field {
 	}
 	return out
 }
+
+// StoredColumns is the one rule for which captured columns bronze stores, on every path
+// that reads the source (the stream, a snapshot's ranges, an export): every column but the
+// computed ones, in order. SQL Server stores NULL for a computed column in every change row
+// (docs/reference/sqlserver-cdc.md §3.6), so a snapshot that read its value would flip on
+// the row's first update; bronze leaves it out instead (docs/types.md "Computed columns";
+// docs/decisions/0011-source-continuity-and-computed-columns.md). left are the computed
+// columns left out, for a warning. A computed column already in an existing bronze schema
+// stays there and reads NULL in new rows.
+func StoredColumns(cols []source.Column) (stored, left []source.Column) {
+	stored = make([]source.Column, 0, len(cols))
+	for _, c := range cols {
+		if c.Computed {
+			left = append(left, c)
+			continue
+		}
+		stored = append(stored, c)
+	}
+	return stored, left
+}

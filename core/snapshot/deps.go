@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -126,7 +127,8 @@ func instances(ctx context.Context, src source.Source, name string) (source.Capt
 }
 
 // columns resolves the snapshot's capture instance by its recorded name and reads its
-// captured columns and the key columns ranges are cut on.
+// captured columns bronze stores (bronze.StoredColumns: computed columns left out) and the
+// key columns ranges are cut on.
 func (d Deps) columns(ctx context.Context, name string) (source.CaptureInstance, []source.Column, []source.Column, error) {
 	ci, _, err := instances(ctx, d.Source, name)
 	if err != nil {
@@ -136,6 +138,7 @@ func (d Deps) columns(ctx context.Context, name string) (source.CaptureInstance,
 	if err != nil {
 		return source.CaptureInstance{}, nil, nil, fmt.Errorf("read captured columns: %w", err)
 	}
+	cols, _ = bronze.StoredColumns(cols) // computed columns are not stored, as in the stream
 	keys, _ := KeyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
 	return ci, cols, keys, nil
 }

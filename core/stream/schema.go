@@ -36,11 +36,11 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span) (
 		if err != nil {
 			return nil, nil, nil, r.sourceErr("captured columns", err)
 		}
-		for _, c := range cc {
-			if c.Computed {
-				warnings = append(warnings, fmt.Sprintf("computed column %s of %s is not read (CDC stores NULL for it)", c.Name, s.CI.Name))
-				continue
-			}
+		stored, left := bronze.StoredColumns(cc)
+		for _, c := range left {
+			warnings = append(warnings, fmt.Sprintf("computed column %s of %s is not read (CDC stores NULL for it)", c.Name, s.CI.Name))
+		}
+		for _, c := range stored {
 			t, err := bronze.ArrowType(c)
 			if err != nil {
 				return nil, nil, nil, err
