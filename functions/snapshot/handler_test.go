@@ -240,3 +240,49 @@ func TestUnsupportedColumnIsNamed(t *testing.T) {
 		t.Fatalf("read of a vector column: %s %s, want ColumnsError naming the column", r.Output, r.ErrorBody)
 	}
 }
+
+// A database restored to before the stamp between open and read reaches Step Functions as
+// errorType LSNRewoundError from the read (and from commit), before anything is read.
+func TestRestoreAfterOpenIsLSNRewoundError(t *testing.T) {
+	h, db := newHandler(t)
+	invoke := lambdaInvoke(t, h)
+	backup, err := db.Backup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Advance(time.Second)
+	if _, err := db.Exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("orders", cdcsim.Row{"id": int64(11)}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var open coresnapshot.OpenResult
+	var plan coresnapshot.PlanResult
+	for _, s := range []struct {
+		ev  coresnapshot.Event
+		out any
+	}{{coresnapshot.Event{Step: "open"}, &open}, {coresnapshot.Event{Step: "plan", Snapshot: &open.Snapshot}, &plan}} {
+		in, _ := json.Marshal(s.ev)
+		r := invoke(string(in))
+		if r.Error != nil {
+			t.Fatalf("%s: %s", s.ev.Step, r.ErrorBody)
+		}
+		if err := json.Unmarshal(r.Output, s.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Restore(backup); err != nil {
+		t.Fatal(err)
+	}
+	reads := db.Calls("ReadTable")
+	for _, ev := range []coresnapshot.Event{
+		{Step: "read", Snapshot: &open.Snapshot, Range: &plan.Ranges[0]},
+		{Step: "commit", Snapshot: &open.Snapshot},
+	} {
+		in, _ := json.Marshal(ev)
+		if r := invoke(string(in)); r.Error == nil || r.Error.Type != "LSNRewoundError" {
+			t.Fatalf("%s after the restore: %s %s, want errorType LSNRewoundError", ev.Step, r.Output, r.ErrorBody)
+		}
+	}
+	if db.Calls("ReadTable") != reads {
+		t.Fatal("the refused read read the table")
+	}
+}

@@ -281,3 +281,55 @@ func TestEMFPublishesOnlyDeclaredMetrics(t *testing.T) {
 		t.Errorf("unset declares all present values, got %v", names)
 	}
 }
+
+// A database restored to before the checkpoint reaches Step Functions as errorType
+// LSNRewoundError (not retried: statemachine/ catches it and fails with that name).
+func TestHandlerRewoundByName(t *testing.T) {
+	h, db, _ := fixture(t)
+	invoke := lambdaInvoke(t, h)
+	backup, err := db.Backup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Advance(time.Second)
+	if _, err := db.Exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("orders", cdcsim.Row{"id": 4}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		r := invoke(`{}`)
+		if r.Error != nil {
+			t.Fatal(string(r.ErrorBody))
+		}
+		if strings.Contains(string(r.Output), `"caught_up":true`) {
+			break
+		}
+	}
+	if err := db.Restore(backup); err != nil {
+		t.Fatal(err)
+	}
+	r := invoke(`{}`)
+	if r.Error == nil || r.Error.Type != "LSNRewoundError" || !strings.Contains(r.Error.Message, "re-snapshot") {
+		t.Fatalf("after a restore to before the checkpoint: %s", r.ErrorBody)
+	}
+}
+
+// A change table without __$command_id reaches Step Functions as errorType
+// CommandIDMissingError, naming the option to set.
+func TestHandlerCommandIDMissingByName(t *testing.T) {
+	h, db, _ := fixture(t)
+	if err := db.DisableCapture("dbo_orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.EnableCapture("orders", cdcsim.CaptureOptions{WithoutCommandID: true}); err != nil {
+		t.Fatal(err)
+	}
+	db.Advance(time.Second)
+	if _, err := db.Exec(func(tx *cdcsim.Txn) error { _, err := tx.Insert("orders", cdcsim.Row{"id": 9}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	h.Spec.Options.StartingLsn = config.StartEarliest
+	r := lambdaInvoke(t, h)(`{}`)
+	if r.Error == nil || r.Error.Type != "CommandIDMissingError" || !strings.Contains(r.Error.Message, "includeCommandId") {
+		t.Fatalf("change table without __$command_id: %s", r.ErrorBody)
+	}
+}
