@@ -79,9 +79,6 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if !pok {
 		return commitFound(ctx, d, snap)
 	}
-	if err := CheckStamp(ctx, d.Source, st.Snapshot); err != nil {
-		return CommitResult{}, err
-	}
 	keys := make([]string, len(ps.Ranges))
 	for i, r := range ps.Ranges {
 		keys[i] = manifestKey(snap.LSN, r.Index)
@@ -107,6 +104,9 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if len(files.Adds) == 0 {
 		txnApp = EmptyTxnAppID(d.Spec.AppID, snap.LSN)
 	}
+	if err := checkStampUnlessCommitted(ctx, d, st.Snapshot, txnApp); err != nil {
+		return CommitResult{}, err
+	}
 	res, err := ingest.Append(ctx, d.Bronze, nil, ingest.Commit{AppID: txnApp, Version: 0, Schema: schema, Files: files,
 		UserMetadata: string(meta), Operation: "WRITE",
 		OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN.String(),
@@ -130,9 +130,6 @@ func commitFound(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, er
 	}
 	if !ok || o.LSN != snap.LSN {
 		return CommitResult{}, &PlanNotFoundError{Snapshot: snap.LSN}
-	}
-	if err := CheckStamp(ctx, d.Source, o); err != nil {
-		return CommitResult{}, err
 	}
 	if err := bootstrapRow(ctx, d, snap, nil, nil); err != nil {
 		return CommitResult{}, err
@@ -183,4 +180,18 @@ func commitTS(o lsn.Offset) string {
 		return ""
 	}
 	return lsn.FormatTime(o.CommitTS)
+}
+
+// checkStampUnlessCommitted is CheckStamp before the snapshot's commit, skipped when bronze
+// already holds the commit (its txn): a rerun writes nothing new to bronze, and the
+// stream checks its own start against the source.
+func checkStampUnlessCommitted(ctx context.Context, d Deps, stamp lsn.Offset, txnApp string) error {
+	snap, err := d.Bronze.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("read bronze: %w", err)
+	}
+	if _, done := snap.TxnVersion(txnApp); done {
+		return nil
+	}
+	return CheckStamp(ctx, d.Source, stamp)
 }

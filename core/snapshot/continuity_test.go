@@ -12,8 +12,8 @@ import (
 )
 
 // A database restored to before the stamp L between the bootstrap machine's steps
-// (docs/reference/sqlserver-cdc.md §13.2) makes every later step — plan, each range's read,
-// commit — refuse with LSNRewoundError before it reads or
+// (docs/reference/sqlserver-cdc.md §13.2) makes every later step — plan, a range's read
+// (or its rerun), commit — refuse with LSNRewoundError before it reads or
 // writes: a read would see the table without commits L claims, and the stream, starting
 // after L, would never read them. The same holds once new commits reuse L (another commit
 // time at L).
@@ -36,6 +36,11 @@ func TestStepsAfterARestoreRefuseTheStamp(t *testing.T) {
 			plan, err := snapshot.Plan(ctx, e.deps(), open.Snapshot)
 			if err != nil || len(plan.Ranges) == 0 {
 				t.Fatalf("plan: %+v, %v", plan, err)
+			}
+			for _, r := range plan.Ranges {
+				if _, err := snapshot.Read(ctx, e.deps(), open.Snapshot, r); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := e.db.Restore(backup); err != nil {
 				t.Fatal(err)

@@ -241,8 +241,9 @@ func TestUnsupportedColumnIsNamed(t *testing.T) {
 	}
 }
 
-// A database restored to before the stamp between open and read reaches Step Functions as
-// errorType LSNRewoundError from the read (and from commit), before anything is read.
+// A database restored to before the stamp after the reads reaches Step Functions as
+// errorType LSNRewoundError from a rerun of a read and from commit, before anything is read
+// or committed.
 func TestRestoreAfterOpenIsLSNRewoundError(t *testing.T) {
 	h, db := newHandler(t)
 	invoke := lambdaInvoke(t, h)
@@ -267,6 +268,12 @@ func TestRestoreAfterOpenIsLSNRewoundError(t *testing.T) {
 		}
 		if err := json.Unmarshal(r.Output, s.out); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, r := range plan.Ranges {
+		in, _ := json.Marshal(coresnapshot.Event{Step: "read", Snapshot: &open.Snapshot, Range: &r})
+		if r := invoke(string(in)); r.Error != nil {
+			t.Fatalf("read: %s", r.ErrorBody)
 		}
 	}
 	if err := db.Restore(backup); err != nil {
