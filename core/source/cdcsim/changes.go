@@ -53,6 +53,9 @@ func (db *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows
 	if err != nil {
 		return nil, err
 	}
+	if err := db.changeTableDeniedLocked(ci); err != nil {
+		return nil, err
+	}
 	if err := r.ReadOptions.Check(); err != nil {
 		return nil, err
 	}
@@ -209,6 +212,9 @@ func (db *DB) SplitChanges(ctx context.Context, captureInstance string, from, to
 	}
 	ci, err := db.instanceLocked(captureInstance)
 	if err != nil {
+		return nil, err
+	}
+	if err := db.changeTableDeniedLocked(ci); err != nil {
 		return nil, err
 	}
 	rows := ci.rangeOf(from, to)

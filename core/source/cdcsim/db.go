@@ -93,6 +93,9 @@ type DB struct {
 	// lag, when set, routes the next change reads to a secondary that is behind (LagReplica).
 	lag *replicaLag
 	net Network // Ping's round trip and the change reads' network wait (SetNetwork)
+	// denied are the capture instances (lower-cased) whose change table the reading login
+	// may not SELECT (DenySelect).
+	denied map[string]bool
 }
 
 // commitEntry is one cdc.lsn_time_mapping row.

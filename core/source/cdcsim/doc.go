@@ -19,8 +19,9 @@
 //     commit, so it sits above MaxLSN and MinLSN reports it as not found until capture writes
 //     a later entry. command_id is numbered per instance; seqval is shared.
 //   - Operations 1/2/3/4, an update as 3+4 sharing seqval and command_id, a key update as
-//     3+4 or 1+2 (Config.KeyUpdateAsDeleteInsert), split updates (Txn.UpdateAsDeleteInsert)
-//     and multi-statement transactions.
+//     3+4 or 1+2 (Config.KeyUpdateAsDeleteInsert), split updates (Txn.UpdateAsDeleteInsert),
+//     multi-row statements (Txn.Statement: one command_id, a seqval per row) and
+//     multi-statement transactions.
 //   - DDL: ADD COLUMN (instances unchanged, updates touching only it write no change row),
 //     DROP COLUMN (still captured, NULL from then on, a SELECT of it fails) and ALTER COLUMN
 //     (change rows converted in place, required_column_update). Cleanup moves min LSN first,

@@ -21,7 +21,11 @@ type Txn struct {
 	stmts   []stmt
 	overlay map[*table]map[string]*row // ident → new version, nil for deleted
 	done    bool
-	release chan struct{} // closed when the transaction ends
+	// statements counts the transaction's statements; inStatement is true inside
+	// Statement, whose row changes share one statement number.
+	statements  int
+	inStatement bool
+	release     chan struct{} // closed when the transaction ends
 }
 
 type stmt struct {
@@ -32,6 +36,41 @@ type stmt struct {
 	keyChange     bool
 	split         bool // logged as 1+2 (a split update)
 	seq           lsn.LSN
+	// statement numbers the statement within the transaction (from 1): its __$command_id.
+	statement int
+}
+
+// nextStatementLocked is the statement number of a row change: the open Statement's, or
+// a new one for a single-row call. db.mu is held.
+func (tx *Txn) nextStatementLocked() int {
+	if !tx.inStatement {
+		tx.statements++
+	}
+	return tx.statements
+}
+
+// Statement runs fn as one multi-row statement (an UPDATE, DELETE or INSERT that touches
+// several rows): every row change fn makes through tx shares one __$command_id, and each
+// row keeps its own __$seqval, as SQL Server logs one record per row
+// (docs/reference/sqlserver-cdc.md §3.3). An update's 3 and 4 (or a split update's 1 and 2)
+// share their row's seqval. Statements do not nest (a *TxnError). When fn fails the
+// transaction holds the changes made so far: roll it back.
+func (tx *Txn) Statement(fn func(tx *Txn) error) error {
+	db := tx.db
+	db.mu.Lock()
+	if tx.done || tx.inStatement {
+		db.mu.Unlock()
+		return &TxnError{Reason: "Statement inside a Statement, or on an ended transaction"}
+	}
+	tx.statements++
+	tx.inStatement = true
+	db.mu.Unlock()
+	defer func() {
+		db.mu.Lock()
+		tx.inStatement = false
+		db.mu.Unlock()
+	}()
+	return fn(tx)
 }
 
 type stmtOp int
@@ -136,7 +175,7 @@ func (tx *Txn) Insert(table string, values Row) (key []any, err error) {
 		return nil, &TxnError{Table: table, Reason: "Violation of the unique index: duplicate key " + fmt.Sprint(t.keyOf(r))}
 	}
 	tx.write(t, ident, r)
-	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opInsert, after: r, seq: db.allocLSN()})
+	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opInsert, after: r, seq: db.allocLSN(), statement: tx.nextStatementLocked()})
 	return t.keyOf(r), nil
 }
 
@@ -196,7 +235,7 @@ func (tx *Txn) update(table string, key []any, set Row, split bool) error {
 		tx.write(t, ident, nil)
 	}
 	tx.write(t, nident, nr)
-	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opUpdate, before: old, after: nr, set: setIDs, keyChange: keyChange, split: split, seq: db.allocLSN()})
+	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opUpdate, before: old, after: nr, set: setIDs, keyChange: keyChange, split: split, seq: db.allocLSN(), statement: tx.nextStatementLocked()})
 	return nil
 }
 
@@ -211,7 +250,7 @@ func (tx *Txn) Delete(table string, key []any) error {
 		return err
 	}
 	tx.write(t, ident, nil)
-	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opDelete, before: old, seq: db.allocLSN()})
+	tx.stmts = append(tx.stmts, stmt{tbl: t, op: opDelete, before: old, seq: db.allocLSN(), statement: tx.nextStatementLocked()})
 	return nil
 }
 
@@ -283,7 +322,7 @@ func (db *DB) commitLocked(tx *Txn) (lsn.LSN, error) {
 	}
 	at := db.allocLSN()
 	c := &committed{changes: map[*instance][]change{}}
-	for i, s := range tx.stmts {
+	for _, s := range tx.stmts {
 		t := s.tbl
 		// Apply to the table.
 		switch s.op {
@@ -301,7 +340,7 @@ func (db *DB) commitLocked(tx *Txn) (lsn.LSN, error) {
 			if ci.tbl != t {
 				continue
 			}
-			cmd := int32(i+1) + ci.cmdOffset
+			cmd := int32(s.statement) + ci.cmdOffset
 			add := func(op int8, r *row) {
 				c.changes[ci] = append(c.changes[ci], change{start: at, seq: s.seq, op: op, cmd: cmd, vals: ci.image(r, op, s.set)})
 			}

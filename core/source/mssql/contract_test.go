@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -218,13 +219,36 @@ func (e *sqlEnv) render(s sourcetest.Stmt) (string, []any, error) {
 	var args []any
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("@p%d", len(args)) }
 	where := func() string {
-		var w []string
-		for i, k := range spec.Key {
-			w = append(w, "["+k+"] = "+arg(s.Key[i]))
+		keys := s.Keys
+		if keys == nil {
+			keys = [][]any{s.Key}
 		}
-		return " WHERE " + strings.Join(w, " AND ")
+		var or []string
+		for _, key := range keys {
+			var w []string
+			for i, k := range spec.Key {
+				w = append(w, "["+k+"] = "+arg(key[i]))
+			}
+			or = append(or, "("+strings.Join(w, " AND ")+")")
+		}
+		return " WHERE " + strings.Join(or, " OR ")
 	}
 	switch {
+	case s.Rows != nil:
+		var cols []string
+		for c := range s.Rows[0] {
+			cols = append(cols, c)
+		}
+		slices.Sort(cols)
+		var tuples []string
+		for _, r := range s.Rows {
+			var vals []string
+			for _, c := range cols {
+				vals = append(vals, arg(r[c]))
+			}
+			tuples = append(tuples, "("+strings.Join(vals, ", ")+")")
+		}
+		return "INSERT INTO dbo.[" + name + "] ([" + strings.Join(cols, "], [") + "]) VALUES " + strings.Join(tuples, ", "), args, nil
 	case s.Insert != nil:
 		var cols, vals []string
 		for c, v := range s.Insert {
@@ -409,5 +433,24 @@ func (e *sqlEnv) Alter(ctx context.Context, table, ddl string) error {
 // DisableCapture is sys.sp_cdc_disable_table for one instance.
 func (e *sqlEnv) DisableCapture(ctx context.Context, table, instance string) error {
 	_, err := e.h.admin.ExecContext(ctx, "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = @p1, @capture_instance = @p2", table, instance)
+	return err
+}
+
+var _ sourcetest.Permissioner = (*sqlEnv)(nil)
+
+// DenyChangeTable denies the reader login SELECT on the change table (a DENY, so that a
+// role membership such as db_datareader does not grant it anyway). ok is false when the
+// reader is the tables' owner (no MSSQL_TEST_READER_DSN, or a reader mapped to dbo).
+func (e *sqlEnv) DenyChangeTable(ctx context.Context, instance string) (bool, error) {
+	if e.h.reader == "" || e.h.reader == "dbo" {
+		return false, nil
+	}
+	_, err := e.h.admin.ExecContext(ctx, "DENY SELECT ON cdc.["+instance+"_CT] TO ["+e.h.reader+"]")
+	return err == nil, err
+}
+
+// GrantChangeTable grants it again (a GRANT replaces the DENY).
+func (e *sqlEnv) GrantChangeTable(ctx context.Context, instance string) error {
+	_, err := e.h.admin.ExecContext(ctx, "GRANT SELECT ON cdc.["+instance+"_CT] TO ["+e.h.reader+"]")
 	return err
 }

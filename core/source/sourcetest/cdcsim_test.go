@@ -26,9 +26,9 @@ func (simHarness) Open(t *testing.T) Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := cdcsim.New(cdcsim.Config{Seed: 7, Location: loc, ManualCapture: true})
-	t.Cleanup(func() { db.Close() })
-	return &simEnv{db: db}
+	env := &simEnv{db: cdcsim.New(cdcsim.Config{Seed: 7, Location: loc, ManualCapture: true})}
+	t.Cleanup(func() { env.db.Close() }) // the database SetClock left, if it replaced it
+	return env
 }
 
 func (e *simEnv) Source() source.Source      { return e.db }
@@ -84,12 +84,35 @@ func (x *simTx) Exec(_ context.Context, stmts ...Stmt) error {
 	for _, s := range stmts {
 		var err error
 		switch {
+		case s.Rows != nil || s.Keys != nil:
+			err = x.tx.Statement(func(tx *cdcsim.Txn) error { return multiRow(tx, s) })
 		case s.Insert != nil:
 			_, err = x.tx.Insert(s.Table, cdcsim.Row(s.Insert))
 		case s.Delete:
 			err = x.tx.Delete(s.Table, s.Key)
 		default:
 			err = x.tx.Update(s.Table, s.Key, cdcsim.Row(s.Update))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// multiRow runs a statement over several rows inside tx.Statement.
+func multiRow(tx *cdcsim.Txn, s Stmt) error {
+	for _, r := range s.Rows {
+		if _, err := tx.Insert(s.Table, cdcsim.Row(r)); err != nil {
+			return err
+		}
+	}
+	for _, k := range s.Keys {
+		var err error
+		if s.Delete {
+			err = tx.Delete(s.Table, k)
+		} else {
+			err = tx.Update(s.Table, k, cdcsim.Row(s.Update))
 		}
 		if err != nil {
 			return err
@@ -144,6 +167,22 @@ func (e *simEnv) Restore(_ context.Context, b any) error {
 }
 func (e *simEnv) LagReplica(_ context.Context, at lsn.LSN, reads int) error {
 	e.db.LagReplica(at, reads)
+	return nil
+}
+
+func (e *simEnv) SetClock(_ context.Context, zone *time.Location, utc time.Time) error {
+	e.db.Close()
+	e.db = cdcsim.New(cdcsim.Config{Seed: 7, Location: zone, Start: utc, ManualCapture: true})
+	return nil
+}
+
+func (e *simEnv) DenyChangeTable(_ context.Context, instance string) (bool, error) {
+	e.db.DenySelect(instance)
+	return true, nil
+}
+
+func (e *simEnv) GrantChangeTable(_ context.Context, instance string) error {
+	e.db.GrantSelect(instance)
 	return nil
 }
 

@@ -95,7 +95,7 @@ type Table struct {
 	Computed [][2]string
 }
 
-// Stmt is one statement: exactly one of Insert, Update or Delete.
+// Stmt is one statement: exactly one of Insert (or Rows), Update or Delete.
 type Stmt struct {
 	Table string
 	// Insert is the new row (column → value).
@@ -106,6 +106,25 @@ type Stmt struct {
 	Delete bool
 	// Key names the row for Update and Delete, in key order.
 	Key []any
+	// Keys, instead of Key, makes Update or Delete one statement over several rows (each
+	// key in key order): the update sets the same values on every row.
+	Keys [][]any
+	// Rows, instead of Insert, makes one INSERT of several rows; every row names the same
+	// columns.
+	Rows []map[string]any
+}
+
+// InsertRows builds one INSERT of several rows.
+func InsertRows(table string, rows ...map[string]any) Stmt { return Stmt{Table: table, Rows: rows} }
+
+// UpdateRows builds one UPDATE that sets set on every row whose key is in keys.
+func UpdateRows(table string, keys [][]any, set map[string]any) Stmt {
+	return Stmt{Table: table, Keys: keys, Update: set}
+}
+
+// DeleteRows builds one DELETE of every row whose key is in keys.
+func DeleteRows(table string, keys ...[]any) Stmt {
+	return Stmt{Table: table, Keys: keys, Delete: true}
 }
 
 // Insert builds an INSERT of row (column → value).
@@ -165,4 +184,19 @@ func ParseColumn(name, sqlType string, nullable bool) (source.Column, error) {
 		}
 	}
 	return c, nil
+}
+
+// ClockSetter is an Env whose server clock and time zone can be set: the simulator. A real
+// server's clock cannot be moved to a daylight-saving change, so the test that needs it
+// skips there. SetClock must be called before the test creates tables.
+type ClockSetter interface {
+	SetClock(ctx context.Context, zone *time.Location, utc time.Time) error
+}
+
+// Permissioner is an Env that can take SELECT on a change table from the login the Source
+// under test uses, and give it back. ok is false when that login is the one that owns the
+// tables (no separate reader login), where nothing can be taken: the test skips.
+type Permissioner interface {
+	DenyChangeTable(ctx context.Context, instance string) (ok bool, err error)
+	GrantChangeTable(ctx context.Context, instance string) error
 }

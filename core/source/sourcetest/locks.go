@@ -58,6 +58,9 @@ func testKeyUpdateShapes(ctx context.Context, t *testing.T, env Env) {
 	if shape != [2]int{1, 2} && shape != [2]int{3, 4} {
 		t.Fatalf("operations %v, want 1,2 or 3,4", shape)
 	}
+	if rows[0].Start != rows[1].Start || rows[0].Seqval != rows[1].Seqval {
+		t.Fatalf("a one-row key update: %s/%s then %s/%s, want one start LSN and one seqval (one row)", rows[0].Start, rows[0].Seqval, rows[1].Start, rows[1].Seqval)
+	}
 	if rows[0].Values["id"] != int64(1) || rows[1].Values["id"] != int64(5) || rows[1].Values["v"] != int64(1) {
 		t.Fatalf("images %v then %v, want the old key then the new", rows[0].Values, rows[1].Values)
 	}

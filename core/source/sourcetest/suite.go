@@ -62,6 +62,10 @@ func Run(t *testing.T, h Harness) {
 		{"KeyUpdateEitherShape", testKeyUpdateShapes},
 		{"AlterTableDDLHistory", testDDLHistory},
 		{"CaptureInstanceSwitch", testInstanceSwitch},
+		{"MultiRowStatementsOneSeqvalPerRow", testMultiRowStatements},
+		{"CleanupDuringARead", testCleanupDuringRead},
+		{"CommitTimesAcrossAFallBack", testCommitTimesAcrossFallBack},
+		{"PermissionProbeNamesTheGrant", testPermissionProbe},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
