@@ -36,6 +36,10 @@ type demoOptions struct {
 	Rows    int
 	Seconds float64
 	Seed    uint64
+	// Start is the simulator's clock when it is made (zero: now). Its commit times follow
+	// from it, so two processes with one Start and Seed build the same history: a --sim
+	// rerun then finds the commits its checkpoint recorded (source continuity checks them).
+	Start time.Time
 	// MinBatches keeps the workload running past Seconds until the stream has committed
 	// this many batches, so a run's shape does not depend on the machine's speed.
 	MinBatches int
@@ -178,7 +182,11 @@ func demoSpec(lake string) (*config.Spec, error) {
 // setupDemoSource makes the simulated database: CDC enabled on an empty orders table,
 // then o.Rows rows inserted in transactions of 1,000.
 func setupDemoSource(o demoOptions, out io.Writer) (*demoSource, error) {
-	db := cdcsim.New(cdcsim.Config{Seed: o.Seed, Start: time.Now().UTC(), IdleEvery: 5 * time.Minute})
+	start := o.Start
+	if start.IsZero() {
+		start = time.Now().UTC()
+	}
+	db := cdcsim.New(cdcsim.Config{Seed: o.Seed, Start: start, IdleEvery: 5 * time.Minute})
 	gen := workload.New(db, workload.Config{Seed: o.Seed, TxnSize: 6, Rate: demoRate, Tables: []string{"orders"}})
 	if err := gen.Create(workload.Orders()); err != nil {
 		return nil, err

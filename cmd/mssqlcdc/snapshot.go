@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -25,13 +26,20 @@ func init() {
 // simRows is the size of the simulated orders table --sim starts with.
 const simRows = 10_000
 
+// simOptions is the simulated database every --sim command builds. It starts at the hour,
+// not the instant: a rerun (after Ctrl-C, or the next step of a bootstrap) is a new process
+// and must find the same commit times, or source continuity refuses it as rewound.
+func simOptions() demoOptions {
+	return demoOptions{Rows: simRows, Seed: 1, Start: time.Now().UTC().Truncate(time.Hour)}
+}
+
 // openSource opens the spec's SQL Server, or with sim the demo's simulated database.
 func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer) (source.Source, *demoSource, error) {
 	if sim {
 		if err := checkSimLocal(spec); err != nil {
 			return nil, nil, err
 		}
-		ds, err := setupDemoSource(demoOptions{Rows: simRows, Seed: 1}, out)
+		ds, err := setupDemoSource(simOptions(), out)
 		if err != nil {
 			return nil, nil, err
 		}

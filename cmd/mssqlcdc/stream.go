@@ -62,7 +62,7 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	lo := loopOptions{availableNow: *availableNow, poll: streamPollInterval}
 	var src source.Source
 	if *sim {
-		ds, err := setupDemoSource(demoOptions{Rows: simRows, Seed: 1}, stdout)
+		ds, err := setupDemoSource(simOptions(), stdout)
 		if err != nil {
 			return err
 		}
