@@ -2,9 +2,7 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"slices"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 type arrowField = arrow.Field
@@ -199,18 +198,9 @@ func wholeTable(ctx context.Context, src source.Source, o Options, side silverSi
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: count the source's rows: %w", err)
 	}
-	defer rows.Close()
 	var n int64
-	for {
-		rec, err := rows.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reconcile: count the source's rows: %w", err)
-		}
-		n += rec.NumRows()
-		rec.Release()
+	if err := parquetio.Drain(ctx, rows, func(rec arrow.RecordBatch) error { n += rec.NumRows(); return nil }); err != nil {
+		return nil, fmt.Errorf("reconcile: count the source's rows: %w", err)
 	}
 	return []bucket{{src: n, dst: side.rows}}, nil
 }
@@ -218,24 +208,13 @@ func wholeTable(ctx context.Context, src source.Source, o Options, side silverSi
 // scan reads cols of every live row of snap, record by record.
 func scan(ctx context.Context, what string, snap *deltalog.Snapshot, cols []string, each func(arrow.RecordBatch) error) error {
 	it, err := snap.Scan(ctx, deltalog.ScanOptions{Columns: cols})
+	if err == nil {
+		err = parquetio.Drain(ctx, it, each)
+	}
 	if err != nil {
 		return fmt.Errorf("reconcile: read %s: %w", what, err)
 	}
-	defer it.Close()
-	for {
-		rec, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reconcile: read %s: %w", what, err)
-		}
-		err = each(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
+	return nil
 }
 
 // intAt is a[i] of an integer column as int64; ok is false for NULL or another type.

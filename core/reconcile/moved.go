@@ -2,9 +2,7 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,6 +11,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // moved are the keys a change after silver's position touched: a difference on one of
@@ -70,21 +69,16 @@ func movedKeys(ctx context.Context, d Deps, o Options, lower, max lsn.LSN) (move
 		if err != nil {
 			return m, fmt.Errorf("reconcile: read the change table's keys after %s: %w", lower, err)
 		}
-		defer rows.Close()
-		for {
-			rec, err := rows.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return m, fmt.Errorf("reconcile: read the change table's keys after %s: %w", lower, err)
-			}
-			keyCols := make([]int, len(names))
-			for i, n := range names {
-				keyCols[i] = fieldIndex(rec.Schema(), n)
-			}
+		keyCols := make([]int, len(names))
+		for i, n := range names {
+			keyCols[i] = fieldIndex(rows.Schema(), n)
+		}
+		err = parquetio.Drain(ctx, rows, func(rec arrow.RecordBatch) error {
 			add(rec, keyCols, func(int) bool { return true })
-			rec.Release()
+			return nil
+		})
+		if err != nil {
+			return m, fmt.Errorf("reconcile: read the change table's keys after %s: %w", lower, err)
 		}
 	}
 	slices.Sort(m.ints)

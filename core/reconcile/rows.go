@@ -3,16 +3,15 @@ package reconcile
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // key is one row's key: its values as text, joined into text (the join key), and the
@@ -102,13 +101,14 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		if err != nil {
 			return nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
 		}
-		err = drain(ctx, rows, func(rec arrow.RecordBatch) {
+		err = parquetio.Drain(ctx, rows, func(rec arrow.RecordBatch) error {
 			for i := 0; i < int(rec.NumRows()); i++ {
 				k := keyOf(rec, keyCols, i)
 				dg := digestOf(rec, all, i)
 				dg.key = k.vals
 				src[k.text] = dg
 			}
+			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
@@ -179,21 +179,6 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 	}
 	slices.SortFunc(out, func(a, b Row) int { return strings.Compare(strings.Join(a.Key, "\x1f"), strings.Join(b.Key, "\x1f")) })
 	return out, nil
-}
-
-func drain(ctx context.Context, rows source.Rows, each func(arrow.RecordBatch)) error {
-	defer rows.Close()
-	for {
-		rec, err := rows.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		each(rec)
-		rec.Release()
-	}
 }
 
 func fieldIndex(sc *arrow.Schema, name string) int {

@@ -109,7 +109,7 @@ func convertFile(ctx context.Context, cd *copyData, f copyFile, cv *converter, w
 		parts = hiveValues(f.Path)
 	}
 	var rows int64
-	err = drain(ctx, it, func(rec arrow.RecordBatch) error {
+	err = parquetio.Drain(ctx, it, func(rec arrow.RecordBatch) error {
 		out, cf, err := cv.convert(rec, parts, f.Path)
 		if err != nil {
 			return err

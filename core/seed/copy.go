@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"path"
 	"sort"
@@ -276,24 +275,4 @@ func (c *copyData) add(path string) (deltalog.Add, bool) {
 		return deltalog.Add{}, false
 	}
 	return c.snap.Files()[i], true
-}
-
-// drain reads it to the end, calling fn with each batch (which fn must not keep), and
-// closes it.
-func drain(ctx context.Context, it deltalog.RecordIterator, fn func(rec arrow.RecordBatch) error) error {
-	defer it.Close()
-	for {
-		rec, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		err = fn(rec)
-		rec.Release()
-		if err != nil {
-			return err
-		}
-	}
 }

@@ -28,6 +28,27 @@ type RecordIterator interface {
 	Close() error
 }
 
+// Drain reads it to the end, calling fn with each record batch (released after fn returns,
+// so fn must not keep it), and closes it. The first error, fn's or the iterator's, ends it
+// and is returned as is. Any Schema/Next/Close iterator fits, source.Rows included.
+func Drain(ctx context.Context, it RecordIterator, fn func(rec arrow.RecordBatch) error) error {
+	defer it.Close()
+	for {
+		rec, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
 // SmallFileBytes is the size up to which ReadFile fetches a whole file with one GET
 // instead of a ranged GET for the footer and one per column chunk: below a few MB, a
 // request's latency (tens of ms on S3) costs more than the bytes (a one-row facts file of
