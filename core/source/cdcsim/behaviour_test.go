@@ -531,3 +531,30 @@ func maxOf(ctx context.Context, tb testing.TB, db *DB) lsn.LSN {
 	}
 	return m
 }
+
+// A change row whose cdc.lsn_time_mapping row is gone keeps its place in a change read, with
+// a NULL commit time (docs/reference/sqlserver-cdc.md §3.7): an inner join would drop it.
+func TestChangeRowWithoutMappingRowIsKept(t *testing.T) {
+	db := ordersDB(t, Config{})
+	insert(t, db, 1)
+	lost := insert(t, db, 2)
+	insert(t, db, 3)
+	mustT(t, db.ForgetCommitTime(lost))
+	ctx := context.Background()
+	if _, ok, err := db.CommitTime(ctx, lost); err != nil || ok {
+		t.Fatalf("commit time of the forgotten commit: ok=%v err=%v", ok, err)
+	}
+	rows := changes(t, db, "dbo_orders")
+	if len(rows) != 3 {
+		t.Fatalf("%d change rows, want 3: %v", len(rows), rows)
+	}
+	for _, r := range rows {
+		nullTime := r["_commit_ts"] == nil
+		if (fmt.Sprint(r["id"]) == "2") != nullTime {
+			t.Errorf("row %v: NULL commit time %v, want it only for id 2", r, nullTime)
+		}
+	}
+	if err := db.ForgetCommitTime(maxOf(ctx, t, db)); err == nil {
+		t.Fatal("forgetting the newest entry was accepted")
+	}
+}

@@ -323,3 +323,25 @@ func (db *DB) CleanupOlderThan(retention time.Duration) error {
 	}
 	return nil
 }
+
+// ForgetCommitTime deletes the cdc.lsn_time_mapping row of the commit at l and keeps its
+// change rows: what a reader meets when the mapping was cleaned up on a schedule of its own
+// (docs/reference/sqlserver-cdc.md §3.7). A change read then returns those rows with a NULL
+// commit time. The newest entry is refused (max_lsn would move back), as is an LSN that is
+// no entry's start_lsn (InvalidArgumentError).
+func (db *DB) ForgetCommitTime(l lsn.LSN) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	m := db.timeline[db.purged:]
+	i := searchEntries(m, l) - 1
+	if i < 0 || m[i].lsn != l {
+		return &source.InvalidArgumentError{Arg: "lsn", Reason: fmt.Sprintf("%s is not the start_lsn of an entry in cdc.lsn_time_mapping", l)}
+	}
+	if i == len(m)-1 {
+		return &source.InvalidArgumentError{Arg: "lsn", Reason: fmt.Sprintf("%s is the newest entry: max_lsn would move back", l)}
+	}
+	// A new slice, so that readers holding the old one are not disturbed.
+	k := db.purged + i
+	db.timeline = slices.Concat(db.timeline[:k], db.timeline[k+1:])
+	return nil
+}

@@ -56,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"UniqueidentifierOrderIsSQLServers", testGUIDOrder},
 		{"LOBBeforeImagesFollowMicrosoftRules", testLOBBeforeImages},
 		{"CleanupMarkIsAMappingEntry", testCleanupMarkIsAMappingEntry},
+		{"CleanupStopsAtFirstEntryOfSameTime", testCleanupStopsAtFirstEntryOfSameTime},
 		{"DefaultCollationIsCaseInsensitive", testDefaultCollationCaseInsensitive},
 		{"EveryTypeReadsAsDocumented", testEveryType},
 		{"LockTimeoutAndSnapshotIsolation", testLockTimeoutAndSnapshot},
