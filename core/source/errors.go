@@ -123,13 +123,20 @@ func IsTransient(err error) bool {
 // it wrapped in a *TransientError: the replica catches up, and a retry on another session
 // reads the whole range.
 type ReplicaBehindError struct {
-	CaptureInstance string
-	// To is the range's end; MaxLSN what the reading session saw.
+	// CaptureInstance is the change table read, or Table ("schema.name") the source
+	// table read at a snapshot's stamp.
+	CaptureInstance, Table string
+	// To is the range's end (the stamp, for a table read); MaxLSN what the reading session
+	// saw.
 	To, MaxLSN lsn.LSN
 }
 
 func (e *ReplicaBehindError) Error() string {
-	return fmt.Sprintf("%s: the session reading up to %s sees max_lsn %s: it is on a replica that has not caught up (read-only routing to a lagging secondary?); retry, or point the DSN at the primary", e.CaptureInstance, e.To, e.MaxLSN)
+	what := e.CaptureInstance
+	if what == "" {
+		what = e.Table
+	}
+	return fmt.Sprintf("%s: the session reading up to %s sees max_lsn %s: it is on a replica that has not caught up (read-only routing to a lagging secondary?); retry, or point the DSN at the primary", what, e.To, e.MaxLSN)
 }
 
 // LSNRewoundError: the database no longer holds the history a checkpoint or snapshot stamp

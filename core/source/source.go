@@ -246,6 +246,12 @@ type TableRead struct {
 	// reads the whole table.
 	Keys  []Column
 	Range KeyRange
+	// AtLeast, when not zero, is the LSN the table state read must include: a snapshot's
+	// stamp S. The reading session first checks that its own sys.fn_cdc_get_max_lsn() is at
+	// least AtLeast; a session on a secondary whose redo is behind it would return rows
+	// older than S that the stream (starting after S) never repairs. Such a session is a
+	// *ReplicaBehindError inside a *TransientError (docs/reference/sqlserver-cdc.md §13).
+	AtLeast lsn.LSN
 	ReadOptions
 }
 

@@ -20,9 +20,10 @@ type replicaLag struct {
 	reads int
 }
 
-// LagReplica routes the next reads change reads (ReadChanges sessions) to a secondary
-// whose redo has reached only LSN at: on that session sys.fn_cdc_get_max_lsn() is at and
-// no change row past at exists. The primary, and every other call, is unaffected.
+// LagReplica routes the next reads change reads (ReadChanges sessions) and table reads
+// that check a stamp (TableRead.AtLeast) to a secondary whose redo has reached only LSN
+// at: on that session sys.fn_cdc_get_max_lsn() is at and no change row past at exists.
+// The primary, and every other call, is unaffected.
 func (db *DB) LagReplica(at lsn.LSN, reads int) {
 	db.mu.Lock()
 	defer db.mu.Unlock()

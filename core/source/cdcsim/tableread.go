@@ -154,6 +154,13 @@ func (db *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, e
 	if len(k.ids) == 0 && (lo != nil || hi != nil) {
 		return nil, &source.InvalidArgumentError{Arg: "range", Reason: "a bounded range needs key columns"}
 	}
+	if !r.AtLeast.IsZero() {
+		// The table state must include the stamp: a secondary behind it would return
+		// rows older than the snapshot claims.
+		if m := db.sessionMaxLocked(); m.Less(r.AtLeast) {
+			return nil, &source.TransientError{Op: "read source table", Err: &source.ReplicaBehindError{Table: t.qualified(), To: r.AtLeast, MaxLSN: m}}
+		}
+	}
 	if k.prefix || len(k.ids) == 0 {
 		src.rows = t.ordered(k, lo, hi)
 	} else {

@@ -84,19 +84,11 @@ func (d *DB) ReadChanges(ctx context.Context, r source.ChangeRead) (source.Rows,
 		// The range was planned against a max_lsn read on another session; this session
 		// may be on a secondary behind it (read-only routing), where the read would come
 		// back short and look complete (docs/reference/sqlserver-cdc.md §13).
-		var ms sql.NullString
-		if err := conn.QueryRowContext(ctx, sqlMaxLSN).Scan(&ms); err != nil {
-			conn.Close()
-			return mapErr(err)
-		}
-		sessionMax, err := parseLSNText(ms)
-		if err != nil {
+		if err := sessionReaches(ctx, conn, r.To, mapErr, func(m lsn.LSN) *source.ReplicaBehindError {
+			return &source.ReplicaBehindError{CaptureInstance: r.CaptureInstance, To: r.To, MaxLSN: m}
+		}, ec.Op); err != nil {
 			conn.Close()
 			return err
-		}
-		if sessionMax.Less(r.To) {
-			conn.Close()
-			return &source.TransientError{Op: ec.Op, Err: &source.ReplicaBehindError{CaptureInstance: r.CaptureInstance, To: r.To, MaxLSN: sessionMax}}
 		}
 		before, werr := sessionWait(ctx, conn)
 		rows, err := conn.QueryContext(ctx, q, p.args...)
@@ -196,4 +188,24 @@ func (d *DB) SplitChanges(ctx context.Context, ci string, from, to lsn.LSN, n in
 		out = append(out, source.Tile{Last: last, Next: last.Next(), Rows: rows})
 	}
 	return out, nil
+}
+
+// sessionReaches checks on conn that the session's own sys.fn_cdc_get_max_lsn() is at least
+// want: a session routed to a secondary whose redo is behind would read a short change
+// range, or a table state older than a snapshot's stamp, and both would look complete
+// (docs/reference/sqlserver-cdc.md §13). Behind is behind(max) inside a
+// *source.TransientError, so the read is retried on a new session.
+func sessionReaches(ctx context.Context, conn *sql.Conn, want lsn.LSN, mapErr func(error) error, behind func(lsn.LSN) *source.ReplicaBehindError, op string) error {
+	var ms sql.NullString
+	if err := conn.QueryRowContext(ctx, sqlMaxLSN).Scan(&ms); err != nil {
+		return mapErr(err)
+	}
+	m, err := parseLSNText(ms)
+	if err != nil {
+		return err
+	}
+	if m.Less(want) {
+		return &source.TransientError{Op: op, Err: behind(m)}
+	}
+	return nil
 }

@@ -591,3 +591,60 @@ func TestReadChangesWithoutCommandID(t *testing.T) {
 		t.Errorf("order: %s", last)
 	}
 }
+
+// A table read at a snapshot's stamp (TableRead.AtLeast) checks max_lsn on its own
+// session after the prefix and before the SELECT: a session behind the stamp is refused
+// and the read retried on a new session; one always behind is a transient
+// *source.ReplicaBehindError naming the table, and no SELECT of the table was sent.
+func TestReadTableAtStampRefusesLaggingSession(t *testing.T) {
+	tbl := source.Table{Schema: "dbo", Name: "orders"}
+	var maxCalls atomic.Int64
+	d, s := newScripted(t, Options{Retry: Retry{Retries: 2, Base: 1}}, func(q string, _ []any) result {
+		switch {
+		case q == sqlMaxLSN:
+			if maxCalls.Add(1) == 1 {
+				return one("max_lsn", lsnA.String())
+			}
+			return one("max_lsn", lsnB.String())
+		case strings.HasPrefix(q, "SELECT t.[id]"):
+			return result{cols: []string{"id"}, rows: [][]driver.Value{{int64(1)}, {int64(2)}}}
+		}
+		return result{}
+	})
+	rows, err := d.ReadTable(ctx, source.TableRead{Table: tbl, Columns: []source.Column{colI}, AtLeast: lsnB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sourcetest.Drain(ctx, t, rows); len(got) != 2 {
+		t.Errorf("rows %v, want 2", got)
+	}
+	var order []string
+	for _, c := range s.log() {
+		switch {
+		case c.query == sqlMaxLSN:
+			order = append(order, "max")
+		case strings.HasPrefix(c.query, "SELECT t.[id]"):
+			order = append(order, "select")
+		}
+	}
+	if strings.Join(order, ",") != "max,max,select" {
+		t.Errorf("statements %v: want the lagging session refused before its SELECT, then one read", order)
+	}
+
+	d2, s2 := newScripted(t, Options{Retry: Retry{Retries: 1, Base: 1}}, func(q string, _ []any) result {
+		if q == sqlMaxLSN {
+			return one("max_lsn", lsnA.String())
+		}
+		return result{}
+	})
+	_, err = d2.ReadTable(ctx, source.TableRead{Table: tbl, Columns: []source.Column{colI}, AtLeast: lsnB})
+	var rb *source.ReplicaBehindError
+	if !errors.As(err, &rb) || !source.IsTransient(err) || rb.MaxLSN != lsnA || rb.To != lsnB || rb.Table != "dbo.orders" {
+		t.Fatalf("err %v: want a transient *source.ReplicaBehindError naming the table (max %s, stamp %s)", err, lsnA, lsnB)
+	}
+	for _, c := range s2.log() {
+		if strings.HasPrefix(c.query, "SELECT t.[id]") {
+			t.Errorf("the table was read on a session behind the stamp: %q", c.query)
+		}
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"math/big"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// ReadTable is S5 on a connection of its own, after the session prefix of r.Table; the
+// ReadTable is S5 on a connection of its own, after the session prefix of r.Table (and,
+// with r.AtLeast, the session's max_lsn check: see source.TableRead); the
 // connection is reset and released when the Rows are closed.
 func (d *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {
 	if d.closed.Load() {
@@ -48,6 +50,19 @@ func (d *DB) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, er
 			discardConn(conn)
 			conn.Close()
 			return mapError(err, ec)
+		}
+		if !r.AtLeast.IsZero() {
+			// The table state must include the snapshot's stamp; checked on this session,
+			// which may be on a secondary behind the one the stamp was read on.
+			if err := sessionReaches(ctx, conn, r.AtLeast, func(err error) error { return mapError(err, ec) }, func(m lsn.LSN) *source.ReplicaBehindError {
+				return &source.ReplicaBehindError{Table: r.Schema + "." + r.Name, To: r.AtLeast, MaxLSN: m}
+			}, ec.Op); err != nil {
+				if _, rerr := conn.ExecContext(ctx, sessionReset); rerr != nil {
+					discardConn(conn)
+				}
+				conn.Close()
+				return err
+			}
 		}
 		rows, err := conn.QueryContext(ctx, q, args...)
 		if err != nil {

@@ -121,3 +121,32 @@ func testComputedColumns(ctx context.Context, t *testing.T, env Env) {
 		t.Fatalf("table rows %v: want v 5 and twice NULL", got)
 	}
 }
+
+// A table read at a snapshot's stamp on a secondary whose redo is behind the stamp would
+// return a table state older than the snapshot claims; the session checks its own max_lsn
+// first (TableRead.AtLeast) and refuses with a transient *ReplicaBehindError.
+func testLaggingReplicaTableRead(ctx context.Context, t *testing.T, env Env) {
+	lag, ok := env.(ReplicaLagger)
+	if !ok {
+		t.Skip("this harness cannot route a read to a lagging secondary")
+	}
+	tbl, ci := ordersTable(ctx, t, env)
+	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
+	a := maxLSN(ctx, t, env.Source())
+	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 2, "v": 2})))
+	s := maxLSN(ctx, t, env.Source())
+	cols, err := env.Source().CapturedColumns(ctx, ci)
+	must(t, err)
+	read := source.TableRead{Table: source.Table{Schema: "dbo", Name: env.Name(tbl)}, Columns: cols, AtLeast: s}
+	must(t, lag.LagReplica(ctx, a, 1))
+	_, err = env.Source().ReadTable(ctx, read)
+	var rb *source.ReplicaBehindError
+	if !errors.As(err, &rb) || !source.IsTransient(err) || rb.To != s {
+		t.Fatalf("table read at %s on a lagging secondary: %v, want a transient *ReplicaBehindError", s, err)
+	}
+	rows, err := env.Source().ReadTable(ctx, read)
+	must(t, err)
+	if got := Drain(ctx, t, rows); len(got) != 2 {
+		t.Fatalf("table read on the primary: %d rows, want 2", len(got))
+	}
+}

@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"PingAndNetworkWait", testPingAndNetworkWait},
 		{"RestoreRewindIsRefused", testRestoreRewind},
 		{"LaggingReplicaReadIsRefused", testLaggingReplica},
+		{"LaggingReplicaTableReadIsRefused", testLaggingReplicaTableRead},
 		{"RangePastMaxLSNIsRefused", testRangePastMaxLSN},
 		{"ComputedColumnsReadNULL", testComputedColumns},
 		{"UniqueidentifierOrderIsSQLServers", testGUIDOrder},
