@@ -58,9 +58,11 @@
 //     (an earlier one failed). It is built from the full state at v, never partial state,
 //     and only after v.json exists; a failure never fails the commit, and writing the same
 //     checkpoint twice is harmless. WriteCheckpoint writes one on demand.
-//   - Log clean-up (Table.CleanupLog, delta.logRetentionDuration) and VACUUM
-//     (Table.Vacuum, delta.deletedFileRetentionDuration) are explicit calls: Commit never
-//     deletes a data file, a commit or a checkpoint.
+//   - Log clean-up (Table.CleanupLog, delta.logRetentionDuration), VACUUM
+//     (Table.Vacuum, delta.deletedFileRetentionDuration) and compaction (Table.Compact:
+//     small files bin-packed in log order, one commit of removes and adds with dataChange
+//     false per group, which concurrent blind appends never conflict with; compact.go) are
+//     explicit calls: Commit never deletes a data file, a commit or a checkpoint.
 //
 // # Reading (log.go, replay.go, checkpoint_read.go)
 //

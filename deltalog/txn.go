@@ -3,6 +3,7 @@ package deltalog
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/url"
@@ -43,6 +44,7 @@ type Transaction struct {
 	userMetadata string
 	operation    string
 	opParams     map[string]string
+	opMetrics    map[string]string
 
 	// metadata and protocol are the actions SetSchema, EnableFeatures and SetProperties
 	// decided to write (nil: none).
@@ -187,6 +189,25 @@ func (tx *Transaction) SetProperties(props map[string]string) {
 	tx.metadata = &md
 }
 
+// rearrangesOnly reports whether the transaction has file actions and all of them have
+// dataChange false: it moves rows between files without changing the table's data.
+func (tx *Transaction) rearrangesOnly() bool {
+	if len(tx.adds)+len(tx.removes) == 0 {
+		return false
+	}
+	for i := range tx.adds {
+		if tx.adds[i].DataChange {
+			return false
+		}
+	}
+	for i := range tx.removes {
+		if tx.removes[i].DataChange {
+			return false
+		}
+	}
+	return true
+}
+
 // blind reports whether the transaction is a blind append: it removes nothing and
 // declared no read (docs/reference/delta-protocol.md §10.3).
 func (tx *Transaction) blind() bool {
@@ -229,6 +250,12 @@ func (tx *Transaction) SetUserMetadata(s string) { tx.userMetadata = s }
 // "partitionBy":"[]"} when the transaction creates the table.
 func (tx *Transaction) SetOperation(op string, params map[string]string) {
 	tx.operation, tx.opParams = op, maps.Clone(params)
+}
+
+// SetOperationMetrics sets commitInfo.operationMetrics: counts as Spark writes them, each a
+// decimal string ({"numRemovedFiles": "12", "numAddedFiles": "1"}). Nil writes none.
+func (tx *Transaction) SetOperationMetrics(m map[string]string) {
+	tx.opMetrics = maps.Clone(m)
 }
 
 // SetSchema sets the table schema the commit needs (the Arrow schema is mapped with
@@ -382,6 +409,16 @@ func (tx *Transaction) actions(txnID string) []Action {
 	}
 	if v := tx.snap.Version(); v >= 0 {
 		ci.ReadVersion = &v
+	}
+	if tx.rearrangesOnly() {
+		// Spark commits a transaction whose file actions all have dataChange false (a
+		// compaction) at SnapshotIsolation (docs/reference/delta-protocol.md §10.3).
+		ci.IsolationLevel = "SnapshotIsolation"
+	}
+	if tx.opMetrics != nil {
+		if raw, err := json.Marshal(tx.opMetrics); err == nil {
+			ci.Extra = map[string]json.RawMessage{"operationMetrics": raw}
+		}
 	}
 	out := make([]Action, 0, 4+len(tx.domains)+len(tx.removes)+len(tx.adds))
 	out = append(out, Action{CommitInfo: &ci})
