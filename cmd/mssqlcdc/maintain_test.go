@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/mssqlcdc/mssqlcdc/core/maintain"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
@@ -341,7 +342,9 @@ func TestMaintainVacuumProgress(t *testing.T) {
 	var out strings.Builder
 	clock := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	p := &vacuumProgress{out: &out, now: func() time.Time { clock = clock.Add(6 * time.Second); return clock }, every: 10 * time.Second, listEvery: 1}
-	if _, err := maintainTable(context.Background(), dir, location.Config{}, maintainOptions{vacuum: true, dryRun: true, progress: p}); err != nil {
+	o := maintain.Options{Vacuum: true, DryRun: true}
+	p.attach(&o)
+	if _, err := maintainTable(context.Background(), dir, location.Config{}, o); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

@@ -1,0 +1,256 @@
+package maintain_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/mssqlcdc/mssqlcdc/core/maintain"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
+)
+
+var idSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+
+// open opens the table at dir (conditional put on local disk), every call through f, with
+// the clock now.
+func open(t *testing.T, dir string, f *deltatest.Faults, now time.Time) *deltalog.Table {
+	t.Helper()
+	s, err := localstore.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := f.Store(s)
+	return deltalog.Open(fs, condput.New(fs), deltalog.Options{RetryBaseDelay: 1, CheckpointInterval: -1,
+		Now: func() time.Time { return now }})
+}
+
+// appendIDs commits n one-file batches as the stream does (txn "stream"), file i holding
+// ids 10i..10i+9.
+func appendIDs(t *testing.T, tbl *deltalog.Table, from, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := from; i < from+n; i++ {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		for j := range 10 {
+			b.Append(int64(10*i + j))
+		}
+		rec := array.NewRecordBatch(idSchema, []arrow.Array{b.NewArray()}, 10)
+		w := parquetio.NewWriter(tbl.Store(), idSchema, parquetio.WriterOptions{TempDir: t.TempDir()})
+		if err := w.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		files, err := w.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := tbl.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(snap)
+		if err := tx.SetSchema(idSchema); err != nil {
+			t.Fatal(err)
+		}
+		add := deltalog.AddFromParquet(files[0])
+		add.ModificationTime = 1700000000000 + int64(i)*1000
+		tx.Add(add)
+		tx.SetAppTxn("stream", int64(i+1))
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ids(t *testing.T, tbl *deltalog.Table) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out []int64
+	for {
+		rec, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rec.Column(0).(*array.Int64).Int64Values()...)
+		rec.Release()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ageAll sets the modification time of every file under dir to at.
+func ageAll(t *testing.T, dir string, at time.Time) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, at, at)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// All operations in order: the small files are compacted and a checkpoint written; the
+// files the compaction removed stay until the retention has passed, then VACUUM deletes
+// them, log clean-up deletes the commits before the checkpoint and an orphaned temporary
+// commit file goes; the rows never change, and a run with nothing to do changes nothing.
+func TestRunAll(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	start := time.Now()
+	appendIDs(t, open(t, dir, &deltatest.Faults{}, start), 0, 8)
+	want := ids(t, open(t, dir, &deltatest.Faults{}, start))
+	o := maintain.All()
+	o.Compaction.Writer.TempDir = t.TempDir()
+
+	rep, err := maintain.Run(ctx, open(t, dir, &deltatest.Faults{}, start), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Compact; c == nil || c.FilesRemoved != 8 || c.FilesAdded != 1 || c.Rows != 80 || c.LiveFiles != 1 || c.Version != 8 {
+		t.Fatalf("compact %+v", rep.Compact)
+	}
+	if c := rep.Checkpoint; c == nil || !c.Written || c.Version != 8 {
+		t.Fatalf("checkpoint %+v", rep.Checkpoint)
+	}
+	if rep.Vacuum.DeletedFiles != 0 || rep.CleanupLog.DeletedFiles != 0 || rep.TempFiles.DeletedFiles != 0 || rep.Vacuum.RetentionHours != 168 || rep.CleanupLog.RetentionHours != 720 {
+		t.Fatalf("deleted too early: vacuum %+v, log %+v, temp %+v", rep.Vacuum, rep.CleanupLog, rep.TempFiles)
+	}
+	tmp := filepath.Join(dir, "_delta_log", ".tmp", "00000000000000000003.json.dead")
+	if err := os.MkdirAll(filepath.Dir(tmp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// 40 days later (files and commits as old as that).
+	later := start.Add(40 * 24 * time.Hour)
+	ageAll(t, dir, start)
+	rep, err = maintain.Run(ctx, open(t, dir, &deltatest.Faults{}, later), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Compact.Commits != 0 || rep.Checkpoint.Written {
+		t.Fatalf("nothing to compact or checkpoint, got %+v, %+v", rep.Compact, rep.Checkpoint)
+	}
+	if rep.Vacuum.DeletedFiles != 8 || rep.CleanupLog.DeletedFiles != 8 || rep.TempFiles.DeletedFiles != 1 {
+		t.Fatalf("vacuum %+v\nlog %+v\ntemp %+v", rep.Vacuum, rep.CleanupLog, rep.TempFiles)
+	}
+	tbl := open(t, dir, &deltatest.Faults{}, later)
+	if got := ids(t, tbl); !slices.Equal(got, want) {
+		t.Fatalf("rows changed: %d", len(got))
+	}
+	if snap, err := tbl.Snapshot(ctx); err != nil || snap.NumFiles() != 1 {
+		t.Fatalf("snapshot %v", err)
+	} else if v, _ := snap.TxnVersion("stream"); v != 8 {
+		t.Fatalf("stream txn %d", v)
+	}
+	// The stream appends on top of it.
+	appendIDs(t, tbl, 8, 1)
+	if got := ids(t, tbl); len(got) != 90 {
+		t.Fatalf("%d rows after an append", len(got))
+	}
+}
+
+// A retention below the table's is refused before anything changes, unless forced.
+func TestRunRetentionTooShort(t *testing.T) {
+	dir := t.TempDir()
+	appendIDs(t, open(t, dir, &deltatest.Faults{}, time.Now()), 0, 3)
+	o := maintain.All()
+	o.Retention = time.Hour
+	_, err := maintain.Run(context.Background(), open(t, dir, &deltatest.Faults{}, time.Now()), o)
+	var rts *maintain.RetentionTooShortError
+	if !errors.As(err, &rts) || rts.Op != "vacuum" || !strings.Contains(err.Error(), "retention 1 hour is below the table's delta.deletedFileRetentionDuration (7 days)") {
+		t.Fatalf("err %v", err)
+	}
+	if snap, _ := open(t, dir, &deltatest.Faults{}, time.Now()).Snapshot(context.Background()); snap.NumFiles() != 3 {
+		t.Fatalf("compacted despite the refusal: %d files", snap.NumFiles())
+	}
+}
+
+// Killed at any external call, a maintenance run leaves the table readable with every row
+// once; re-runs converge to the state a clean run reaches (one file, the old files and
+// commits deleted).
+func TestRunKilledAtEveryCall(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	start := time.Now()
+	appendIDs(t, open(t, base, &deltatest.Faults{}, start), 0, 4)
+	ageAll(t, base, start)
+	want := ids(t, open(t, base, &deltatest.Faults{}, start))
+	later := start.Add(40 * 24 * time.Hour)
+	o := maintain.All()
+	o.Compaction.Writer.TempDir = t.TempDir()
+	kills := 0
+	for _, after := range []bool{false, true} {
+		for k := 1; ; k++ {
+			if k > 400 {
+				t.Fatal("a run made over 400 calls")
+			}
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
+				t.Fatal(err)
+			}
+			ageAll(t, dir, start)
+			f := &deltatest.Faults{KillAt: k, After: after}
+			// The clock is 40 days on: compaction, then every deletion, in one run.
+			_, err := maintain.Run(ctx, open(t, dir, f, later), o)
+			step := fmt.Sprintf("after=%t k=%d", after, k)
+			if !f.Killed() {
+				if err != nil {
+					t.Fatalf("%s: clean run: %v", step, err)
+				}
+				t.Logf("after=%t: a run made %d calls", after, f.Calls())
+				break
+			}
+			kills++
+			clean := open(t, dir, &deltatest.Faults{}, later)
+			if got := ids(t, clean); !slices.Equal(got, want) {
+				t.Fatalf("%s: after the kill %d rows, want %d", step, len(got), len(want))
+			}
+			// A re-run finishes the work (when it compacts, its removes are new, so VACUUM
+			// keeps their files for the retention).
+			if _, err := maintain.Run(ctx, open(t, dir, &deltatest.Faults{}, later), o); err != nil {
+				t.Fatalf("%s: re-run: %v", step, err)
+			}
+			snap, err := clean.Snapshot(ctx)
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			if got := ids(t, clean); !slices.Equal(got, want) || snap.NumFiles() != 1 {
+				t.Fatalf("%s: after re-runs %d rows in %d files", step, len(got), snap.NumFiles())
+			}
+			appendIDs(t, clean, 4, 1)
+		}
+	}
+	t.Logf("killed %d runs", kills)
+}
