@@ -30,7 +30,9 @@ type Function uint8
 const (
 	Snapshot Function = 1 << iota // functions/snapshot
 	Stream                        // functions/stream
+	Maintain                      // functions/maintain (scheduled; no machine calls it)
 	Both     = Snapshot | Stream
+	All      = Both | Maintain
 )
 
 // Has reports whether f includes g.
@@ -62,11 +64,11 @@ var declared = []Name{
 	decl(&source.TransientError{}, true, Both),
 	decl(&source.LockTimeoutError{}, true, Both),
 	decl(&stream.SourceUnavailableError{}, true, Stream),
-	decl(&deltalog.ConcurrentModificationError{}, true, Both),
-	decl(&deltalog.CommitAttemptsError{}, true, Both),
-	decl(&deltalog.CommitUnknownError{}, true, Both),
+	decl(&deltalog.ConcurrentModificationError{}, true, All),
+	decl(&deltalog.CommitAttemptsError{}, true, All),
+	decl(&deltalog.CommitUnknownError{}, true, All),
 
-	decl(&config.ConfigError{}, false, Both),
+	decl(&config.ConfigError{}, false, All),
 	decl(&source.CaptureInstanceNotFoundError{}, false, Both),
 	decl(&source.AmbiguousCaptureInstanceError{}, false, Both),
 	decl(&source.CDCNotEnabledError{}, false, Both),
@@ -86,7 +88,7 @@ var declared = []Name{
 	decl(&stream.SchemaChangedError{}, false, Stream),
 	decl(&stream.NoSnapshotError{}, false, Stream),
 	decl(&checkpoint.ConcurrentStreamError{}, false, Stream),
-	decl(&UnexpectedError{}, false, Both),
+	decl(&UnexpectedError{}, false, All),
 }
 
 // Declared returns every declared handler error name, in the order above.

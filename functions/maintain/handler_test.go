@@ -1,0 +1,172 @@
+package maintain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
+	"github.com/mssqlcdc/mssqlcdc/internal/connect"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+)
+
+// lambdaInvoke runs h through aws-lambda-go's own invoke path (a local Runtime API and
+// lambda.StartWithOptions, as in Lambda) and returns what it posted.
+func lambdaInvoke(t *testing.T, h *Handler) func(payload string) runtimeapi.Result {
+	t.Helper()
+	s, err := runtimeapi.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Register("maintain", h.Handle); err != nil {
+		t.Fatal(err)
+	}
+	return func(payload string) runtimeapi.Result {
+		t.Helper()
+		r, err := s.Invoke(context.Background(), "maintain", []byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+}
+
+var idSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+
+// smallFiles creates a table at dir with n one-row files, one commit each.
+func smallFiles(t *testing.T, dir string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := connect.Table(ctx, dir, location.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		b.Append(int64(i))
+		rec := array.NewRecordBatch(idSchema, []arrow.Array{b.NewArray()}, 1)
+		w := parquetio.NewWriter(tbl.Store(), idSchema, parquetio.WriterOptions{TempDir: t.TempDir()})
+		if err := w.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		files, err := w.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := tbl.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(snap)
+		if err := tx.SetSchema(idSchema); err != nil {
+			t.Fatal(err)
+		}
+		tx.Add(deltalog.AddFromParquet(files[0]))
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func fixture(t *testing.T, bronzeFiles, factsFiles int) (*Handler, *bytes.Buffer) {
+	t.Helper()
+	dir := t.TempDir()
+	spec := &config.Spec{AppID: "orders-v1", Bronze: filepath.Join(dir, "bronze"), FactsTable: filepath.Join(dir, "facts")}
+	if bronzeFiles > 0 {
+		smallFiles(t, spec.Bronze, bronzeFiles)
+	}
+	if factsFiles > 0 {
+		smallFiles(t, spec.FactsTable, factsFiles)
+	}
+	logs := &bytes.Buffer{}
+	h := New(spec, OpenTables, slog.New(slog.NewJSONHandler(logs, nil)))
+	h.TempDir = t.TempDir()
+	return h, logs
+}
+
+// {} maintains bronze, then facts: both compacted and checkpointed, the report per table
+// and a log line each. A dry run changes nothing; "tables" picks one.
+func TestMaintainsBronzeAndFacts(t *testing.T) {
+	h, logs := fixture(t, 5, 3)
+	invoke := lambdaInvoke(t, h)
+	r := invoke(`{"dry_run": true}`)
+	if r.Error != nil {
+		t.Fatalf("dry run: %s", r.ErrorBody)
+	}
+	var out Output
+	if err := json.Unmarshal(r.Output, &out); err != nil || len(out.Tables) != 2 || out.Tables[0].Compact.FilesRemoved != 5 || !out.Tables[0].DryRun {
+		t.Fatalf("dry run output %s, %v", r.Output, err)
+	}
+	r = invoke(`{"tables": ["facts"]}`)
+	if err := json.Unmarshal(r.Output, &out); err != nil || len(out.Tables) != 1 || out.Tables[0].Name != "facts" || out.Tables[0].Compact.FilesRemoved != 3 {
+		t.Fatalf("facts only: %s %s", r.Output, r.ErrorBody)
+	}
+	r = invoke(`{}`)
+	out = Output{}
+	if err := json.Unmarshal(r.Output, &out); err != nil || len(out.Tables) != 2 {
+		t.Fatalf("output %s %s", r.Output, r.ErrorBody)
+	}
+	b, f := out.Tables[0], out.Tables[1]
+	if b.Name != "bronze" || b.Compact.FilesRemoved != 5 || b.Compact.LiveFiles != 1 || !b.Checkpoint.Written || b.Vacuum == nil || b.CleanupLog == nil || b.TempFiles == nil {
+		t.Fatalf("bronze report %s", r.Output)
+	}
+	// Facts was maintained by the run before: nothing left to do.
+	if f.Name != "facts" || f.Compact.Commits != 0 || f.Compact.LiveFiles != 1 || f.Checkpoint.Written {
+		t.Fatalf("facts report %s", r.Output)
+	}
+	for _, want := range []string{`"table":"bronze"`, `"table":"facts"`, `"compacted_files":5`, `"checkpoint_written":true`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("log lacks %s:\n%s", want, logs)
+		}
+	}
+}
+
+// A table not created yet is skipped; a bad event and a failed open fail by name.
+func TestMaintainErrorsAndMissingTables(t *testing.T) {
+	h, _ := fixture(t, 2, 0)
+	invoke := lambdaInvoke(t, h)
+	r := invoke(`{}`)
+	var out Output
+	if err := json.Unmarshal(r.Output, &out); err != nil || len(out.Tables) != 1 || out.Tables[0].Name != "bronze" {
+		t.Fatalf("facts not created yet: %s %s", r.Output, r.ErrorBody)
+	}
+	for payload, want := range map[string]string{
+		`{"tables": ["silver"]}`:     "ConfigError",
+		`{"target_file_size": -1}`:   "ConfigError",
+		`[]`:                         "ConfigError",
+		`{"dry_run": "yes, please"}`: "ConfigError",
+	} {
+		if r := invoke(payload); r.Error == nil || r.Error.Type != want {
+			t.Errorf("%s: %s, want %s", payload, r.ErrorBody, want)
+		}
+	}
+	for want, typed := range map[string]error{
+		"ConcurrentModificationError": &deltalog.ConcurrentModificationError{Version: 3, Reason: "removed a file"},
+		"UnexpectedError":             errors.New("bucket on fire"),
+	} {
+		h.Open = func(context.Context, *config.Spec) (*deltalog.Table, *deltalog.Table, error) {
+			return nil, nil, fmt.Errorf("open: %w", typed)
+		}
+		if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != want {
+			t.Errorf("%T: %s, want %s", typed, r.ErrorBody, want)
+		}
+	}
+	h = New(nil, nil, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)))
+	h.SpecErr = &config.ConfigError{Problems: []config.Problem{{Field: "app_id", Reason: "required"}}}
+	if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
+		t.Errorf("invalid spec: %s", r.ErrorBody)
+	}
+}
