@@ -289,7 +289,7 @@ func TestOnlyMaintainDeletesDeltaLogFiles(t *testing.T) {
 	if got := e.local("function_role_arns").GetAttr("stream").AsString(); !strings.HasSuffix(got, ":role/t-lambda") {
 		t.Errorf("stream runs as %s", got)
 	}
-	without := tableEvaluator(t, nil).withResources()
+	without := tableEvaluator(t, map[string]cty.Value{"functions": hclValue(t, `{stream = {}, snapshot = {}}`)}).withResources()
 	if n := num(t, without.attr("aws_iam_role.maintain", "count")); n != 0 {
 		t.Errorf("maintain role count %d without maintain", n)
 	}

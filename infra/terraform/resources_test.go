@@ -314,3 +314,69 @@ func jsonValue(t *testing.T, v cty.Value) any {
 	}
 	return out
 }
+
+// TestMaintainSchedulePerTable (issue 15 item 2): the module deploys the maintain function
+// by default with a schedule of its own (hourly, a 15-minute flexible window, {} as the
+// event, the alias when there is one) that the scheduler role may invoke; the expression
+// and the state are the caller's; without functions.maintain there is neither.
+func TestMaintainSchedulePerTable(t *testing.T) {
+	e := tableEvaluator(t, nil).withResources()
+	const s = "aws_scheduler_schedule.maintain"
+	if n := num(t, e.attr(s, "count")); n != 1 {
+		t.Fatalf("maintain schedule count %d by default", n)
+	}
+	if got := str(t, e.attr(s, "name")); got != "t-maintain" {
+		t.Errorf("name %q", got)
+	}
+	if got := str(t, e.attr(s, "schedule_expression")); got != "rate(1 hour)" {
+		t.Errorf("default expression %q", got)
+	}
+	if got := str(t, e.attr(s, "state")); got != "ENABLED" {
+		t.Errorf("state %q", got)
+	}
+	if got := str(t, e.attr(s, "flexible_time_window", "mode")); got != "FLEXIBLE" || num(t, e.attr(s, "flexible_time_window", "maximum_window_in_minutes")) != 15 {
+		t.Errorf("flexible window %q", got)
+	}
+	if got := str(t, e.attr(s, "target", "arn")); !strings.HasSuffix(got, ":function:t-maintain") {
+		t.Errorf("target %q", got)
+	}
+	if got := str(t, e.attr(s, "target", "input")); got != "{}" {
+		t.Errorf("input %q", got)
+	}
+	if got := str(t, e.attr(s, "target", "role_arn")); !strings.HasSuffix(got, ":role/t-scheduler") {
+		t.Errorf("role %q", got)
+	}
+	sched := e.policy("scheduler")
+	for _, fn := range []string{"t-stream", "t-maintain"} {
+		if !allows(sched, "lambda:InvokeFunction", "arn:aws:lambda:eu-west-1:123456789012:function:"+fn) {
+			t.Errorf("the scheduler role may not invoke %s", fn)
+		}
+	}
+
+	daily := tableEvaluator(t, map[string]cty.Value{
+		"maintain_schedule_expression": cty.StringVal("cron(15 3 * * ? *)"),
+		"maintain_schedule_enabled":    cty.False,
+		"alias_name":                   cty.StringVal("live"),
+		"publish":                      cty.True,
+	}).withResources()
+	if got := str(t, daily.attr(s, "schedule_expression")); got != "cron(15 3 * * ? *)" {
+		t.Errorf("expression %q", got)
+	}
+	if got := str(t, daily.attr(s, "state")); got != "DISABLED" {
+		t.Errorf("state %q", got)
+	}
+	if got := str(t, daily.attr(s, "target", "arn")); !strings.HasSuffix(got, ":function:t-maintain:live") {
+		t.Errorf("target with alias %q", got)
+	}
+	if failed := tableEvaluator(t, map[string]cty.Value{"maintain_schedule_expression": cty.StringVal("hourly")}).failedValidations("maintain_schedule_expression"); len(failed) == 0 {
+		t.Error("maintain_schedule_expression \"hourly\" accepted")
+	}
+
+	without := tableEvaluator(t, map[string]cty.Value{"functions": hclValue(t, `{stream = {}, snapshot = {}}`)}).withResources()
+	if n := num(t, without.attr(s, "count")); n != 0 {
+		t.Errorf("maintain schedule count %d without functions.maintain", n)
+	}
+	if allows(without.policy("scheduler"), "lambda:InvokeFunction", "arn:aws:lambda:eu-west-1:123456789012:function:t-maintain") {
+		t.Error("the scheduler role may invoke a maintain function not deployed")
+	}
+}

@@ -8,7 +8,7 @@
 #                     function is deployed: bronze and facts only, deletes included, no
 #                     secret (it never talks to SQL Server).
 #   <name>-states     the state machines: invoke this table's functions, deliver logs;
-#   <name>-scheduler  EventBridge Scheduler: invoke the stream.
+#   <name>-scheduler  EventBridge Scheduler: invoke the stream and maintain.
 # Any of them may be brought instead (role_arns): the module then creates no role and
 # attaches nothing; the policy_documents output is what such a role needs.
 
@@ -386,6 +386,15 @@ data "aws_iam_policy_document" "scheduler" {
     sid       = "InvokeStream"
     actions   = ["lambda:InvokeFunction"]
     resources = [aws_lambda_function.this["stream"].arn, "${aws_lambda_function.this["stream"].arn}:*"]
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_maintain ? [aws_lambda_function.this["maintain"].arn] : []
+    content {
+      sid       = "InvokeMaintain"
+      actions   = ["lambda:InvokeFunction"]
+      resources = [statement.value, "${statement.value}:*"]
+    }
   }
 }
 

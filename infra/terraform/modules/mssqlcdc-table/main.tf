@@ -38,8 +38,9 @@ locals {
   # Memory above 1769 MB buys a second vCPU for Parquet encoding. /tmp holds the Parquet
   # files being written before upload, up to 128 MiB each (parquetio
   # DefaultTargetFileSize): one per snapshot read, one per stream reader (numPartitions of
-  # them). maintain (functions/maintain, scheduled compaction and clean-up) is not built
-  # yet; its entry sizes the role and function this module creates once it is.
+  # them). maintain (functions/maintain, scheduled compaction and clean-up) rewrites up to
+  # 128 MiB files in /tmp and stops starting compaction groups 3 minutes before its deadline
+  # (functions/maintain DefaultMargin).
   function_defaults = {
     stream          = { memory_size = 2048, timeout = 300, ephemeral_storage = 2048 }
     snapshot        = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }

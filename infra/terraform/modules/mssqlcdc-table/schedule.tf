@@ -30,3 +30,40 @@ resource "aws_scheduler_schedule" "stream" {
 
   depends_on = [aws_iam_role_policy.scheduler]
 }
+
+# The maintain function (functions/maintain) on a schedule of its own: compaction of bronze
+# and facts into target-size files, a checkpoint of the newest version, log clean-up,
+# VACUUM with each table's retention and orphaned temporary files (docs/operations.md
+# § Maintenance). Hourly by default, so a table streamed every minute has at most about
+# sixty small files between runs. The flexible window spreads the runs of many tables over
+# a quarter of an hour instead of starting them all on the hour.
+resource "aws_scheduler_schedule" "maintain" {
+  count = local.deploys_maintain ? 1 : 0
+
+  name        = "${var.name}-maintain"
+  group_name  = var.schedule_group_name
+  description = "mssqlcdc maintenance of ${var.spec.app_id}: ${var.maintain_schedule_expression}"
+
+  schedule_expression = var.maintain_schedule_expression
+  state               = var.maintain_schedule_enabled ? "ENABLED" : "DISABLED"
+
+  flexible_time_window {
+    mode                      = "FLEXIBLE"
+    maximum_window_in_minutes = 15
+  }
+
+  target {
+    arn      = local.invoke_arns["maintain"]
+    role_arn = local.scheduler_role_arn
+    # functions/maintain Event: {} maintains bronze and facts with every operation.
+    input = jsonencode({})
+
+    # A run that could not be delivered within the hour is superseded by the next one.
+    retry_policy {
+      maximum_event_age_in_seconds = 3600
+      maximum_retry_attempts       = 3
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.scheduler]
+}

@@ -228,9 +228,11 @@ variable "functions" {
     code_s3_bucket: s3_key (default <code_s3_key_prefix><name>.zip), s3_object_version and
     source_code_hash (base64 SHA-256 of the zip, what redeploys the code when it changes).
     Unset values take the defaults of local.function_defaults in main.tf (stream: 2048 MB,
-    300 s, 2048 MB of /tmp; snapshot: 2048 MB, 900 s, 2048 MB of /tmp). stream is required;
-    add backfill-wave or seed when their state machines are deployed, maintain (its own role,
-    the only one allowed to delete Delta log files) once functions/maintain exists.
+    300 s, 2048 MB of /tmp; snapshot and maintain: 2048 MB, 900 s, 2048 MB of /tmp). stream
+    is required; add backfill-wave or seed when their state machines are deployed. maintain
+    (on by default) is the scheduled compaction and clean-up (maintain_schedule_expression),
+    with its own role, the only one allowed to delete Delta log files; leaving it out leaves
+    bronze and facts growing a file per batch.
   EOT
   type = map(object({
     memory_size       = optional(number)
@@ -244,6 +246,7 @@ variable "functions" {
   default = {
     stream   = {}
     snapshot = {}
+    maintain = {}
   }
 
   validation {
@@ -409,8 +412,25 @@ variable "schedule_enabled" {
   default     = true
 }
 
+variable "maintain_schedule_expression" {
+  description = "When the maintain function runs (functions.maintain): an EventBridge Scheduler rate() or cron() expression, in UTC. Default hourly: a table streamed every minute gains about sixty small files between runs."
+  type        = string
+  default     = "rate(1 hour)"
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.maintain_schedule_expression))
+    error_message = "maintain_schedule_expression must be an EventBridge Scheduler rate(...) or cron(...) expression, e.g. rate(1 hour) or cron(15 3 * * ? *)."
+  }
+}
+
+variable "maintain_schedule_enabled" {
+  description = "Whether the maintain schedule runs. Safe while the stream runs and before the bootstrap (a table not created yet is skipped)."
+  type        = bool
+  default     = true
+}
+
 variable "schedule_group_name" {
-  description = "EventBridge Scheduler group of the stream's schedule; null uses the default group."
+  description = "EventBridge Scheduler group of the stream's and the maintain function's schedules; null uses the default group."
   type        = string
   default     = null
 }
