@@ -40,7 +40,8 @@ type CompactOptions struct {
 	// TargetFileSize.
 	MinFileSize int64
 	// MaxBytes bounds the input bytes one call rewrites (whole groups; the first group is
-	// always done); 0 is DefaultCompactMaxBytes.
+	// always done); 0 is DefaultCompactMaxBytes. The file sizes count here, not the
+	// estimates that cut the groups.
 	MaxBytes int64
 	// MaxDeletedRowsRatio: a file with a deletion vector marking more than this share of
 	// its rows deleted is rewritten; 0 is DefaultMaxDeletedRowsRatio.
@@ -109,14 +110,17 @@ func (e *CompactRowsError) Error() string {
 //     equal partitionValues), candidates are taken in log order — when their rows were
 //     written: the MIN_INSERTION_TIME tag a compacted file carries (Databricks' tags, in
 //     µs), else the add's modificationTime, then the path; a checkpoint keeps no versions —
-//     and cut into consecutive groups of at most
-//     TargetFileSize input bytes. A group of one file without a deletion vector is left as
-//     it is. So a file's rows stay together and in order, and a bronze group covers one LSN
-//     range.
+//     and cut into consecutive groups whose estimated output fits TargetFileSize: by the
+//     files' sizes at first, then by their live rows times the bytes per row the groups
+//     already written came to (small files are mostly Parquet footers, so their rows pack
+//     far tighter than their sizes add up to). A group of one file without a deletion
+//     vector is left as it is. So a file's rows stay together and in order, and a bronze
+//     group covers one LSN range.
 //   - Each group is read (Scan's rules: the table's schema, missing columns NULL, rows a
 //     deletion vector deletes dropped) and written as new files with fresh names and
-//     statistics, tagged with the group's INSERTION_TIME range; the rows written must equal the live rows the files' statistics count
-//     (*CompactRowsError otherwise, nothing committed).
+//     statistics, tagged with the group's INSERTION_TIME range; the rows written must
+//     equal the live rows the files' statistics count (*CompactRowsError otherwise,
+//     nothing committed).
 //   - Each group is one commit: a remove (dataChange false, keeping the file's deletion
 //     vector, size and partition values) per file and an add (dataChange false) per new
 //     file, with the commitInfo Spark writes for OPTIMIZE (operation "OPTIMIZE",
@@ -150,31 +154,49 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err := snap.CanReadData(); err != nil {
 		return res, err
 	}
-	groups := planCompaction(snap.Files(), opts)
+	parts := compactCandidates(snap.Files(), opts)
+	left := func(p, from int) int {
+		n := len(parts[p][from:])
+		for _, rest := range parts[p+1:] {
+			n += len(rest)
+		}
+		return n
+	}
 	budget := opts.MaxBytes
-	for i, g := range groups {
-		if i > 0 && (budget-g.bytes < 0 || ctx.Err() != nil) {
-			for _, rest := range groups[i:] {
-				res.FilesLeft += len(rest.files)
+	var rate float64 // output bytes per row of the groups written so far; 0 unknown
+	first := true
+	for p, cands := range parts {
+		for i := 0; i < len(cands); {
+			g, next := nextGroup(cands, i, opts.TargetFileSize, rate)
+			if g.files == nil { // a lone file that packing cannot improve
+				i = next
+				continue
 			}
-			return res, ctx.Err()
-		}
-		budget -= g.bytes
-		if opts.DryRun {
-			res.FilesRemoved += len(g.files)
-			res.BytesRemoved += g.bytes
-			res.Commits++
-			continue
-		}
-		next, err := t.compactGroup(ctx, snap, g, opts, &res)
-		if err != nil {
-			for _, rest := range groups[i:] {
-				res.FilesLeft += len(rest.files)
+			if !first && (budget-g.bytes < 0 || ctx.Err() != nil) {
+				res.FilesLeft = left(p, i)
+				return res, ctx.Err()
 			}
-			return res, err
+			first = false
+			budget -= g.bytes
+			if opts.DryRun {
+				res.FilesRemoved += len(g.files)
+				res.BytesRemoved += g.bytes
+				res.Commits++
+				i = next
+				continue
+			}
+			nsnap, err := t.compactGroup(ctx, snap, g, opts, &res)
+			if err != nil {
+				res.FilesLeft = left(p, i)
+				return res, err
+			}
+			snap = nsnap
+			res.Version, res.LiveFiles = snap.Version(), snap.NumFiles()
+			if res.Rows > 0 && res.BytesAdded > 0 {
+				rate = float64(res.BytesAdded) / float64(res.Rows)
+			}
+			i = next
 		}
-		snap = next
-		res.Version, res.LiveFiles = snap.Version(), snap.NumFiles()
 	}
 	return res, nil
 }
@@ -187,8 +209,46 @@ type compactGroup struct {
 	partition map[string]string
 }
 
-// planCompaction picks the candidate files and cuts them into groups (see Compact).
-func planCompaction(files []Add, opts CompactOptions) []compactGroup {
+// nextGroup cuts the group starting at cands[i]: consecutive files while their estimated
+// output stays within target (at least one file). A file's output is estimated as its
+// live rows times rate (the bytes per row the groups written so far came to) when that is
+// known and smaller than the file, else the file's size: many tiny files are mostly
+// Parquet footers, and their rows pack far tighter than their sizes add up to. It returns
+// the group (nil files when it would be one file without a deletion vector, which packing
+// cannot improve) and the index after it.
+func nextGroup(cands []Add, i int, target int64, rate float64) (compactGroup, int) {
+	est := func(a *Add) int64 {
+		if rate > 0 {
+			if n, ok := a.LiveRecords(); ok {
+				if e := int64(float64(n) * rate); e < a.Size {
+					return e
+				}
+			}
+		}
+		return a.Size
+	}
+	var g compactGroup
+	var sum int64
+	j := i
+	for ; j < len(cands); j++ {
+		e := est(&cands[j])
+		if j > i && sum+e > target {
+			break
+		}
+		sum += e
+		g.files = append(g.files, cands[j])
+		g.bytes += cands[j].Size
+	}
+	if len(g.files) == 1 && g.files[0].DeletionVector == nil {
+		return compactGroup{}, j
+	}
+	g.partition = g.files[0].PartitionValues
+	return g, j
+}
+
+// compactCandidates picks the candidate files (see Compact) and returns them per partition,
+// each in log order.
+func compactCandidates(files []Add, opts CompactOptions) [][]Add {
 	byPart := map[string][]Add{}
 	var keys []string
 	for _, a := range files {
@@ -202,7 +262,7 @@ func planCompaction(files []Add, opts CompactOptions) []compactGroup {
 		byPart[k] = append(byPart[k], a)
 	}
 	slices.Sort(keys)
-	var groups []compactGroup
+	out := make([][]Add, 0, len(keys))
 	for _, k := range keys {
 		cands := byPart[k]
 		slices.SortStableFunc(cands, func(a, b Add) int {
@@ -211,24 +271,9 @@ func planCompaction(files []Add, opts CompactOptions) []compactGroup {
 			}
 			return strings.Compare(a.Path, b.Path)
 		})
-		var cur compactGroup
-		flush := func() {
-			if len(cur.files) > 1 || (len(cur.files) == 1 && cur.files[0].DeletionVector != nil) {
-				cur.partition = cur.files[0].PartitionValues
-				groups = append(groups, cur)
-			}
-			cur = compactGroup{}
-		}
-		for _, a := range cands {
-			if len(cur.files) > 0 && cur.bytes+a.Size > opts.TargetFileSize {
-				flush()
-			}
-			cur.files = append(cur.files, a)
-			cur.bytes += a.Size
-		}
-		flush()
+		out = append(out, cands)
 	}
-	return groups
+	return out
 }
 
 // Tags recording when a file's rows were first written, in microseconds since the epoch, as
