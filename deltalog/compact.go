@@ -80,8 +80,9 @@ type CompactResult struct {
 	// BytesAdded the files written in their place.
 	FilesRemoved, FilesAdded int
 	BytesRemoved, BytesAdded int64
-	// Rows is the number of rows rewritten; DeletedRows the rows deletion vectors of the
-	// removed files marked deleted, which the new files no longer hold.
+	// Rows is the number of rows rewritten (a row repacked by the second pass counts
+	// twice); DeletedRows the rows deletion vectors of the removed files marked deleted,
+	// which the new files no longer hold.
 	Rows, DeletedRows int64
 	// FilesLeft is the number of small files that MaxBytes (or a cancelled context) left
 	// for the next run.
@@ -115,7 +116,9 @@ func (e *CompactRowsError) Error() string {
 //     already written came to (small files are mostly Parquet footers, so their rows pack
 //     far tighter than their sizes add up to). A group of one file without a deletion
 //     vector is left as it is. So a file's rows stay together and in order, and a bronze
-//     group covers one LSN range.
+//     group covers one LSN range. When the first pass committed something, a second pass
+//     plans again and repacks the small files it wrote (its first group's, cut before the
+//     bytes per row were known, and the tails).
 //   - Each group is read (Scan's rules: the table's schema, missing columns NULL, rows a
 //     deletion vector deletes dropped) and written as new files with fresh names and
 //     statistics, tagged with the group's INSERTION_TIME range; the rows written must
@@ -154,48 +157,57 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 	if err := snap.CanReadData(); err != nil {
 		return res, err
 	}
-	parts := compactCandidates(snap.Files(), opts)
-	left := func(p, from int) int {
-		n := len(parts[p][from:])
-		for _, rest := range parts[p+1:] {
-			n += len(rest)
-		}
-		return n
-	}
 	budget := opts.MaxBytes
 	var rate float64 // output bytes per row of the groups written so far; 0 unknown
 	first := true
-	for p, cands := range parts {
-		for i := 0; i < len(cands); {
-			g, next := nextGroup(cands, i, opts.TargetFileSize, rate)
-			if g.files == nil { // a lone file that packing cannot improve
+	// A second pass repacks the small files the first one wrote (its first group, cut by
+	// file sizes before the bytes per row were known, and each partition's tail), now
+	// that the estimate is good.
+	for pass := 0; pass < 2; pass++ {
+		parts := compactCandidates(snap.Files(), opts)
+		left := func(p, from int) int {
+			n := len(parts[p][from:])
+			for _, rest := range parts[p+1:] {
+				n += len(rest)
+			}
+			return n
+		}
+		commits := res.Commits
+		for p, cands := range parts {
+			for i := 0; i < len(cands); {
+				g, next := nextGroup(cands, i, opts.TargetFileSize, rate)
+				if g.files == nil { // a lone file that packing cannot improve
+					i = next
+					continue
+				}
+				if !first && (budget-g.bytes < 0 || ctx.Err() != nil) {
+					res.FilesLeft = left(p, i)
+					return res, ctx.Err()
+				}
+				first = false
+				budget -= g.bytes
+				if opts.DryRun {
+					res.FilesRemoved += len(g.files)
+					res.BytesRemoved += g.bytes
+					res.Commits++
+					i = next
+					continue
+				}
+				nsnap, err := t.compactGroup(ctx, snap, g, opts, &res)
+				if err != nil {
+					res.FilesLeft = left(p, i)
+					return res, err
+				}
+				snap = nsnap
+				res.Version, res.LiveFiles = snap.Version(), snap.NumFiles()
+				if res.Rows > 0 && res.BytesAdded > 0 {
+					rate = float64(res.BytesAdded) / float64(res.Rows)
+				}
 				i = next
-				continue
 			}
-			if !first && (budget-g.bytes < 0 || ctx.Err() != nil) {
-				res.FilesLeft = left(p, i)
-				return res, ctx.Err()
-			}
-			first = false
-			budget -= g.bytes
-			if opts.DryRun {
-				res.FilesRemoved += len(g.files)
-				res.BytesRemoved += g.bytes
-				res.Commits++
-				i = next
-				continue
-			}
-			nsnap, err := t.compactGroup(ctx, snap, g, opts, &res)
-			if err != nil {
-				res.FilesLeft = left(p, i)
-				return res, err
-			}
-			snap = nsnap
-			res.Version, res.LiveFiles = snap.Version(), snap.NumFiles()
-			if res.Rows > 0 && res.BytesAdded > 0 {
-				rate = float64(res.BytesAdded) / float64(res.Rows)
-			}
-			i = next
+		}
+		if opts.DryRun || res.Commits == commits {
+			break
 		}
 	}
 	return res, nil
