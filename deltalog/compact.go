@@ -112,8 +112,8 @@ func (e *CompactRowsError) Error() string {
 //     written: the MIN_INSERTION_TIME tag a compacted file carries (Databricks' tags, in
 //     µs), else the add's modificationTime, then the path; a checkpoint keeps no versions —
 //     and cut into consecutive groups whose estimated output fits TargetFileSize: by the
-//     files' sizes at first, then by their live rows times the bytes per row the groups
-//     already written came to (small files are mostly Parquet footers, so their rows pack
+//     files' sizes at first, then by their live rows times the bytes per row the last
+//     group written came to (small files are mostly Parquet footers, so their rows pack
 //     far tighter than their sizes add up to). A group of one file without a deletion
 //     vector is left as it is. So a file's rows stay together and in order, and a bronze
 //     group covers one LSN range. When the first pass committed something, a second pass
@@ -158,7 +158,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 		return res, err
 	}
 	budget := opts.MaxBytes
-	var rate float64 // output bytes per row of the groups written so far; 0 unknown
+	var rate float64 // output bytes per row of the last group written; 0 unknown
 	first := true
 	// A second pass repacks the small files the first one wrote (its first group, cut by
 	// file sizes before the bytes per row were known, and each partition's tail), now
@@ -193,6 +193,7 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 					i = next
 					continue
 				}
+				rows, added := res.Rows, res.BytesAdded
 				nsnap, err := t.compactGroup(ctx, snap, g, opts, &res)
 				if err != nil {
 					res.FilesLeft = left(p, i)
@@ -200,8 +201,10 @@ func (t *Table) Compact(ctx context.Context, opts CompactOptions) (CompactResult
 				}
 				snap = nsnap
 				res.Version, res.LiveFiles = snap.Version(), snap.NumFiles()
-				if res.Rows > 0 && res.BytesAdded > 0 {
-					rate = float64(res.BytesAdded) / float64(res.Rows)
+				// The last group's bytes per row: groups grow as the estimate improves,
+				// so the footer's share in it shrinks.
+				if n := res.Rows - rows; n > 0 && res.BytesAdded > added {
+					rate = float64(res.BytesAdded-added) / float64(n)
 				}
 				i = next
 			}
@@ -223,7 +226,7 @@ type compactGroup struct {
 
 // nextGroup cuts the group starting at cands[i]: consecutive files while their estimated
 // output stays within target (at least one file). A file's output is estimated as its
-// live rows times rate (the bytes per row the groups written so far came to) when that is
+// live rows times rate (the bytes per row the last group written came to) when that is
 // known and smaller than the file, else the file's size: many tiny files are mostly
 // Parquet footers, and their rows pack far tighter than their sizes add up to. It returns
 // the group (nil files when it would be one file without a deletion vector, which packing
