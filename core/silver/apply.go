@@ -165,6 +165,9 @@ func Apply(ctx context.Context, t Tables, opts Options) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		if err := checkKeys(pos.Keys, opts.Keys); err != nil {
+			return res, err
+		}
 		res.BronzeVersion, res.AppliedLSN, res.Snapshot, res.SilverVersion = pos.Version, pos.AppliedLSN, pos.Snapshot, ssnap.Version()
 		if !opts.Deadline.IsZero() && !opts.now().Before(opts.Deadline) {
 			return res, nil
@@ -347,10 +350,19 @@ func newRun(bsnap *deltalog.Snapshot, pos Position, opts *Options) (*runState, e
 	if err != nil {
 		return nil, err
 	}
-	if len(pos.Keys) > 0 && !slices.EqualFunc(kc.names, pos.Keys, strings.EqualFold) {
-		return nil, &KeyError{Reason: fmt.Sprintf("silver is keyed on %v, not %v: delete the silver table to key it differently", pos.Keys, kc.names)}
+	if err := checkKeys(pos.Keys, kc.names); err != nil {
+		return nil, err
 	}
 	return &runState{bsnap: bsnap, kc: kc, schema: Schema(bsc)}, nil
+}
+
+// checkKeys refuses keys (names compared ignoring case, as SQL Server's catalog does) that
+// differ from the keys silver recorded; either empty passes.
+func checkKeys(recorded, keys []string) error {
+	if len(recorded) > 0 && len(keys) > 0 && !slices.EqualFunc(keys, recorded, strings.EqualFold) {
+		return &KeyError{Reason: fmt.Sprintf("silver is keyed on %v, not %v: delete the silver table to key it differently", recorded, keys)}
+	}
+	return nil
 }
 
 // applyRange applies the next key range of the run and commits it with the position

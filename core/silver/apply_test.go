@@ -1,7 +1,10 @@
 package silver
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
@@ -93,5 +96,25 @@ func TestApplyCaughtUpCommitsNothing(t *testing.T) {
 	res := e.apply()
 	if res.Commits != 0 || e.position().Step != v {
 		t.Fatalf("second apply: %+v", res)
+	}
+}
+
+// Keys other than the ones silver was built with are refused even when there is nothing to
+// apply (a caught-up silver must not look like it accepted the new key).
+func TestApplyRefusesOtherKeysWhenCaughtUp(t *testing.T) {
+	e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 9}, workload.Orders(), 20)
+	e.bootstrap()
+	e.drain()
+	e.apply()
+	opts := e.opts
+	opts.Keys = []string{"customer"}
+	_, err := Apply(context.Background(), e.tables(), opts)
+	var ke *KeyError
+	if !errors.As(err, &ke) || !strings.Contains(ke.Error(), "keyed on [id]") {
+		t.Fatalf("apply with other keys: %v, want a *KeyError naming silver's keys", err)
+	}
+	opts.Keys = []string{"ID"} // the same key in another case is the same key
+	if res, err := Apply(context.Background(), e.tables(), opts); err != nil || !res.CaughtUp || res.Commits != 0 {
+		t.Fatalf("apply with ID: %+v, %v", res, err)
 	}
 }
