@@ -56,7 +56,7 @@ func verifyDemoSilver(ctx context.Context, spec *config.Spec, want *rebuild.Stat
 	if err := applyDemoSilver(ctx, spec, io.Discard); err != nil {
 		return demoSilver{}, err
 	}
-	s, err := readDemoSilver(ctx, spec)
+	s, err := readSilver(ctx, spec, demoSilverPath(spec))
 	if err != nil {
 		return s, err
 	}
@@ -64,11 +64,11 @@ func verifyDemoSilver(ctx context.Context, spec *config.Spec, want *rebuild.Stat
 	return s, nil
 }
 
-// readDemoSilver reads the demo's silver table through deltalog's reader (deletion
-// vectors applied).
-func readDemoSilver(ctx context.Context, spec *config.Spec) (demoSilver, error) {
+// readSilver reads the silver table at url (keyed by id, as the demo's orders table is)
+// through deltalog's reader, deletion vectors applied.
+func readSilver(ctx context.Context, spec *config.Spec, url string) (demoSilver, error) {
 	var out demoSilver
-	t, err := connect.Table(ctx, demoSilverPath(spec), connect.Location(spec))
+	t, err := connect.Table(ctx, url, connect.Location(spec))
 	if err != nil {
 		return out, err
 	}
