@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
@@ -83,6 +84,13 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	lo.recover = func(ctx context.Context) (stream.RecoverCommitResult, error) {
+		sd, err := connect.SnapshotDeps(ctx, spec, src)
+		if err != nil {
+			return stream.RecoverCommitResult{}, err
+		}
+		return stream.Recover(ctx, sd)
+	}
 	opts := quietStreamOptions(stdout)
 	if *verbose {
 		opts.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
@@ -109,6 +117,10 @@ type loopOptions struct {
 	// wait, when set, replaces the poll wait: it returns when d has passed or ctx is
 	// done (tests count polls with it instead of the clock).
 	wait func(ctx context.Context, d time.Duration)
+	// recover takes the full re-snapshot an invocation asked for
+	// (stream.OutcomeResnapshotRequired) in-process, as the recover state machine does on
+	// AWS; nil makes that outcome an error.
+	recover func(ctx context.Context) (stream.RecoverCommitResult, error)
 }
 
 // waitPoll waits lo.poll or until ctx is done.
@@ -145,6 +157,13 @@ func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts s
 		if err != nil {
 			return err // an interruption included: run says it in one line
 		}
+		if res.Outcome == stream.OutcomeResnapshotRequired {
+			if err := recoverInProcess(ctx, res, lo, out); err != nil {
+				return err
+			}
+			idle = false
+			continue
+		}
 		quiet := idle && res.Batches == 0 && res.CaughtUp
 		if !quiet {
 			fmt.Fprintf(out, "invocation: %d batches, %d rows, offset %s, caught up: %v\n", res.Batches, res.Rows, res.Offset, res.CaughtUp)
@@ -174,4 +193,33 @@ func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts s
 			}
 		}
 	}
+}
+
+// recoverInProcess takes the full re-snapshot res asks for (docs/stream.md "Data loss"),
+// printing the lost window and the generation it opens.
+func recoverInProcess(ctx context.Context, res stream.Result, lo loopOptions, out io.Writer) error {
+	rc := res.Recovery
+	if lo.recover == nil || rc == nil {
+		return fmt.Errorf("the stream needs a full re-snapshot (generation %d) and nothing here takes it", res.Generation+1)
+	}
+	fmt.Fprintf(out, "data loss: changes after %s were purged by CDC cleanup before the stream read them (lost window %s .. %s); "+
+		"opening generation %d with a full re-snapshot (attempt %d)\n", rc.From.LSN, timeText(rc.LostFromTS), timeText(rc.LostToTS), rc.Generation, rc.Attempt)
+	cr, err := lo.recover(ctx)
+	if err != nil {
+		return fmt.Errorf("re-snapshot of generation %d: %w", rc.Generation, err)
+	}
+	rows := "rows unknown (reused)"
+	if cr.Rows != nil {
+		rows = fmt.Sprintf("%d rows", *cr.Rows)
+	}
+	fmt.Fprintf(out, "generation %d opened: snapshot at %s (%s); the stream goes on from there\n", cr.Generation, cr.Snapshot.LSN, rows)
+	return nil
+}
+
+// timeText is t in the facts' form, "unknown" for nil.
+func timeText(t *time.Time) string {
+	if t == nil {
+		return "unknown"
+	}
+	return lsn.FormatTime(*t)
 }

@@ -15,6 +15,7 @@ package config
 
 import (
 	"strings"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
@@ -61,6 +62,18 @@ type Spec struct {
 	// Isolation overrides Options.IsolationLevel for snapshot reads: "" (inherit),
 	// "readCommitted" or "snapshot".
 	Isolation string `json:"isolation"`
+
+	// OnDataLoss is what the stream does when CDC cleanup purged changes it has not read:
+	// "fail" (the default, DataLossError) or "resnapshot" (open a new generation with a
+	// new snapshot in the table's snapshot mode and go on; docs/stream.md "Data loss").
+	OnDataLoss string `json:"on_data_loss"`
+	// ResnapshotIntervalDays allows at most one automatic re-snapshot or failed attempt per
+	// this many days (default 7; 0 allows an immediate retry); nil when unset. A loss
+	// inside it is a DataLossError naming the previous one.
+	ResnapshotIntervalDays *float64 `json:"resnapshot_interval_days"`
+	// SnapshotOnSwitch appends a whole snapshot after the first batch that reads a newer
+	// capture instance, so rows unchanged since its start carry its new columns.
+	SnapshotOnSwitch bool `json:"snapshot_on_switch"`
 
 	// Storage is how the tables' URLs are reached (S3 endpoint, DynamoDB log table).
 	Storage Storage `json:"storage"`
@@ -138,6 +151,16 @@ type Options struct {
 	// FailOnDataLoss stops with DataLossError when changes were purged before being read
 	// (default true); false skips ahead and records a data_skipped facts row.
 	FailOnDataLoss *bool `json:"failOnDataLoss"`
+	// SchemaChangePolicy is what DDL on the source table inside a batch does: "classify"
+	// (the default: go on, or SchemaChangedError for a type bronze cannot hold, per
+	// docs/stream.md "Schema changes") or "fail" (any DDL is a SchemaChangedError).
+	SchemaChangePolicy string `json:"schemaChangePolicy"`
+	// Columns, when set, are the captured columns the stream and the snapshots read, by
+	// name (matched ignoring case); the others, types bronze cannot hold among them, are
+	// left out. Checked against the capture instance at the start of each invocation: a
+	// declared column the instance lacks reads NULL, with a warning. Key columns must be
+	// listed.
+	Columns []string `json:"columns"`
 }
 
 // Storage is how table URLs are opened (deltalog/location.Config).
@@ -189,6 +212,13 @@ const (
 	// DefaultMinHeadroomHours is the pause threshold the original library's guide uses
 	// (docs/reference/original-library.md §16).
 	DefaultMinHeadroomHours = 24.0
+	// DefaultOnDataLoss fails the stream on data loss.
+	DefaultOnDataLoss = OnDataLossFail
+	// DefaultResnapshotIntervalDays is the original's anti-loop interval
+	// (docs/reference/original-library.md §7.5): keep it above the CDC retention.
+	DefaultResnapshotIntervalDays = 7.0
+	// DefaultSchemaChangePolicy classifies DDL by kind.
+	DefaultSchemaChangePolicy = SchemaChangeClassify
 	// DefaultDynamoTable is Delta's S3DynamoDBLogStore default table name; it applies only
 	// when Storage.DynamoTable is set to it explicitly (empty means conditional put).
 	DefaultDynamoTable = "delta_log"
@@ -219,6 +249,12 @@ const (
 
 	IsolationReadCommitted = "readCommitted"
 	IsolationSnapshot      = "snapshot"
+
+	OnDataLossFail       = "fail"
+	OnDataLossResnapshot = "resnapshot"
+
+	SchemaChangeClassify = "classify"
+	SchemaChangeFail     = "fail"
 )
 
 // Defaults fills unset fields with the named defaults. Parse calls it.
@@ -242,6 +278,16 @@ func (s *Spec) Defaults() {
 	}
 	if s.Snapshot == "" {
 		s.Snapshot = DefaultSnapshot
+	}
+	if s.OnDataLoss == "" {
+		s.OnDataLoss = DefaultOnDataLoss
+	}
+	if s.ResnapshotIntervalDays == nil {
+		v := DefaultResnapshotIntervalDays
+		s.ResnapshotIntervalDays = &v
+	}
+	if s.Options.SchemaChangePolicy == "" {
+		s.Options.SchemaChangePolicy = DefaultSchemaChangePolicy
 	}
 	if s.Snapshot == SnapshotChunked {
 		// The chunked-only parameters take their defaults only in that mode, so that
@@ -276,6 +322,23 @@ func startingKeyword(v string) string {
 	}
 	return v
 }
+
+// Resnapshots reports whether the stream re-snapshots by itself on data loss
+// (on_data_loss "resnapshot").
+func (s *Spec) Resnapshots() bool { return s.OnDataLoss == OnDataLossResnapshot }
+
+// ResnapshotInterval is resnapshot_interval_days as a duration (the default when unset).
+func (s *Spec) ResnapshotInterval() time.Duration {
+	d := DefaultResnapshotIntervalDays
+	if s.ResnapshotIntervalDays != nil {
+		d = *s.ResnapshotIntervalDays
+	}
+	return time.Duration(d * 24 * float64(time.Hour))
+}
+
+// FailsOnDDL reports whether any DDL inside a batch stops the stream (schemaChangePolicy
+// "fail").
+func (s *Spec) FailsOnDDL() bool { return s.Options.SchemaChangePolicy == SchemaChangeFail }
 
 // Starting is the parsed startingLsn: kind is StartEarliest, StartLatest or "lsn" with the
 // LSN. The keywords are taken in any case. Call after Validate.

@@ -74,8 +74,11 @@ func validateSeconds(ps *problems, field string, v float64, zero string) bool {
 		return true
 	}
 	unit, shown, limit := "seconds", v, float64(MaxDurationSeconds)
-	if field == "min_headroom_hours" {
+	switch field {
+	case "min_headroom_hours":
 		unit, shown, limit = "hours", v/3600, MaxDurationSeconds/3600
+	case "resnapshot_interval_days":
+		unit, shown, limit = "days", v/86400, MaxDurationSeconds/86400
 	}
 	if zero != "" {
 		zero = "; " + zero
@@ -110,6 +113,7 @@ func (s *Spec) Validate() error {
 		ps.add("options.startingLsn", "not allowed with bootstrap=true (the snapshot's LSN is the start)")
 	}
 	s.validateSnapshotMode(&ps)
+	s.validateRecovery(&ps)
 	validateSeconds(&ps, "max_seconds", s.MaxSeconds, "0 = bounded by the invocation's deadline only")
 	if s.Isolation != "" {
 		validateIsolation(&ps, "isolation", s.Isolation)
@@ -163,6 +167,24 @@ func (s *Spec) validateSnapshotMode(ps *problems) {
 		if validateSeconds(ps, "target_wave_seconds", *s.TargetWaveSeconds, "0 reads one round") {
 			onlyChunked("target_wave_seconds")
 		}
+	}
+}
+
+// validateRecovery checks on_data_loss and resnapshot_interval_days
+// (docs/reference/original-library.md §7.4–§7.5): a re-snapshot needs failOnDataLoss true,
+// since skipping the gap and re-snapshotting it are two answers to one loss.
+func (s *Spec) validateRecovery(ps *problems) {
+	switch s.OnDataLoss {
+	case OnDataLossFail:
+	case OnDataLossResnapshot:
+		if !s.FailsOnDataLoss() {
+			ps.add("on_data_loss", "%q needs options.failOnDataLoss true (false skips the gap instead of re-snapshotting it): choose one", s.OnDataLoss)
+		}
+	default:
+		ps.add("on_data_loss", "%q: want %q (the default) or %q", s.OnDataLoss, OnDataLossFail, OnDataLossResnapshot)
+	}
+	if d := s.ResnapshotIntervalDays; d != nil {
+		validateSeconds(ps, "resnapshot_interval_days", *d*24*3600, "0 allows an immediate retry")
 	}
 }
 
@@ -242,6 +264,25 @@ func (o Options) validate(ps *problems) {
 		if _, err := lsn.Parse(o.SnapshotLsn); err != nil {
 			ps.add("options.snapshotLsn", "%q: not an LSN", o.SnapshotLsn)
 		}
+	}
+	switch o.SchemaChangePolicy {
+	case SchemaChangeClassify, SchemaChangeFail:
+	default:
+		ps.add("options.schemaChangePolicy", "%q: want %q (the default) or %q", o.SchemaChangePolicy, SchemaChangeClassify, SchemaChangeFail)
+	}
+	seen := map[string]bool{}
+	for i, c := range o.Columns {
+		field := fmt.Sprintf("options.columns[%d]", i)
+		switch {
+		case c == "" || strings.ContainsAny(c, "]") || strings.IndexFunc(c, unicode.IsControl) >= 0:
+			ps.add(field, "%q: a column name, without ']' or control characters", c)
+		case seen[strings.ToLower(c)]:
+			ps.add(field, "%q: listed twice (names compare ignoring case)", c)
+		}
+		seen[strings.ToLower(c)] = true
+	}
+	if o.Columns != nil && len(o.Columns) == 0 {
+		ps.add("options.columns", "empty: list the columns to read, or leave it out to read every captured column")
 	}
 	if o.SourceTimeZone == "" || strings.ContainsAny(o.SourceTimeZone, "'\"[];") || strings.IndexFunc(o.SourceTimeZone, unicode.IsControl) >= 0 {
 		ps.add("options.sourceTimeZone", "%q: want auto, UTC or a Windows time zone name", o.SourceTimeZone)

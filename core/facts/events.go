@@ -109,3 +109,25 @@ func WarningsDetail(warnings []string) string {
 	}{warnings})
 	return string(b)
 }
+
+// TimeText is t as detail payloads write a time: UTC ISO 8601 with milliseconds
+// (lsn.FormatTime), nil for nil.
+func TimeText(t *time.Time) *string {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	s := lsn.FormatTime(*t)
+	return &s
+}
+
+// ResnapshotRow is the resnapshot row of a re-snapshot that opened a generation after data
+// loss (docs/reference/original-library.md §6.2, §7.6): app_id the generation's
+// (<app_id>.g<n>), min_lsn = max_lsn = end_lsn the snapshot's LSN S, rows the snapshot's
+// (nil when a reused snapshot's count is unknown), lost_from_ts and lost_to_ts the gap.
+// The caller keys its append txn(<app_id>#events, n).
+func ResnapshotRow(generationAppID, target string, snap lsn.Offset, rows *int64, lostFrom, lostTo *time.Time) Row {
+	r := SnapshotRow(generationAppID, target, EventResnapshot, snap)
+	r.Rows = rows
+	r.LostFromTS, r.LostToTS = lostFrom, lostTo
+	return r
+}

@@ -63,6 +63,13 @@ func ReadRows(ctx context.Context, snap *deltalog.Snapshot, appIDs ...string) ([
 	return slices.DeleteFunc(rows, func(r Row) bool { return !slices.Contains(appIDs, r.AppID) }), nil
 }
 
+// ReadRowsWhere reads the rows of the facts table at snap that filter keeps (files whose
+// statistics exclude it are skipped; the rows are filtered exactly too). A table not
+// created yet has no rows.
+func ReadRowsWhere(ctx context.Context, snap *deltalog.Snapshot, filter deltalog.Filter) ([]Row, error) {
+	return scan(ctx, snap, filter)
+}
+
 // scan reads the rows of the facts table at snap that filter keeps (nil: all).
 func scan(ctx context.Context, snap *deltalog.Snapshot, filter deltalog.Filter) ([]Row, error) {
 	if snap.Version() < 0 {

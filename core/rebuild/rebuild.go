@@ -7,11 +7,16 @@
 // first; snapshot rows (operation 0) sort below every change of their LSN. The key's row
 // exists when that image is an insert (2), an after-image (4) or a snapshot row (0); a
 // delete (1), or a before-image (3) not outranked by an after-image (the old key of a key
-// update), means the row is gone. When bronze holds several whole snapshots (a
-// re-snapshot after data loss), only the newest snapshot S and the rows after it count
-// (_start_lsn >= S, S = the largest coalesce(_snapshot, _start_lsn) of operation-0 rows
-// without a _chunk): a key deleted in the lost gap has no delete row, only its absence
-// from S.
+// update), means the row is gone.
+//
+// The downstream rule (docs/bronze.md "The current table"; docs/stream.md "Data loss"):
+// only the newest complete snapshot S of any generation and the rows after it count
+// (_start_lsn >= S). S is the larger of the largest coalesce(_snapshot, _start_lsn) of
+// operation-0 rows without a _chunk (a whole snapshot is one bronze commit, complete once
+// it is there) and the largest LSN of the table's bootstrap and resnapshot facts rows
+// (Options.Completed, FactsCompleted: a chunked snapshot is complete only at that row,
+// and an empty table's snapshot has no rows). After a re-snapshot following data loss, a
+// key deleted in the lost gap has no delete row, only its absence from S.
 //
 // Values are compared as text (arrow's ValueStr of the bronze type), so a state read from
 // bronze and one read from the source table with the same bronze types compare equal.
@@ -29,6 +34,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
@@ -51,6 +57,11 @@ type Log struct {
 	Duplicates int64
 	// Batches is the set of _batch_id values seen.
 	Batches map[int64]bool
+	// Snapshots are the whole snapshots (operation-0 rows without a _chunk) by LSN
+	// (coalesce(_snapshot, _start_lsn)), with their rows.
+	Snapshots map[string]int64
+	// Newest is the rebuild point S ("" when bronze and the facts hold no snapshot).
+	Newest string
 }
 
 // ChangeRows is the number of change rows (operations 1 to 4).
@@ -68,10 +79,25 @@ func (a *image) less(b *image) bool {
 		bronze.Order{LSN: b.lsn, CommandID: b.cmd, Seqval: b.seq, Op: b.op})
 }
 
+// Options tune Rebuild.
+type Options struct {
+	// Completed are the LSNs ("0x…") of the table's snapshots the facts table records as
+	// complete (FactsCompleted): candidates for the rebuild point besides the whole
+	// snapshots found in bronze.
+	Completed []string
+}
+
 // FromBronze rebuilds the state of the bronze table at snap, keyed by keys (captured
-// column names), and summarises its change log.
+// column names), and summarises its change log. It finds the rebuild point in bronze
+// alone; Rebuild also takes the facts table's completed snapshots.
 func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*State, *Log, error) {
-	lg := &Log{ByOp: map[int32]int64{}, Batches: map[int64]bool{}}
+	return Rebuild(ctx, snap, keys, Options{})
+}
+
+// Rebuild rebuilds the state of the bronze table at snap from the newest complete
+// snapshot (bronze's whole snapshots and opts.Completed) on, keyed by keys.
+func Rebuild(ctx context.Context, snap *deltalog.Snapshot, keys []string, opts Options) (*State, *Log, error) {
+	lg := &Log{ByOp: map[int32]int64{}, Batches: map[int64]bool{}, Snapshots: map[string]int64{}}
 	if snap.Version() < 0 {
 		return &State{Rows: map[string][]string{}}, lg, nil
 	}
@@ -87,7 +113,10 @@ func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*S
 	}
 	latest := map[string]*image{}
 	seen := map[string]bool{}
-	newest := "" // the newest whole snapshot's LSN; "" when bronze holds none
+	newest := "" // the rebuild point; "" when there is none
+	for _, c := range opts.Completed {
+		newest = max(newest, c)
+	}
 	it, err := snap.Scan(ctx, deltalog.ScanOptions{})
 	if err != nil {
 		return nil, nil, err
@@ -101,13 +130,17 @@ func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*S
 		if err != nil {
 			return nil, nil, err
 		}
-		newest = max(newest, newestSnapshot(rec))
+		wholeSnapshots(rec, lg.Snapshots)
 		err = fold(rec, cols, keys, latest, seen, lg)
 		rec.Release()
 		if err != nil {
 			return nil, nil, err
 		}
 	}
+	for l := range lg.Snapshots {
+		newest = max(newest, l)
+	}
+	lg.Newest = newest
 	st := &State{Columns: cols, Rows: map[string][]string{}}
 	for k, im := range latest {
 		if im.lsn < newest {
@@ -121,9 +154,9 @@ func FromBronze(ctx context.Context, snap *deltalog.Snapshot, keys []string) (*S
 	return st, lg, nil
 }
 
-// newestSnapshot is the largest coalesce(_snapshot, _start_lsn) of the record's whole
-// snapshot rows (operation 0, _chunk NULL), or "".
-func newestSnapshot(rec arrow.RecordBatch) string {
+// wholeSnapshots counts the record's whole snapshot rows (operation 0, _chunk NULL) into
+// found, by coalesce(_snapshot, _start_lsn).
+func wholeSnapshots(rec arrow.RecordBatch, found map[string]int64) {
 	sc := rec.Schema()
 	col := func(name string) arrow.Array {
 		if i := sc.FieldIndices(name); len(i) > 0 {
@@ -136,9 +169,8 @@ func newestSnapshot(rec arrow.RecordBatch) string {
 	snapA, _ := col(bronze.ColSnapshot).(*array.String)
 	chunkA := col(bronze.ColChunk)
 	if opA == nil || lsnA == nil {
-		return ""
+		return
 	}
-	best := ""
 	for i := 0; i < int(rec.NumRows()); i++ {
 		if opA.Value(i) != bronze.OpSnapshot || (chunkA != nil && chunkA.IsValid(i)) {
 			continue
@@ -147,9 +179,27 @@ func newestSnapshot(rec arrow.RecordBatch) string {
 		if snapA != nil && snapA.IsValid(i) {
 			l = snapA.Value(i)
 		}
-		best = max(best, l)
+		found[l]++
 	}
-	return best
+}
+
+// FactsCompleted lists the LSNs of the complete snapshots of bronze table target in the
+// facts table at snap: the max_lsn of its bootstrap and resnapshot rows, of every app_id
+// and generation (docs/bronze.md "The current table"). Opts.Completed of Rebuild.
+func FactsCompleted(ctx context.Context, snap *deltalog.Snapshot, target string) ([]string, error) {
+	var out []string
+	for _, ev := range []string{facts.EventBootstrap, facts.EventResnapshot} {
+		rows, err := facts.ReadRowsWhere(ctx, snap, deltalog.And(deltalog.Eq(facts.ColEvent, ev), deltalog.Eq(facts.ColTarget, target)))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if r.MaxLSN != "" {
+				out = append(out, r.MaxLSN)
+			}
+		}
+	}
+	return out, nil
 }
 
 func fold(rec arrow.RecordBatch, cols, keys []string, latest map[string]*image, seen map[string]bool, lg *Log) error {

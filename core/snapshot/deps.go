@@ -48,6 +48,11 @@ type Options struct {
 	// Resnapshot takes a new snapshot even when bronze holds one, and ignores the
 	// checkpoint.
 	Resnapshot bool
+	// Recovery, when set, is the full re-snapshot that opens a generation after data loss
+	// (core/recover): Open takes a new snapshot as Resnapshot does, and its snapshot_open
+	// row is kind resnapshot, of the generation's app_id, with the gap; Commit writes no
+	// event row (the recovery writes the resnapshot row once the snapshot is committed).
+	Recovery *Recovery
 	// MaxRangeRows cuts the table into more ranges than numPartitions when its row
 	// estimate (sys.sp_spaceused) divided by numPartitions exceeds it, so that each read
 	// fits in one Lambda invocation; DefaultMaxRangeRows when 0, no bound when negative.
@@ -68,6 +73,18 @@ type Options struct {
 	// and an ETA from it; the Lambda handlers leave it nil.
 	Progress func(ReadProgress)
 }
+
+// Recovery describes the generation a re-snapshot opens (Options.Recovery).
+type Recovery struct {
+	// Generation is n >= 1, AppID its app_id (<app_id>.g<n>).
+	Generation int
+	AppID      string
+	// LostFromTS and LostToTS are the gap (nil when unknown).
+	LostFromTS, LostToTS *time.Time
+}
+
+// resnapshot reports whether Open takes a new snapshot whatever bronze holds.
+func (o Options) resnapshot() bool { return o.Resnapshot || o.Recovery != nil }
 
 // DefaultMaxRangeRows is the rows one read aims to hold at most: at the slowest measured
 // pace (18,000 rows/s over four connections, 4,500 rows/s each) 2,000,000 rows read in

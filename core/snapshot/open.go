@@ -24,7 +24,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 	if err != nil {
 		return OpenResult{}, err
 	}
-	if !d.Options.Resnapshot {
+	if !d.Options.resnapshot() {
 		if o, ok, err := find(ctx, d.Source, d.Bronze, names, nil); err != nil {
 			return OpenResult{}, err
 		} else if ok {
@@ -47,7 +47,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 	} else if err := checkGivenStamp(ctx, d.Source, ci, l); err != nil {
 		return OpenResult{}, err
 	}
-	if d.Options.Resnapshot {
+	if d.Options.resnapshot() {
 		// Nothing committed since a snapshot bronze holds: the table at l is already there.
 		if o, ok, err := find(ctx, d.Source, d.Bronze, names, &l); err != nil {
 			return OpenResult{}, err
@@ -80,10 +80,17 @@ func openRow(ctx context.Context, d Deps, off lsn.Offset) error {
 	if d.Options.Resnapshot {
 		kind = facts.KindResnapshot
 	}
-	r := facts.SnapshotRow(d.Spec.AppID, d.Spec.Bronze, facts.EventSnapshotOpen, off)
-	r.Detail = facts.OpenDetail{Mode: facts.ModeFull, Kind: kind}.String()
+	appID := d.Spec.AppID
+	detail := facts.OpenDetail{Mode: facts.ModeFull, Kind: kind}
+	if rc := d.Options.Recovery; rc != nil {
+		appID = rc.AppID
+		detail = facts.OpenDetail{Mode: facts.ModeFull, Kind: facts.KindResnapshot, Generation: rc.Generation,
+			LostFromTS: facts.TimeText(rc.LostFromTS), LostToTS: facts.TimeText(rc.LostToTS)}
+	}
+	r := facts.SnapshotRow(appID, d.Spec.Bronze, facts.EventSnapshotOpen, off)
+	r.Detail = detail.String()
 	r.WrittenAt = d.now()
-	if _, err := facts.Append(ctx, d.Facts, facts.TxnOpen(d.Spec.AppID, off.LSN), 0, []facts.Row{r}, d.Options.Writer); err != nil {
+	if _, err := facts.Append(ctx, d.Facts, facts.TxnOpen(appID, off.LSN), 0, []facts.Row{r}, d.Options.Writer); err != nil {
 		return fmt.Errorf("write snapshot_open row: %w", err)
 	}
 	return nil

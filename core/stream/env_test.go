@@ -107,7 +107,7 @@ func (e *env) mustDrain(opts Options) Result {
 		}
 		total.Batches += res.Batches
 		total.Rows += res.Rows
-		total.Offset = res.Offset
+		total.Offset, total.Generation = res.Offset, res.Generation
 		if res.CaughtUp {
 			total.CaughtUp = true
 			return total

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
@@ -11,6 +13,12 @@ import (
 // CDC cleanup purged them or because the capture instance that alone held them was
 // disabled (docs/reference/original-library.md §7.1, §7.2). A rerun fails the
 // same way: the checkpoint still points before the gap. Step Functions matches the name.
+//
+// With on_data_loss "resnapshot" the stream recovers by itself instead, except in the two
+// cases this error then reports: the loss came within resnapshot_interval_days of the
+// previous automatic re-snapshot or failed attempt (Previous: the stream cannot keep up, a
+// person decides), or a full re-snapshot's own LSN was purged before the stream could read
+// past it (Outlived: the table is too big to snapshot within the retention).
 type DataLossError struct {
 	CaptureInstance string
 	// From is the first LSN the stream still had to read; MinLSN the instance's low
@@ -19,18 +27,56 @@ type DataLossError struct {
 	// DuringRead is true when cleanup moved past From while the range was being read
 	// (the check after the read), false when found at planning.
 	DuringRead bool
+	// Previous is the re-snapshot or failed attempt inside the anti-loop interval, nil
+	// otherwise.
+	Previous *PreviousRecovery
+	// Outlived is the LSN of a full re-snapshot that outlived the retention; zero
+	// otherwise.
+	Outlived lsn.LSN
+}
+
+// PreviousRecovery names the last automatic re-snapshot ("resnapshot", the generation it
+// opened) or failed attempt ("failed") and when it happened; Interval is
+// resnapshot_interval_days.
+type PreviousRecovery struct {
+	Kind       string
+	Generation int
+	Attempt    int
+	At         time.Time
+	Interval   time.Duration
 }
 
 func (e *DataLossError) Error() string {
+	if !e.Outlived.IsZero() {
+		return fmt.Sprintf("%s: the full re-snapshot at %s outlived the CDC retention: the changes after it were purged (min_lsn is now %s) before the stream could read them. "+
+			"The table is too big for a full snapshot within the retention: set snapshot to \"chunked\" and resnapshot_interval_days to 0, then run the stream again "+
+			"(a chunked re-snapshot starts the stream at once and reads the table next to it)",
+			e.CaptureInstance, e.Outlived, e.MinLSN)
+	}
 	when := ""
 	if e.DuringRead {
 		when = " while it was read"
 	}
-	return fmt.Sprintf("%s: change data from %s is gone%s (min_lsn is now %s): purged by CDC cleanup, "+
-		"or held only by an older capture instance disabled before the stream read it. "+
-		"A re-snapshot is required: take one (mssqlcdc snapshot --spec FILE --resnapshot) and start a new checkpoint "+
-		"and app_id from its LSN (startingLsn); or set failOnDataLoss=false to skip ahead (loses changes).",
+	msg := fmt.Sprintf("%s: change data from %s is gone%s (min_lsn is now %s): purged by CDC cleanup, "+
+		"or held only by an older capture instance disabled before the stream read it. ",
 		e.CaptureInstance, e.From, when, e.MinLSN)
+	if p := e.Previous; p != nil {
+		what := fmt.Sprintf("the automatic re-snapshot that opened generation %d", p.Generation)
+		if p.Kind == "failed" {
+			what = fmt.Sprintf("a failed re-snapshot attempt (generation %d, attempt %d)", p.Generation, p.Attempt)
+		}
+		return msg + fmt.Sprintf("This loss comes within resnapshot_interval_days (%s) of %s at %s: the stream cannot keep up with the source, "+
+			"and a person must decide (make the stream faster, lengthen the CDC retention, use chunked snapshots, or lower resnapshot_interval_days; 0 allows an immediate retry).",
+			days(p.Interval), what, p.At.UTC().Format(time.RFC3339))
+	}
+	return msg + "A re-snapshot is required: set on_data_loss to \"resnapshot\" to take one by itself, or take one by hand " +
+		"(mssqlcdc snapshot --spec FILE --resnapshot) and start a new checkpoint and app_id from its LSN (startingLsn); " +
+		"or set failOnDataLoss=false to skip ahead (loses changes)."
+}
+
+// days writes d in days ("7 days", "0.5 days").
+func days(d time.Duration) string {
+	return strconv.FormatFloat(d.Hours()/24, 'f', -1, 64) + " days"
 }
 
 // SchemaChangedError: the source's captured columns changed in a way bronze cannot take:

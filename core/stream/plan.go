@@ -12,24 +12,33 @@ import (
 )
 
 // instances resolves the configured capture instance and returns every instance of its
-// table, oldest first (at most two). A configured instance that no longer exists resolves
-// through the table's default name <schema>_<table> to the table's newest instance
-// (docs/reference/original-library.md §3.2 step 2).
+// table, oldest first (TableInstances).
 func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
-	list, err := r.src.CaptureInstances(ctx)
-	if err != nil {
+	insts, err := TableInstances(ctx, r.src, r.spec.Source.CaptureInstance)
+	var nf *source.CaptureInstanceNotFoundError
+	if err != nil && !errors.As(err, &nf) {
 		return nil, r.sourceErr("list capture instances", err)
 	}
-	ci, err := source.Resolve(list, r.spec.Source.CaptureInstance)
+	return insts, err
+}
+
+// TableInstances resolves the capture instance name and returns every instance of its
+// table, oldest first (at most two). A configured instance that no longer exists resolves
+// through the table's default name <schema>_<table> to the table's newest instance
+// (docs/reference/original-library.md §3.2 step 2, §8.3).
+func TableInstances(ctx context.Context, src source.Source, name string) ([]source.CaptureInstance, error) {
+	list, err := src.CaptureInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ci, err := source.Resolve(list, name)
 	if err != nil {
 		var nf *source.CaptureInstanceNotFoundError
 		if !errors.As(err, &nf) {
 			return nil, err
 		}
-		// A disabled instance resolves through its table's default name <schema>_<table>
-		// to the table's instances (docs/reference/original-library.md §8.3, §3.2 step 2).
 		for _, c := range list {
-			if strings.EqualFold(c.SourceSchema+"_"+c.SourceTable, r.spec.Source.CaptureInstance) {
+			if strings.EqualFold(c.SourceSchema+"_"+c.SourceTable, name) {
 				return source.InstancesOf(list, c.SourceSchema, c.SourceTable), nil
 			}
 		}
@@ -42,6 +51,11 @@ func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 // An explicit LSN is checked first (checkStartingLSN): a *config.ConfigError when the
 // stream cannot start after it.
 func (r *run) initialOffset(ctx context.Context, insts []source.CaptureInstance, maxLSN lsn.LSN) (lsn.Offset, error) {
+	if r.gens.Live.Generation > 0 {
+		// A generation opened after data loss starts at its snapshot, whatever startingLsn
+		// and bootstrap say (docs/stream.md "Generations").
+		return r.gens.Live.Snapshot, nil
+	}
 	if r.spec.Bootstrap {
 		return r.bootstrapOffset(ctx)
 	}

@@ -104,6 +104,18 @@ type Result struct {
 	Rows    int64 `json:"rows"`
 	// Offset is the stream's position after the invocation: the last committed end.
 	Offset lsn.Offset `json:"offset"`
+	// Generation is the generation the invocation streamed (0, the configured checkpoint
+	// and app_id, until a re-snapshot after data loss opens generation 1; docs/stream.md
+	// "Generations").
+	Generation int `json:"generation,omitempty"`
+	// Outcome is "" or OutcomeResnapshotRequired: with on_data_loss "resnapshot" and full
+	// snapshots, the stream found changes it had not read purged, and a full re-snapshot
+	// must open generation Recovery.Generation before it can go on. The invocation read
+	// nothing more; the recover state machine (or mssqlcdc stream, in-process) takes it
+	// from here, so that no stream invocation reads a whole table.
+	Outcome string `json:"outcome,omitempty"`
+	// Recovery is the open attempt when Outcome is set.
+	Recovery *Recovery `json:"recovery,omitempty"`
 }
 
 // BatchReport describes one committed batch (for progress lines, logs and metrics).
@@ -126,8 +138,13 @@ type BatchReport struct {
 
 // run is one invocation's state.
 type run struct {
+	// spec is the table spec with the live generation's app_id; deps.Checkpoint that
+	// generation's checkpoint. root is the configured checkpoint (the generations' state
+	// lives under it), gens what it says.
 	spec *config.Spec
 	deps Deps
+	root *checkpoint.Checkpoint
+	gens checkpoint.Generations
 	src  source.Source
 	opts Options
 	log  *slog.Logger
@@ -157,7 +174,7 @@ func (o Options) withDefaults() Options {
 // recorded on, checked before anything is planned) and *source.CommandIDMissingError.
 func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Result, error) {
 	opts = opts.withDefaults()
-	r := &run{spec: spec, deps: deps, src: deps.Source, opts: opts,
+	r := &run{spec: spec, deps: deps, root: deps.Checkpoint, src: deps.Source, opts: opts,
 		log: opts.Logger.With("app_id", spec.AppID)}
 	return r.invoke(ctx)
 }
@@ -166,6 +183,9 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	var res Result
 	began := r.opts.Now()
 	stopAt := r.stopTime(ctx, began)
+	if stop, err := r.useGeneration(ctx, &res); stop || err != nil {
+		return res, err
+	}
 
 	target, err := r.src.MaxLSN(ctx)
 	if err != nil {
@@ -250,7 +270,7 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 		t0 := r.opts.Now()
 		rep, err := r.batch(ctx, b, insts)
 		if err != nil {
-			return res, err
+			return r.batchFailed(ctx, res, b, err)
 		}
 		lastDur = r.opts.Now().Sub(t0)
 		res.Batches++

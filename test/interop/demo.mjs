@@ -41,7 +41,7 @@ export function parseSummary(out) {
  * {dir, summary, bronze, facts, silver, conn, snap, files, close}: dir is a scratch directory
  * removed by close, snap is bronze's latest state read
  * from its log, files the local paths of its live data files, conn a DuckDB connection
- * with the view bronze_orders over them. close frees DuckDB and removes the lake.
+ * with the view bronze_orders over them and ingestion_facts over the facts table's. close frees DuckDB and removes the lake.
  */
 export async function demoLake() {
   assert.ok(bin, 'MSSQLCDC_BIN must name the mssqlcdc binary (scripts/test.sh sets it)');
@@ -62,7 +62,11 @@ export async function demoLake() {
     const files = [...snap.files.values()].map((f) => dataPath(bronze, f.path));
     assert.ok(files.length > 0, 'bronze has live files');
     await conn.run(`CREATE VIEW bronze_orders AS SELECT * FROM read_parquet(${sqlList(files)}, union_by_name = true)`);
-    return { dir, summary, bronze, facts: path.join(lake, 'facts'), silver: path.join(lake, 'silver', 'orders'), conn, snap, files, close };
+    const facts = path.join(lake, 'facts');
+    const fsnap = await snapshot(conn, facts);
+    const ffiles = [...fsnap.files.values()].map((f) => dataPath(facts, f.path));
+    await conn.run(`CREATE VIEW ingestion_facts AS SELECT * FROM read_parquet(${sqlList(ffiles)}, union_by_name = true)`);
+    return { dir, summary, bronze, facts, silver: path.join(lake, 'silver', 'orders'), conn, snap, files, close };
   } catch (err) {
     close();
     throw err;
