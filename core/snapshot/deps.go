@@ -125,19 +125,26 @@ func (d Deps) givenStamp() lsn.LSN {
 	return l
 }
 
-// instances resolves the capture instance name (exactly, then ignoring case) and lists
-// the names of all the table's instances, lower-cased (snapshots are found under any).
+// instances resolves the capture instance name (exactly, then ignoring case; a disabled
+// default-named instance follows its table's newest, source.TableInstances) and lists the
+// names of all the table's instances, lower-cased (snapshots are found under any). The
+// instance returned is the one resolved, or the table's newest when the name was
+// followed.
 func instances(ctx context.Context, src source.Source, name string) (source.CaptureInstance, []string, error) {
 	list, err := src.CaptureInstances(ctx)
 	if err != nil {
 		return source.CaptureInstance{}, nil, source.WithOp("list capture instances", err)
 	}
-	ci, err := source.Resolve(list, name)
+	insts, err := source.TableInstances(list, name)
 	if err != nil {
 		return source.CaptureInstance{}, nil, err
 	}
+	ci := insts[len(insts)-1]
+	if r, err := source.Resolve(list, name); err == nil {
+		ci = r
+	}
 	var names []string
-	for _, o := range source.InstancesOf(list, ci.SourceSchema, ci.SourceTable) {
+	for _, o := range insts {
 		names = append(names, strings.ToLower(o.Name))
 	}
 	return ci, names, nil

@@ -84,3 +84,25 @@ func CompareInstances(a, b CaptureInstance) int {
 	}
 	return a.StartLSN.Compare(b.StartLSN)
 }
+
+// TableInstances resolves name (Resolve) and returns every capture instance of its table
+// (InstancesOf), oldest first. A name that no longer exists but is its table's default
+// name <schema>_<table> resolves to that table's instances, so a stream configured with
+// the default name follows the table's newest instance once the older one is disabled
+// (docs/reference/original-library.md §8.3). Other names fail as Resolve does.
+func TableInstances(list []CaptureInstance, name string) ([]CaptureInstance, error) {
+	ci, err := Resolve(list, name)
+	if err == nil {
+		return InstancesOf(list, ci.SourceSchema, ci.SourceTable), nil
+	}
+	if _, nf := err.(*CaptureInstanceNotFoundError); nf {
+		for _, c := range list {
+			if strings.EqualFold(c.SourceSchema+"_"+c.SourceTable, name) {
+				if insts := InstancesOf(list, c.SourceSchema, c.SourceTable); len(insts) > 0 {
+					return insts, nil
+				}
+			}
+		}
+	}
+	return nil, err
+}

@@ -55,7 +55,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	var schema *arrow.Schema
 	var warnings []string
 	if !recovered {
-		if cols, schema, warnings, err = r.columns(ctx, bronzeSnap, sp); err != nil {
+		if cols, schema, warnings, err = r.columns(ctx, bronzeSnap, sp, insts); err != nil {
 			return rep, err
 		}
 		// Retention before the read (invariant 3).

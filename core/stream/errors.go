@@ -79,28 +79,77 @@ func days(d time.Duration) string {
 	return strconv.FormatFloat(d.Hours()/24, 'f', -1, 64) + " days"
 }
 
-// SchemaChangedError: the source's captured columns changed in a way bronze cannot take:
-// a column's type changed (an ALTER COLUMN inside the batch, or two capture instances
-// typing a column differently). Bronze columns are never retyped; adding a column is not
-// an error (the stream adds it to bronze as a nullable column). Step Functions matches the
-// name.
+// SchemaChangedError: the source's captured columns changed in a way the stream does not
+// follow by itself (docs/stream.md "Schema changes"). Step Functions matches the name. Kind
+// says which:
+//
+//   - SchemaTypeChanged: a captured column's type is one bronze's column does not hold (a
+//     widening ALTER COLUMN, or two capture instances typing it differently). Nothing is
+//     read. Enable delta.enableTypeWidening on bronze when the change is a widening Delta
+//     supports (the next run widens bronze's column), else write to a new bronze table.
+//   - SchemaNewInstance: a newer capture instance appeared while the invocation ran and
+//     captures a column (or a type) the invocation's schema does not hold: it stops before
+//     reading past the instance's start LSN At; the next invocation infers the new columns
+//     and switches there (a restart, as the original's running query needed).
+//   - SchemaDDLPolicy: schemaChangePolicy is "fail" and the batch holds DDL at At; the
+//     replay holds the same DDL, so run once with "classify" to go on.
+//   - SchemaInstancesConflict: two capture instances of the table type a column
+//     differently and the newer type does not hold the older's values.
 type SchemaChangedError struct {
+	Kind            string
 	CaptureInstance string
 	Column          string
-	// Was is the column's bronze type, Now the type the source now reports.
+	// Was is the column's bronze (or older instance's) type, Now the type the source now
+	// reports.
 	Was, Now string
-	// At is the DDL's LSN when known.
+	// At is the DDL's LSN, or the newer instance's start LSN, when known.
 	At lsn.LSN
+	// Command is the DDL statement (SchemaDDLPolicy).
+	Command string
+	// Widenable is true when Delta's typeWidening allows the change (SchemaTypeChanged).
+	Widenable bool
 }
+
+// Kinds of SchemaChangedError.
+const (
+	SchemaTypeChanged       = "type_changed"
+	SchemaNewInstance       = "new_instance"
+	SchemaDDLPolicy         = "ddl_policy"
+	SchemaInstancesConflict = "instances_conflict"
+)
 
 func (e *SchemaChangedError) Error() string {
 	at := ""
 	if !e.At.IsZero() {
 		at = " at " + e.At.String()
 	}
-	return fmt.Sprintf("%s: the type of captured column %s changed%s (bronze has %s, the source now %s): "+
-		"bronze cannot retype a column; write to a new bronze table (new app_id and checkpoint) or rewrite it",
-		e.CaptureInstance, e.Column, at, e.Was, e.Now)
+	switch e.Kind {
+	case SchemaNewInstance:
+		return fmt.Sprintf("the stream reaches capture instance %s%s, which captures column %s (%s) that this invocation's schema does not hold%s: "+
+			"it stops before reading past the instance's start; the next invocation infers the new columns and switches there (a restart)",
+			e.CaptureInstance, at, e.Column, e.Now, wasText(e.Was))
+	case SchemaDDLPolicy:
+		return fmt.Sprintf("%s: DDL%s inside the batch (%s), and schemaChangePolicy is \"fail\": the batch is not read. "+
+			"The rerun holds the same DDL: run once with schemaChangePolicy \"classify\" to go on", e.CaptureInstance, at, e.Command)
+	case SchemaInstancesConflict:
+		return fmt.Sprintf("capture instances %s capture column %s as %s and %s: the newer type does not hold the older's values; "+
+			"capture it with a type that does, or leave it out with options.columns", e.CaptureInstance, e.Column, e.Was, e.Now)
+	}
+	advice := "write to a new bronze table (new bronze, app_id and checkpoint) or rewrite it"
+	if e.Widenable {
+		advice = "it is a widening Delta supports: set the table property delta.enableTypeWidening = true on bronze " +
+			"(ALTER TABLE ... SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')) and run again, which widens bronze's column; " +
+			"or write to a new bronze table (new bronze, app_id and checkpoint)"
+	}
+	return fmt.Sprintf("%s: the type of captured column %s changed%s (bronze has %s, the source now %s), and bronze's type does not hold the new one: "+
+		"nothing of the batch was read; %s", e.CaptureInstance, e.Column, at, e.Was, e.Now, advice)
+}
+
+func wasText(was string) string {
+	if was == "" {
+		return ""
+	}
+	return " (it has " + was + ")"
 }
 
 // SourceUnavailableError: SQL Server could not be reached, or a transient failure outlasted

@@ -22,29 +22,15 @@ func (r *run) instances(ctx context.Context) ([]source.CaptureInstance, error) {
 	return insts, err
 }
 
-// TableInstances resolves the capture instance name and returns every instance of its
-// table, oldest first (at most two). A configured instance that no longer exists resolves
-// through the table's default name <schema>_<table> to the table's newest instance
-// (docs/reference/original-library.md §3.2 step 2, §8.3).
+// TableInstances lists the capture instances and resolves name among them
+// (source.TableInstances): every instance of its table, oldest first, following a
+// disabled default-named instance to its table's newest.
 func TableInstances(ctx context.Context, src source.Source, name string) ([]source.CaptureInstance, error) {
 	list, err := src.CaptureInstances(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ci, err := source.Resolve(list, name)
-	if err != nil {
-		var nf *source.CaptureInstanceNotFoundError
-		if !errors.As(err, &nf) {
-			return nil, err
-		}
-		for _, c := range list {
-			if strings.EqualFold(c.SourceSchema+"_"+c.SourceTable, name) {
-				return source.InstancesOf(list, c.SourceSchema, c.SourceTable), nil
-			}
-		}
-		return nil, err
-	}
-	return source.InstancesOf(list, ci.SourceSchema, ci.SourceTable), nil
+	return source.TableInstances(list, name)
 }
 
 // initialOffset is where a fresh checkpoint starts (docs/reference/original-library.md §2.2).

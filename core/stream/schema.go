@@ -2,94 +2,12 @@ package stream
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
-
-// columns decides what the batch reads and the bronze schema it writes
-// (docs/reference/sqlserver-cdc.md §7.1, docs/reference/original-library.md §8): the union
-// by name (ignoring case) of the columns the spans' instances capture, older instance
-// first, computed columns left out with a warning; then bronze's schema with the captured
-// columns it lacks appended as nullable columns. A column typed differently by two
-// instances, or by the source and bronze, is a *SchemaChangedError.
-func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span) ([]source.Column, *arrow.Schema, []string, error) {
-	var cols []source.Column
-	var warnings []string
-	byName := map[string]int{}
-	types := map[string]arrow.DataType{}
-	owner := map[string]string{}
-	seen := map[string]bool{}
-	for _, s := range sp {
-		if seen[s.CI.Name] {
-			continue
-		}
-		seen[s.CI.Name] = true
-		cc, err := r.src.CapturedColumns(ctx, s.CI.Name)
-		if err != nil {
-			return nil, nil, nil, r.sourceErr("captured columns", err)
-		}
-		stored, left := bronze.StoredColumns(cc)
-		for _, c := range left {
-			warnings = append(warnings, fmt.Sprintf("computed column %s of %s is not read (CDC stores NULL for it)", c.Name, s.CI.Name))
-		}
-		for _, c := range stored {
-			t, err := bronze.ArrowType(c)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			key := strings.ToLower(c.Name)
-			if i, ok := byName[key]; ok {
-				if !arrow.TypeEqual(types[key], t) {
-					return nil, nil, nil, &SchemaChangedError{CaptureInstance: s.CI.Name, Column: c.Name,
-						Was: fmt.Sprintf("%s (in %s)", types[key], owner[key]), Now: t.String()}
-				}
-				cols[i] = c // the newer instance's definition
-				continue
-			}
-			byName[key], types[key], owner[key] = len(cols), t, s.CI.Name
-			cols = append(cols, c)
-		}
-	}
-	if snap.Version() < 0 {
-		if len(cols) == 0 {
-			return cols, nil, warnings, nil
-		}
-		sc, err := bronze.Schema(cols)
-		return cols, sc, warnings, err
-	}
-	cur, err := snap.ArrowSchema()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("bronze schema: %w", err)
-	}
-	fields := append([]arrow.Field(nil), cur.Fields()...)
-	have := map[string]arrow.Field{}
-	for _, f := range fields {
-		have[strings.ToLower(f.Name)] = f
-	}
-	for _, c := range cols {
-		key := strings.ToLower(c.Name)
-		if f, ok := have[key]; ok {
-			if !arrow.TypeEqual(f.Type, types[key]) {
-				return nil, nil, nil, &SchemaChangedError{CaptureInstance: owner[key], Column: c.Name, Was: f.Type.String(), Now: types[key].String()}
-			}
-			continue
-		}
-		if bronze.IsMetadataColumn(c.Name) {
-			return nil, nil, nil, &bronze.ColumnCollisionError{Column: c.Name, With: c.Name}
-		}
-		fields = append(fields, arrow.Field{Name: c.Name, Type: types[key], Nullable: true})
-	}
-	md := cur.Metadata()
-	return cols, arrow.NewSchema(fields, &md), warnings, nil
-}
 
 // ddlEvents lists the DDL of the spans' instances inside the batch as schema_change rows
 // (docs/reference/original-library.md §8.1, classify policy). A type change bronze cannot

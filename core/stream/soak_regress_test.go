@@ -49,3 +49,29 @@ func TestSoakRegressionEmptyStandaloneSnapshot(t *testing.T) {
 		t.Errorf("rebuilt state differs from the table:\n%s", joinLines(d))
 	}
 }
+
+// Soak seed 2 (TestSoakPurgeAheadResnapshots): once the default-named capture instance
+// dbo_orders is disabled after a switch to dbo_orders_v1, the stream follows the table's
+// newest instance by the default name, but a snapshot of the same spec failed with
+// CaptureInstanceNotFoundError, so a re-snapshot after data loss could never run. Fixed:
+// the snapshot steps resolve the name as the stream does (source.TableInstances).
+func TestSoakRegressionSnapshotFollowsDisabledDefaultName(t *testing.T) {
+	e := newEnv(t, cdcsim.Config{Seed: 2})
+	e.exec(insert(1, 1))
+	if _, err := e.db.EnableCapture("orders", cdcsim.CaptureOptions{Name: "dbo_orders_v1"}); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(insert(2, 2))
+	if err := e.db.DisableCapture("dbo_orders"); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(insert(3, 3))
+	off, err := snapshot.Run(t.Context(), e.standaloneDeps())
+	if err != nil {
+		t.Fatalf("snapshot by the disabled default name: %v", err)
+	}
+	st, lg := e.bronzeState()
+	if lg.ByOp[0] != 3 || len(st.Rows) != 3 || lg.Newest != off.LSN.String() {
+		t.Errorf("snapshot at %s: bronze %+v, rows %v", off.LSN, lg, st.Rows)
+	}
+}

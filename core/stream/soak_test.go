@@ -29,9 +29,10 @@ var soakSeeds = flag.Int("soak.seeds", 0, "seeds per soak test (0: the bounded d
 // Seeds per soak test in a default run: local disk, the emulators (gofakes3 + dynalite),
 // and purges ahead of the stream.
 const (
-	soakSeedsLocal = 3
-	soakSeedsAWS   = 1
-	soakSeedsPurge = 2
+	soakSeedsLocal      = 3
+	soakSeedsAWS        = 1
+	soakSeedsPurge      = 2
+	soakSeedsResnapshot = 2
 )
 
 // seeds is how many seeds a soak test runs: -soak.seeds, else def, else 1 with -short.
@@ -81,6 +82,25 @@ func TestSoakPurgeAheadIsNeverSilent(t *testing.T) {
 	}
 }
 
+// The same purges ahead of the stream with on_data_loss "resnapshot" (interval 0): each
+// loss opens the next generation, the recover steps are killed at a random external call
+// (before it lands or after, its answer lost) and run again until they commit, and the
+// stream goes on in the new generation. After a clean drain, bronze holds no duplicate and
+// no change the source never had, every change after the live generation's snapshot,
+// rebuilds (from the newest snapshot) to the table, and each generation's facts and
+// checkpoint are complete, with one resnapshot row per generation
+// (checkResnapshotted). Odd seeds start from earliest, even seeds from a snapshot.
+func TestSoakPurgeAheadResnapshots(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(seeds(soakSeedsResnapshot)); seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runSoakMode(t, testlake.Local, seed, soakResnapshot)
+			if t.Failed() {
+				t.Logf("replay: go test ./core/stream -run 'TestSoakPurgeAheadResnapshots/seed=%d$' -v", seed)
+			}
+		})
+	}
+}
+
 func runSoakSeeds(t *testing.T, backend testlake.Backend, n int) {
 	for seed := uint64(1); seed <= uint64(seeds(n)); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -109,13 +129,27 @@ type soak struct {
 	open    *cdcsim.Txn
 	openFor int
 	openKey int64
-	// purgeAhead makes some cleanups underneath an invocation purge unread changes.
-	purgeAhead bool
+	// purgeAhead makes some cleanups underneath an invocation purge unread changes;
+	// resnapshot recovers from them (on_data_loss "resnapshot") instead of stopping.
+	purgeAhead, resnapshot bool
 }
+
+// soakMode is what a soak does about data loss.
+type soakMode int
+
+const (
+	// soakNoLoss never purges unread changes.
+	soakNoLoss soakMode = iota
+	// soakPurgeAhead purges some; the stream stops with DataLossError.
+	soakPurgeAhead
+	// soakResnapshot purges some; the stream re-snapshots (on_data_loss "resnapshot").
+	soakResnapshot
+)
 
 // soakStats counts what a seed did (logged, and checked so the test cannot go idle).
 type soakStats struct {
 	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns, CleanupsUnderneath, DataLoss int
+	PurgesAhead, Resnapshots, RecoverKills int
 }
 
 // soakStream is one table's stream and the truth it is checked against.
@@ -134,10 +168,23 @@ type soakStream struct {
 	versions, added int
 	// lost is set when the stream stopped with DataLossError (purgeAhead only).
 	purgeAhead, lost bool
+	// resnapshot recovers from losses; recoverCalls is the external calls of the last
+	// recovery, to draw kill points from.
+	resnapshot   bool
+	recoverCalls int
+	soak         *soak
 }
 
 func runSoak(t *testing.T, backend testlake.Backend, seed uint64, purgeAhead bool) {
-	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4)), purgeAhead: purgeAhead}
+	mode := soakNoLoss
+	if purgeAhead {
+		mode = soakPurgeAhead
+	}
+	runSoakMode(t, backend, seed, mode)
+}
+
+func runSoakMode(t *testing.T, backend testlake.Backend, seed uint64, mode soakMode) {
+	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4)), purgeAhead: mode != soakNoLoss, resnapshot: mode == soakResnapshot}
 	s.db = cdcsim.New(cdcsim.Config{Seed: seed})
 	s.gen = workload.New(s.db, workload.Config{Seed: seed, TxnSize: 1 + s.rng.IntN(6)})
 	defs := []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()}
@@ -174,6 +221,9 @@ func runSoak(t *testing.T, backend testlake.Backend, seed uint64, purgeAhead boo
 	if !s.purgeAhead && (s.stats.Kills == 0 || s.stats.Invocations < 5) || s.stats.Invocations == 0 {
 		t.Errorf("seed %d exercised too little: %+v", seed, s.stats)
 	}
+	if s.resnapshot && s.stats.Resnapshots == 0 {
+		t.Errorf("seed %d recovered from no loss: %+v", seed, s.stats)
+	}
 	if s.open != nil {
 		s.openFor = 1
 		s.longTxn()
@@ -183,7 +233,11 @@ func runSoak(t *testing.T, backend testlake.Backend, seed uint64, purgeAhead boo
 		st.spec.Options.MaxCommitsPerBatch = nil // the default: few batches
 		st.drain()
 		st.harvest()
-		st.check()
+		if s.resnapshot {
+			st.checkResnapshotted()
+		} else {
+			st.check()
+		}
 		if t.Failed() {
 			t.Fatalf("seed %d: stream of %s did not converge (%d steps)", seed, st.table, s.steps)
 		}
@@ -201,12 +255,17 @@ func (s *soak) newStream(lake *testlake.Lake, d workload.TableDef, withSnapshot 
 	if withSnapshot {
 		spec.Bootstrap = true
 	}
+	if s.resnapshot {
+		zero := 0.0
+		spec.OnDataLoss, spec.ResnapshotIntervalDays = config.OnDataLossResnapshot, &zero
+	}
 	spec.Defaults()
 	if err := spec.Validate(); err != nil {
 		s.t.Fatal(err)
 	}
 	e := &env{t: s.t, db: s.db, spec: spec, lake: lake}
-	return &soakStream{env: e, purgeAhead: s.purgeAhead, table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40}
+	return &soakStream{env: e, purgeAhead: s.purgeAhead && !s.resnapshot, resnapshot: s.resnapshot, soak: s,
+		table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40, recoverCalls: 80}
 }
 
 // snapshot takes a standalone snapshot of the stream's table into bronze.
@@ -240,7 +299,16 @@ func (s *soak) round() {
 	case r < 70:
 		s.invoke(st)
 	case r < 80:
-		if st.cleanupBehind() {
+		if s.resnapshot && s.rng.IntN(3) == 0 {
+			// Cleanup ahead of the stream, between invocations: the next one finds its
+			// start purged.
+			m, err := s.db.MaxLSN(context.Background())
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			st.cleanupAt(m)
+			s.stats.PurgesAhead++
+		} else if st.cleanupBehind() {
 			s.stats.Cleanups++
 		} else {
 			s.invoke(st)
@@ -345,7 +413,7 @@ func (s *soak) invoke(st *soakStream) {
 			}}
 		}
 	}
-	_, err := st.run(opts)
+	res, err := st.run(opts)
 	s.stats.Invocations++
 	if f.Killed() {
 		s.stats.Kills++
@@ -358,7 +426,7 @@ func (s *soak) invoke(st *soakStream) {
 		s.seed, s.steps, st.table, f.KillAt, f.Calls(), f.After, mc, st.spec.Options.NumPartitions, opts)
 	var dl *DataLossError
 	switch {
-	case s.purgeAhead && errors.As(err, &dl):
+	case st.purgeAhead && errors.As(err, &dl):
 		st.lost = true
 		s.stats.DataLoss++
 	case f.Killed() && err == nil:
@@ -368,10 +436,49 @@ func (s *soak) invoke(st *soakStream) {
 		s.t.Errorf("%s: killed, but the error does not say so: %v", what, err)
 	case !f.Killed() && err != nil:
 		s.t.Errorf("%s: %v", what, err)
+	case err == nil && res.Outcome == OutcomeResnapshotRequired:
+		if !s.resnapshot {
+			s.t.Errorf("%s: outcome %s without on_data_loss resnapshot", what, res.Outcome)
+		}
+		st.recoverKilled()
 	}
-	if !f.Killed() {
+	if !f.Killed() && res.Outcome == "" {
 		st.lastCalls = max(f.Calls(), 10)
 	}
+}
+
+// recoverKilled runs the recover steps of an open re-snapshot, mostly killed at a random
+// external call (before it lands or after), then again without faults until they commit.
+func (st *soakStream) recoverKilled() {
+	s := st.soak
+	if s.open != nil {
+		// The snapshot reads READ COMMITTED and would wait for the transaction this
+		// goroutine holds open: commit it first (a real one commits by itself).
+		s.openFor = 1
+		s.longTxn()
+	}
+	f := &deltatest.Faults{}
+	if s.rng.IntN(4) > 0 {
+		f.KillAt = 1 + s.rng.IntN(st.recoverCalls+st.recoverCalls/2+1)
+		f.After = s.rng.IntN(2) == 0
+	}
+	st.lake.Faults = f
+	_, err := Recover(st.t.Context(), st.recoverDeps())
+	st.lake.Faults = nil
+	switch {
+	case f.Killed() && err == nil:
+		st.t.Errorf("seed %d step %d: %s recovery killed at %d (after=%v) went unnoticed", s.seed, s.steps, st.table, f.KillAt, f.After)
+	case f.Killed():
+		s.stats.RecoverKills++
+		if _, err := Recover(st.t.Context(), st.recoverDeps()); err != nil {
+			st.t.Fatalf("seed %d step %d: %s recovery after a kill at %d (after=%v): %v", s.seed, s.steps, st.table, f.KillAt, f.After, err)
+		}
+	case err != nil:
+		st.t.Fatalf("seed %d step %d: %s recovery: %v", s.seed, s.steps, st.table, err)
+	default:
+		st.recoverCalls = max(f.Calls(), 10)
+	}
+	s.stats.Resnapshots++
 }
 
 // drain runs clean invocations until caught up; DataLossError stops a purgeAhead stream.
@@ -384,6 +491,13 @@ func (st *soakStream) drain() {
 			st.lost = true
 		case err != nil:
 			st.t.Fatalf("drain %s: %v", st.table, err)
+		case res.Outcome == OutcomeResnapshotRequired && st.resnapshot:
+			if st.soak.open != nil {
+				st.t.Fatalf("drain %s: a transaction is still open", st.table)
+			}
+			if _, err := Recover(st.t.Context(), st.recoverDeps()); err != nil {
+				st.t.Fatalf("drain %s: recover: %v", st.table, err)
+			}
 		case res.CaughtUp:
 			return
 		}
@@ -393,9 +507,10 @@ func (st *soakStream) drain() {
 	}
 }
 
-// committed is the end of the stream's last committed batch (false when none).
+// committed is the end of the stream's last committed batch in its live generation (false
+// when none).
 func (st *soakStream) committed() (lsn.LSN, bool) {
-	cs, err := st.checkpointRaw().Resume(st.t.Context())
+	cs, err := st.liveCheckpoint().Resume(st.t.Context())
 	if err != nil {
 		st.t.Fatalf("resume %s: %v", st.table, err)
 	}

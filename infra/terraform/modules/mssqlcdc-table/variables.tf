@@ -51,6 +51,8 @@ variable "spec" {
       sourceTimeZone     = optional(string)
       failOnDataLoss     = optional(bool)
       includeCommandId   = optional(bool)
+      schemaChangePolicy = optional(string)
+      columns            = optional(list(string))
     }), {})
     bronze              = string
     checkpoint          = string
@@ -63,6 +65,11 @@ variable "spec" {
     min_headroom_hours  = optional(number)
     target_wave_seconds = optional(number)
     isolation           = optional(string)
+    # Data loss and schema changes (docs/stream.md): "fail" or "resnapshot"; days between
+    # automatic re-snapshots; a snapshot after a switch to a newer capture instance.
+    on_data_loss             = optional(string)
+    resnapshot_interval_days = optional(number)
+    snapshot_on_switch       = optional(bool)
     storage = optional(object({
       region            = optional(string)
       s3_endpoint       = optional(string)
@@ -163,6 +170,27 @@ variable "spec" {
   validation {
     condition     = var.spec.options.sourceTimeZone == null ? true : can(regex("^[^'\"\\[\\];\\x00-\\x1f]+$", var.spec.options.sourceTimeZone))
     error_message = "spec.options.sourceTimeZone must be auto, UTC or a Windows time zone name."
+  }
+  validation {
+    condition     = var.spec.on_data_loss == null ? true : contains(["fail", "resnapshot"], var.spec.on_data_loss)
+    error_message = "spec.on_data_loss must be fail (the default) or resnapshot."
+  }
+  validation {
+    # A re-snapshot and skipping the gap are two answers to one loss (core/config).
+    condition     = var.spec.on_data_loss != "resnapshot" || var.spec.options.failOnDataLoss != false
+    error_message = "spec.on_data_loss = \"resnapshot\" needs spec.options.failOnDataLoss true (false skips the gap instead of re-snapshotting it)."
+  }
+  validation {
+    condition     = var.spec.resnapshot_interval_days == null ? true : (var.spec.resnapshot_interval_days >= 0 && var.spec.resnapshot_interval_days <= 366)
+    error_message = "spec.resnapshot_interval_days must be 0 to 366 days (0 allows an immediate retry)."
+  }
+  validation {
+    condition     = var.spec.options.schemaChangePolicy == null ? true : contains(["classify", "fail"], var.spec.options.schemaChangePolicy)
+    error_message = "spec.options.schemaChangePolicy must be classify (the default) or fail."
+  }
+  validation {
+    condition     = var.spec.options.columns == null ? true : length(var.spec.options.columns) > 0 && alltrue([for c in var.spec.options.columns : can(regex("^[^\\]\\x00-\\x1f]+$", c))])
+    error_message = "spec.options.columns must list column names without ']' or control characters (leave it out to read every captured column)."
   }
   validation {
     condition     = var.spec.snapshot == null ? true : contains(["full", "chunked"], var.spec.snapshot)

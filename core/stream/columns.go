@@ -1,0 +1,238 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+)
+
+// captured is the union of the captured columns of some capture instances, by name
+// (ignoring case), older instance first (docs/reference/original-library.md §8.3).
+type captured struct {
+	cols  []source.Column
+	types []arrow.DataType
+	owner []string // the instance whose definition a column has
+	index map[string]int
+	// computed lists the computed columns met (CDC stores NULL for them).
+	computed []string
+}
+
+func (c *captured) find(name string) (int, bool) {
+	i, ok := c.index[strings.ToLower(name)]
+	return i, ok
+}
+
+// union reads the captured columns of instances (older first) into one list: a column two
+// instances capture takes the newer instance's definition when its type holds the older's
+// values (a widening), else it is a *SchemaChangedError (SchemaInstancesConflict). A type
+// bronze cannot map is an error unless keep (the columns option) leaves the column out;
+// computed columns are left out unless keep lists them.
+func (r *run) union(ctx context.Context, instances []source.CaptureInstance, keep map[string]bool) (*captured, error) {
+	u := &captured{index: map[string]int{}}
+	seen := map[string]bool{}
+	for _, ci := range instances {
+		if seen[ci.Name] {
+			continue
+		}
+		seen[ci.Name] = true
+		cc, err := r.src.CapturedColumns(ctx, ci.Name)
+		if err != nil {
+			return nil, r.sourceErr("captured columns", err)
+		}
+		for _, c := range cc {
+			key := strings.ToLower(c.Name)
+			if keep != nil && !keep[key] {
+				continue
+			}
+			if c.Computed && keep == nil {
+				u.computed = append(u.computed, c.Name+" of "+ci.Name)
+				continue
+			}
+			t, err := bronze.ArrowType(c)
+			if err != nil {
+				return nil, err
+			}
+			if i, ok := u.index[key]; ok {
+				if !bronze.Holds(t, u.types[i]) {
+					return nil, &SchemaChangedError{Kind: SchemaInstancesConflict, CaptureInstance: u.owner[i] + " and " + ci.Name,
+						Column: c.Name, Was: u.types[i].String(), Now: t.String()}
+				}
+				u.cols[i], u.types[i], u.owner[i] = c, t, ci.Name // the newer instance's definition
+				continue
+			}
+			u.index[key] = len(u.cols)
+			u.cols, u.types, u.owner = append(u.cols, c), append(u.types, t), append(u.owner, ci.Name)
+		}
+	}
+	return u, nil
+}
+
+// declared is the columns option as a set of lower-cased names, nil when unset.
+func (r *run) declared() map[string]bool {
+	if r.spec.Options.Columns == nil {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, c := range r.spec.Options.Columns {
+		m[strings.ToLower(c)] = true
+	}
+	return m
+}
+
+// columns decides what the batch reads and the bronze schema it writes (docs/stream.md
+// "Schema changes"; docs/reference/sqlserver-cdc.md §7.1; docs/reference/original-library.md
+// §8): the union of the columns the spans' instances capture (union), computed columns
+// left out with a warning; with the columns option, only the declared columns, each
+// checked against every instance of the table at the start of the batch (a key column left
+// out, or a declared column no instance captures and bronze lacks, is a *config.ConfigError;
+// one the spans' instances lack is read as NULL, with a warning). Then bronze's schema: a
+// captured column bronze lacks is appended as a nullable column (older rows read NULL); one
+// whose type bronze's holds is read as bronze's type (bronze.Holds: a narrowing ALTER
+// COLUMN goes on); one it does not hold is widened in bronze when bronze has
+// delta.enableTypeWidening and Delta allows the change, else a *SchemaChangedError before
+// anything is read.
+func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, insts []source.CaptureInstance) ([]source.Column, *arrow.Schema, []string, error) {
+	keep := r.declared()
+	var spanInsts []source.CaptureInstance
+	for _, s := range sp {
+		spanInsts = append(spanInsts, s.CI)
+	}
+	u, err := r.union(ctx, spanInsts, keep)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var warnings []string
+	for _, c := range u.computed {
+		warnings = append(warnings, fmt.Sprintf("computed column %s is not read (CDC stores NULL for it)", c))
+	}
+	var cur *arrow.Schema
+	if snap.Version() >= 0 {
+		if cur, err = snap.ArrowSchema(); err != nil {
+			return nil, nil, nil, fmt.Errorf("bronze schema: %w", err)
+		}
+	}
+	if keep != nil {
+		w, err := r.checkDeclared(ctx, u, cur, sp, insts)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		warnings = append(warnings, w...)
+	}
+	if cur == nil {
+		if len(u.cols) == 0 {
+			return u.cols, nil, warnings, nil
+		}
+		sc, err := bronze.Schema(u.cols)
+		return u.cols, sc, warnings, err
+	}
+	widen := snap.Metadata().Configuration["delta.enableTypeWidening"] == "true"
+	fields := append([]arrow.Field(nil), cur.Fields()...)
+	cols := make([]source.Column, len(u.cols))
+	for i, c := range u.cols {
+		cols[i] = c
+		j := fieldIndexFold(fields, c.Name)
+		if j < 0 {
+			if bronze.IsMetadataColumn(c.Name) {
+				return nil, nil, nil, &bronze.ColumnCollisionError{Column: c.Name, With: c.Name}
+			}
+			fields = append(fields, arrow.Field{Name: c.Name, Type: u.types[i], Nullable: true})
+			continue
+		}
+		have := fields[j].Type
+		switch {
+		case bronze.Holds(have, u.types[i]):
+			cols[i] = bronze.AsType(c, have) // read as bronze's type
+		case widen && bronze.DeltaWidens(have, u.types[i]):
+			fields[j].Type = u.types[i]
+			warnings = append(warnings, fmt.Sprintf("column %s widened in bronze from %s to %s (delta.enableTypeWidening)", c.Name, have, u.types[i]))
+		default:
+			return nil, nil, nil, &SchemaChangedError{Kind: SchemaTypeChanged, CaptureInstance: u.owner[i], Column: c.Name,
+				Was: have.String(), Now: u.types[i].String(), Widenable: bronze.DeltaWidens(have, u.types[i])}
+		}
+	}
+	md := cur.Metadata()
+	return cols, arrow.NewSchema(fields, &md), warnings, nil
+}
+
+// checkDeclared checks the columns option against the table's capture instances
+// (docs/stream.md "Schema changes"): every key column must be declared; a declared column
+// no instance of the table captures and bronze lacks is an error (its type is unknown); one
+// the spans' instances do not capture is added to u with its type (bronze's, else another
+// instance's) and read as NULL, with a warning. u holds the declared columns the spans'
+// instances capture.
+func (r *run) checkDeclared(ctx context.Context, u *captured, cur *arrow.Schema, sp []span, insts []source.CaptureInstance) ([]string, error) {
+	var warnings []string
+	keys := map[string]bool{}
+	for _, ci := range insts {
+		for _, k := range ci.IndexColumns {
+			keys[strings.ToLower(k)] = true
+		}
+	}
+	declared := r.declared()
+	for k := range keys {
+		if !declared[k] {
+			return nil, &config.ConfigError{Problems: []config.Problem{{Field: "options.columns",
+				Reason: fmt.Sprintf("leaves out key column %s of capture instance %s: list every key column (downstream rebuilds by them)", k, insts[len(insts)-1].Name)}}}
+		}
+	}
+	var all *captured
+	names := make([]string, 0, len(sp))
+	for _, s := range sp {
+		names = append(names, s.CI.Name)
+	}
+	for _, name := range r.spec.Options.Columns {
+		if _, ok := u.find(name); ok {
+			continue
+		}
+		var t arrow.DataType
+		col := source.Column{Name: name}
+		if cur != nil {
+			if j := fieldIndexFold(cur.Fields(), name); j >= 0 {
+				t = cur.Field(j).Type
+				col.Name = cur.Field(j).Name
+			}
+		}
+		if t == nil {
+			if all == nil {
+				var err error
+				if all, err = r.union(ctx, insts, declared); err != nil {
+					return nil, err
+				}
+			}
+			if i, ok := all.find(name); ok {
+				t, col = all.types[i], all.cols[i]
+			}
+		}
+		if t == nil {
+			return nil, &config.ConfigError{Problems: []config.Problem{{Field: "options.columns",
+				Reason: fmt.Sprintf("%s: no capture instance of the table captures it (and bronze has no such column): remove it, or capture it", name)}}}
+		}
+		col = bronze.AsType(col, t)
+		u.index[strings.ToLower(name)] = len(u.cols)
+		u.cols, u.types, u.owner = append(u.cols, col), append(u.types, t), append(u.owner, "")
+		warnings = append(warnings, fmt.Sprintf("declared column %s is not captured by %s: read as NULL", col.Name, strings.Join(names, ", ")))
+	}
+	return warnings, nil
+}
+
+// fieldIndexFold is the index of the field named name (exactly, else ignoring case), or -1.
+func fieldIndexFold(fields []arrow.Field, name string) int {
+	for i, f := range fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	for i, f := range fields {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,174 @@
+package stream
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// liveCheckpoint is the checkpoint of the stream's live generation, without wrappers.
+func (st *soakStream) liveCheckpoint() *checkpoint.Checkpoint {
+	root := st.checkpointRaw()
+	g, err := root.Generations(st.t.Context())
+	if err != nil {
+		st.t.Fatalf("generations of %s: %v", st.table, err)
+	}
+	return root.Generation(g.Live.Generation)
+}
+
+// checkResnapshotted asserts the end state of a drained stream that re-snapshotted
+// (soakResnapshot): no duplicate and no change the source never had in bronze; every
+// change after the live generation's snapshot in bronze; bronze rebuilt from the newest
+// complete snapshot equal to the table; each generation's facts rows contiguous and its
+// checkpoint complete; one resnapshot row per generation after 0, with its gap.
+func (st *soakStream) checkResnapshotted() {
+	t := st.t
+	ctx := context.Background()
+	root := st.checkpointRaw()
+	g, err := root.Generations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Open() != nil {
+		t.Errorf("%s: a recovery is still open after the drain: %+v", st.table, g.Open())
+	}
+	got, dups, _ := st.bronzeChanges()
+	if dups != 0 {
+		t.Errorf("%s: bronze holds %d duplicate (_start_lsn, _seqval, _operation)", st.table, dups)
+	}
+	var missing, extra, differ []string
+	from := st.snap.String()
+	if g.Live.Generation > 0 {
+		from = g.Live.Snapshot.LSN.String()
+	}
+	for id, want := range st.truth {
+		gr, ok := got[id]
+		if !ok {
+			if id > from && !strings.HasPrefix(id, from+"/") {
+				missing = append(missing, id)
+			}
+			continue
+		}
+		for c, v := range want {
+			gv, ok := gr[c]
+			if !ok {
+				gv = rebuild.Null
+			}
+			if gv != v {
+				differ = append(differ, id+" "+c+": bronze "+gv+", source "+v)
+			}
+		}
+	}
+	for id := range got {
+		if _, ok := st.truth[id]; !ok {
+			extra = append(extra, id)
+		}
+	}
+	report := func(what string, ids []string) {
+		if len(ids) > 0 {
+			sort.Strings(ids)
+			t.Errorf("%s: %d change rows %s, e.g. %s", st.table, len(ids), what, strings.Join(ids[:min(5, len(ids))], "; "))
+		}
+	}
+	report("in bronze are not the source's", extra)
+	report("differ", differ)
+	report("after the live generation's snapshot "+from+" are missing from bronze", missing)
+
+	// The table, rebuilt from the newest complete snapshot (bronze's and the facts').
+	bsnap, err := st.lake.RawTable(st.spec.Bronze).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsnap, err := st.lake.RawTable(st.spec.FactsTable).Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := rebuild.FactsCompleted(ctx, fsnap, st.spec.Bronze)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, lg, err := rebuild.Rebuild(ctx, bsnap, st.keys, rebuild.Options{Completed: done})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Live.Generation > 0 && lg.Newest != g.Live.Snapshot.LSN.String() {
+		t.Errorf("%s: rebuild point %s, want the live generation's snapshot %s", st.table, lg.Newest, g.Live.Snapshot.LSN)
+	}
+	cols, err := st.db.Columns(st.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := st.db.ReadTable(ctx, source.TableRead{Table: source.Table{Schema: "dbo", Name: st.table}, Columns: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rebuild.FromRows(ctx, rows, st.keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rebuild.Diff(want, state, 10); len(d) > 0 {
+		t.Errorf("%s: rebuilt bronze differs from the table (%d rows vs %d):\n%s", st.table, len(state.Rows), len(want.Rows), joinLines(d))
+	}
+
+	// Each generation's facts and checkpoint.
+	all, err := facts.ReadRows(ctx, fsnap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n <= g.Live.Generation; n++ {
+		app := checkpoint.GenerationAppID(st.spec.AppID, n)
+		var resnaps []facts.Row
+		batches := map[int64]int{}
+		rowsOf := map[int64]int64{}
+		top := int64(-1)
+		for _, r := range all {
+			if r.AppID != app {
+				continue
+			}
+			switch r.Event {
+			case facts.EventResnapshot:
+				resnaps = append(resnaps, r)
+			case "":
+				batches[*r.BatchID]++
+				rowsOf[*r.BatchID] = *r.Rows
+				top = max(top, *r.BatchID)
+			}
+		}
+		for b := int64(0); b <= top; b++ {
+			if batches[b] != 1 {
+				t.Errorf("%s: %s batch %d has %d facts rows (batches 0..%d)", st.table, app, b, batches[b], top)
+			}
+		}
+		if n > 0 && (len(resnaps) != 1 || resnaps[0].LostToTS == nil || resnaps[0].MaxLSN == "") {
+			t.Errorf("%s: generation %d has resnapshot rows %+v, want one with its gap", st.table, n, resnaps)
+		}
+		if n == 0 && len(resnaps) != 0 {
+			t.Errorf("%s: generation 0 has resnapshot rows %+v", st.table, resnaps)
+		}
+		cp := root.Generation(n)
+		cs, err := cp.Resume(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == g.Live.Generation && cs.Pending != nil {
+			t.Errorf("%s: the live generation %d has a pending batch %d after a clean drain", st.table, n, cs.Pending.ID)
+		}
+		if cs.Last != nil && cs.Last.ID > top {
+			t.Errorf("%s: %s committed batch %d, its facts end at %d", st.table, app, cs.Last.ID, top)
+		}
+		if n == g.Live.Generation && top >= 0 && (cs.Last == nil || cs.Last.ID != top) {
+			t.Errorf("%s: %s facts end at batch %d, its checkpoint at %+v", st.table, app, top, cs.Last)
+		}
+	}
+	for _, r := range all {
+		if r.Event == facts.EventResnapshot && r.Target == st.spec.Bronze && !strings.HasPrefix(r.AppID, st.spec.AppID) {
+			t.Errorf("%s: resnapshot row of another app_id %s", st.table, r.AppID)
+		}
+	}
+	t.Logf("%s: generation %d, %d attempts open or failed", st.table, g.Live.Generation, len(g.Attempts))
+}
