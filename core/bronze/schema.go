@@ -120,3 +120,28 @@ func StoredColumns(cols []source.Column) (stored, left []source.Column) {
 	}
 	return stored, left
 }
+
+// ReadColumns is the columns a read of the source takes (the stream, a snapshot's ranges,
+// an export), one rule on every path: StoredColumns (computed columns left out), then,
+// when declared (the columns option) is not nil, only the columns it names, matched
+// ignoring case (docs/stream.md "Choosing columns"). left are the computed columns left
+// out, declared or not, for a warning: SQL Server stores NULL for them in every change row,
+// so declaring one does not make it readable. A declared column cols lacks is not in read;
+// the caller decides what that means (the stream reads it as NULL with a warning).
+func ReadColumns(cols []source.Column, declared []string) (read, left []source.Column) {
+	read, left = StoredColumns(cols)
+	if declared == nil {
+		return read, left
+	}
+	keep := make(map[string]bool, len(declared))
+	for _, n := range declared {
+		keep[strings.ToLower(n)] = true
+	}
+	out := read[:0]
+	for _, c := range read {
+		if keep[strings.ToLower(c.Name)] {
+			out = append(out, c)
+		}
+	}
+	return out, left
+}

@@ -162,7 +162,9 @@ func (d Deps) columns(ctx context.Context, name string) (source.CaptureInstance,
 	if err != nil {
 		return source.CaptureInstance{}, nil, nil, fmt.Errorf("read captured columns: %w", err)
 	}
-	cols, _ = bronze.StoredColumns(cols) // computed columns are not stored, as in the stream
-	keys, _ := KeyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
+	stored, _ := bronze.ReadColumns(cols, nil) // computed columns are not stored, as in the stream
+	keys, _ := KeyColumns(ci, stored, d.Spec.Options.SnapshotKeys)
+	cols, _ = bronze.ReadColumns(cols, d.Spec.Options.Columns) // and only the declared ones
 	return ci, cols, keys, nil
 }
+

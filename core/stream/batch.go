@@ -26,7 +26,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	var events []facts.Row
 
 	// Source changes inside the range: DDL, a newer capture instance.
-	ddl, err := r.ddlEvents(ctx, b, sp)
+	ddl, first, err := r.ddlEvents(ctx, b, sp)
 	if err != nil {
 		return rep, err
 	}
@@ -44,6 +44,12 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	if _, ok := ingest.Replayed(bronzeSnap, r.spec.AppID, b.ID); ok {
 		committed, rep.Replayed = true, true
 		stats, recovered = r.statsFromCommit(bronzeSnap, b.ID)
+	}
+	// schemaChangePolicy "fail": any DDL inside a batch not yet written stops it before
+	// anything is read (docs/stream.md "Schema changes"). A batch bronze already holds was
+	// read under the other policy; its replay only finishes the bookkeeping.
+	if len(ddl) > 0 && r.spec.FailsOnDDL() && !committed {
+		return rep, &SchemaChangedError{Kind: SchemaDDLPolicy, CaptureInstance: first.ci, At: first.LSN, Command: first.Command}
 	}
 	if sw, err := r.switchEvent(ctx, b, insts); err != nil {
 		return rep, err

@@ -95,9 +95,9 @@ func (r *run) declared() map[string]bool {
 // one the spans' instances lack is read as NULL, with a warning). Then bronze's schema: a
 // captured column bronze lacks is appended as a nullable column (older rows read NULL); one
 // whose type bronze's holds is read as bronze's type (bronze.Holds: a narrowing ALTER
-// COLUMN goes on); one it does not hold is widened in bronze when bronze has
-// delta.enableTypeWidening and Delta allows the change, else a *SchemaChangedError before
-// anything is read.
+// COLUMN goes on); one it does not hold is a *SchemaChangedError before anything is read
+// (bronze's writer does not widen a column yet, even where Delta's typeWidening would
+// allow it: docs/stream.md "Schema changes").
 func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, insts []source.CaptureInstance) ([]source.Column, *arrow.Schema, []string, error) {
 	keep := r.declared()
 	var spanInsts []source.CaptureInstance
@@ -132,7 +132,6 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 		sc, err := bronze.Schema(u.cols)
 		return u.cols, sc, warnings, err
 	}
-	widen := snap.Metadata().Configuration["delta.enableTypeWidening"] == "true"
 	fields := append([]arrow.Field(nil), cur.Fields()...)
 	cols := make([]source.Column, len(u.cols))
 	for i, c := range u.cols {
@@ -149,9 +148,6 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 		switch {
 		case bronze.Holds(have, u.types[i]):
 			cols[i] = bronze.AsType(c, have) // read as bronze's type
-		case widen && bronze.DeltaWidens(have, u.types[i]):
-			fields[j].Type = u.types[i]
-			warnings = append(warnings, fmt.Sprintf("column %s widened in bronze from %s to %s (delta.enableTypeWidening)", c.Name, have, u.types[i]))
 		default:
 			return nil, nil, nil, &SchemaChangedError{Kind: SchemaTypeChanged, CaptureInstance: u.owner[i], Column: c.Name,
 				Was: have.String(), Now: u.types[i].String(), Widenable: bronze.DeltaWidens(have, u.types[i])}

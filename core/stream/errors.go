@@ -85,8 +85,8 @@ func days(d time.Duration) string {
 //
 //   - SchemaTypeChanged: a captured column's type is one bronze's column does not hold (a
 //     widening ALTER COLUMN, or two capture instances typing it differently). Nothing is
-//     read. Enable delta.enableTypeWidening on bronze when the change is a widening Delta
-//     supports (the next run widens bronze's column), else write to a new bronze table.
+//     read. Write to a new bronze table (bronze's writer does not widen a column yet,
+//     even where Delta's typeWidening would allow it; Widenable says so).
 //   - SchemaNewInstance: a newer capture instance appeared while the invocation ran and
 //     captures a column (or a type) the invocation's schema does not hold: it stops before
 //     reading past the instance's start LSN At; the next invocation infers the new columns
@@ -137,9 +137,7 @@ func (e *SchemaChangedError) Error() string {
 	}
 	advice := "write to a new bronze table (new bronze, app_id and checkpoint) or rewrite it"
 	if e.Widenable {
-		advice = "it is a widening Delta supports: set the table property delta.enableTypeWidening = true on bronze " +
-			"(ALTER TABLE ... SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')) and run again, which widens bronze's column; " +
-			"or write to a new bronze table (new bronze, app_id and checkpoint)"
+		advice = "Delta's typeWidening allows this widening, but this writer does not widen bronze's columns yet: " + advice
 	}
 	return fmt.Sprintf("%s: the type of captured column %s changed%s (bronze has %s, the source now %s), and bronze's type does not hold the new one: "+
 		"nothing of the batch was read; %s", e.CaptureInstance, e.Column, at, e.Was, e.Now, advice)

@@ -9,16 +9,24 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
+// ddlSeen is a DDL event and the capture instance that recorded it.
+type ddlSeen struct {
+	source.DDLEvent
+	ci string
+}
+
 // ddlEvents lists the DDL of the spans' instances inside the batch as schema_change rows
-// (docs/reference/original-library.md §8.1, classify policy). A type change bronze cannot
+// (docs/stream.md "Schema changes"; docs/reference/original-library.md §8.1), and the first
+// DDL event (for schemaChangePolicy "fail"). Under "classify" a type change bronze cannot
 // take is caught by columns, which compares types before anything is read.
-func (r *run) ddlEvents(ctx context.Context, b checkpoint.Batch, sp []span) ([]facts.Row, error) {
+func (r *run) ddlEvents(ctx context.Context, b checkpoint.Batch, sp []span) ([]facts.Row, ddlSeen, error) {
 	var out []facts.Row
+	var first ddlSeen
 	seen := map[string]bool{}
 	for _, s := range sp {
 		evs, err := r.src.DDLHistory(ctx, s.CI.Name, s.From.Prev(), s.To)
 		if err != nil {
-			return nil, r.sourceErr("ddl history", err)
+			return nil, first, r.sourceErr("ddl history", err)
 		}
 		for _, e := range evs {
 			k := e.LSN.String() + "\x00" + e.Command
@@ -26,6 +34,9 @@ func (r *run) ddlEvents(ctx context.Context, b checkpoint.Batch, sp []span) ([]f
 				continue
 			}
 			seen[k] = true
+			if len(out) == 0 {
+				first = ddlSeen{DDLEvent: e, ci: r.ciLabel(s.CI)}
+			}
 			var t = facts.Time(e.Time)
 			if e.Time.IsZero() {
 				t = nil
@@ -34,7 +45,7 @@ func (r *run) ddlEvents(ctx context.Context, b checkpoint.Batch, sp []span) ([]f
 			out = append(out, facts.SchemaChangeRow(r.spec.AppID, b.ID, r.spec.Bronze, e.LSN, t, e.Command))
 		}
 	}
-	return out, nil
+	return out, first, nil
 }
 
 // switchEvent is the capture_instance_switched row of the first batch that reads a newer

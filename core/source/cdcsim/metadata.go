@@ -171,6 +171,17 @@ func (db *DB) AlterColumn(tableName string, c source.Column) (lsn.LSN, error) {
 	}
 	c.Name, c.ColumnID, c.Ordinal, c.Present = old.Name, old.ColumnID, old.Ordinal, true
 	c.DataType = strings.ToLower(c.DataType)
+	if !c.Nullable {
+		for _, r := range t.list {
+			if r.value(old.ColumnID) == nil {
+				return lsn.Zero, &TableError{Table: t.qualified(), Reason: "cannot make column " + c.Name + " NOT NULL: it holds NULL"}
+			}
+		}
+	}
+	// required_column_update marks a change of the data type only: a nullability change
+	// alone is recorded without it (docs/reference/sqlserver-cdc.md, cdc.ddl_history).
+	typeChange := old.DataType != c.DataType || old.MaxLength != c.MaxLength || old.Precision != c.Precision ||
+		old.Scale != c.Scale || old.DatetimePrecision != c.DatetimePrecision
 	// Convert everything first, then swap, so a failure changes nothing.
 	newRows := make(map[*row]*row, len(t.list))
 	for _, r := range t.list {
@@ -222,7 +233,57 @@ func (db *DB) AlterColumn(tableName string, c source.Column) (lsn.LSN, error) {
 			}
 		}
 	}
-	return db.ddlLocked(t, fmt.Sprintf("ALTER TABLE [%s].[%s] ALTER COLUMN [%s] %s", t.schema, t.name, c.Name, c.DataType), true), nil
+	null := " NULL"
+	if !c.Nullable {
+		null = " NOT NULL"
+	}
+	return db.ddlLocked(t, fmt.Sprintf("ALTER TABLE [%s].[%s] ALTER COLUMN [%s] %s%s", t.schema, t.name, c.Name, c.DataType, null), typeChange), nil
+}
+
+// RenameColumn is sp_rename of a column: SQL Server refuses it for a column a capture
+// instance captures (error 4928, "enabled for Change Data Capture"), and the simulator
+// keeps no uncaptured columns' renames either, so it always fails while the table is
+// captured and renames nothing.
+func (db *DB) RenameColumn(tableName, column, to string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(tableName)
+	if err != nil {
+		return err
+	}
+	if _, ok := t.colByName(column); !ok {
+		return &TableError{Table: t.qualified(), Reason: "no column " + column}
+	}
+	if db.capturedLocked(t) {
+		return &TableError{Table: t.qualified(), Reason: "cannot rename column " + column + ": the table is enabled for Change Data Capture"}
+	}
+	return &TableError{Table: t.qualified(), Reason: "the simulator renames no column"}
+}
+
+// Truncate is TRUNCATE TABLE: SQL Server refuses it on a table enabled for Change Data
+// Capture (error 4711); the simulator refuses it always, as it has no uncaptured tables to
+// truncate in the tests.
+func (db *DB) Truncate(tableName string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	t, err := db.tableLocked(tableName)
+	if err != nil {
+		return err
+	}
+	if db.capturedLocked(t) {
+		return &TableError{Table: t.qualified(), Reason: "cannot truncate the table: it is enabled for Change Data Capture"}
+	}
+	return &TableError{Table: t.qualified(), Reason: "the simulator truncates no table"}
+}
+
+// capturedLocked reports whether a capture instance captures t.
+func (db *DB) capturedLocked(t *table) bool {
+	for _, ci := range db.instances {
+		if ci.tbl == t {
+			return true
+		}
+	}
+	return false
 }
 
 // convertValue converts a stored value of column from to column to, as CAST would for the
