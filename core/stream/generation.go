@@ -14,6 +14,10 @@ import (
 // generation before the stream can go on (docs/stream.md "Data loss").
 const OutcomeResnapshotRequired = "resnapshot_required"
 
+// OutcomeResnapshotRunning is Result.Outcome while a recover execution holds the claim on
+// the open full re-snapshot: the stream waits, and asks for no second one.
+const OutcomeResnapshotRunning = "resnapshot_running"
+
 // Recovery is an open attempt to open a generation after data loss: what Result.Recovery
 // holds when the outcome is OutcomeResnapshotRequired. The recover steps (core/recover)
 // read the same attempt from the checkpoint; this copy is for the caller's logs and for
@@ -28,6 +32,8 @@ type Recovery struct {
 	MinLSN     lsn.LSN    `json:"min_lsn"`
 	LostFromTS *time.Time `json:"lost_from_ts"`
 	LostToTS   *time.Time `json:"lost_to_ts"`
+	// Execution is the recover execution holding the attempt's claim ("" while none does).
+	Execution string `json:"execution,omitempty"`
 }
 
 func recoveryOf(a checkpoint.Attempt) *Recovery {
@@ -56,8 +62,15 @@ func (r *run) useGeneration(ctx context.Context, res *Result) (stop bool, err er
 	if open := r.gens.Open(); open != nil && r.spec.Resnapshots() && open.Mode == checkpoint.ModeFull {
 		res.Offset = open.From
 		res.Outcome, res.Recovery = OutcomeResnapshotRequired, recoveryOf(*open)
+		cl, _, err := r.root.ClaimHolder(ctx, open.Generation, open.Attempt)
+		if err != nil {
+			return false, err
+		}
+		if cl.Execution != "" {
+			res.Outcome, res.Recovery.Execution = OutcomeResnapshotRunning, cl.Execution
+		}
 		r.log.Warn("a full re-snapshot after data loss is open: the stream waits for it (the recover state machine)",
-			"open_generation", open.Generation, "attempt", open.Attempt, "from", open.From.LSN.String())
+			"open_generation", open.Generation, "attempt", open.Attempt, "from", open.From.LSN.String(), "execution", cl.Execution)
 		return true, nil
 	}
 	return false, nil

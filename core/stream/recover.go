@@ -50,7 +50,20 @@ const (
 	// RecoverNone: no full re-snapshot is open (none was needed, or its generation is committed):
 	// nothing to do but run the stream.
 	RecoverNone = "none"
+	// RecoverBusy: another recover execution holds the open attempt's claim: this one
+	// stops, the other goes on.
+	RecoverBusy = "busy"
 )
+
+// RecoverRequest says which recover execution runs the steps (Step Functions'
+// $$.Execution.Name): it claims the open attempt before anything is stamped, so that two
+// executions started for one loss never take two snapshots. Takeover claims an attempt
+// another execution holds (a person restarting a recovery whose execution failed). An
+// empty Execution (mssqlcdc stream, in one process) claims nothing.
+type RecoverRequest struct {
+	Execution string `json:"execution,omitempty"`
+	Takeover  bool   `json:"takeover,omitempty"`
+}
 
 // RecoverOpenResult is what RecoverOpen decided, the input of RecoverCommit (and of the snapshot steps' Plan
 // and Read, through Snapshot).
@@ -64,6 +77,10 @@ type RecoverOpenResult struct {
 	CaptureInstance string     `json:"capture_instance,omitempty"`
 	// StartedAt is when Opened stamped L, UTC.
 	StartedAt *time.Time `json:"started_at,omitempty"`
+	// Execution is the claiming execution (RecoverRequest), Holder the one holding the
+	// claim when Busy.
+	Execution string `json:"execution,omitempty"`
+	Holder    string `json:"holder,omitempty"`
 }
 
 // RecoverCommitResult is what RecoverCommit did.
@@ -85,8 +102,9 @@ func recoveryRoot(d snapshot.Deps) *checkpoint.Checkpoint {
 
 // RecoverOpen starts or resumes the open full re-snapshot (see the top of this file). d is the
 // snapshot steps' Deps of the table (Staging: the checkpoint root).
-func RecoverOpen(ctx context.Context, d snapshot.Deps) (RecoverOpenResult, error) {
-	g, err := recoveryRoot(d).Generations(ctx)
+func RecoverOpen(ctx context.Context, d snapshot.Deps, req RecoverRequest) (RecoverOpenResult, error) {
+	rt := recoveryRoot(d)
+	g, err := rt.Generations(ctx)
 	if err != nil {
 		return RecoverOpenResult{}, err
 	}
@@ -95,7 +113,17 @@ func RecoverOpen(ctx context.Context, d snapshot.Deps) (RecoverOpenResult, error
 		// Nothing open, or a chunked one, which the stream opens itself.
 		return RecoverOpenResult{Status: RecoverNone, Generation: g.Live.Generation}, nil
 	}
-	res := RecoverOpenResult{Generation: a.Generation, Attempt: a.Attempt}
+	res := RecoverOpenResult{Generation: a.Generation, Attempt: a.Attempt, Execution: req.Execution}
+	if req.Execution != "" {
+		cl, ok, err := rt.ClaimAttempt(ctx, a.Generation, a.Attempt, req.Execution, req.Takeover, recoveryNow(d))
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			res.Status, res.Holder = RecoverBusy, cl.Execution
+			return res, nil
+		}
+	}
 	insts, err := TableInstances(ctx, d.Source, d.Spec.Source.CaptureInstance)
 	if err != nil {
 		return res, err
@@ -142,7 +170,7 @@ func RecoverCommit(ctx context.Context, d snapshot.Deps, open RecoverOpenResult)
 	if err != nil {
 		return RecoverCommitResult{}, err
 	}
-	if open.Status == RecoverNone {
+	if open.Status == RecoverNone || open.Status == RecoverBusy {
 		return RecoverCommitResult{Generation: g.Live.Generation, Snapshot: g.Live.Snapshot, Version: -1}, nil
 	}
 	if g.Live.Generation >= open.Generation {
@@ -152,6 +180,14 @@ func RecoverCommit(ctx context.Context, d snapshot.Deps, open RecoverOpenResult)
 	a := g.Open()
 	if a == nil || a.Generation != open.Generation || a.Attempt != open.Attempt || open.Snapshot.LSN.IsZero() {
 		return RecoverCommitResult{}, &StaleRecoveryError{Generation: open.Generation, Attempt: open.Attempt}
+	}
+	if open.Execution != "" {
+		// A takeover since this execution's open: the other execution commits.
+		if cl, _, err := rt.ClaimHolder(ctx, a.Generation, a.Attempt); err != nil {
+			return RecoverCommitResult{}, err
+		} else if cl.Execution != open.Execution {
+			return RecoverCommitResult{}, &StaleRecoveryError{Generation: open.Generation, Attempt: open.Attempt, Holder: cl.Execution}
+		}
 	}
 	insts, err := TableInstances(ctx, d.Source, d.Spec.Source.CaptureInstance)
 	if err != nil {
@@ -203,7 +239,7 @@ func RecoverCommit(ctx context.Context, d snapshot.Deps, open RecoverOpenResult)
 // opened one, Commit alone when it found one. The steps are the machine's, so a Run after a
 // failed one converges on the same tables.
 func Recover(ctx context.Context, d snapshot.Deps) (RecoverCommitResult, error) {
-	open, err := RecoverOpen(ctx, d)
+	open, err := RecoverOpen(ctx, d, RecoverRequest{})
 	if err != nil {
 		return RecoverCommitResult{}, err
 	}
@@ -263,11 +299,17 @@ func recoveryNow(d snapshot.Deps) time.Time {
 
 // StaleRecoveryError: RecoverCommit was given an open that is not the attempt the checkpoint has
 // open (another run committed or failed it meanwhile): run the recovery again from Open.
+// Holder is set when another execution took the attempt over.
 type StaleRecoveryError struct {
 	Generation, Attempt int
+	Holder              string
 }
 
 func (e *StaleRecoveryError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("re-snapshot of generation %d (attempt %d) was taken over by recover execution %s: this execution stops, that one commits",
+			e.Generation, e.Attempt, e.Holder)
+	}
 	return fmt.Sprintf("re-snapshot of generation %d (attempt %d) is no longer open in the checkpoint: run the recovery again from its open step",
 		e.Generation, e.Attempt)
 }

@@ -229,7 +229,7 @@ func TestResnapshotOutlivingTheRetentionFails(t *testing.T) {
 		t.Fatalf("loss: %+v, %v", res, err)
 	}
 	d := e.recoverDeps()
-	open, err := RecoverOpen(t.Context(), d)
+	open, err := RecoverOpen(t.Context(), d, RecoverRequest{})
 	if err != nil || open.Status != RecoverOpened {
 		t.Fatalf("open: %+v, %v", open, err)
 	}
@@ -353,4 +353,61 @@ func (e *env) wholeSnapshots() int {
 		e.t.Fatal(err)
 	}
 	return len(lg.Snapshots)
+}
+
+// Recover executions claim the open attempt: a second execution started for the same loss
+// stops (busy) before stamping anything, the stream then says resnapshot_running (asking
+// for no third), a takeover moves the claim, the execution taken over cannot commit, and
+// the one holding the claim commits generation 1 with one snapshot.
+func TestRecoverExecutionsClaimTheAttempt(t *testing.T) {
+	e, _ := resnapshotEnv(t, testlake.Local, 35)
+	if res, err := e.run(Options{}); err != nil || res.Outcome != OutcomeResnapshotRequired {
+		t.Fatalf("loss: %+v, %v", res, err)
+	}
+	d := e.recoverDeps()
+	a, err := RecoverOpen(t.Context(), d, RecoverRequest{Execution: "exec-a"})
+	if err != nil || a.Status != RecoverOpened || a.Execution != "exec-a" {
+		t.Fatalf("exec-a open: %+v, %v", a, err)
+	}
+	versionBefore := e.bronzeVersion()
+	b, err := RecoverOpen(t.Context(), d, RecoverRequest{Execution: "exec-b"})
+	if err != nil || b.Status != RecoverBusy || b.Holder != "exec-a" {
+		t.Fatalf("exec-b open: %+v, %v, want busy (exec-a holds it)", b, err)
+	}
+	if cr, err := RecoverCommit(t.Context(), d, b); err != nil || cr.Generation != 0 || cr.Version != -1 {
+		t.Errorf("busy commit: %+v, %v, want nothing done", cr, err)
+	}
+	res, err := e.run(Options{})
+	if err != nil || res.Outcome != OutcomeResnapshotRunning || res.Recovery == nil || res.Recovery.Execution != "exec-a" || res.Batches != 0 {
+		t.Fatalf("stream while exec-a holds the claim: %+v, %v", res, err)
+	}
+	// exec-a rerun of its own open keeps its claim.
+	if again, err := RecoverOpen(t.Context(), d, RecoverRequest{Execution: "exec-a"}); err != nil || again.Status == RecoverBusy {
+		t.Fatalf("exec-a rerun: %+v, %v", again, err)
+	}
+	c, err := RecoverOpen(t.Context(), d, RecoverRequest{Execution: "exec-c", Takeover: true})
+	if err != nil || (c.Status != RecoverOpened && c.Status != RecoverFound) {
+		t.Fatalf("exec-c takeover: %+v, %v", c, err)
+	}
+	if _, err := RecoverCommit(t.Context(), d, a); !errors.As(err, new(*StaleRecoveryError)) || !strings.Contains(err.Error(), "exec-c") {
+		t.Fatalf("exec-a commit after the takeover: %v, want StaleRecoveryError naming exec-c", err)
+	}
+	if v := e.bronzeVersion(); v != versionBefore {
+		t.Errorf("bronze moved to version %d before the holder's commit", v)
+	}
+	if c.Status == RecoverOpened {
+		plan, err := snapshot.Plan(t.Context(), d, c.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := snapshot.ReadAll(t.Context(), d, c.Snapshot, plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr, err := RecoverCommit(t.Context(), d, c)
+	if err != nil || cr.Generation != 1 {
+		t.Fatalf("exec-c commit: %+v, %v", cr, err)
+	}
+	e.mustDrain(Options{})
+	e.assertRecovered(1)
 }

@@ -149,7 +149,7 @@ const (
 // soakStats counts what a seed did (logged, and checked so the test cannot go idle).
 type soakStats struct {
 	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns, CleanupsUnderneath, DataLoss int
-	PurgesAhead, Resnapshots, RecoverKills int
+	PurgesAhead, Resnapshots, RecoverKills                                                                  int
 }
 
 // soakStream is one table's stream and the truth it is checked against.

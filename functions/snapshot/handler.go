@@ -12,11 +12,15 @@ package snapshot
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	coresnapshot "github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/functions/lambdaerr"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
@@ -27,9 +31,23 @@ type Opener func(ctx context.Context, spec *config.Spec) (deps coresnapshot.Deps
 
 // Event is the handler's input, core/snapshot's Event. A value that does not decode (a
 // field of the wrong type, not an object) is a *snapshot.EventError.
+//
+// The recover machine (statemachine/recover.asl.json) calls two more steps, which take
+// the full re-snapshot after data loss around plan and read (core/stream Recover*):
+//
+//	{"step": "recover_open", "request": {"execution", "takeover"}}
+//	{"step": "recover_commit", "recover": <recover_open's output>}
 type Event struct {
 	coresnapshot.Event
+	Request *corestream.RecoverRequest    `json:"request,omitempty"`
+	Recover *corestream.RecoverOpenResult `json:"recover,omitempty"`
 }
+
+// Recover steps of the snapshot function (Event).
+const (
+	StepRecoverOpen   = "recover_open"
+	StepRecoverCommit = "recover_commit"
+)
 
 // UnmarshalJSON decodes the event, and names a decoding failure (aws-lambda-go would report
 // json's own error type, which no machine declares).
@@ -37,7 +55,60 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &e.Event); err != nil {
 		return &coresnapshot.EventError{Step: e.Step, Reason: "not a snapshot event: " + err.Error()}
 	}
+	var rc struct {
+		Request *corestream.RecoverRequest    `json:"request"`
+		Recover *corestream.RecoverOpenResult `json:"recover"`
+	}
+	if err := json.Unmarshal(data, &rc); err != nil {
+		return &coresnapshot.EventError{Step: e.Step, Reason: "not a snapshot event: " + err.Error()}
+	}
+	e.Request, e.Recover = rc.Request, rc.Recover
 	return nil
+}
+
+// handle runs the step ev names: a recover step here, the others in core/snapshot.
+func (h *Handler) handle(ctx context.Context, deps coresnapshot.Deps, ev Event) (any, error) {
+	switch ev.Step {
+	case StepRecoverOpen:
+		var req corestream.RecoverRequest
+		if ev.Request != nil {
+			req = *ev.Request
+		}
+		return corestream.RecoverOpen(ctx, deps, req)
+	case StepRecoverCommit:
+		if ev.Recover == nil {
+			return nil, &coresnapshot.EventError{Step: ev.Step, Reason: "needs recover (the recover_open step's output)"}
+		}
+		res, err := corestream.RecoverCommit(ctx, deps, *ev.Recover)
+		if err == nil && res.Generation == ev.Recover.Generation && ev.Recover.Status != corestream.RecoverNone && ev.Recover.Status != corestream.RecoverBusy {
+			h.Log.Warn("resnapshot: a new generation opened after data loss", "app_id", h.Spec.AppID, "event", "resnapshot",
+				"generation", res.Generation, "snapshot_lsn", res.Snapshot.LSN.String())
+			h.emitResnapshot(ctx, res.Generation)
+		}
+		return res, err
+	}
+	return coresnapshot.Handle(ctx, deps, ev.Event)
+}
+
+// emitResnapshot writes the CloudWatch Embedded Metric Format line the resnapshot alarm
+// counts (namespace mssqlcdc, metric Resnapshots, dimension app_id): one per generation
+// committed by this invocation (a rerun after the commit point writes another; the alarm
+// fires either way).
+func (h *Handler) emitResnapshot(_ context.Context, generation int) {
+	if h.Metrics == nil {
+		return
+	}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	doc := map[string]any{"app_id": h.Spec.AppID, "generation": generation, "Resnapshots": 1,
+		"_aws": map[string]any{"Timestamp": now().UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
+			"Namespace": "mssqlcdc", "Dimensions": [][]string{{"app_id"}},
+			"Metrics": []any{map[string]string{"Name": "Resnapshots", "Unit": "Count"}}}}}}
+	if b, err := json.Marshal(doc); err == nil {
+		fmt.Fprintln(h.Metrics, string(b))
+	}
 }
 
 // Handler runs one step of a full snapshot for one table spec.
@@ -49,6 +120,10 @@ type Handler struct {
 	SpecErr error
 	Open    Opener
 	Log     *slog.Logger
+	// Metrics receives the CloudWatch Embedded Metric Format lines (stdout in Lambda; nil:
+	// none); Now is the clock (time.Now when nil).
+	Metrics io.Writer
+	Now     func() time.Time
 }
 
 // New is the handler for spec whose connections come from open; Log receives the structured log
@@ -66,6 +141,7 @@ func Lambda() *Handler {
 	}
 	h := New(spec, open, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	h.SpecErr = err
+	h.Metrics = os.Stdout
 	return h
 }
 
@@ -83,7 +159,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (any, error) {
 		return nil, lambdaerr.Named(err)
 	}
 	defer closeDeps()
-	out, err := coresnapshot.Handle(ctx, deps, ev.Event)
+	out, err := h.handle(ctx, deps, ev)
 	if err != nil {
 		h.Log.Error("snapshot step failed", "app_id", h.Spec.AppID, "step", ev.Step, "err", err.Error())
 		return nil, lambdaerr.Named(err)

@@ -47,11 +47,12 @@ var sdkActions = map[string][]string{
 // lambdaPolicyExtras are the actions of the functions' policy that no SDK call of ours
 // makes: Lambda's own log delivery, KMS for customer managed keys behind S3, Secrets
 // Manager and DynamoDB, the ENI management Lambda does with the role inside a VPC, the
-// record Lambda sends to the stream's on-failure destination, and X-Ray's trace writes.
+// record Lambda sends to the stream's on-failure destination, the result it sends to
+// EventBridge (on_data_loss "resnapshot"), and X-Ray's trace writes.
 var lambdaPolicyExtras = []string{
 	"logs:CreateLogStream", "logs:PutLogEvents",
 	"kms:Decrypt", "kms:GenerateDataKey",
-	"sqs:SendMessage", "sns:Publish",
+	"sqs:SendMessage", "sns:Publish", "events:PutEvents",
 	"xray:PutTraceSegments", "xray:PutTelemetryRecords",
 	"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
 	"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses",

@@ -44,7 +44,7 @@ func (e *evaluator) withResources() *evaluator {
 		})
 	}
 	machines := map[string]cty.Value{}
-	for it := e.vars["state_machines"].ElementIterator(); it.Next(); {
+	for it := e.local("state_machines").ElementIterator(); it.Next(); {
 		_, m := it.Element()
 		sm := name + "-" + m.AsString()
 		machines[m.AsString()] = obj(map[string]cty.Value{

@@ -209,6 +209,16 @@ data "aws_iam_policy_document" "lambda" {
       resources = [statement.value]
     }
   }
+  # Lambda sends the stream's results to EventBridge (on_data_loss = "resnapshot",
+  # recover.tf) with the function's role.
+  dynamic "statement" {
+    for_each = local.resnapshots ? [local.default_bus_arn] : []
+    content {
+      sid       = "StreamResultEvents"
+      actions   = ["events:PutEvents"]
+      resources = [statement.value]
+    }
+  }
   dynamic "statement" {
     for_each = local.stream_failure_destination_service == "sns" ? [local.stream_failure_destination] : []
     content {
@@ -360,8 +370,9 @@ data "aws_iam_policy_document" "scheduler_assume" {
   statement {
     actions = ["sts:AssumeRole"]
     principals {
-      type        = "Service"
-      identifiers = ["scheduler.amazonaws.com"]
+      type = "Service"
+      # EventBridge's rule starting the recover machine (recover.tf) uses this role too.
+      identifiers = local.resnapshots ? ["scheduler.amazonaws.com", "events.amazonaws.com"] : ["scheduler.amazonaws.com"]
     }
     condition {
       test     = "StringEquals"
@@ -394,6 +405,15 @@ data "aws_iam_policy_document" "scheduler" {
       sid       = "InvokeMaintain"
       actions   = ["lambda:InvokeFunction"]
       resources = [statement.value, "${statement.value}:*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.resnapshots ? [local.recover_machine] : []
+    content {
+      sid       = "StartRecover"
+      actions   = ["states:StartExecution"]
+      resources = [statement.value]
     }
   }
 }

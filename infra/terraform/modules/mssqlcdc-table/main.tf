@@ -219,10 +219,21 @@ resource "aws_lambda_function_event_invoke_config" "stream" {
   maximum_retry_attempts       = 0
 
   dynamic "destination_config" {
-    for_each = local.stream_failure_destination == null ? [] : [local.stream_failure_destination]
+    for_each = local.stream_failure_destination == null && !local.resnapshots ? [] : [1]
     content {
-      on_failure {
-        destination = destination_config.value
+      dynamic "on_failure" {
+        for_each = local.stream_failure_destination == null ? [] : [local.stream_failure_destination]
+        content {
+          destination = on_failure.value
+        }
+      }
+      # on_data_loss = "resnapshot": the result goes to EventBridge, whose rule starts the
+      # recover machine on outcome resnapshot_required (recover.tf).
+      dynamic "on_success" {
+        for_each = local.resnapshots ? [local.default_bus_arn] : []
+        content {
+          destination = on_success.value
+        }
       }
     }
   }

@@ -2,7 +2,7 @@
 # templatefile(): each Task's Resource is a ${<function>_function_arn} placeholder.
 
 locals {
-  machine_files  = { for m in var.state_machines : m => "${local.statemachine_dir}/${m}.asl.json" }
+  machine_files  = { for m in local.state_machines : m => "${local.statemachine_dir}/${m}.asl.json" }
   machine_source = { for m, path in local.machine_files : m => fileexists(path) ? file(path) : "" }
 
   # Every placeholder the definitions may use, and the function (functions/<name>) whose ARN

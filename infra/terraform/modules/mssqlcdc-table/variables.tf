@@ -300,7 +300,7 @@ variable "functions" {
 }
 
 variable "state_machines" {
-  description = "Step Functions machines to deploy, by the file name under statemachine/ without .asl.json (\"bootstrap\" today; \"backfill\" and \"seed\" when they exist). Each is rendered with templatefile() and the function ARNs; every function it calls must be in functions."
+  description = "Step Functions machines to deploy, by the file name under statemachine/ without .asl.json (\"bootstrap\" today; \"backfill\" and \"seed\" when they exist); \"recover\" is added by itself with spec.on_data_loss = \"resnapshot\". Each is rendered with templatefile() and the function ARNs; every function it calls must be in functions."
   type        = set(string)
   default     = ["bootstrap"]
 
@@ -396,7 +396,7 @@ variable "tracing_mode" {
 }
 
 variable "role_arns" {
-  description = "Bring your own IAM roles: lambda (stream, snapshot, ...), maintain, states, scheduler. A role given here is used as it is (the module creates and attaches nothing for it; the policy_documents output says what it needs); the others are created. The role of a Lambda function must trust lambda.amazonaws.com, states states.amazonaws.com, scheduler scheduler.amazonaws.com."
+  description = "Bring your own IAM roles: lambda (stream, snapshot, ...), maintain, states, scheduler. A role given here is used as it is (the module creates and attaches nothing for it; the policy_documents output says what it needs); the others are created. The role of a Lambda function must trust lambda.amazonaws.com, states states.amazonaws.com, scheduler scheduler.amazonaws.com (and events.amazonaws.com with spec.on_data_loss = \"resnapshot\": EventBridge's rule starts the recover machine with it)."
   type = object({
     lambda    = optional(string)
     maintain  = optional(string)
