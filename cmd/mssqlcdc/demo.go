@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -43,6 +44,9 @@ type demoOptions struct {
 	// MinBatches keeps the workload running past Seconds until the stream has committed
 	// this many batches, so a run's shape does not depend on the machine's speed.
 	MinBatches int
+	// DataLoss pauses the stream part-way while CDC cleanup purges past its checkpoint;
+	// with on_data_loss "resnapshot" it recovers by itself into generation 1.
+	DataLoss bool
 }
 
 // Demo defaults.
@@ -68,11 +72,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Float64Var(&o.Seconds, "seconds", demoDefaultSeconds, "seconds the workload runs while the stream runs")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the simulator and the workload")
 	fs.IntVar(&o.MinBatches, "min-batches", 0, "keep the workload running past --seconds until the stream has committed this many batches")
+	fs.BoolVar(&o.DataLoss, "data-loss", false, "part-way through, pause the stream while CDC cleanup purges past its checkpoint: it re-snapshots by itself (on_data_loss resnapshot)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) || o.MinBatches < 0 || o.MinBatches > demoMaxBatches {
-		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K]"}
+		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss]"}
 	}
 	sum, err := demo(ctx, o, stdout)
 	if err != nil {
@@ -88,9 +93,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 type demoSource struct {
 	db  *cdcsim.DB
 	gen *workload.Generator
-	// snapshot is the bootstrap snapshot's LSN: the changes at or before it are in the
-	// snapshot, those after it in bronze as change rows.
+	// snapshot is the bootstrap snapshot's LSN (after a re-snapshot, the new generation's):
+	// the changes at or before it are in the snapshot, those after it in bronze as change
+	// rows.
 	snapshot lsn.LSN
+	// lostRows are the change rows bronze holds from before the re-snapshot (--data-loss);
+	// generation is the live generation and resnapshots the resnapshot facts rows.
+	lostRows    int64
+	generation  int
+	resnapshots int
 }
 
 // demoSummary is what the demo prints at the end.
@@ -105,15 +116,21 @@ type demoSummary struct {
 	Silver                                              demoSilver
 	Diffs                                               []string
 	want                                                *rebuild.State // the simulator's table
+	// DataLoss: the demo purged past the stream; Generation and Resnapshots must then be 1.
+	DataLoss                bool
+	Generation, Resnapshots int
 }
 
 func (s demoSummary) ok() bool {
+	if s.DataLoss && (s.Generation != 1 || s.Resnapshots != 1) {
+		return false
+	}
 	return len(s.Diffs) == 0 && len(s.Silver.Diffs) == 0 && s.Duplicates == 0 && s.BronzeRows == s.SourceChanges && s.FactsBatchRows == s.Batches
 }
 
 // demo runs the three phases: set up the source, run the pipeline, verify.
 func demo(ctx context.Context, o demoOptions, out io.Writer) (demoSummary, error) {
-	spec, err := demoSpec(o.Lake)
+	spec, err := demoSpec(o.Lake, o.DataLoss)
 	if err != nil {
 		return demoSummary{}, err
 	}
@@ -144,7 +161,7 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) (demoSummary, error
 
 // demoSpec is the table spec of the demo: tables and checkpoint under lake, which is
 // cleared first when an earlier demo made it (a new simulator restarts the LSNs).
-func demoSpec(lake string) (*config.Spec, error) {
+func demoSpec(lake string, dataLoss bool) (*config.Spec, error) {
 	abs, err := filepath.Abs(lake)
 	if err != nil {
 		return nil, err
@@ -174,6 +191,9 @@ func demoSpec(lake string) (*config.Spec, error) {
 		Bronze:     filepath.Join(abs, "bronze", "orders"),
 		FactsTable: filepath.Join(abs, "facts"),
 		Checkpoint: filepath.Join(abs, "checkpoints", "orders"),
+	}
+	if dataLoss {
+		spec.OnDataLoss = config.OnDataLossResnapshot
 	}
 	spec.Defaults()
 	return spec, spec.Validate()
@@ -232,15 +252,29 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 		return 0, err
 	}
 	batches := 0
+	var rows int64
 	opts := stream.Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnBatch: func(r stream.BatchReport) {
 			batches++
 			committed.Add(1)
+			rows += r.Rows
 			recordDone(ctx, "batch %d (offset %s)", r.Batch, r.End.LSN)
 			printBatch(out, r)
 		},
 	}
+	lo := loopOptions{recover: func(ctx context.Context) (stream.RecoverCommitResult, error) {
+		sd, err := connect.SnapshotDeps(ctx, spec, ds.db)
+		if err != nil {
+			return stream.RecoverCommitResult{}, err
+		}
+		cr, err := stream.Recover(ctx, sd)
+		if err == nil {
+			ds.snapshot, ds.lostRows, ds.generation = cr.Snapshot.LSN, rows, cr.Generation
+		}
+		return cr, err
+	}}
+	purged := !o.DataLoss
 	writing, drainFrom := true, 0
 	for {
 		if writing {
@@ -259,9 +293,21 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 			default:
 			}
 		}
+		if !purged && (batches >= 2 || !writing) {
+			if err := demoPurge(ctx, ds, writing, out); err != nil {
+				return batches, err
+			}
+			purged = true
+		}
 		res, err := stream.Run(ctx, spec, deps, opts)
 		if err != nil {
 			return batches, err
+		}
+		if res.Outcome == stream.OutcomeResnapshotRequired {
+			if err := recoverInProcess(ctx, res, lo, out); err != nil {
+				return batches, err
+			}
+			continue
 		}
 		if res.Batches > 0 {
 			// Silver follows bronze as the stream writes it: the first apply rebuilds
@@ -281,6 +327,26 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// demoPurge pauses the stream while the workload writes (or commits some transactions
+// itself once the workload stopped), then runs CDC cleanup up to max_lsn: every change the
+// stream has not read yet is gone.
+func demoPurge(ctx context.Context, ds *demoSource, writing bool, out io.Writer) error {
+	if writing {
+		time.Sleep(300 * time.Millisecond)
+	} else if err := ds.gen.Step(40); err != nil {
+		return fmt.Errorf("workload: %w", err)
+	}
+	max, err := ds.db.MaxLSN(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ds.db.Cleanup("dbo_orders", max); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "data loss: the stream paused while CDC cleanup purged every change up to %s, past its checkpoint\n", max)
+	return nil
 }
 
 func printBatch(out io.Writer, r stream.BatchReport) {
@@ -308,7 +374,8 @@ func printBatch(out io.Writer, r stream.BatchReport) {
 // table has one row per batch.
 func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSummary, error) {
 	st := ds.gen.Stats
-	sum := demoSummary{Transactions: st.Transactions, Inserts: st.Inserts, Updates: st.Updates, Deletes: st.Deletes, KeyUpdates: st.KeyUpdates}
+	sum := demoSummary{Transactions: st.Transactions, Inserts: st.Inserts, Updates: st.Updates, Deletes: st.Deletes, KeyUpdates: st.KeyUpdates,
+		DataLoss: ds.lostRows > 0 || ds.generation > 0, Generation: ds.generation}
 	cfg := connect.Location(spec)
 	bronzeT, err := connect.Table(ctx, spec.Bronze, cfg)
 	if err != nil {
@@ -322,7 +389,7 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	if err != nil {
 		return sum, fmt.Errorf("rebuild from bronze: %w", err)
 	}
-	sum.BronzeRows, sum.Duplicates = lg.ChangeRows(), lg.Duplicates
+	sum.BronzeRows, sum.Duplicates = lg.ChangeRows()-ds.lostRows, lg.Duplicates
 	cols, err := ds.db.Columns("orders")
 	if err != nil {
 		return sum, err
@@ -349,13 +416,20 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	if err != nil {
 		return sum, err
 	}
-	frows, err := facts.ReadRows(ctx, fsnap, spec.AppID)
+	apps := []string{spec.AppID}
+	for g := 1; g <= ds.generation; g++ {
+		apps = append(apps, checkpoint.GenerationAppID(spec.AppID, g))
+	}
+	frows, err := facts.ReadRows(ctx, fsnap, apps...)
 	if err != nil {
 		return sum, err
 	}
 	for _, r := range frows {
-		if r.Event == "" {
+		switch r.Event {
+		case "":
 			sum.FactsBatchRows++
+		case facts.EventResnapshot:
+			sum.Resnapshots++
 		}
 	}
 	return sum, nil
@@ -393,6 +467,9 @@ func printDemoSummary(out io.Writer, o demoOptions, spec *config.Spec, s demoSum
 	fmt.Fprintf(out, "bronze:    %d change rows in %d batches (source change table: %d; duplicates: %d)\n",
 		s.BronzeRows, s.Batches, s.SourceChanges, s.Duplicates)
 	fmt.Fprintf(out, "facts:     %d batch rows\n", s.FactsBatchRows)
+	if s.DataLoss {
+		fmt.Fprintf(out, "recovery:  generation %d, %d resnapshot row(s); bronze counted from the re-snapshot on, rebuilt from the newest snapshot\n", s.Generation, s.Resnapshots)
+	}
 	fmt.Fprintf(out, "rebuild:   latest image per key from bronze vs dbo.orders (%d rows): ", s.TableRows)
 	if len(s.Diffs) == 0 {
 		fmt.Fprintln(out, "identical")
