@@ -98,10 +98,9 @@ type demoSource struct {
 	// rows.
 	snapshot lsn.LSN
 	// lostRows are the change rows bronze holds from before the re-snapshot (--data-loss);
-	// generation is the live generation and resnapshots the resnapshot facts rows.
-	lostRows    int64
-	generation  int
-	resnapshots int
+	// generation is the live generation.
+	lostRows   int64
+	generation int
 }
 
 // demoSummary is what the demo prints at the end.
