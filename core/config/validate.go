@@ -186,6 +186,11 @@ func (s *Spec) validateRecovery(ps *problems) {
 	if d := s.ResnapshotIntervalDays; d != nil {
 		validateSeconds(ps, "resnapshot_interval_days", *d*24*3600, "0 allows an immediate retry")
 	}
+	if s.SnapshotOnSwitch {
+		// Accepted without effect it would look like it worked (docs/stream.md "Schema changes").
+		ps.add("snapshot_on_switch", "true: a whole snapshot after a switch to a newer capture instance is not built yet; leave it out "+
+			"(rows unchanged since the switch read NULL for the new columns until they change)")
+	}
 }
 
 func validateAppID(ps *problems, id string) {

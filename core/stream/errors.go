@@ -87,10 +87,6 @@ func days(d time.Duration) string {
 //     widening ALTER COLUMN, or two capture instances typing it differently). Nothing is
 //     read. Write to a new bronze table (bronze's writer does not widen a column yet,
 //     even where Delta's typeWidening would allow it; Widenable says so).
-//   - SchemaNewInstance: a newer capture instance appeared while the invocation ran and
-//     captures a column (or a type) the invocation's schema does not hold: it stops before
-//     reading past the instance's start LSN At; the next invocation infers the new columns
-//     and switches there (a restart, as the original's running query needed).
 //   - SchemaDDLPolicy: schemaChangePolicy is "fail" and the batch holds DDL at At; the
 //     replay holds the same DDL, so run once with "classify" to go on.
 //   - SchemaInstancesConflict: two capture instances of the table type a column
@@ -113,7 +109,6 @@ type SchemaChangedError struct {
 // Kinds of SchemaChangedError.
 const (
 	SchemaTypeChanged       = "type_changed"
-	SchemaNewInstance       = "new_instance"
 	SchemaDDLPolicy         = "ddl_policy"
 	SchemaInstancesConflict = "instances_conflict"
 )
@@ -124,10 +119,6 @@ func (e *SchemaChangedError) Error() string {
 		at = " at " + e.At.String()
 	}
 	switch e.Kind {
-	case SchemaNewInstance:
-		return fmt.Sprintf("the stream reaches capture instance %s%s, which captures column %s (%s) that this invocation's schema does not hold%s: "+
-			"it stops before reading past the instance's start; the next invocation infers the new columns and switches there (a restart)",
-			e.CaptureInstance, at, e.Column, e.Now, wasText(e.Was))
 	case SchemaDDLPolicy:
 		return fmt.Sprintf("%s: DDL%s inside the batch (%s), and schemaChangePolicy is \"fail\": the batch is not read. "+
 			"The rerun holds the same DDL: run once with schemaChangePolicy \"classify\" to go on", e.CaptureInstance, at, e.Command)
@@ -141,13 +132,6 @@ func (e *SchemaChangedError) Error() string {
 	}
 	return fmt.Sprintf("%s: the type of captured column %s changed%s (bronze has %s, the source now %s), and bronze's type does not hold the new one: "+
 		"nothing of the batch was read; %s", e.CaptureInstance, e.Column, at, e.Was, e.Now, advice)
-}
-
-func wasText(was string) string {
-	if was == "" {
-		return ""
-	}
-	return " (it has " + was + ")"
 }
 
 // SourceUnavailableError: SQL Server could not be reached, or a transient failure outlasted
