@@ -124,7 +124,7 @@ func StoredColumns(cols []source.Column) (stored, left []source.Column) {
 // ReadColumns is the columns a read of the source takes (the stream, a snapshot's ranges,
 // an export), one rule on every path: StoredColumns (computed columns left out), then,
 // when declared (the columns option) is not nil, only the columns it names, matched
-// ignoring case (docs/stream.md "Choosing columns"). left are the computed columns left
+// ignoring case (docs/stream.md "Schema changes", choosing columns). left are the computed columns left
 // out, declared or not, for a warning: SQL Server stores NULL for them in every change row,
 // so declaring one does not make it readable. A declared column cols lacks is not in read;
 // the caller decides what that means (the stream reads it as NULL with a warning).

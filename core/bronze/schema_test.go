@@ -2,6 +2,7 @@ package bronze
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -156,5 +157,35 @@ func TestCapturedFields(t *testing.T) {
 		if !equalStrings(names, []string{"id", "amount", "note"}) {
 			t.Errorf("CapturedFields %v", names)
 		}
+	}
+}
+
+// ReadColumns is StoredColumns then the columns option: computed columns are left out
+// whether declared or not (reported in left), declared names match ignoring case, and
+// without a declaration every stored column is read, in order.
+func TestReadColumnsComposesComputedAndDeclared(t *testing.T) {
+	cols := []source.Column{{Name: "id"}, {Name: "Name"}, {Name: "twice", Computed: true}, {Name: "loc"}}
+	names := func(cs []source.Column) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		declared   []string
+		read, left string
+	}{
+		{nil, "id,Name,loc", "twice"},
+		{[]string{"ID", "name", "TWICE"}, "id,Name", "twice"},
+		{[]string{}, "", "twice"},
+	} {
+		read, left := ReadColumns(cols, tc.declared)
+		if names(read) != tc.read || names(left) != tc.left {
+			t.Errorf("declared %v: read %s left %s, want %s and %s", tc.declared, names(read), names(left), tc.read, tc.left)
+		}
+	}
+	if names(cols) != "id,Name,twice,loc" {
+		t.Errorf("ReadColumns changed its input: %s", names(cols))
 	}
 }

@@ -167,4 +167,3 @@ func (d Deps) columns(ctx context.Context, name string) (source.CaptureInstance,
 	cols, _ = bronze.ReadColumns(cols, d.Spec.Options.Columns) // and only the declared ones
 	return ci, cols, keys, nil
 }
-

@@ -20,8 +20,10 @@ type captured struct {
 	types []arrow.DataType
 	owner []string // the instance whose definition a column has
 	index map[string]int
-	// computed lists the computed columns met (CDC stores NULL for them).
-	computed []string
+	// computed lists the computed columns met (CDC stores NULL for them), as "<column> of
+	// <instance>"; isComputed holds their lower-cased names.
+	computed   []string
+	isComputed map[string]bool
 }
 
 func (c *captured) find(name string) (int, bool) {
@@ -31,11 +33,13 @@ func (c *captured) find(name string) (int, bool) {
 
 // union reads the captured columns of instances (older first) into one list: a column two
 // instances capture takes the newer instance's definition when its type holds the older's
-// values (a widening), else it is a *SchemaChangedError (SchemaInstancesConflict). A type
-// bronze cannot map is an error unless keep (the columns option) leaves the column out;
-// computed columns are left out unless keep lists them.
-func (r *run) union(ctx context.Context, instances []source.CaptureInstance, keep map[string]bool) (*captured, error) {
-	u := &captured{index: map[string]int{}}
+// values (a widening), else it is a *SchemaChangedError (SchemaInstancesConflict). Which
+// columns are read is bronze.ReadColumns, the one rule every path follows: computed
+// columns left out (listed in computed, for a warning), and with declared (the columns
+// option; nil when unset) only the declared ones, so a type bronze cannot map is an error
+// only when read.
+func (r *run) union(ctx context.Context, instances []source.CaptureInstance, declared []string) (*captured, error) {
+	u := &captured{index: map[string]int{}, isComputed: map[string]bool{}}
 	seen := map[string]bool{}
 	for _, ci := range instances {
 		if seen[ci.Name] {
@@ -46,15 +50,13 @@ func (r *run) union(ctx context.Context, instances []source.CaptureInstance, kee
 		if err != nil {
 			return nil, r.sourceErr("captured columns", err)
 		}
-		for _, c := range cc {
+		read, left := bronze.ReadColumns(cc, declared)
+		for _, c := range left {
+			u.computed = append(u.computed, c.Name+" of "+ci.Name)
+			u.isComputed[strings.ToLower(c.Name)] = true
+		}
+		for _, c := range read {
 			key := strings.ToLower(c.Name)
-			if keep != nil && !keep[key] {
-				continue
-			}
-			if c.Computed && keep == nil {
-				u.computed = append(u.computed, c.Name+" of "+ci.Name)
-				continue
-			}
 			t, err := bronze.ArrowType(c)
 			if err != nil {
 				return nil, err
@@ -104,7 +106,7 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 	for _, s := range sp {
 		spanInsts = append(spanInsts, s.CI)
 	}
-	u, err := r.union(ctx, spanInsts, keep)
+	u, err := r.union(ctx, spanInsts, r.spec.Options.Columns)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -198,13 +200,17 @@ func (r *run) checkDeclared(ctx context.Context, u *captured, cur *arrow.Schema,
 		if t == nil {
 			if all == nil {
 				var err error
-				if all, err = r.union(ctx, insts, declared); err != nil {
+				if all, err = r.union(ctx, insts, r.spec.Options.Columns); err != nil {
 					return nil, err
 				}
 			}
 			if i, ok := all.find(name); ok {
 				t, col = all.types[i], all.cols[i]
 			}
+		}
+		if t == nil && all.isComputed[strings.ToLower(name)] {
+			return nil, &config.ConfigError{Problems: []config.Problem{{Field: "options.columns",
+				Reason: fmt.Sprintf("%s is a computed column: CDC stores NULL for it in every change row, so bronze never stores it (docs/types.md \"Computed columns\"): remove it from columns", name)}}}
 		}
 		if t == nil {
 			return nil, &config.ConfigError{Problems: []config.Problem{{Field: "options.columns",

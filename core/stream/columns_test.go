@@ -101,3 +101,50 @@ func TestColumnsCheckedAgainstTheInstance(t *testing.T) {
 		}
 	}
 }
+
+// The columns option composes with the computed-column rule (bronze.ReadColumns): a
+// computed column is never read, declared or not. Declared, it is a ConfigError saying so
+// (CDC stores NULL for it); left undeclared, the declared rest streams and bronze has no
+// such column.
+func TestColumnsAndComputedColumns(t *testing.T) {
+	for _, declared := range [][]string{{"id", "v", "twice"}, {"id", "v"}} {
+		e := newEnv(t, cdcsim.Config{Seed: 43})
+		if err := e.db.CreateTable(cdcsim.TableSpec{Name: "calc", Key: []string{"id"}, Columns: []source.Column{
+			{Name: "id", DataType: "int"},
+			{Name: "v", DataType: "int", Nullable: true},
+			{Name: "twice", DataType: "int", Nullable: true, Computed: true},
+			{Name: "w", DataType: "int", Nullable: true},
+		}, Compute: map[string]func(cdcsim.Row) any{"twice": func(r cdcsim.Row) any {
+			if v, ok := r["v"].(int64); ok {
+				return v * 2
+			}
+			return nil
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.EnableCapture("calc", cdcsim.CaptureOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.spec.Source.CaptureInstance = "dbo_calc"
+		e.spec.Options.Columns = declared
+		e.exec(func(tx *cdcsim.Txn) error {
+			_, err := tx.Insert("calc", cdcsim.Row{"id": 1, "v": 5, "w": 7})
+			return err
+		})
+		res, err := e.run(Options{})
+		if len(declared) == 3 {
+			var ce *config.ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "twice is a computed column") {
+				t.Errorf("declared %v: %+v, %v; want a ConfigError naming the computed column", declared, res, err)
+			}
+			continue
+		}
+		if err != nil || res.Rows != 1 {
+			t.Fatalf("declared %v: %+v, %v", declared, res, err)
+		}
+		st, _ := e.bronzeState()
+		if columnIndex(st.Columns, "twice") >= 0 || columnIndex(st.Columns, "w") >= 0 || columnIndex(st.Columns, "v") < 0 {
+			t.Errorf("declared %v: bronze columns %v, want v and neither twice nor w", declared, st.Columns)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
@@ -410,4 +411,44 @@ func TestRecoverExecutionsClaimTheAttempt(t *testing.T) {
 	}
 	e.mustDrain(Options{})
 	e.assertRecovered(1)
+}
+
+// The continuity check reads the live generation's checkpoint (generations/<n>/): a
+// database restored to before generation 1's re-snapshot is refused before generation 1's
+// first batch (its start is the re-snapshot's LSN, checked as a bootstrap's is), and, once
+// generation 1 has batches, at the end generation 1 recorded, not generation 0's.
+func TestResnapshotGenerationContinuity(t *testing.T) {
+	for _, batches := range []bool{false, true} {
+		e, end0 := resnapshotEnv(t, testlake.Local, 33)
+		backup, err := e.db.Backup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.exec(insert(8, 8))
+		if res, err := e.run(Options{}); err != nil || res.Outcome != OutcomeResnapshotRequired {
+			t.Fatalf("run after the purge: %+v, %v", res, err)
+		}
+		cr, err := Recover(t.Context(), e.recoverDeps())
+		if err != nil || cr.Generation != 1 {
+			t.Fatalf("recover: %+v, %v", cr, err)
+		}
+		want := cr.Snapshot.LSN
+		if batches {
+			e.exec(insert(9, 9))
+			out := e.mustDrain(Options{})
+			if out.Generation != 1 || out.Rows != 1 {
+				t.Fatalf("generation 1 drained %+v", out)
+			}
+			want = out.Offset.LSN
+		}
+		if err := e.db.Restore(backup); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.run(Options{})
+		var rw *source.LSNRewoundError
+		if !errors.As(err, &rw) || rw.Recorded != want || res.Batches != 0 {
+			t.Fatalf("batches %v: run after a restore to before generation 1's snapshot: %+v, %v; want *LSNRewoundError at %s (generation 0 ended at %s)",
+				batches, res, err, want, end0.LSN)
+		}
+	}
 }

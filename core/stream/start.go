@@ -53,9 +53,10 @@ func (r *run) checkStartingLSN(ctx context.Context, insts []source.CaptureInstan
 }
 
 // startingOf is the spec's start as batch 0 records it (checkpoint.Batch.Starting):
-// "earliest", "latest" or the LSN's canonical form; "" with bootstrap.
+// "earliest", "latest" or the LSN's canonical form; "" with bootstrap and in a generation
+// opened after data loss (it starts at its re-snapshot).
 func (r *run) startingOf() string {
-	if r.spec.Bootstrap {
+	if r.spec.Bootstrap || r.gens.Live.Generation > 0 {
 		return ""
 	}
 	kind, at := r.spec.Starting()
@@ -70,10 +71,12 @@ func (r *run) startingOf() string {
 // offsets are replaced by a batch 0 from the new start, checked as a fresh start is. Once
 // batch 0 is in bronze or facts its range stands (a warning says so: a different start
 // needs a new checkpoint and app_id). A pending batch 0 of an older version without
-// Starting is retaken only when the spec gives an LSN other than its start.
+// Starting is retaken only when the spec gives an LSN other than its start. A generation
+// opened after data loss starts at its re-snapshot whatever startingLsn says: its batch 0
+// is never retaken.
 func (r *run) retakeFirst(ctx context.Context, st *checkpoint.State, insts []source.CaptureInstance, target lsn.LSN) error {
 	p := st.Pending
-	if p == nil || st.Last != nil || p.ID != 0 || r.spec.Bootstrap {
+	if p == nil || st.Last != nil || p.ID != 0 || r.spec.Bootstrap || r.gens.Live.Generation > 0 {
 		return nil
 	}
 	want := r.startingOf()

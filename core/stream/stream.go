@@ -221,8 +221,9 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 		if start, err = r.initialOffset(ctx, insts, target); err != nil {
 			return res, err
 		}
-		if r.spec.Bootstrap {
-			// The snapshot's LSN: a database restored to before it since no longer holds it.
+		if r.spec.Bootstrap || r.gens.Live.Generation > 0 {
+			// The snapshot's LSN (the bootstrap's, or the generation's re-snapshot): a
+			// database restored to before it since no longer holds it.
 			if err := r.checkContinuity(ctx, start); err != nil {
 				return res, err
 			}
