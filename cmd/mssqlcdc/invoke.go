@@ -159,13 +159,13 @@ type SimulatorError struct{ Err error }
 
 func (e *SimulatorError) Error() string { return "simulated database: " + e.Err.Error() }
 
-// invoke runs function ("snapshot", "stream", or "_verify" with --sim) on the raw event
-// (a JSON document) and returns what the handler's runtime loop posted. The error is the
-// CLI's own, a *RequestError or a *SimulatorError, never the handler's (that is in
-// Result.Error).
+// invoke runs function ("snapshot", "stream", "maintain", or with --sim "_verify" or
+// "_purge") on the raw event (a JSON document) and returns what the handler's runtime loop
+// posted. The error is the CLI's own, a *RequestError or a *SimulatorError, never the
+// handler's (that is in Result.Error).
 func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (runtimeapi.Result, error) {
-	if function == "_verify" {
-		out, err := inv.verify(ctx)
+	if sim := simFunctions[function]; sim != nil {
+		out, err := sim(inv, ctx)
 		if err != nil {
 			return runtimeapi.Result{}, err
 		}
@@ -190,8 +190,18 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (ru
 	return res, nil
 }
 
+// simFunctions are the test functions of the --sim database, not handlers: _verify checks
+// the tables against it, _purge makes the stream fall behind CDC cleanup.
+var simFunctions = map[string]func(*invoker, context.Context) (any, error){
+	"_verify": (*invoker).verify,
+	"_purge":  (*invoker).purge,
+}
+
 // verify (only with --sim) rebuilds bronze and compares it with the simulated table, as
-// the demo's final check does.
+// the demo's final check does: ok, diffs, table_rows, duplicates, table_reads (the
+// handlers' reads of the whole table so far), generation (the stream's live generation,
+// docs/stream.md "Generations") and resnapshots (resnapshot facts rows of its
+// generations).
 func (inv *invoker) verify(ctx context.Context) (any, error) {
 	if inv.ds == nil {
 		return nil, &RequestError{Reason: "_verify needs --sim"}
@@ -200,12 +210,40 @@ func (inv *invoker) verify(ctx context.Context) (any, error) {
 	defer inv.mu.Unlock()
 	reads := inv.ds.db.Calls("ReadTable") - inv.verifies // the handlers' reads, not the checks'
 	inv.verifies++
+	deps, err := connect.StreamDeps(ctx, inv.spec, inv.ds.db)
+	if err != nil {
+		return nil, &SimulatorError{Err: err}
+	}
+	gens, err := deps.Checkpoint.Generations(ctx)
+	if err != nil {
+		return nil, &SimulatorError{Err: err}
+	}
+	inv.ds.generation = gens.Live.Generation
 	sum, err := verifyDemo(ctx, inv.ds, inv.spec)
 	if err != nil {
 		return nil, &SimulatorError{Err: err}
 	}
 	return map[string]any{"ok": len(sum.Diffs) == 0 && sum.Duplicates == 0, "diffs": sum.Diffs, "table_rows": sum.TableRows,
-		"duplicates": sum.Duplicates, "table_reads": reads}, nil
+		"duplicates": sum.Duplicates, "table_reads": reads, "generation": sum.Generation, "resnapshots": sum.Resnapshots}, nil
+}
+
+// purge (only with --sim) commits some workload transactions, then runs CDC cleanup up to
+// max_lsn, as demo --data-loss does: every change the stream has not read is gone. It
+// returns {"max_lsn"}.
+func (inv *invoker) purge(ctx context.Context) (any, error) {
+	if inv.ds == nil {
+		return nil, &RequestError{Reason: "_purge needs --sim"}
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if err := demoPurge(ctx, inv.ds, false, io.Discard); err != nil {
+		return nil, &SimulatorError{Err: err}
+	}
+	max, err := inv.ds.db.MaxLSN(ctx)
+	if err != nil {
+		return nil, &SimulatorError{Err: err}
+	}
+	return map[string]any{"max_lsn": max}, nil
 }
 
 type serveRequest struct {

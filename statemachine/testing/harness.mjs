@@ -26,15 +26,24 @@ if (typeof Promise.withResolvers !== 'function') {
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 // noWait overrides every Task's retry interval to 0 ms.
-export const noWait = { Open: 0, Plan: 0, ReadRange: 0, Commit: 0, Close: 0, Stream: 0 };
+export const noWait = { Open: 0, Plan: 0, ReadRange: 0, Commit: 0, Close: 0, Stream: 0, RecoverOpen: 0, RecoverCommit: 0 };
 
 // bootstrapMachine loads statemachine/bootstrap.asl.json into an aws-local-stepfunctions
 // StateMachine. Terraform fills the ${...} Resources with ARNs; the local handlers replace
 // them here. The library is imported after the Promise.withResolvers polyfill above.
 export async function bootstrapMachine() {
+  return machine('bootstrap.asl.json');
+}
+
+// recoverMachine loads statemachine/recover.asl.json the same way.
+export async function recoverMachine() {
+  return machine('recover.asl.json');
+}
+
+async function machine(file) {
   const { StateMachine } = await import('aws-local-stepfunctions');
   const definition = JSON.parse(
-    readFileSync(path.join(here, '..', 'bootstrap.asl.json'), 'utf8').replace(
+    readFileSync(path.join(here, '..', file), 'utf8').replace(
       /\$\{([a-z_]+)\}/g,
       (_, name) => `arn:aws:lambda:us-east-1:123456789012:function:${name}`,
     ),
@@ -87,7 +96,31 @@ export function startHelper(bin, specPath, extra = [], env = undefined) {
 // that many calls of the state throw a Lambda.ServiceException first (a transient error
 // the machine retries).
 export function handlers(helper, calls, faults = {}) {
-  const bind = (state, fn) => async (input) => {
+  const bind = binder(helper, calls, faults);
+  return {
+    Open: bind('Open', 'snapshot'),
+    Plan: bind('Plan', 'snapshot'),
+    ReadRange: bind('ReadRange', 'snapshot'),
+    Commit: bind('Commit', 'snapshot'),
+    Close: bind('Close', 'snapshot'),
+    Stream: bind('Stream', 'stream'),
+  };
+}
+
+// recoverHandlers binds every Task state of the recover machine as handlers does.
+export function recoverHandlers(helper, calls, faults = {}) {
+  const bind = binder(helper, calls, faults);
+  return {
+    RecoverOpen: bind('RecoverOpen', 'snapshot'),
+    Plan: bind('Plan', 'snapshot'),
+    ReadRange: bind('ReadRange', 'snapshot'),
+    RecoverCommit: bind('RecoverCommit', 'snapshot'),
+    Stream: bind('Stream', 'stream'),
+  };
+}
+
+function binder(helper, calls, faults) {
+  return (state, fn) => async (input) => {
     calls.push(state);
     if (faults[state] > 0) {
       faults[state]--;
@@ -96,13 +129,5 @@ export function handlers(helper, calls, faults = {}) {
       throw err;
     }
     return helper.call(fn, input);
-  };
-  return {
-    Open: bind('Open', 'snapshot'),
-    Plan: bind('Plan', 'snapshot'),
-    ReadRange: bind('ReadRange', 'snapshot'),
-    Commit: bind('Commit', 'snapshot'),
-    Close: bind('Close', 'snapshot'),
-    Stream: bind('Stream', 'stream'),
   };
 }
