@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
@@ -21,27 +22,50 @@ func init() {
 	})
 }
 
-// runApply is `mssqlcdc apply --spec FILE --silver URL`: silver.Apply on the spec's bronze
-// (read only) and the silver table, until silver has caught up or --max-seconds passed.
-// It prints the result as JSON; an apply that ran out of time exits 0 with caught_up false
-// (run it again to go on).
+// runApply is `mssqlcdc apply --spec FILE [--silver URL]`: silver.Apply on the spec's
+// bronze (read only) and the silver table (--silver, else the spec's silver.table), until
+// silver has caught up or --max-seconds passed. Keys, memory and copy-on-write default to
+// the spec's silver section. It prints the result as JSON; an apply that ran out of time
+// exits 0 with caught_up false (run it again to go on).
 func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("apply", stderr)
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
-	silverURL := fs.String("silver", "", "the silver Delta table (local path or s3:// URL); created by the first apply")
-	keys := fs.String("keys", "", "silver's key columns, comma-separated (default: the spec's snapshotKeys, else the keys silver recorded)")
-	maxSeconds := fs.Float64("max-seconds", 0, "stop starting key ranges after this many seconds (0: until caught up)")
-	memoryMB := fs.Int64("memory-mb", silver.DefaultMemoryBytes>>20, "MiB of bronze rows one key range may hold")
-	cow := fs.Bool("copy-on-write", false, "rewrite files instead of writing deletion vectors")
+	silverURL := fs.String("silver", "", "the silver Delta table (local path or s3:// URL), created by the first apply (default: the spec's silver.table)")
+	keys := fs.String("keys", "", "silver's key columns, comma-separated (default: the spec's silver.keys, else options.snapshotKeys, else the keys silver recorded)")
+	maxSeconds := fs.Float64("max-seconds", 0, "stop starting key ranges after this many seconds (0: the spec's silver.max_seconds, else until caught up)")
+	memoryMB := fs.Int64("memory-mb", 0, "MiB of bronze rows one key range may hold (0: the spec's silver.memory_mb, else 256)")
+	cow := fs.Bool("copy-on-write", false, "rewrite files instead of writing deletion vectors (default: the spec's silver.copy_on_write)")
 	verbose := fs.Bool("v", false, "log each key range")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *specPath == "" || *silverURL == "" || fs.NArg() > 0 || *maxSeconds < 0 || *memoryMB < 1 {
-		return &usageError{msg: "usage: mssqlcdc apply --spec FILE --silver URL [--keys a,b] [--max-seconds S (>= 0)] [--memory-mb N (>= 1)] [--copy-on-write] [-v]"}
+	const usage = "usage: mssqlcdc apply --spec FILE [--silver URL] [--keys a,b] [--max-seconds S (>= 0)] [--memory-mb N (>= 0)] [--copy-on-write] [-v]"
+	if *specPath == "" || fs.NArg() > 0 || *maxSeconds < 0 || *memoryMB < 0 {
+		return &usageError{msg: usage}
 	}
 	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
+		return err
+	}
+	sv := config.Silver{}
+	if spec.Silver != nil {
+		sv = *spec.Silver
+	}
+	if *silverURL != "" {
+		sv.Table = *silverURL
+	}
+	if sv.Table == "" {
+		return &usageError{msg: "mssqlcdc apply: the spec has no silver.table: give --silver URL\n" + usage}
+	}
+	if *maxSeconds > 0 {
+		sv.MaxSeconds = *maxSeconds
+	}
+	if *memoryMB > 0 {
+		sv.MemoryMB = *memoryMB
+	}
+	sv.CopyOnWrite = sv.CopyOnWrite || *cow
+	spec.Silver = &sv
+	if err := spec.Validate(); err != nil { // the flags are checked as the spec's fields
 		return err
 	}
 	cfg := connect.Location(spec)
@@ -49,16 +73,16 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	s, err := connect.Table(ctx, *silverURL, cfg)
+	s, err := connect.Table(ctx, sv.Table, cfg)
 	if err != nil {
 		return err
 	}
-	opts := silver.Options{AppID: spec.AppID, Keys: spec.Options.SnapshotKeys, MemoryBytes: *memoryMB << 20, CopyOnWrite: *cow}
+	opts := silver.Options{AppID: spec.AppID, Keys: spec.SilverKeys(), MemoryBytes: sv.MemoryMB << 20, CopyOnWrite: sv.CopyOnWrite}
 	if *keys != "" {
 		opts.Keys = strings.Split(*keys, ",")
 	}
-	if *maxSeconds > 0 {
-		opts.Deadline = time.Now().Add(time.Duration(*maxSeconds * float64(time.Second)))
+	if sv.MaxSeconds > 0 {
+		opts.Deadline = time.Now().Add(time.Duration(sv.MaxSeconds * float64(time.Second)))
 	}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,9 +92,64 @@ func TestApplyCommand(t *testing.T) {
 		t.Fatalf("apply with other keys: exit %d: %s", code, msg)
 	}
 	if code := run(ctx, []string{"apply", "--spec", specPath}, &out, &errOut); code != 2 {
-		t.Fatalf("apply without --silver: exit %d", code)
+		t.Fatalf("apply without --silver or silver.table: exit %d", code)
 	}
 	if _, code, _ := apply("--max-seconds", "-1"); code != 2 {
 		t.Fatalf("apply --max-seconds -1: exit %d", code)
+	}
+	if _, code, msg := apply("--memory-mb", "100000"); code != 1 || !strings.Contains(msg, "silver.memory_mb") {
+		t.Fatalf("apply --memory-mb 100000: exit %d: %s", code, msg)
+	}
+}
+
+// With a silver section in the spec, `mssqlcdc invoke apply` runs the apply Lambda's
+// handler (through aws-lambda-go) on the spec's tables and builds silver equal to the
+// table, and `mssqlcdc apply --spec FILE` alone finds the same silver caught up.
+func TestInvokeApply(t *testing.T) {
+	ctx := context.Background()
+	plain := writeSimSpec(t)
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"snapshot", "--spec", plain, "--sim"}, &out, &errOut); code != 0 {
+		t.Fatalf("snapshot exit %d: %s", code, errOut.String())
+	}
+	data, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	silverURL := filepath.Join(filepath.Dir(plain), "silver")
+	doc["silver"] = map[string]any{"table": silverURL, "keys": []string{"id"}, "memory_mb": 1}
+	specPath := filepath.Join(filepath.Dir(plain), "with-silver.json")
+	data, _ = json.Marshal(doc)
+	if err := os.WriteFile(specPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	withStdin(t, `{}`, func() {
+		if code := run(ctx, []string{"invoke", "--spec", specPath, "--sim", "apply"}, &out, &errOut); code != 0 {
+			t.Fatalf("invoke apply: exit %d: %s %s", code, out.String(), errOut.String())
+		}
+	})
+	var res map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res["caught_up"] != true || res["rebuilds"] != 1.0 || res["inserted"] != float64(simRows) {
+		t.Fatalf("invoke apply output %q: %v", out.String(), err)
+	}
+	spec, err := connect.SpecFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSilver(ctx, spec, silverURL)
+	if err != nil || got.Rows != simRows {
+		t.Fatalf("silver after invoke apply: %d rows, %v", got.Rows, err)
+	}
+	out.Reset()
+	if code := run(ctx, []string{"apply", "--spec", specPath}, &out, &errOut); code != 0 {
+		t.Fatalf("apply --spec: exit %d: %s", code, errOut.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res["caught_up"] != true || res["commits"] != 0.0 {
+		t.Fatalf("apply --spec after invoke: %q %v", out.String(), err)
 	}
 }

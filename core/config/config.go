@@ -77,6 +77,44 @@ type Spec struct {
 
 	// Storage is how the tables' URLs are reached (S3 endpoint, DynamoDB log table).
 	Storage Storage `json:"storage"`
+
+	// Silver is the current table the apply function keeps from bronze (docs/silver.md);
+	// nil when the spec keeps none.
+	Silver *Silver `json:"silver"`
+}
+
+// Silver is where and how the apply function (functions/apply, `mssqlcdc apply`) keeps
+// the current table from bronze (docs/silver.md).
+type Silver struct {
+	// Table is the silver Delta table's URL (a local path, file:// or s3://bucket/prefix),
+	// created by the first apply; it must differ from bronze, checkpoint and facts_table.
+	Table string `json:"table"`
+	// Keys are silver's key columns, the source table's primary key; empty uses
+	// options.snapshotKeys, else the keys silver recorded at its first apply.
+	Keys []string `json:"keys"`
+	// MaxSeconds bounds one apply invocation in seconds (0: only the invocation's deadline
+	// less the handler's margin).
+	MaxSeconds float64 `json:"max_seconds"`
+	// MemoryMB bounds the bronze rows one key range holds, in MiB (0: 256,
+	// silver.DefaultMemoryBytes); MinSilverMemoryMB to MaxSilverMemoryMB.
+	MemoryMB int64 `json:"memory_mb"`
+	// CopyOnWrite turns deletion vectors off: every file that loses a row is rewritten.
+	CopyOnWrite bool `json:"copy_on_write"`
+}
+
+// Bounds of Silver.MemoryMB (a Lambda has at most 10,240 MB).
+const (
+	MinSilverMemoryMB = 1
+	MaxSilverMemoryMB = 8192
+)
+
+// SilverKeys are the key columns the apply uses: silver.keys, else options.snapshotKeys;
+// nil lets silver use the keys it recorded.
+func (s *Spec) SilverKeys() []string {
+	if s.Silver != nil && len(s.Silver.Keys) > 0 {
+		return s.Silver.Keys
+	}
+	return s.Options.SnapshotKeys
 }
 
 // Source is the SQL Server connection and capture instance.

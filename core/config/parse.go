@@ -274,7 +274,11 @@ func specFieldPaths() []string {
 		for _, f := range jsonFields(t) {
 			p := join(prefix, f.name)
 			out = append(out, p)
-			if ft := t.Field(f.index).Type; ft.Kind() == reflect.Struct {
+			ft := t.Field(f.index).Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
 				walk(p, ft)
 			}
 		}

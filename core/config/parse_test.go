@@ -64,6 +64,7 @@ func TestParseSuggestsTheNearestField(t *testing.T) {
 		{`"options":{"numPartition":2}`, "options.numPartition", "did you mean options.numPartitions?"},
 		{`"options":{"starting_lsn":"latest"}`, "options.starting_lsn", "did you mean options.startingLsn?"},
 		{`"storage":{"dynamoTable":"t"}`, "storage.dynamoTable", "did you mean storage.dynamo_table?"},
+		{`"copy_on_write":true`, "copy_on_write", "did you mean silver.copy_on_write?"},
 		{`"colour":"blue"`, "colour", "docs/spec.md lists the fields"},
 	} {
 		got := parseProblems(t, strings.Replace(minimal(), `"bronze"`, tc.insert+`,"bronze"`, 1))
@@ -167,5 +168,50 @@ func TestZeroNumPartitionsRefused(t *testing.T) {
 	got = parseProblems(t, strings.Replace(minimal(), `"bronze"`, `"options":{"maxCommitsPerBatch":0},"bronze"`, 1))
 	if !strings.Contains(got["options.maxCommitsPerBatch"], "leave it out for unlimited") {
 		t.Errorf("problems %v", got)
+	}
+}
+
+// The silver section: keys from silver.keys, else options.snapshotKeys; its table must be a
+// location of its own; keys, budget and memory are checked; an unknown field is named.
+func TestSilverSection(t *testing.T) {
+	with := func(silver string) string {
+		return strings.Replace(minimal(), `"bronze"`, `"options":{"snapshotKeys":["id"]},"silver":`+silver+`,"bronze"`, 1)
+	}
+	s, err := Parse([]byte(with(`{"table":"/lake/s","memory_mb":64,"max_seconds":120,"copy_on_write":true}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sv := s.Silver; sv == nil || sv.Table != "/lake/s" || sv.MemoryMB != 64 || sv.MaxSeconds != 120 || !sv.CopyOnWrite {
+		t.Fatalf("silver %+v", s.Silver)
+	}
+	if k := s.SilverKeys(); len(k) != 1 || k[0] != "id" {
+		t.Errorf("keys from snapshotKeys: %v", k)
+	}
+	s, err = Parse([]byte(with(`{"table":"s3://lake/silver/t","keys":["a","b"]}`)))
+	if err != nil || strings.Join(s.SilverKeys(), ",") != "a,b" {
+		t.Fatalf("silver.keys: %v, %v", err, s)
+	}
+	if s, err := Parse([]byte(minimal())); err != nil || s.Silver != nil || s.SilverKeys() != nil {
+		t.Fatalf("no silver: %v %+v", err, s)
+	}
+	got := parseProblems(t, with(`{"table":"/lake/b/","keys":["a","A",""],"max_seconds":-1,"memory_mb":9000,"tables":"x"}`))
+	want := map[string]string{
+		"silver.table":       "must differ from bronze",
+		"silver.keys[1]":     `"A" named twice`,
+		"silver.keys[2]":     "empty",
+		"silver.max_seconds": "-1: want seconds",
+		"silver.memory_mb":   "9000: want 1 to 8192",
+		"silver.tables":      "did you mean silver.table?",
+	}
+	for f, w := range want {
+		if !strings.Contains(got[f], w) {
+			t.Errorf("%s: %q, want it to say %q", f, got[f], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("problems %v, want exactly the fields of %v", got, want)
+	}
+	if got := parseProblems(t, with(`{}`)); !strings.Contains(got["silver.table"], "required") {
+		t.Errorf("silver without a table: %v", got)
 	}
 }

@@ -119,10 +119,42 @@ func (s *Spec) Validate() error {
 		validateIsolation(&ps, "isolation", s.Isolation)
 	}
 	s.Storage.validate(&ps)
+	s.validateSilver(&ps)
 	if len(ps) > 0 {
 		return &ConfigError{Problems: ps}
 	}
 	return nil
+}
+
+// validateSilver checks the silver section: a table URL apart from the other locations,
+// key names given once, the budget and memory in range.
+func (s *Spec) validateSilver(ps *problems) {
+	sv := s.Silver
+	if sv == nil {
+		return
+	}
+	validateURL(ps, "silver.table", sv.Table, true)
+	for _, other := range []struct{ field, url string }{{"bronze", s.Bronze}, {"checkpoint", s.Checkpoint}, {"facts_table", s.FactsTable}} {
+		if sv.Table != "" && other.url != "" && sameLocation(sv.Table, other.url) {
+			ps.add("silver.table", "must differ from %s", other.field)
+		}
+	}
+	seen := map[string]bool{}
+	for i, k := range sv.Keys {
+		field := fmt.Sprintf("silver.keys[%d]", i)
+		switch lk := strings.ToLower(k); {
+		case k == "":
+			ps.add(field, "empty: want a column name")
+		case seen[lk]:
+			ps.add(field, "%q named twice", k)
+		default:
+			seen[lk] = true
+		}
+	}
+	validateSeconds(ps, "silver.max_seconds", sv.MaxSeconds, "0 = bounded by the invocation's deadline only")
+	if sv.MemoryMB != 0 && (sv.MemoryMB < MinSilverMemoryMB || sv.MemoryMB > MaxSilverMemoryMB) {
+		ps.add("silver.memory_mb", "%d: want %d to %d MiB (leave it out for 256)", sv.MemoryMB, MinSilverMemoryMB, MaxSilverMemoryMB)
+	}
 }
 
 // validateSnapshotMode refuses snapshot "chunked" and the chunked-only parameters:
