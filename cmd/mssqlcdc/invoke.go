@@ -19,6 +19,7 @@ import (
 	coresnapshot "github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/functions/apply"
 	"github.com/mssqlcdc/mssqlcdc/functions/maintain"
 	"github.com/mssqlcdc/mssqlcdc/functions/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/functions/stream"
@@ -29,18 +30,19 @@ import (
 func init() {
 	register(command{
 		name:    "invoke",
-		summary: "run one Lambda handler (snapshot, stream, maintain) on an event JSON from stdin, as Lambda runs it",
+		summary: "run one Lambda handler (snapshot, stream, maintain, apply) on an event JSON from stdin, as Lambda runs it",
 		run:     runInvoke,
 	})
 }
 
-const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|maintain < event.json
+const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|maintain|apply < event.json
        mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]
 
-Runs the Lambda handlers of functions/snapshot, functions/stream and functions/maintain through aws-lambda-go's
+Runs the Lambda handlers of functions/snapshot, functions/stream, functions/maintain and
+functions/apply through aws-lambda-go's
 own runtime loop, as Lambda runs them (docs/handlers.md). The first form reads one event
 from stdin (empty: {}) and prints the output, or {"errorMessage", "errorType"} and exits 1.
-With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"maintain",
+With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"maintain"|"apply",
 "event": {...}}, answered by one line {"id", "output"} or {"id", "errorType",
 "errorMessage"}, concurrently, until stdin closes. Logs and metrics go to stderr.
 `
@@ -62,7 +64,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !handlerFunctions[fs.Arg(0)])) {
-		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|maintain < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
+		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|maintain|apply < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
 	}
 	var spec *config.Spec
 	var err error
@@ -109,7 +111,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // handlerFunctions are the functions invoke runs, by the names of functions/<name>.
-var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "maintain": true}
+var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "maintain": true, "apply": true}
 
 // invoker runs the real handlers against one opened source, as a warm Lambda execution
 // environment does: each is registered once on a local Runtime API and runs under
@@ -150,6 +152,10 @@ func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *d
 	if err := rt.Register("maintain", mt.Handle, lambda.WithContext(ctx)); err != nil {
 		return nil, err
 	}
+	ap := apply.New(spec, apply.OpenTables, log)
+	if err := rt.Register("apply", ap.Handle, lambda.WithContext(ctx)); err != nil {
+		return nil, err
+	}
 	return &invoker{spec: spec, ds: ds, simSteps: simSteps, rt: rt}, nil
 }
 
@@ -173,7 +179,7 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (ru
 		return runtimeapi.Result{Output: b}, err
 	}
 	if !handlerFunctions[function] {
-		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, maintain)", function)}
+		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, maintain, apply)", function)}
 	}
 	if inv.ds != nil && inv.simSteps > 0 && function == "snapshot" {
 		inv.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
@@ -31,8 +32,9 @@ const (
 	Snapshot Function = 1 << iota // functions/snapshot
 	Stream                        // functions/stream
 	Maintain                      // functions/maintain (scheduled; no machine calls it)
+	Apply                         // functions/apply (scheduled; no machine calls it)
 	Both     = Snapshot | Stream
-	All      = Both | Maintain
+	All      = Both | Maintain | Apply
 )
 
 // Has reports whether f includes g.
@@ -89,6 +91,8 @@ var declared = []Name{
 	decl(&stream.SchemaChangedError{}, false, Stream),
 	decl(&stream.NoSnapshotError{}, false, Stream),
 	decl(&checkpoint.ConcurrentStreamError{}, false, Stream),
+	decl(&silver.BronzeChangedError{}, false, Apply),
+	decl(&silver.PositionError{}, false, Apply),
 	decl(&UnexpectedError{}, false, All),
 }
 
@@ -137,7 +141,8 @@ func (e *UnexpectedError) Unwrap() error { return e.Err }
 // outermost error in err's tree (Unwrap, depth first) that is of a declared type (returned
 // itself, not a wrap) or converts to one (a rewound checkpoint or a checkpoint of another
 // app_id is a ConfigError on "checkpoint": a new checkpoint needs a new app_id, a spec
-// change; a bare unsupported column type or column-name collision is a ColumnsError); else
+// change; silver keys refused are a ConfigError on "silver.keys"; a bare unsupported column
+// type or column-name collision is a ColumnsError); else
 // an *UnexpectedError around err. Named(nil) is nil.
 func Named(err error) error {
 	if err == nil {
@@ -167,6 +172,9 @@ func convert(e error) error {
 		return &config.ConfigError{Problems: []config.Problem{{Field: "checkpoint", Reason: x.Error()}}}
 	case *checkpoint.AppIDMismatchError:
 		return &config.ConfigError{Problems: []config.Problem{{Field: "checkpoint", Reason: x.Error()}}}
+	case *silver.KeyError:
+		// Named KeyError like snapshot's, and fixed the same way as any spec problem.
+		return &config.ConfigError{Problems: []config.Problem{{Field: "silver.keys", Reason: x.Error()}}}
 	case *bronze.UnsupportedTypeError, *bronze.ColumnCollisionError:
 		return &bronze.ColumnsError{Problems: []error{e}}
 	}

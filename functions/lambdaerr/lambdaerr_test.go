@@ -16,6 +16,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
 )
@@ -96,6 +97,14 @@ func TestNamedConverts(t *testing.T) {
 	collision := &bronze.ColumnCollisionError{Column: "_seqval", With: "_seqval"}
 	if got := Named(collision); errorType(got) != "ColumnsError" {
 		t.Errorf("bare ColumnCollisionError: %T %v", got, got)
+	}
+	// Silver keys refused are a spec change too (silver.keys), and do not reach Step
+	// Functions as snapshot's KeyError.
+	ke := &silver.KeyError{Column: "idd", Reason: "not a captured column of bronze"}
+	got = Named(fmt.Errorf("apply: %w", ke))
+	var kce *config.ConfigError
+	if !errors.As(got, &kce) || !kce.Has("silver.keys") || !strings.Contains(got.Error(), ke.Error()) {
+		t.Errorf("silver.KeyError: %T %v, want a ConfigError on silver.keys", got, got)
 	}
 	// bronze's own check reports every problem in one ColumnsError, returned as is.
 	_, err := bronze.Schema([]source.Column{{Name: "shape", DataType: "vector"}, {Name: "_seqval", DataType: "int"}})
@@ -276,15 +285,17 @@ func TestHandlersDocNamesEveryDeclaredName(t *testing.T) {
 			sections[Stream] = s
 		case strings.HasPrefix(s, "maintain "):
 			sections[Maintain] = s
+		case strings.HasPrefix(s, "apply "):
+			sections[Apply] = s
 		}
 	}
-	if len(sections) != 3 {
-		t.Fatalf("docs/handlers.md: want a \"## snapshot\", a \"## stream\" and a \"## maintain\" section, found %d", len(sections))
+	if len(sections) != 4 {
+		t.Fatalf("docs/handlers.md: want a \"## snapshot\", a \"## stream\", a \"## maintain\" and an \"## apply\" section, found %d", len(sections))
 	}
 	for _, d := range Declared() {
 		for f, s := range sections {
 			if d.Functions.Has(f) && !strings.Contains(s, "`"+d.Name+"`") {
-				t.Errorf("docs/handlers.md: the %s section does not name %s", map[Function]string{Snapshot: "snapshot", Stream: "stream", Maintain: "maintain"}[f], d.Name)
+				t.Errorf("docs/handlers.md: the %s section does not name %s", map[Function]string{Snapshot: "snapshot", Stream: "stream", Maintain: "maintain", Apply: "apply"}[f], d.Name)
 			}
 		}
 	}

@@ -7,8 +7,10 @@
 #   <name>-maintain   maintain (compaction, checkpoints, log clean-up, VACUUM), once that
 #                     function is deployed: bronze and facts only, deletes included, no
 #                     secret (it never talks to SQL Server).
+#   <name>-apply      apply (silver, with spec.silver): reads bronze, writes silver; no
+#                     checkpoint, no facts, no secret, no Delta log deletes.
 #   <name>-states     the state machines: invoke this table's functions, deliver logs;
-#   <name>-scheduler  EventBridge Scheduler: invoke the stream and maintain.
+#   <name>-scheduler  EventBridge Scheduler: invoke the stream, maintain and apply.
 # Any of them may be brought instead (role_arns): the module then creates no role and
 # attaches nothing; the policy_documents output is what such a role needs.
 
@@ -55,12 +57,28 @@ locals {
 
   # The functions on each role; maintain has its own.
   deploys_maintain   = contains(keys(var.functions), "maintain")
-  lambda_functions   = [for k in keys(var.functions) : k if k != "maintain"]
+  lambda_functions   = [for k in keys(local.function_requests) : k if !contains(["maintain", "apply"], k)]
   create_lambda_role = var.role_arns.lambda == null
   create_maintain    = local.deploys_maintain && var.role_arns.maintain == null
   lambda_role_arn    = local.create_lambda_role ? aws_iam_role.lambda[0].arn : var.role_arns.lambda
   maintain_role_arn  = local.create_maintain ? aws_iam_role.maintain[0].arn : var.role_arns.maintain
-  function_role_arns = { for k in keys(var.functions) : k => k == "maintain" ? local.maintain_role_arn : local.lambda_role_arn }
+  create_apply       = local.deploys_apply && var.role_arns.apply == null
+  apply_role_arn     = local.create_apply ? aws_iam_role.apply[0].arn : var.role_arns.apply
+  function_role_arns = { for k in keys(local.function_requests) : k => k == "maintain" ? local.maintain_role_arn : (k == "apply" ? local.apply_role_arn : local.lambda_role_arn) }
+
+  # The apply function's locations: bronze (read; with the DynamoDB log store also the
+  # completion of a half-done commit, as every reader does) and silver (read and write).
+  apply_paths = local.deploys_apply ? {
+    bronze = local.s3_paths.bronze
+    silver = {
+      bucket = regex("^s3://([^/]+)/(.+)$", var.spec.silver.table)[0]
+      prefix = regex("^s3://([^/]+)/(.+)$", var.spec.silver.table)[1]
+    }
+  } : {}
+  apply_buckets = toset([for p in values(local.apply_paths) : p.bucket])
+  apply_table_paths = {
+    for k, p in local.apply_paths : k => "${coalesce(var.spec.storage.table_path_scheme, "s3")}://${p.bucket}/${join("/", compact(split("/", p.prefix)))}"
+  }
   states_role_arn    = var.role_arns.states == null ? aws_iam_role.states[0].arn : var.role_arns.states
   scheduler_role_arn = var.role_arns.scheduler == null ? aws_iam_role.scheduler[0].arn : var.role_arns.scheduler
 
@@ -87,9 +105,11 @@ data "aws_iam_policy_document" "lambda_assume" {
   }
 }
 
-# What every function's role needs whatever it does: list the table's prefixes, the
-# delta_log items of its two Delta tables, customer managed keys, VPC interfaces, tracing.
+# What the stream's, snapshot's and maintain's roles need whatever they do: list the
+# table's prefixes, the delta_log items of its two Delta tables, and function_runtime's.
 data "aws_iam_policy_document" "function_common" {
+  source_policy_documents = [data.aws_iam_policy_document.function_runtime.json]
+
   # ListObjectsV2, only under this table's prefixes (or, with s3_list_whole_bucket, the
   # bucket's key names).
   dynamic "statement" {
@@ -123,7 +143,11 @@ data "aws_iam_policy_document" "function_common" {
       }
     }
   }
+}
 
+# What any function's role needs to run at all: customer managed keys, VPC interfaces,
+# tracing.
+data "aws_iam_policy_document" "function_runtime" {
   dynamic "statement" {
     for_each = length(var.kms_key_arns) > 0 ? [var.kms_key_arns] : []
     content {
@@ -286,6 +310,126 @@ resource "aws_iam_role_policy" "maintain" {
   policy = data.aws_iam_policy_document.maintain.json
 }
 
+# apply (functions/apply) keeps silver from bronze: it lists and reads bronze, reads and
+# writes silver, and may delete silver's failed writes and lost claims but no Delta log
+# file. With the DynamoDB log store it may complete a half-done bronze commit, as every
+# Delta reader of such a table does (copy the temporary commit file to its version, mark
+# the item complete); it writes nothing else of bronze.
+data "aws_iam_policy_document" "apply" {
+  source_policy_documents = [data.aws_iam_policy_document.function_runtime.json]
+
+  dynamic "statement" {
+    for_each = local.deploys_apply ? [aws_cloudwatch_log_group.function["apply"].arn] : []
+    content {
+      sid       = "Logs"
+      actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+      resources = ["${statement.value}:*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.apply_buckets
+    content {
+      actions   = ["s3:ListBucket"]
+      resources = ["arn:${local.partition}:s3:::${statement.value}"]
+      dynamic "condition" {
+        for_each = var.s3_list_whole_bucket ? [] : [statement.value]
+        content {
+          test     = "StringLike"
+          variable = "s3:prefix"
+          values   = flatten([for p in values(local.apply_paths) : [p.prefix, "${p.prefix}/*"] if p.bucket == condition.value])
+        }
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_apply ? [local.apply_paths] : []
+    content {
+      sid       = "BronzeRead"
+      actions   = ["s3:GetObject"]
+      resources = ["arn:${local.partition}:s3:::${statement.value.bronze.bucket}/${statement.value.bronze.prefix}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_apply && local.uses_dynamo ? [local.apply_paths] : []
+    content {
+      sid       = "BronzeCommitCompletion"
+      actions   = ["s3:PutObject"]
+      resources = ["arn:${local.partition}:s3:::${statement.value.bronze.bucket}/${statement.value.bronze.prefix}/_delta_log/0*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_apply ? [local.apply_paths] : []
+    content {
+      sid       = "SilverObjects"
+      actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+      resources = ["arn:${local.partition}:s3:::${statement.value.silver.bucket}/${statement.value.silver.prefix}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_apply ? [local.apply_paths] : []
+    content {
+      sid     = "NoDeltaLogDeletes"
+      effect  = "Deny"
+      actions = ["s3:DeleteObject"]
+      resources = [
+        "arn:${local.partition}:s3:::${statement.value.silver.bucket}/${statement.value.silver.prefix}/_delta_log/0*",
+        "arn:${local.partition}:s3:::${statement.value.silver.bucket}/${statement.value.silver.prefix}/_delta_log/_*",
+      ]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_apply && local.uses_dynamo ? [local.apply_table_paths] : []
+    content {
+      sid       = "SilverLogItems"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
+      resources = [local.dynamo_table_arn]
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:LeadingKeys"
+        values   = [statement.value.silver]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_apply && local.uses_dynamo ? [local.apply_table_paths] : []
+    content {
+      sid       = "BronzeLogItems"
+      actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"]
+      resources = [local.dynamo_table_arn]
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:LeadingKeys"
+        values   = [statement.value.bronze]
+      }
+    }
+  }
+}
+
+resource "aws_iam_role" "apply" {
+  count = local.create_apply ? 1 : 0
+
+  name                 = "${var.name}-apply"
+  description          = "mssqlcdc silver apply of ${var.spec.app_id}: reads bronze, writes silver"
+  assume_role_policy   = data.aws_iam_policy_document.lambda_assume.json
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "apply" {
+  count = local.create_apply ? 1 : 0
+
+  name   = "mssqlcdc"
+  role   = aws_iam_role.apply[0].id
+  policy = data.aws_iam_policy_document.apply.json
+}
+
 data "aws_iam_policy_document" "states_assume" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -414,6 +558,15 @@ data "aws_iam_policy_document" "scheduler" {
       sid       = "StartRecover"
       actions   = ["states:StartExecution"]
       resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_apply ? [aws_lambda_function.this["apply"].arn] : []
+    content {
+      sid       = "InvokeApply"
+      actions   = ["lambda:InvokeFunction"]
+      resources = [statement.value, "${statement.value}:*"]
     }
   }
 }

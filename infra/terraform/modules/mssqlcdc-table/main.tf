@@ -21,12 +21,13 @@ locals {
   # the functions apply their own defaults, and unknown names never reach the document
   # (Parse refuses unknown fields).
   spec_document = merge(
-    { for k, v in var.spec : k => v if v != null && !contains(["source", "options", "storage"], k) },
+    { for k, v in var.spec : k => v if v != null && !contains(["source", "options", "storage", "silver"], k) },
     {
       source  = { for k, v in var.spec.source : k => v if v != null }
       options = { for k, v in var.spec.options : k => v if v != null }
       storage = { for k, v in var.spec.storage : k => v if v != null }
     },
+    var.spec.silver == null ? {} : { silver = { for k, v in var.spec.silver : k => v if v != null } },
   )
   spec_json = jsonencode(local.spec_document)
 
@@ -47,10 +48,20 @@ locals {
     "backfill-wave" = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
     seed            = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
     maintain        = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
+    # apply (functions/apply) keeps silver: a key range holds up to silver.memory_mb (256
+    # MiB) of bronze rows and writes 32 MiB files through /tmp; it starts no range in the
+    # last 2 minutes (functions/apply DefaultMargin).
+    apply = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
   }
+  # The functions deployed: var.functions, plus apply whenever the spec names a silver
+  # table (with the defaults unless var.functions overrides them).
+  deploys_apply = var.spec.silver != null
+  function_requests = merge(var.functions, local.deploys_apply && !contains(keys(var.functions), "apply") ? {
+    apply = { memory_size = null, timeout = null, ephemeral_storage = null, zip = null, s3_key = null, s3_object_version = null, source_code_hash = null }
+  } : {})
   code_from_s3 = var.code_s3_bucket != null
   functions = {
-    for name, f in var.functions : name => {
+    for name, f in local.function_requests : name => {
       function_name     = "${var.name}-${name}"
       memory_size       = coalesce(f.memory_size, local.function_defaults[name].memory_size)
       timeout           = coalesce(f.timeout, local.function_defaults[name].timeout)
@@ -120,8 +131,9 @@ resource "aws_lambda_function" "this" {
   }
 
   # One stream invocation at a time per table: a second one would find the checkpoint's
-  # offsets taken and stop with ConcurrentStreamError (docs/design.md §4.5, §6.1).
-  reserved_concurrent_executions = each.key == "stream" ? 1 : -1
+  # offsets taken and stop with ConcurrentStreamError (docs/design.md §4.5, §6.1). One apply
+  # at a time too: a second would only race the first for silver's commits.
+  reserved_concurrent_executions = contains(["stream", "apply"], each.key) ? 1 : -1
 
   environment {
     variables = local.environment
@@ -158,6 +170,7 @@ resource "aws_lambda_function" "this" {
     aws_cloudwatch_log_group.function,
     aws_iam_role_policy.lambda,
     aws_iam_role_policy.maintain,
+    aws_iam_role_policy.apply,
   ]
 
   lifecycle {
@@ -176,6 +189,14 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = each.key != "stream" || each.value.ephemeral_storage >= 128 * coalesce(var.spec.options.numPartitions, 4) + 256
       error_message = "The stream writes up to numPartitions Parquet files of 128 MiB at once in /tmp: give it at least ${128 * coalesce(var.spec.options.numPartitions, 4) + 256} MB of ephemeral_storage (functions[\"stream\"].ephemeral_storage), or lower numPartitions."
+    }
+    precondition {
+      condition     = each.key != "apply" || var.spec.silver != null
+      error_message = "functions.apply keeps silver: set spec.silver (at least silver.table), or leave apply out of functions."
+    }
+    precondition {
+      condition     = each.key != "apply" || each.value.memory_size >= 2 * coalesce(try(var.spec.silver.memory_mb, null), 256) + 256
+      error_message = "The apply function holds up to spec.silver.memory_mb of bronze rows per key range and the silver files they touch: give it at least ${2 * coalesce(try(var.spec.silver.memory_mb, null), 256) + 256} MB (functions[\"apply\"].memory_size), or lower silver.memory_mb."
     }
     precondition {
       condition     = var.spec.source.password_env == null || contains(keys(var.extra_environment), coalesce(var.spec.source.password_env, "-"))

@@ -33,6 +33,11 @@ output "maintain_role_arn" {
   value       = local.deploys_maintain ? local.maintain_role_arn : null
 }
 
+output "apply_role_arn" {
+  description = "The apply function's role (created, or role_arns.apply); null without spec.silver."
+  value       = local.deploys_apply ? local.apply_role_arn : null
+}
+
 output "states_role_arn" {
   description = "The state machines' role (created, or role_arns.states)."
   value       = local.states_role_arn
@@ -44,10 +49,11 @@ output "scheduler_role_arn" {
 }
 
 output "role_arns" {
-  description = "Every role by its key in role_arns: lambda, maintain (when deployed), states, scheduler."
+  description = "Every role by its key in role_arns: lambda, maintain and apply (when deployed), states, scheduler."
   value = merge(
     { lambda = local.lambda_role_arn, states = local.states_role_arn, scheduler = local.scheduler_role_arn },
     local.deploys_maintain ? { maintain = local.maintain_role_arn } : {},
+    local.deploys_apply ? { apply = local.apply_role_arn } : {},
   )
 }
 
@@ -56,6 +62,7 @@ output "policy_documents" {
   value = {
     lambda    = data.aws_iam_policy_document.lambda.json
     maintain  = data.aws_iam_policy_document.maintain.json
+    apply     = data.aws_iam_policy_document.apply.json
     states    = data.aws_iam_policy_document.states.json
     scheduler = data.aws_iam_policy_document.scheduler.json
   }

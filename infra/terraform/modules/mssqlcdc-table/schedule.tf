@@ -67,3 +67,37 @@ resource "aws_scheduler_schedule" "maintain" {
 
   depends_on = [aws_iam_role_policy.scheduler]
 }
+
+# The apply function (functions/apply) on a schedule of its own, only when the spec names a
+# silver table: each run brings silver up to what bronze holds (docs/silver.md). Every 15
+# minutes by default; an invocation cut short by its budget goes on at the next one.
+resource "aws_scheduler_schedule" "apply" {
+  count = local.deploys_apply ? 1 : 0
+
+  name        = "${var.name}-apply"
+  group_name  = var.schedule_group_name
+  description = "mssqlcdc silver apply of ${var.spec.app_id}: ${var.apply_schedule_expression}"
+
+  schedule_expression = var.apply_schedule_expression
+  state               = var.apply_schedule_enabled ? "ENABLED" : "DISABLED"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = local.invoke_arns["apply"]
+    role_arn = local.scheduler_role_arn
+    # functions/apply Event: {} applies with the spec's silver settings.
+    input = jsonencode({})
+
+    # Retries cover a failed delivery to Lambda; a run not delivered within the hour is
+    # superseded by a later one.
+    retry_policy {
+      maximum_event_age_in_seconds = 3600
+      maximum_retry_attempts       = 3
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.scheduler]
+}

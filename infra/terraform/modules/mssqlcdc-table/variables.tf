@@ -79,6 +79,15 @@ variable "spec" {
       dynamo_region     = optional(string)
       table_path_scheme = optional(string)
     }), {})
+    # The current table the apply function keeps (docs/silver.md); null: no silver, no
+    # apply function.
+    silver = optional(object({
+      table         = string
+      keys          = optional(list(string))
+      max_seconds   = optional(number)
+      memory_mb     = optional(number)
+      copy_on_write = optional(bool)
+    }))
   })
 
   validation {
@@ -121,6 +130,21 @@ variable "spec" {
       can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^/](.*[^/])?$", u))
     ])
     error_message = "spec.bronze, spec.checkpoint and spec.facts_table must be s3://bucket/prefix URLs with a non-empty prefix and no trailing '/': a Lambda has no local disk to keep tables on, and the prefixes scope the IAM policy."
+  }
+  validation {
+    condition     = var.spec.silver == null || can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^/](.*[^/])?$", var.spec.silver.table))
+    error_message = "spec.silver.table must be an s3://bucket/prefix URL with a non-empty prefix and no trailing '/' (it scopes the apply function's IAM policy)."
+  }
+  validation {
+    condition = var.spec.silver == null || alltrue([
+      for u in [var.spec.bronze, var.spec.checkpoint, var.spec.facts_table] :
+      u != try(var.spec.silver.table, "") && !startswith(try(var.spec.silver.table, ""), "${u}/") && !startswith(u, "${try(var.spec.silver.table, "")}/")
+    ])
+    error_message = "spec.silver.table must be a location of its own: not bronze, checkpoint or facts_table, nor nested inside one of them or they inside it."
+  }
+  validation {
+    condition     = try(var.spec.silver.memory_mb, null) == null || try(var.spec.silver.memory_mb >= 1 && var.spec.silver.memory_mb <= 8192 && floor(var.spec.silver.memory_mb) == var.spec.silver.memory_mb, false)
+    error_message = "spec.silver.memory_mb must be an integer from 1 to 8192 (MiB of bronze rows one key range holds)."
   }
   validation {
     condition     = length(distinct([var.spec.bronze, var.spec.checkpoint, var.spec.facts_table])) == 3
@@ -265,7 +289,9 @@ variable "functions" {
     is required; add backfill-wave or seed when their state machines are deployed. maintain
     (on by default) is the scheduled compaction and clean-up (maintain_schedule_expression),
     with its own role, the only one allowed to delete Delta log files; leaving it out leaves
-    bronze and facts growing a file per batch.
+    bronze and facts growing a file per batch. apply (silver, docs/silver.md) is deployed
+    whenever spec.silver is set, with the defaults 2048 MB, 900 s, 2048 MB of /tmp; list it
+    here only to override those.
   EOT
   type = map(object({
     memory_size       = optional(number)
@@ -287,8 +313,8 @@ variable "functions" {
     error_message = "functions must include stream: the schedule runs it."
   }
   validation {
-    condition     = alltrue([for k in keys(var.functions) : contains(["stream", "snapshot", "backfill-wave", "seed", "maintain"], k)])
-    error_message = "functions keys must be among stream, snapshot, backfill-wave, seed and maintain (the directories under functions/)."
+    condition     = alltrue([for k in keys(var.functions) : contains(["stream", "snapshot", "backfill-wave", "seed", "maintain", "apply"], k)])
+    error_message = "functions keys must be among stream, snapshot, backfill-wave, seed, maintain and apply (the directories under functions/)."
   }
   validation {
     condition     = alltrue([for f in values(var.functions) : f.memory_size == null ? true : (f.memory_size >= 128 && f.memory_size <= 10240)])
@@ -401,10 +427,11 @@ variable "tracing_mode" {
 }
 
 variable "role_arns" {
-  description = "Bring your own IAM roles: lambda (stream, snapshot, ...), maintain, states, scheduler. A role given here is used as it is (the module creates and attaches nothing for it; the policy_documents output says what it needs); the others are created. The role of a Lambda function must trust lambda.amazonaws.com, states states.amazonaws.com, scheduler scheduler.amazonaws.com (and events.amazonaws.com with spec.on_data_loss = \"resnapshot\": EventBridge's rule starts the recover machine with it)."
+  description = "Bring your own IAM roles: lambda (stream, snapshot, ...), maintain, apply, states, scheduler. A role given here is used as it is (the module creates and attaches nothing for it; the policy_documents output says what it needs); the others are created. The role of a Lambda function must trust lambda.amazonaws.com, states states.amazonaws.com, scheduler scheduler.amazonaws.com (and events.amazonaws.com with spec.on_data_loss = \"resnapshot\": EventBridge's rule starts the recover machine with it)."
   type = object({
     lambda    = optional(string)
     maintain  = optional(string)
+    apply     = optional(string)
     states    = optional(string)
     scheduler = optional(string)
   })
@@ -635,4 +662,21 @@ variable "alarm_min_retention_headroom_hours" {
     condition     = var.alarm_min_retention_headroom_hours > 0
     error_message = "alarm_min_retention_headroom_hours must be > 0."
   }
+}
+
+variable "apply_schedule_expression" {
+  description = "When the apply function (deployed with spec.silver) brings silver up to bronze: an EventBridge Scheduler rate() or cron() expression, in UTC. Silver lags the source by the stream's lag plus up to this interval."
+  type        = string
+  default     = "rate(15 minutes)"
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.apply_schedule_expression))
+    error_message = "apply_schedule_expression must be an EventBridge Scheduler rate(...) or cron(...) expression, e.g. rate(15 minutes)."
+  }
+}
+
+variable "apply_schedule_enabled" {
+  description = "Whether the apply schedule runs (with spec.silver). Safe before the bootstrap: an apply with no bronze yet does nothing."
+  type        = bool
+  default     = true
 }
