@@ -105,7 +105,7 @@ func lsnOf(n int) string { return fmt.Sprintf("0x%020X", n) }
 // random keys) to a silver table of R rows built from a snapshot, with deletion vectors
 // and copy-on-write side by side: wall time, CPU-seconds, bytes of silver files rewritten
 // and written against the bytes of the changes (their bronze file), and peak heap.
-// docs/silver.md § Cost holds the figures.
+// docs/silver.md § What it costs holds the figures.
 func BenchmarkApply(b *testing.B) {
 	rows := benchSize("MSSQLCDC_SILVER_BENCH_ROWS", 200_000)
 	changes := benchSize("MSSQLCDC_SILVER_BENCH_CHANGES", rows/10)
