@@ -86,7 +86,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Errorf("_last_checkpoint %s has parts", raw)
 	}
 
-	after, err := tbl.Snapshot(ctx)
+	after, err := reopen(tbl).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestMultiPartCheckpoint(t *testing.T) {
 	put(fmt.Sprintf("_delta_log/%020d.checkpoint.%010d.%010d.parquet", 3, 1, 3), part1)
 	put(LastCheckpointKey, []byte(`{"version":4,"size":5,"parts":2}`))
 
-	snap, err := tbl.Snapshot(ctx)
+	snap, err := reopen(tbl).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,6 +153,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		if won {
 			res := tx.finish(CommitResult{Version: version}, actions)
 			tx.maybeCheckpoint(ctx)
+			tx.remember()
 			return res, nil
 		}
 		if attempt >= maxAttempts {
@@ -176,6 +177,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		case won:
 			res := tx.finish(CommitResult{Version: next}, actions)
 			tx.maybeCheckpoint(ctx)
+			tx.remember()
 			return res, nil
 		case skip != nil:
 			return tx.finish(*skip, nil), nil
@@ -437,31 +439,23 @@ func (tx *Transaction) postCommitSnapshot() *Snapshot {
 	if int64(len(tx.winners)) != want {
 		return nil
 	}
-	s := &Snapshot{
-		table:       tx.table,
-		version:     version,
-		files:       maps.Clone(base.files),
-		tombstones:  maps.Clone(base.tombstones),
-		txns:        maps.Clone(base.txns),
-		domains:     maps.Clone(base.domains),
-		commitInfos: maps.Clone(base.commitInfos),
-		checkpoint:  base.checkpoint,
-		lazy:        base.lazy,
-	}
-	proto, meta := &base.protocol, &base.metadata
+	s := base.successor()
 	commits := tx.winners
 	if tx.committed != nil {
 		commits = append(slices.Clone(commits), tx.committed)
 	}
-	for i, commit := range commits {
-		for _, a := range commit {
-			if a.CommitInfo != nil {
-				s.commitInfos[base.Version()+1+int64(i)] = *a.CommitInfo
-				continue
-			}
-			s.applyAction(a, &proto, &meta)
-		}
-	}
-	s.protocol, s.metadata = *proto, *meta
+	s.applyCommits(commits)
 	return s
+}
+
+// remember makes the state after a successful commit the table's newest known snapshot
+// (Table.Snapshot then reads only the commits after it), once maybeCheckpoint is done
+// with it.
+func (tx *Transaction) remember() {
+	if tx.next == nil {
+		tx.next = tx.postCommitSnapshot()
+	}
+	if tx.next != nil {
+		tx.table.remember(tx.next)
+	}
 }

@@ -21,7 +21,7 @@ func TestLazyCheckpointStats(t *testing.T) {
 	if err := WriteCheckpoint(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	fromCP, err := tbl.Snapshot(ctx)
+	fromCP, err := reopen(tbl).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,3 +58,7 @@ func openDir(t testing.TB, dir string) *Table {
 	}
 	return Open(st, plainLogStore{st}, Options{})
 }
+
+// reopen is a new Table on tbl's store and log store: a reader that knows nothing of the
+// table yet (a Table keeps the newest snapshot it read or committed).
+func reopen(tbl *Table) *Table { return Open(tbl.store, tbl.logs, tbl.opts) }

@@ -101,8 +101,8 @@ func openWide(b testing.TB, dir string, files int) *Snapshot {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if s.Version() != 2 || len(s.files) != files {
-		b.Fatalf("version %d, %d files", s.Version(), len(s.files))
+	if s.Version() != 2 || s.files.Len() != files {
+		b.Fatalf("version %d, %d files", s.Version(), s.files.Len())
 	}
 	return s
 }

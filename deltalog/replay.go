@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -25,15 +26,76 @@ const readConcurrency = 8
 // A table with no commits yields a snapshot with Version() == -1. Errors:
 // *UnsupportedFeatureError / *UnsupportedVersionError when the table cannot be read,
 // *CorruptLogError when the log cannot be replayed.
+//
+// The Table keeps the newest snapshot it read or committed. With one kept, Snapshot asks
+// the log store for the latest version (a listing from the kept version, or through
+// DynamoDB one query), returns the kept snapshot when nothing was committed since, and
+// otherwise applies the commits after it (at most hintedReplayLimit of them; more, or any
+// that cannot be read, and the table is read afresh from its newest checkpoint). Every
+// commit since the kept version is applied, so a transaction begun from the result sees
+// them all (conflict detection, txn versions).
 func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 	latest, err := t.logs.Latest(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("latest version: %w", err)
 	}
 	if latest < 0 {
+		t.replace(nil)
 		return t.emptySnapshot(), nil
 	}
-	return t.load(ctx, latest, latest)
+	known := t.known()
+	if known != nil && known.version > latest {
+		// The log is behind what this Table saw: the table was deleted and re-created.
+		t.replace(nil)
+		known = nil
+	}
+	if known != nil && known.version >= 0 {
+		if known.version == latest {
+			return known, nil
+		}
+		if latest-known.version <= hintedReplayLimit {
+			s, err := t.advance(ctx, known, latest)
+			if err == nil {
+				t.remember(s)
+				return s, nil
+			}
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			// A commit that cannot be read or applied: read the table afresh, which
+			// reports what is wrong with it.
+		}
+	}
+	s, err := t.load(ctx, latest, latest)
+	if err != nil {
+		return nil, err
+	}
+	t.remember(s)
+	return s, nil
+}
+
+// advance applies the commits known.Version()+1..latest to a successor of known. The
+// checkpoint a writer of those commits was to write at a multiple of the checkpoint
+// interval is taken as written (CheckpointVersion, and the commitInfos kept, follow it as
+// a read from that checkpoint would), so the next commit through this Table does not take
+// it for overdue.
+func (t *Table) advance(ctx context.Context, known *Snapshot, latest int64) (*Snapshot, error) {
+	commits, err := t.readCommits(ctx, known.version+1, latest, false, latest)
+	if err != nil {
+		return nil, err
+	}
+	s := known.successor()
+	s.applyCommits(commits)
+	if err := s.protocol.CanRead(); err != nil {
+		return nil, err
+	}
+	if n := t.checkpointInterval(s.metadata); n > 0 {
+		if cp := s.version / n * n; cp > known.version && cp > s.checkpoint {
+			s.checkpoint = cp
+			maps.DeleteFunc(s.commitInfos, func(v int64, _ CommitInfo) bool { return v <= cp })
+		}
+	}
+	return s, nil
 }
 
 // SnapshotAt reads the table as of version (time travel). *VersionNotFoundError when the
@@ -53,7 +115,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 func (t *Table) emptySnapshot() *Snapshot {
 	return &Snapshot{
 		table: t, version: -1, checkpoint: -1,
-		files: map[fileKey]*Add{}, tombstones: map[fileKey]*Remove{},
+		files: newFileSet[Add](0), tombstones: newFileSet[Remove](0),
 		txns: map[string]Txn{}, domains: map[string]DomainMetadata{},
 		commitInfos: map[int64]CommitInfo{},
 	}
@@ -177,7 +239,7 @@ func (t *Table) build(ctx context.Context, cp *checkpointRef, target, latest int
 			return nil, &checkpointError{version: cp.version, err: err}
 		}
 		s.lazy = lazy
-		s.files = make(map[fileKey]*Add, len(cpState)) // sized once, not grown 17 times at 100k files
+		s.files = newFileSet[Add](len(cpState)) // sized once, not grown 17 times at 100k files
 		for _, a := range cpState {
 			s.applyAction(a, &proto, &meta)
 		}
@@ -304,12 +366,12 @@ func (s *Snapshot) applyAction(a Action, proto **Protocol, meta **Metadata) {
 	switch {
 	case a.Add != nil:
 		k := fileKey{path: a.Add.DecodedPath(), dvID: a.Add.DeletionVector.UniqueID()}
-		s.files[k] = a.Add
-		delete(s.tombstones, k)
+		s.files.Set(k, a.Add)
+		s.tombstones.Delete(k)
 	case a.Remove != nil:
 		k := fileKey{path: a.Remove.DecodedPath(), dvID: a.Remove.DeletionVector.UniqueID()}
-		delete(s.files, k)
-		s.tombstones[k] = a.Remove
+		s.files.Delete(k)
+		s.tombstones.Set(k, a.Remove)
 	case a.Txn != nil:
 		s.txns[a.Txn.AppID] = *a.Txn
 	case a.Protocol != nil:

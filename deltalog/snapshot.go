@@ -24,8 +24,8 @@ type Snapshot struct {
 	protocol Protocol
 	metadata Metadata
 
-	files      map[fileKey]*Add
-	tombstones map[fileKey]*Remove
+	files      fileSet[Add]
+	tombstones fileSet[Remove]
 	txns       map[string]Txn
 	domains    map[string]DomainMetadata
 
@@ -73,15 +73,16 @@ func (s *Snapshot) Files() []Add {
 }
 
 // NumFiles is the number of live files, without building Files.
-func (s *Snapshot) NumFiles() int { return len(s.files) }
+func (s *Snapshot) NumFiles() int { return s.files.Len() }
 
 // Tombstones are the remove actions still known to the snapshot: every remove replayed
 // from JSON, plus the unexpired ones its checkpoint carried. Ordered by path.
 func (s *Snapshot) Tombstones() []Remove {
-	keys := slices.SortedFunc(maps.Keys(s.tombstones), compareKeys)
+	keys := slices.SortedFunc(s.tombstones.Keys(), compareKeys)
 	out := make([]Remove, len(keys))
 	for i, k := range keys {
-		out[i] = *s.tombstones[k]
+		r, _ := s.tombstones.Get(k)
+		out[i] = *r
 	}
 	return out
 }
@@ -147,10 +148,11 @@ func compareKeys(a, b fileKey) int {
 
 // sortFiles builds the ordered file list.
 func (s *Snapshot) sortFiles() {
-	keys := slices.SortedFunc(maps.Keys(s.files), compareKeys)
+	keys := slices.SortedFunc(s.files.Keys(), compareKeys)
 	s.sorted = make([]Add, len(keys))
 	for i, k := range keys {
-		s.sorted[i] = *s.files[k]
+		a, _ := s.files.Get(k)
+		s.sorted[i] = *a
 	}
 }
 
@@ -172,4 +174,43 @@ func (s *Snapshot) CanReadData() error {
 		return &UnsupportedFeatureError{Feature: FeatureColumnMapping, Reader: true}
 	}
 	return nil
+}
+
+// successor returns a snapshot equal to s that the commits after s.Version() can be
+// applied to (applyCommits) without changing s: the file sets are derived (their shared
+// part is not copied), the small maps are copied, the lazy stats are shared.
+func (s *Snapshot) successor() *Snapshot {
+	n := &Snapshot{
+		table: s.table, version: s.version, protocol: s.protocol, metadata: s.metadata,
+		files: s.files.derive(), tombstones: s.tombstones.derive(),
+		txns: maps.Clone(s.txns), domains: maps.Clone(s.domains), commitInfos: maps.Clone(s.commitInfos),
+		checkpoint: s.checkpoint, lazy: s.lazy,
+	}
+	if n.txns == nil {
+		n.txns = map[string]Txn{}
+	}
+	if n.domains == nil {
+		n.domains = map[string]DomainMetadata{}
+	}
+	if n.commitInfos == nil {
+		n.commitInfos = map[int64]CommitInfo{}
+	}
+	return n
+}
+
+// applyCommits reconciles the actions of the versions after s.Version(), in order, into s
+// (docs/reference/delta-protocol.md §9.2): s must be a successor, not yet shared.
+func (s *Snapshot) applyCommits(commits [][]Action) {
+	proto, meta := &s.protocol, &s.metadata
+	for _, commit := range commits {
+		s.version++
+		for _, a := range commit {
+			if a.CommitInfo != nil {
+				s.commitInfos[s.version] = *a.CommitInfo
+				continue
+			}
+			s.applyAction(a, &proto, &meta)
+		}
+	}
+	s.protocol, s.metadata = *proto, *meta
 }

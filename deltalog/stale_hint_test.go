@@ -29,7 +29,7 @@ func TestFarBehindHintFindsNewerCheckpoint(t *testing.T) {
 	if err := tbl.Store().Put(ctx, LastCheckpointKey, bytes.NewReader(old), int64(len(old))); err != nil {
 		t.Fatal(err)
 	}
-	s, err := tbl.Snapshot(ctx)
+	s, err := reopen(tbl).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package deltalog
 
 import (
+	"sync"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
@@ -52,12 +53,19 @@ func (o Options) now() time.Time {
 }
 
 // Table is one Delta table: a Store rooted at the table directory and the LogStore that
-// coordinates its commits. A Table holds no state of its own and is safe for concurrent
-// use; state lives in Snapshots.
+// coordinates its commits. It is safe for concurrent use; table state lives in Snapshots.
+//
+// A Table remembers the newest snapshot it read or committed (see Snapshot), so a process
+// that keeps it (a warm Lambda, a stream running batch after batch) reads only the commits
+// made since. It assumes the log at its location is never deleted and re-created while it
+// is open: open a new Table after re-creating a table.
 type Table struct {
 	store storage.Store
 	logs  logstore.LogStore
 	opts  Options
+
+	mu     sync.Mutex
+	latest *Snapshot // the newest snapshot read or committed through this Table; nil: none
 }
 
 // Open returns the table at store's root, committing through logs. It does no I/O: a
@@ -74,3 +82,27 @@ func (t *Table) LogStore() logstore.LogStore { return t.logs }
 
 // Options returns the options the table was opened with.
 func (t *Table) Options() Options { return t.opts }
+
+// known is the newest snapshot the Table holds, nil when none.
+func (t *Table) known() *Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.latest
+}
+
+// remember keeps s as the newest known snapshot unless a newer one is kept already.
+func (t *Table) remember(s *Snapshot) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.latest == nil || s.version >= t.latest.version {
+		t.latest = s
+	}
+}
+
+// replace keeps s as the newest known snapshot (nil: none), whatever was kept: the log
+// said so (a table re-created with fewer commits, or deleted).
+func (t *Table) replace(s *Snapshot) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.latest = s
+}

@@ -182,6 +182,17 @@ func (l *LogStore) knows(v int64) bool {
 	return l.known.Version == v && l.opts.Now().Sub(l.known.At) < l.opts.KnownFor
 }
 
+// knowsUpTo reports whether a fresh observation (less than KnownFor old) names a version
+// at or below v as committed with the next one absent.
+func (l *LogStore) knowsUpTo(v int64) bool {
+	if l.opts.KnownFor < 0 {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.known.Version >= 0 && l.known.Version <= v && l.opts.Now().Sub(l.known.At) < l.opts.KnownFor
+}
+
 // hint is a version known to exist, where listing can start (-1 for none).
 func (l *LogStore) hint() int64 {
 	l.mu.Lock()

@@ -11,13 +11,25 @@ import (
 // Latest recovers the newest entry when it is incomplete, then lists the log (from the
 // newest version known) and returns the newest commit, or -1. When no entries exist (TTL
 // removed them) the listing alone decides.
+//
+// The listing is skipped when the newest entry is complete and this LogStore observed,
+// less than KnownFor ago, a version at or below it committed with the next one absent:
+// every version above the observed one was completed after the observation, so its entry
+// has not expired yet (KnownFor is well under every writer's TTL), and the newest entry is
+// the newest commit. A writer that keeps its LogStore (a warm Lambda, a stream's batches)
+// thus checks for others' commits with one Query.
 func (l *LogStore) Latest(ctx context.Context) (int64, error) {
+	queriedAt := l.opts.Now()
 	e, found, err := l.newestEntry(ctx)
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
 	}
 	hint := l.hint()
 	if found {
+		if e.Complete && l.knowsUpTo(e.Version) {
+			l.observe(e.Version, queriedAt)
+			return e.Version, nil
+		}
 		if err := l.recover(ctx, e); err != nil {
 			return 0, err
 		}

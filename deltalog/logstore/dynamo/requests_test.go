@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -135,4 +136,59 @@ func BenchmarkCommitRequests(b *testing.B) {
 			b.ReportMetric(float64(c.Total())/float64(b.N), "requests/op")
 		})
 	}
+}
+
+// A LogStore that observed a recent commit learns the latest version from one Query: the
+// newest entry, when complete, is the newest commit (any later one was completed after
+// the observation, so its entry has not expired). Others' commits, complete or half done,
+// are still found; an observation older than KnownFor lists the log again.
+func TestLatestIsOneQueryWhenKnown(t *testing.T) {
+	srv := emulators.StartS3(t)
+	e := newEnv(t, srv)
+	c := &storagetest.Counter{}
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	l, err := dynamo.New(countingDDB{e.ddb, c}, storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := counted(t, e, &storagetest.Counter{})
+	ctx := t.Context()
+	for v := range int64(2) {
+		if err := l.Write(ctx, v, logstoretest.Commit(0, int(v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	latest := func(want int64, wantReqs map[string]int) {
+		t.Helper()
+		c.Reset()
+		if v, err := l.Latest(ctx); err != nil || v != want {
+			t.Fatalf("Latest = %d, %v; want %d", v, err, want)
+		}
+		if !maps.Equal(c.Counts(), wantReqs) {
+			t.Errorf("Latest: %s, want %v", summary(c), wantReqs)
+		}
+	}
+	oneQuery := map[string]int{"ddb.Query": 1}
+	latest(1, oneQuery)
+	latest(1, oneQuery)
+
+	// Another writer commits 2: its entry is the newest, complete.
+	if _, err := other.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Write(ctx, 2, logstoretest.Commit(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	latest(2, oneQuery)
+
+	// A writer claimed 3 and died before publishing: the entry is recovered, then listed.
+	claim(t, e, l.TablePathKey(), 3, ".tmp/00000000000000000003.json.dead", logstoretest.Commit(2, 3))
+	latest(3, map[string]int{"ddb.Query": 1, "CopyIfAbsent": 1, "ddb.UpdateItem": 1, "List": 1})
+	latest(3, oneQuery)
+
+	// An hour later the observation is stale: Query and List.
+	now = now.Add(dynamo.DefaultKnownFor)
+	latest(3, map[string]int{"ddb.Query": 1, "List": 1})
+	latest(3, oneQuery)
 }
