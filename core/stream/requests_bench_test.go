@@ -1,0 +1,235 @@
+package stream
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
+)
+
+// BenchmarkBatchRequests counts the S3 and DynamoDB requests of stream batches of about
+// 1,000 change rows of the workload's orders table, through counting wrappers on the
+// emulators (S3: gofakes3 in process; DynamoDB: dynalite), per log store:
+//
+//   - log=dynamo: the DynamoDB log store (needs dynalite: scripts/with-dynalite.sh);
+//   - log=condput: S3 conditional put;
+//   - log=local: local disk (its counts are store calls; its CPU figures carry no emulator).
+//
+// Shapes:
+//
+//   - warm-invocations: one batch per invocation, every invocation on the same
+//     connections (a warm Lambda at a one-minute schedule);
+//   - one-invocation: every batch in one invocation (a catch-up);
+//   - after-bootstrap: a 4-range bootstrap (snapshot.Run, counted as bootstrap-*), then the
+//     first stream batch in a new process (cold: new connections, nothing known), counted
+//     as the batch.
+//
+// Each steady shape measures batchesMeasured batches (two checkpoint cycles of bronze)
+// after a warm-up of the same length that creates the tables. Reported per batch: s3-req
+// and ddb-req (means), max-req (the most requests, S3 and DynamoDB together, of one
+// batch), cpu-ms and alloc-MB (the process: the stream, cdcsim, and on the emulator
+// backends gofakes3 too).
+//
+//	scripts/with-dynalite.sh go test ./core/stream -run '^$' -bench BatchRequests -benchtime 1x
+func BenchmarkBatchRequests(b *testing.B) {
+	for _, lb := range []struct {
+		name    string
+		backend testlake.Backend
+	}{{"dynamo", testlake.AWS}, {"condput", testlake.S3CondPut}, {"local", testlake.Local}} {
+		b.Run("log="+lb.name, func(b *testing.B) {
+			b.Run("shape=warm-invocations", func(b *testing.B) { benchSteady(b, lb.backend, false) })
+			b.Run("shape=one-invocation", func(b *testing.B) { benchSteady(b, lb.backend, true) })
+			b.Run("shape=after-bootstrap", func(b *testing.B) { benchAfterBootstrap(b, lb.backend) })
+		})
+	}
+}
+
+const (
+	// txnsPerBatch workload transactions make about 1,000 change rows (1–4 statements
+	// each; an update is two rows).
+	txnsPerBatch    = 280
+	batchesMeasured = 20
+)
+
+// reqEnv is one benchmark's source, lake and stream connections.
+type reqEnv struct {
+	b    testing.TB
+	db   *cdcsim.DB
+	gen  *workload.Generator
+	lake *testlake.Lake
+	spec *config.Spec
+	f    *deltatest.Faults
+	deps Deps
+}
+
+func newReqEnv(b testing.TB, backend testlake.Backend, preload int) *reqEnv {
+	db := cdcsim.New(cdcsim.Config{Seed: 7})
+	g := workload.New(db, workload.Config{Seed: 7})
+	if err := g.Create(workload.Orders()); err != nil {
+		b.Fatal(err)
+	}
+	if preload > 0 {
+		if err := g.Load("orders", preload, 5_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lake := testlake.New(b, backend)
+	spec := &config.Spec{AppID: "reqs", Source: config.Source{DSN: "sqlserver://b@h", CaptureInstance: "dbo_orders"}}
+	lake.Use(spec)
+	spec.Defaults()
+	spec.Options.StartingLsn = "earliest"
+	e := &reqEnv{b: b, db: db, gen: g, lake: lake, spec: spec, f: &deltatest.Faults{}}
+	lake.Faults = e.f
+	return e
+}
+
+// open makes a process's connections: new tables and checkpoint, every store and
+// DynamoDB call counted by e.f.
+func (e *reqEnv) open() Deps {
+	return Deps{Source: e.db, Bronze: e.lake.Table(e.spec.Bronze), Facts: e.lake.Table(e.spec.FactsTable),
+		Checkpoint: checkpoint.New(e.lake.Store(e.spec.Checkpoint), e.spec.AppID)}
+}
+
+// counts are the S3 and DynamoDB requests made so far.
+func (e *reqEnv) counts() (s3, ddb int) {
+	for _, op := range e.f.Ops() {
+		switch {
+		case strings.HasPrefix(op, "store."):
+			s3++
+		case strings.HasPrefix(op, "ddb."):
+			ddb++
+		}
+	}
+	return s3, ddb
+}
+
+// invoke runs one stream invocation of at most maxBatches batches on deps and returns the
+// requests counted at the end of each batch (the first batch carries the invocation's
+// own requests).
+func (e *reqEnv) invoke(deps Deps, maxBatches int) (marks [][2]int) {
+	res, err := Run(context.Background(), e.spec, deps, Options{MaxBatches: maxBatches,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.db.Now,
+		OnBatch: func(BatchReport) {
+			s3, ddb := e.counts()
+			marks = append(marks, [2]int{s3, ddb})
+		}})
+	if err != nil || res.Batches != maxBatches {
+		e.b.Fatalf("run: %+v %v", res, err)
+	}
+	return marks
+}
+
+// reqStats accumulates per-batch request counts.
+type reqStats struct {
+	s3, ddb, max, n int
+}
+
+func (r *reqStats) add(from, to [2]int) {
+	s3, ddb := to[0]-from[0], to[1]-from[1]
+	r.s3, r.ddb, r.n = r.s3+s3, r.ddb+ddb, r.n+1
+	r.max = max(r.max, s3+ddb)
+}
+
+func (r *reqStats) report(b *testing.B, prefix string) {
+	b.ReportMetric(float64(r.s3)/float64(r.n), prefix+"s3-req/batch")
+	b.ReportMetric(float64(r.ddb)/float64(r.n), prefix+"ddb-req/batch")
+	b.ReportMetric(float64(r.max), prefix+"max-req/batch")
+}
+
+func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool) {
+	var st reqStats
+	var cpu float64
+	var alloc uint64
+	for i := 0; i < b.N; i++ {
+		e := newReqEnv(b, backend, 0)
+		e.deps = e.open()
+		// Warm-up: creates bronze and facts and runs a cycle, as a running stream has.
+		for range batchesMeasured {
+			if err := e.gen.Step(txnsPerBatch); err != nil {
+				b.Fatal(err)
+			}
+			e.invoke(e.deps, 1)
+		}
+		var ms0, ms1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		cpu0 := benchmetrics.CPUTime()
+		s3, ddb := e.counts()
+		prev := [2]int{s3, ddb}
+		if oneInvocation {
+			e.spec.Options.MaxCommitsPerBatch = new(int)
+			*e.spec.Options.MaxCommitsPerBatch = txnsPerBatch
+			if err := e.gen.Step(txnsPerBatch * batchesMeasured); err != nil {
+				b.Fatal(err)
+			}
+			marks := e.invoke(e.deps, batchesMeasured)
+			s3, ddb := e.counts() // what the invocation did after its last batch
+			marks[len(marks)-1] = [2]int{s3, ddb}
+			for _, m := range marks {
+				st.add(prev, m)
+				prev = m
+			}
+		} else {
+			for range batchesMeasured {
+				if err := e.gen.Step(txnsPerBatch); err != nil {
+					b.Fatal(err)
+				}
+				e.invoke(e.deps, 1)
+				s3, ddb := e.counts()
+				st.add(prev, [2]int{s3, ddb})
+				prev = [2]int{s3, ddb}
+			}
+		}
+		cpu += (benchmetrics.CPUTime() - cpu0).Seconds()
+		runtime.ReadMemStats(&ms1)
+		alloc += ms1.TotalAlloc - ms0.TotalAlloc
+	}
+	st.report(b, "")
+	n := float64(b.N * batchesMeasured)
+	b.ReportMetric(cpu*1000/n, "cpu-ms/batch")
+	b.ReportMetric(float64(alloc)/1e6/n, "alloc-MB/batch")
+	b.ReportMetric(0, "ns/op")
+}
+
+func benchAfterBootstrap(b *testing.B, backend testlake.Backend) {
+	var boot, first reqStats
+	for i := 0; i < b.N; i++ {
+		e := newReqEnv(b, backend, 40_000)
+		e.spec.Bootstrap = true
+		e.spec.Options.NumPartitions = 4
+		e.spec.Options.StartingLsn = ""
+		// The bootstrap: its own process (the snapshot function) with its own connections.
+		d := e.open()
+		sd := snapshot.Deps{Spec: e.spec, Source: e.db, Bronze: d.Bronze, Facts: d.Facts,
+			Staging: e.lake.Store(e.spec.Checkpoint), Options: snapshot.Options{Now: e.db.Now}}
+		s3, ddb := e.counts()
+		before := [2]int{s3, ddb}
+		if _, err := snapshot.Run(context.Background(), sd); err != nil {
+			b.Fatal(err)
+		}
+		s3, ddb = e.counts()
+		boot.add(before, [2]int{s3, ddb})
+		// The stream's first invocation: a new process.
+		if err := e.gen.Step(txnsPerBatch); err != nil {
+			b.Fatal(err)
+		}
+		prev := [2]int{s3, ddb}
+		e.invoke(e.open(), 1)
+		s3, ddb = e.counts()
+		first.add(prev, [2]int{s3, ddb})
+	}
+	boot.report(b, "bootstrap-")
+	first.report(b, "")
+	b.ReportMetric(0, "ns/op")
+}
