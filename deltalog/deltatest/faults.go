@@ -158,6 +158,11 @@ func (w *faultStore) Delete(ctx context.Context, key string) error {
 	return w.f.Hit("store.Delete "+key, func() error { return w.s.Delete(ctx, key) })
 }
 
+// DeleteKeys is one call, as the store's KeysDeleter makes it one request.
+func (w *faultStore) DeleteKeys(ctx context.Context, keys []string) error {
+	return w.f.Hit(fmt.Sprintf("store.DeleteKeys %s (%d keys)", keys[0], len(keys)), func() error { return storage.DeleteKeys(ctx, w.s, keys) })
+}
+
 // List counts as one call when iteration starts (one LIST request per page is the real
 // cost; pages are not visible through the interface).
 func (w *faultStore) List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.ObjectInfo, error] {

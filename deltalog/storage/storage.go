@@ -69,3 +69,26 @@ type Store interface {
 	// Delete removes the object. Deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
 }
+
+// KeysDeleter is a Store that deletes many objects in one request (S3's DeleteObjects).
+type KeysDeleter interface {
+	// DeleteKeys removes the objects; missing keys are not an error.
+	DeleteKeys(ctx context.Context, keys []string) error
+}
+
+// DeleteKeys removes keys from s: in as few requests as s allows when it is a
+// KeysDeleter, else one Delete each.
+func DeleteKeys(ctx context.Context, s Store, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if d, ok := s.(KeysDeleter); ok {
+		return d.DeleteKeys(ctx, keys)
+	}
+	for _, k := range keys {
+		if err := s.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
@@ -33,6 +34,7 @@ type Client interface {
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 }
 
 var _ Client = (*s3.Client)(nil)
@@ -276,6 +278,33 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(key))})
 	if err != nil {
 		return mapErr("delete", key, err)
+	}
+	return nil
+}
+
+// deleteBatch is the most keys one DeleteObjects request takes.
+const deleteBatch = 1000
+
+// DeleteKeys removes the objects with one DeleteObjects request per 1,000 keys (missing
+// keys are not an error; storage.KeysDeleter). The first key S3 could not delete is
+// reported.
+func (s *Store) DeleteKeys(ctx context.Context, keys []string) error {
+	for len(keys) > 0 {
+		n := min(len(keys), deleteBatch)
+		objs := make([]types.ObjectIdentifier, n)
+		for i, k := range keys[:n] {
+			objs[i] = types.ObjectIdentifier{Key: aws.String(s.key(k))}
+		}
+		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &s.bucket,
+			Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return mapErr("delete", keys[0], err)
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return fmt.Errorf("delete %s: %s: %s", aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
+		}
+		keys = keys[n:]
 	}
 	return nil
 }

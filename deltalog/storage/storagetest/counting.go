@@ -121,3 +121,9 @@ func (s *Counting) Delete(ctx context.Context, key string) error {
 	s.Counter.Add("Delete")
 	return s.Store.Delete(ctx, key)
 }
+
+// DeleteKeys counts one DeleteKeys call (one request when the store is a KeysDeleter).
+func (s *Counting) DeleteKeys(ctx context.Context, keys []string) error {
+	s.Counter.Add("DeleteKeys")
+	return storage.DeleteKeys(ctx, s.Store, keys)
+}

@@ -203,3 +203,8 @@ func (s *Faulty) List(ctx context.Context, prefix, startAfter string) iter.Seq2[
 func (s *Faulty) Delete(ctx context.Context, key string) error {
 	return s.Faults.Do("Delete", func() error { return s.Store.Delete(ctx, key) })
 }
+
+// DeleteKeys is one faultable call.
+func (s *Faulty) DeleteKeys(ctx context.Context, keys []string) error {
+	return s.Faults.Do("DeleteKeys", func() error { return storage.DeleteKeys(ctx, s.Store, keys) })
+}

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"CopyIfAbsentRace", testCopyIfAbsentRace},
 		{"List", testList},
 		{"Delete", testDelete},
+		{"DeleteKeys", testDeleteKeys},
 		{"URL", testURL},
 	}
 	for _, tc := range tests {
@@ -306,6 +307,21 @@ func testDelete(t *testing.T, s storage.Store) {
 	}
 	if got := keys(t, s, "", ""); len(got) != 0 {
 		t.Fatalf("after delete, list = %q", got)
+	}
+}
+
+// testDeleteKeys: storage.DeleteKeys removes every key given, missing ones included, and
+// only those (through the store's KeysDeleter when it has one).
+func testDeleteKeys(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	for _, k := range []string{"d/a", "d/b", "d/c"} {
+		put(t, s, k, "1")
+	}
+	if err := storage.DeleteKeys(ctx, s, []string{"d/a", "d/missing", "d/c"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, s, "", ""); len(got) != 1 || got[0] != "d/b" {
+		t.Fatalf("after DeleteKeys, list = %q, want [d/b]", got)
 	}
 }
 
