@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -63,11 +64,32 @@ type Commit struct {
 	// Rows is the change rows the batch appended to bronze.
 	Rows int64 `json:"rows"`
 	// BronzeVersion is the bronze version holding the batch (-1 when it had no rows);
-	// FactsVersion the facts version holding its row.
-	BronzeVersion int64     `json:"bronze_version"`
-	FactsVersion  int64     `json:"facts_version"`
-	Writer        string    `json:"writer"`
-	WrittenAt     time.Time `json:"written_at"`
+	// FactsVersion the facts version holding its row (-1 when the row is still pending:
+	// FactsRows).
+	BronzeVersion int64 `json:"bronze_version"`
+	FactsVersion  int64 `json:"facts_version"`
+	// FactsThrough is the newest batch whose facts rows the stream had committed to the
+	// facts table when it wrote this file (docs/decisions/0013-facts-rows-deferred.md); nil
+	// in files written before rows were deferred, where every batch wrote its own row
+	// (read it through FactsThroughBatch).
+	FactsThrough *int64 `json:"facts_through,omitempty"`
+	// FactsPendingSince is when the oldest batch after FactsThrough was committed (nil when
+	// none is pending).
+	FactsPendingSince *time.Time `json:"facts_pending_since,omitempty"`
+	// FactsRows are the batch's facts rows (a JSON array of core/facts rows) while they
+	// are not in the facts table yet; omitted when the batch committed them itself.
+	FactsRows json.RawMessage `json:"facts_rows,omitempty"`
+	Writer    string          `json:"writer"`
+	WrittenAt time.Time       `json:"written_at"`
+}
+
+// FactsThroughBatch is FactsThrough, or for a file written before facts rows were deferred
+// (every batch then committed its own row) the batch itself.
+func (m Commit) FactsThroughBatch() int64 {
+	if m.FactsThrough == nil {
+		return m.ID
+	}
+	return *m.FactsThrough
 }
 
 // ConcurrentStreamError: another stream wrote the same batch's checkpoint file first.
@@ -92,13 +114,24 @@ func (e *AppIDMismatchError) Error() string {
 	return fmt.Sprintf("checkpoint %s belongs to app_id %q, not %q: give each stream its own checkpoint and app_id", e.Checkpoint, e.Written, e.Want)
 }
 
-// Checkpoint reads and writes one stream's checkpoint.
+// Checkpoint reads and writes one stream's checkpoint. It remembers what it wrote, so a
+// process that keeps it (a warm Lambda) resumes with one listing (Resume) and reads back
+// the commit files it wrote without a request (Commits). Safe for concurrent use.
 type Checkpoint struct {
 	store  storage.Store
 	appID  string
 	writer string
 	// Retain is how many newest batches Clean keeps; DefaultRetain when 0.
 	Retain int
+
+	mu sync.Mutex
+	// last is the state after the newest commit file this Checkpoint wrote (nil: none).
+	last *State
+	// offsets are the offsets files written and not yet committed, by batch.
+	offsets map[int64]Batch
+	// commits are the commit files written or read, by batch (see Commits), bounded by
+	// forget.
+	commits map[int64]Commit
 }
 
 // New returns the checkpoint of appID rooted at store (no I/O).
@@ -117,12 +150,20 @@ type State struct {
 	Pending *Batch
 	// Last is the newest committed batch's offsets, nil when none is committed.
 	Last *Batch
+	// LastCommit is Last's commit file (nil when none is committed, or when its file
+	// is gone).
+	LastCommit *Commit
+	// Remembered is true when the state came from this Checkpoint's memory of its own
+	// writes (the listing showed nothing newer), not from reading the files.
+	Remembered bool
 }
 
 // Fresh reports whether the checkpoint holds no batch at all.
 func (s State) Fresh() bool { return s.Pending == nil && s.Last == nil }
 
 // Resume reads the checkpoint: the highest batch in offsets/ and whether it is committed.
+// When the highest batch is the one this Checkpoint committed last, its memory answers
+// and the listing is the only request (State.Remembered); otherwise the files are read.
 func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
 	top, ok, err := c.highest(ctx, OffsetsDir)
 	if err != nil {
@@ -131,16 +172,24 @@ func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
 	if !ok {
 		return State{Next: 0}, nil
 	}
+	c.mu.Lock()
+	last := c.last
+	c.mu.Unlock()
+	if last != nil && last.Last != nil && last.Last.ID == top {
+		st := *last
+		st.Remembered = true
+		return st, nil
+	}
 	b, err := c.readBatch(ctx, top)
 	if err != nil {
 		return State{}, err
 	}
-	committed, err := c.exists(ctx, commitKey(top))
-	if err != nil {
-		return State{}, fmt.Errorf("read checkpoint: %w", err)
+	m, err := c.readCommit(ctx, top)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return State{}, err
 	}
-	if committed {
-		return State{Next: top + 1, Last: b}, nil
+	if err == nil {
+		return State{Next: top + 1, Last: b, LastCommit: m}, nil
 	}
 	st := State{Next: top, Pending: b}
 	if top > 0 {
@@ -149,8 +198,38 @@ func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
 			return State{}, err
 		}
 		st.Last = prev
+		if prev != nil {
+			m, err := c.readCommit(ctx, top-1)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return State{}, err
+			}
+			st.LastCommit = m
+		}
 	}
 	return st, nil
+}
+
+// Commits are the commit files of batches from..to that exist, in order: from memory when
+// this Checkpoint wrote or read them, else read (one GET each).
+func (c *Checkpoint) Commits(ctx context.Context, from, to int64) ([]Commit, error) {
+	var out []Commit
+	for n := from; n <= to; n++ {
+		c.mu.Lock()
+		m, ok := c.commits[n]
+		c.mu.Unlock()
+		if !ok {
+			got, err := c.readCommit(ctx, n)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			m = *got
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // WriteOffsets records batch b before it is read. *ConcurrentStreamError when the file
@@ -161,7 +240,16 @@ func (c *Checkpoint) WriteOffsets(ctx context.Context, b Batch) error {
 	if b.WrittenAt.IsZero() {
 		b.WrittenAt = time.Now().UTC()
 	}
-	return c.putOnce(ctx, offsetKey(b.ID), b)
+	if err := c.putOnce(ctx, offsetKey(b.ID), b); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.offsets == nil {
+		c.offsets = map[int64]Batch{}
+	}
+	c.offsets[b.ID] = b
+	return nil
 }
 
 // RetakeFirst replaces the offsets of a fresh checkpoint's batch 0 by b (b.ID must be 0),
@@ -191,7 +279,34 @@ func (c *Checkpoint) WriteCommit(ctx context.Context, m Commit) error {
 	if m.WrittenAt.IsZero() {
 		m.WrittenAt = time.Now().UTC()
 	}
-	return c.putOnce(ctx, commitKey(m.ID), m)
+	if err := c.putOnce(ctx, commitKey(m.ID), m); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remember(m)
+	if b, ok := c.offsets[m.ID]; ok {
+		c.last = &State{Next: m.ID + 1, Last: &b, LastCommit: &m}
+		delete(c.offsets, m.ID)
+	} else {
+		c.last = nil // batch m's offsets were written by an earlier process: read them back
+	}
+	return nil
+}
+
+// remember keeps commit file m for Commits, and drops those whose rows are in the facts
+// table. c.mu is held.
+func (c *Checkpoint) remember(m Commit) {
+	if c.commits == nil {
+		c.commits = map[int64]Commit{}
+	}
+	c.commits[m.ID] = m
+	through := m.FactsThroughBatch()
+	for id := range c.commits {
+		if id <= through {
+			delete(c.commits, id)
+		}
+	}
 }
 
 // Clean deletes offsets and commits of batches older than the newest Retain before
@@ -205,18 +320,20 @@ func (c *Checkpoint) Clean(ctx context.Context, upTo int64) error {
 	if below <= 0 {
 		return nil
 	}
+	var old []string
 	for _, dir := range []string{OffsetsDir, CommitsDir} {
 		for info, err := range c.store.List(ctx, dir, "") {
 			if err != nil {
 				return fmt.Errorf("clean checkpoint: %w", err)
 			}
-			n, ok := batchOf(dir, info.Key)
-			if ok && n < below {
-				if err := c.store.Delete(ctx, info.Key); err != nil {
-					return fmt.Errorf("clean checkpoint: %w", err)
-				}
+			if n, ok := batchOf(dir, info.Key); ok && n < below {
+				old = append(old, info.Key)
 			}
 		}
+	}
+	// One request on S3 (DeleteObjects), not one per file.
+	if err := storage.DeleteKeys(ctx, c.store, old); err != nil {
+		return fmt.Errorf("clean checkpoint: %w", err)
 	}
 	return nil
 }
@@ -269,16 +386,27 @@ func (c *Checkpoint) readBatch(ctx context.Context, n int64) (*Batch, error) {
 	return &b, nil
 }
 
-func (c *Checkpoint) get(ctx context.Context, key string) ([]byte, error) {
-	return c.store.GetRange(ctx, key, 0, -1)
+// readCommit reads commits/<n>.json (storage.ErrNotFound when absent) and remembers it.
+func (c *Checkpoint) readCommit(ctx context.Context, n int64) (*Commit, error) {
+	data, err := c.get(ctx, commitKey(n))
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read checkpoint %s: %w", commitKey(n), err)
+	}
+	var m Commit
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("read checkpoint %s: %w", commitKey(n), err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.remember(m)
+	return &m, nil
 }
 
-func (c *Checkpoint) exists(ctx context.Context, key string) (bool, error) {
-	_, err := c.store.Head(ctx, key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+func (c *Checkpoint) get(ctx context.Context, key string) ([]byte, error) {
+	return c.store.GetRange(ctx, key, 0, -1)
 }
 
 func (c *Checkpoint) highest(ctx context.Context, dir string) (int64, bool, error) {

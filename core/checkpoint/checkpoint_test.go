@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -129,5 +130,63 @@ func TestClean(t *testing.T) {
 	s, _ := c.Resume(ctx)
 	if s.Next != 10 {
 		t.Errorf("resume after clean: %+v", s)
+	}
+}
+
+// A Checkpoint resumes from its memory of its own writes with one listing, and reads the
+// files when the listing shows a batch it did not commit (another process ran since);
+// Commits answers from memory what it wrote and reads the rest.
+func TestResumeRemembers(t *testing.T) {
+	ctx := context.Background()
+	c := &storagetest.Counter{}
+	st := storagetest.NewCounting(newStore(t), c)
+	mine, other := New(st, "app"), New(st, "app")
+	write := func(cp *Checkpoint, n int64, rows string) {
+		t.Helper()
+		if err := cp.WriteOffsets(ctx, Batch{ID: n, Start: off("0x01", ""), End: off("0x02", "")}); err != nil {
+			t.Fatal(err)
+		}
+		m := Commit{ID: n, Rows: n, FactsThrough: new(int64)}
+		if rows != "" {
+			m.FactsRows = []byte(rows)
+		}
+		if err := cp.WriteCommit(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resume := func(cp *Checkpoint, wantNext int64, remembered bool, wantCalls map[string]int) State {
+		t.Helper()
+		c.Reset()
+		s, err := cp.Resume(ctx)
+		if err != nil || s.Next != wantNext || s.Remembered != remembered || s.LastCommit == nil || s.LastCommit.ID != wantNext-1 {
+			t.Fatalf("resume: %+v %v; want next %d, remembered %v", s, err, wantNext, remembered)
+		}
+		if got := c.Counts(); !maps.Equal(got, wantCalls) {
+			t.Errorf("resume made %v, want %v", got, wantCalls)
+		}
+		return s
+	}
+	write(mine, 0, "")
+	write(mine, 1, `[{"app_id":"app","written_at":"2026-01-01T00:00:00Z"}]`)
+	s := resume(mine, 2, true, map[string]int{"List": 1})
+	if s.Last.ID != 1 || string(s.LastCommit.FactsRows) == "" {
+		t.Errorf("remembered %+v", s)
+	}
+	// Another process commits batch 2: read from the files.
+	resume(other, 2, false, map[string]int{"List": 1, "GetRange": 2})
+	write(other, 2, "")
+	resume(mine, 3, false, map[string]int{"List": 1, "GetRange": 2})
+
+	c.Reset()
+	got, err := mine.Commits(ctx, 1, 2)
+	if err != nil || len(got) != 2 || got[0].ID != 1 || got[1].ID != 2 {
+		t.Fatalf("commits %+v %v", got, err)
+	}
+	if n := c.Count("GetRange"); n != 0 {
+		t.Errorf("Commits read %d files; batch 1 was written and batch 2 read by this Checkpoint", n)
+	}
+	// A missing file is left out; a new Checkpoint reads each file.
+	if got, err := New(st, "app").Commits(ctx, 0, 3); err != nil || len(got) != 3 || c.Count("GetRange") != 4 {
+		t.Errorf("a new Checkpoint's Commits: %+v %v after %d reads", got, err, c.Count("GetRange"))
 	}
 }
