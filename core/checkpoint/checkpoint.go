@@ -409,6 +409,15 @@ func (c *Checkpoint) get(ctx context.Context, key string) ([]byte, error) {
 	return c.store.GetRange(ctx, key, 0, -1)
 }
 
+// exists reports whether key exists (one HEAD).
+func (c *Checkpoint) exists(ctx context.Context, key string) (bool, error) {
+	_, err := c.store.Head(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 func (c *Checkpoint) highest(ctx context.Context, dir string) (int64, bool, error) {
 	top, found := int64(-1), false
 	for info, err := range c.store.List(ctx, dir, "") {

@@ -6,48 +6,54 @@ import (
 )
 
 // Row is one facts row. Strings use "" for NULL (no LSN, event or detail is empty);
-// pointers are nil for NULL. Times are UTC.
+// pointers are nil for NULL. Times are UTC. Its JSON form (a row still pending in the
+// stream's checkpoint, docs/decisions/0013-facts-rows-deferred.md) names fields by column.
 type Row struct {
-	AppID   string
-	BatchID *int64
+	AppID   string `json:"app_id"`
+	BatchID *int64 `json:"batch_id,omitempty"`
 	// Rows is change rows written (all operations), 0 for an empty batch; snapshot rows
 	// on bootstrap/resnapshot, nil when a reused snapshot's count is unknown.
-	Rows *int64
+	Rows *int64 `json:"rows,omitempty"`
 	// MinLSN, MaxLSN: the batch's smallest and largest _start_lsn ("" when it had no
 	// rows); on event rows the event's LSN (docs/reference/original-library.md §6.3).
-	MinLSN, MaxLSN           string
-	MinCommitTS, MaxCommitTS *time.Time
+	MinLSN      string     `json:"min_lsn,omitempty"`
+	MaxLSN      string     `json:"max_lsn,omitempty"`
+	MinCommitTS *time.Time `json:"min_commit_ts,omitempty"`
+	MaxCommitTS *time.Time `json:"max_commit_ts,omitempty"`
 	// Deletes (op 1), Inserts (op 2), Updates (op 4; op 3 not counted).
-	Deletes, Inserts, Updates int64
+	Deletes int64 `json:"deletes,omitempty"`
+	Inserts int64 `json:"inserts,omitempty"`
+	Updates int64 `json:"updates,omitempty"`
 	// StartedAt is when the batch started; DurationMs from then to the end of the bronze
 	// commit.
-	StartedAt  *time.Time
-	DurationMs *int64
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	DurationMs *int64     `json:"duration_ms,omitempty"`
 	// Read metrics: median SELECT 1 round trip (ms), summed read time (task-seconds),
 	// summed Arrow MB read (bytes/1e6), summed ASYNC_NETWORK_IO growth (ms).
-	SourceRTTMs   *float64
-	ReadSeconds   *float64
-	ReadMB        *float64
-	NetworkWaitMs *int64
+	SourceRTTMs   *float64 `json:"source_rtt_ms,omitempty"`
+	ReadSeconds   *float64 `json:"read_seconds,omitempty"`
+	ReadMB        *float64 `json:"read_mb,omitempty"`
+	NetworkWaitMs *int64   `json:"network_wait_ms,omitempty"`
 	// RetentionWatermarkTS is the commit time of min_lsn(ci) after the read.
-	RetentionWatermarkTS   *time.Time
-	RetentionHeadroomHours *float64
+	RetentionWatermarkTS   *time.Time `json:"retention_watermark_ts,omitempty"`
+	RetentionHeadroomHours *float64   `json:"retention_headroom_hours,omitempty"`
 	// Event is "" for a micro-batch, else one of the Event* kinds.
-	Event string
+	Event string `json:"event,omitempty"`
 	// LostFromTS, LostToTS bound a gap (resnapshot, data_skipped).
-	LostFromTS, LostToTS *time.Time
+	LostFromTS *time.Time `json:"lost_from_ts,omitempty"`
+	LostToTS   *time.Time `json:"lost_to_ts,omitempty"`
 	// SourceMaxCommitTS is the commit time of max_lsn after the read.
-	SourceMaxCommitTS   *time.Time
-	CaptureLagSeconds   *float64
-	IngestionLagSeconds *float64
+	SourceMaxCommitTS   *time.Time `json:"source_max_commit_ts,omitempty"`
+	CaptureLagSeconds   *float64   `json:"capture_lag_seconds,omitempty"`
+	IngestionLagSeconds *float64   `json:"ingestion_lag_seconds,omitempty"`
 	// EndLSN is the batch's end offset (rows or not); EndCommitTS its commit time.
-	EndLSN      string
-	EndCommitTS *time.Time
+	EndLSN      string     `json:"end_lsn,omitempty"`
+	EndCommitTS *time.Time `json:"end_commit_ts,omitempty"`
 	// Detail is the event's payload (docs/reference/original-library.md §6.5) or
 	// {"warnings": [...]} on a batch.
-	Detail    string
-	Target    string
-	WrittenAt time.Time
+	Detail    string    `json:"detail,omitempty"`
+	Target    string    `json:"target,omitempty"`
+	WrittenAt time.Time `json:"written_at"`
 }
 
 // Position is how far through the commit history the row's stream had read:

@@ -25,6 +25,13 @@ func Append(ctx context.Context, t *deltalog.Table, txnAppID string, version int
 	if err != nil {
 		return ingest.Result{}, fmt.Errorf("read facts table: %w", err)
 	}
+	return AppendOn(ctx, snap, txnAppID, version, rows, wopts)
+}
+
+// AppendOn is Append on the facts table state snap the caller has just read (its
+// Snapshot's table), so the table is not read twice.
+func AppendOn(ctx context.Context, snap *deltalog.Snapshot, txnAppID string, version int64, rows []Row, wopts parquetio.WriterOptions) (ingest.Result, error) {
+	t := snap.Table()
 	if res, ok := ingest.Replayed(snap, txnAppID, version); ok {
 		return res, nil
 	}

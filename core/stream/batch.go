@@ -126,14 +126,15 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	for i := range rows[1:] {
 		rows[1+i].WrittenAt = row.WrittenAt
 	}
-	fres, err := facts.Append(ctx, r.deps.Facts, facts.TxnFacts(r.spec.AppID), b.ID, rows, r.opts.Writer)
+	commit := checkpoint.Commit{ID: b.ID, Rows: stats.Rows, BronzeVersion: bronzeVersion}
+	next, err := r.factsRows(ctx, &commit, rows, len(events) > 0)
 	if err != nil {
 		return rep, err
 	}
-	if err := r.deps.Checkpoint.WriteCommit(ctx, checkpoint.Commit{ID: b.ID, Rows: stats.Rows,
-		BronzeVersion: bronzeVersion, FactsVersion: fres.Version}); err != nil {
+	if err := r.deps.Checkpoint.WriteCommit(ctx, commit); err != nil {
 		return rep, err
 	}
+	r.facts = next
 
 	rep.Rows, rep.Bytes = stats.Rows, stats.Bytes
 	rep.Duration = r.opts.Now().Sub(startedAt)

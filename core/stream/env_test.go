@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"testing"
@@ -194,6 +195,14 @@ func (e *env) sourceChangeRows() int64 {
 
 func (e *env) factsRows() []facts.Row {
 	e.t.Helper()
+	rows, through := e.tableFactsRows()
+	return append(rows, e.pendingFactsRows(through)...)
+}
+
+// tableFactsRows are the stream's rows in the facts table, and the newest batch whose rows
+// it holds (txn(<app_id>#facts), -1 when none).
+func (e *env) tableFactsRows() ([]facts.Row, int64) {
+	e.t.Helper()
 	snap, err := e.lake.RawTable(e.spec.FactsTable).Snapshot(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
@@ -202,7 +211,42 @@ func (e *env) factsRows() []facts.Row {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return rows
+	through, ok := snap.TxnVersion(facts.TxnFacts(e.spec.AppID))
+	if !ok {
+		through = -1
+	}
+	return rows, through
+}
+
+// pendingFactsRows are the facts rows waiting in the checkpoint's commit files of the
+// batches after through (docs/decisions/0013-facts-rows-deferred.md).
+func (e *env) pendingFactsRows(through int64) []facts.Row {
+	e.t.Helper()
+	ctx := context.Background()
+	store := e.lake.RawStore(e.spec.Checkpoint)
+	var out []facts.Row
+	for oi, err := range store.List(ctx, checkpoint.CommitsDir, "") {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		data, err := store.GetRange(ctx, oi.Key, 0, -1)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var m checkpoint.Commit
+		if err := json.Unmarshal(data, &m); err != nil {
+			e.t.Fatalf("%s: %v", oi.Key, err)
+		}
+		if m.ID <= through || len(m.FactsRows) == 0 {
+			continue
+		}
+		var rows []facts.Row
+		if err := json.Unmarshal(m.FactsRows, &rows); err != nil {
+			e.t.Fatalf("%s: facts rows: %v", oi.Key, err)
+		}
+		out = append(out, rows...)
+	}
+	return out
 }
 
 // assertConverged checks bronze against the source: every change exactly once, the

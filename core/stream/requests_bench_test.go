@@ -31,6 +31,8 @@ import (
 //   - warm-invocations: one batch per invocation, every invocation on the same
 //     connections (a warm Lambda at a one-minute schedule);
 //   - one-invocation: every batch in one invocation (a catch-up);
+//   - warm-invocations/facts-every=1: as warm-invocations, every batch committing its facts
+//     rows (Options.FactsEvery 1: the cost decision 0013 removed);
 //   - after-bootstrap: a 4-range bootstrap (snapshot.Run, counted as bootstrap-*), then the
 //     first stream batch in a new process (cold: new connections, nothing known), counted
 //     as the batch.
@@ -48,8 +50,9 @@ func BenchmarkBatchRequests(b *testing.B) {
 		backend testlake.Backend
 	}{{"dynamo", testlake.AWS}, {"condput", testlake.S3CondPut}, {"local", testlake.Local}} {
 		b.Run("log="+lb.name, func(b *testing.B) {
-			b.Run("shape=warm-invocations", func(b *testing.B) { benchSteady(b, lb.backend, false) })
-			b.Run("shape=one-invocation", func(b *testing.B) { benchSteady(b, lb.backend, true) })
+			b.Run("shape=warm-invocations", func(b *testing.B) { benchSteady(b, lb.backend, false, 0) })
+			b.Run("shape=one-invocation", func(b *testing.B) { benchSteady(b, lb.backend, true, 0) })
+			b.Run("shape=warm-invocations/facts-every=1", func(b *testing.B) { benchSteady(b, lb.backend, false, 1) })
 			b.Run("shape=after-bootstrap", func(b *testing.B) { benchAfterBootstrap(b, lb.backend) })
 		})
 	}
@@ -71,6 +74,8 @@ type reqEnv struct {
 	spec *config.Spec
 	f    *deltatest.Faults
 	deps Deps
+	// factsEvery is Options.FactsEvery (0: the default).
+	factsEvery int
 }
 
 func newReqEnv(b testing.TB, backend testlake.Backend, preload int) *reqEnv {
@@ -118,7 +123,7 @@ func (e *reqEnv) counts() (s3, ddb int) {
 // requests counted at the end of each batch (the first batch carries the invocation's
 // own requests).
 func (e *reqEnv) invoke(deps Deps, maxBatches int) (marks [][2]int) {
-	res, err := Run(context.Background(), e.spec, deps, Options{MaxBatches: maxBatches,
+	res, err := Run(context.Background(), e.spec, deps, Options{MaxBatches: maxBatches, FactsEvery: e.factsEvery,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.db.Now,
 		OnBatch: func(BatchReport) {
 			s3, ddb := e.counts()
@@ -147,12 +152,13 @@ func (r *reqStats) report(b *testing.B, prefix string) {
 	b.ReportMetric(float64(r.max), prefix+"max-req/batch")
 }
 
-func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool) {
+func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool, factsEvery int) {
 	var st reqStats
 	var cpu float64
 	var alloc uint64
 	for i := 0; i < b.N; i++ {
 		e := newReqEnv(b, backend, 0)
+		e.factsEvery = factsEvery
 		e.deps = e.open()
 		// Warm-up: creates bronze and facts and runs a cycle, as a running stream has.
 		for range batchesMeasured {

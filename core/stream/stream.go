@@ -67,6 +67,11 @@ const (
 	// DefaultMinRowsPerRange is the original's MIN_ROWS_PER_PARTITION: a read range holds
 	// at least this many change rows, so a batch below ~100,000 rows is one connection.
 	DefaultMinRowsPerRange = 50_000
+	// DefaultFactsEvery is Options.FactsEvery's default: at a batch a minute, a facts
+	// commit every ten minutes (docs/decisions/0013-facts-rows-deferred.md).
+	DefaultFactsEvery = 10
+	// DefaultFactsMaxDelay is Options.FactsMaxDelay's default.
+	DefaultFactsMaxDelay = 10 * time.Minute
 )
 
 // cleanEvery is how often (in batches) old checkpoint files are deleted: each clean-up
@@ -92,6 +97,15 @@ type Options struct {
 	Logger *slog.Logger
 	// OnBatch, when set, is called after each batch is committed.
 	OnBatch func(BatchReport)
+	// FactsEvery is how many batches' facts rows are committed to the facts table
+	// together: a batch's rows wait in its checkpoint commit file until the FactsEvery-th
+	// batch since the last facts commit, or until the oldest has waited FactsMaxDelay;
+	// event rows, and the stream's first batch, are committed at once
+	// (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery when 0; 1 commits
+	// every batch's rows with it; at most checkpoint.DefaultRetain (the commit files kept).
+	FactsEvery int
+	// FactsMaxDelay bounds how long a batch's facts rows wait; DefaultFactsMaxDelay when 0.
+	FactsMaxDelay time.Duration
 }
 
 // Result is what one invocation did.
@@ -148,6 +162,9 @@ type run struct {
 	src  source.Source
 	opts Options
 	log  *slog.Logger
+
+	// facts is what the invocation knows of the facts rows not yet committed.
+	facts pendingFacts
 }
 
 func (o Options) withDefaults() Options {
@@ -156,6 +173,14 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MinRowsPerRange == 0 {
 		o.MinRowsPerRange = DefaultMinRowsPerRange
+	}
+	if o.FactsEvery <= 0 {
+		o.FactsEvery = DefaultFactsEvery
+	}
+	// Waiting rows live in commit files, of which the checkpoint keeps DefaultRetain.
+	o.FactsEvery = min(o.FactsEvery, checkpoint.DefaultRetain)
+	if o.FactsMaxDelay <= 0 {
+		o.FactsMaxDelay = DefaultFactsMaxDelay
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -199,8 +224,11 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := r.checkNotRewound(ctx, state); err != nil {
-		return res, err
+	// A state the Checkpoint remembers from its own writes was checked when first read.
+	if !state.Remembered {
+		if err := r.checkNotRewound(ctx, state); err != nil {
+			return res, err
+		}
 	}
 	if off, ok := recordedPosition(state); ok {
 		if err := r.checkContinuity(ctx, off); err != nil {
@@ -210,6 +238,7 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	if err := r.retakeFirst(ctx, &state, insts, target); err != nil {
 		return res, err
 	}
+	r.facts = pendingFromState(state)
 
 	var start lsn.Offset
 	switch {

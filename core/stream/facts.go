@@ -1,0 +1,108 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+)
+
+// pendingFacts is what a stream knows of its facts rows not yet in the facts table
+// (docs/decisions/0013-facts-rows-deferred.md): they wait in the checkpoint's commit
+// files of the batches after through.
+type pendingFacts struct {
+	// known is false when the last commit file could not be read: the next batch then
+	// commits its rows, and any pending ones, at once.
+	known bool
+	// through is the newest batch whose rows are in the facts table (-1: none).
+	through int64
+	// since is when the oldest pending batch was committed (nil: none pending).
+	since *time.Time
+}
+
+// pendingFromState reads the pending rows' bookkeeping from the resumed checkpoint.
+func pendingFromState(st checkpoint.State) pendingFacts {
+	switch {
+	case st.LastCommit != nil:
+		return pendingFacts{known: true, through: st.LastCommit.FactsThroughBatch(), since: st.LastCommit.FactsPendingSince}
+	case st.Last == nil:
+		return pendingFacts{known: true, through: -1}
+	default:
+		return pendingFacts{through: -1}
+	}
+}
+
+// due reports whether batch n commits the facts rows: when it has event rows (snapshot
+// and schema bookkeeping is never late), when nothing is known or nothing was ever
+// committed (a new stream shows its first row at once), when FactsEvery batches are
+// pending with it, or when the oldest pending one has waited FactsMaxDelay.
+func (p pendingFacts) due(n int64, events bool, now time.Time, every int, maxDelay time.Duration) bool {
+	return events || !p.known || p.through < 0 || n-p.through >= int64(every) ||
+		(p.since != nil && now.Sub(*p.since) >= maxDelay)
+}
+
+// factsRows disposes of batch n's facts rows (the batch row and its events) and fills in
+// the facts fields of its commit file m: either they and the pending rows of earlier
+// batches are committed to the facts table now, in one commit keyed
+// txn(<app_id>#facts, n), or they are kept in m to wait (docs/decisions/0013-facts-rows-deferred.md).
+// It returns the bookkeeping once m is written.
+func (r *run) factsRows(ctx context.Context, m *checkpoint.Commit, rows []facts.Row, events bool) (pendingFacts, error) {
+	p := r.facts
+	written := rows[0].WrittenAt
+	if !p.due(m.ID, events, written, r.opts.FactsEvery, r.opts.FactsMaxDelay) {
+		data, err := json.Marshal(rows)
+		if err != nil {
+			return p, fmt.Errorf("encode facts rows of batch %d: %w", m.ID, err)
+		}
+		if p.since == nil {
+			p.since = &written
+		}
+		through := p.through
+		m.FactsVersion, m.FactsThrough, m.FactsPendingSince, m.FactsRows = -1, &through, p.since, data
+		return p, nil
+	}
+
+	snap, err := r.deps.Facts.Snapshot(ctx)
+	if err != nil {
+		return p, fmt.Errorf("read facts table: %w", err)
+	}
+	txn := facts.TxnFacts(r.spec.AppID)
+	// The pending batches: after the facts table's own record (a run that died after
+	// its facts commit may have committed more than the commit files say), and after
+	// what the commit files say is committed (older batches' files may be cleaned up).
+	from := m.ID - checkpoint.DefaultRetain
+	if p.known {
+		from = max(from, p.through+1)
+	}
+	if v, ok := snap.TxnVersion(txn); ok {
+		from = max(from, v+1)
+	}
+	var all []facts.Row
+	if from < m.ID {
+		prev, err := r.deps.Checkpoint.Commits(ctx, max(from, 0), m.ID-1)
+		if err != nil {
+			return p, err
+		}
+		for _, c := range prev {
+			if len(c.FactsRows) == 0 {
+				continue
+			}
+			var pending []facts.Row
+			if err := json.Unmarshal(c.FactsRows, &pending); err != nil {
+				return p, fmt.Errorf("read facts rows of batch %d from the checkpoint: %w", c.ID, err)
+			}
+			all = append(all, pending...)
+		}
+	}
+	all = append(all, rows...)
+	res, err := facts.AppendOn(ctx, snap, txn, m.ID, all, r.opts.Writer)
+	if err != nil {
+		return p, err
+	}
+	through := m.ID
+	m.FactsVersion, m.FactsThrough = res.Version, &through
+	return pendingFacts{known: true, through: m.ID}, nil
+}

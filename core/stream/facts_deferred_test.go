@@ -1,0 +1,91 @@
+package stream
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+)
+
+// Batch rows wait in the checkpoint's commit files and reach the facts table together
+// (docs/decisions/0013-facts-rows-deferred.md): the first batch's row at once, then every
+// FactsEvery-th batch with the waiting ones, earlier when the oldest has waited
+// FactsMaxDelay, and at once with a batch that has event rows. Each batch's row is in the
+// facts table or waiting, exactly once, in a new process (cold) as in a warm one.
+func TestFactsRowsDeferred(t *testing.T) {
+	e := newEnv(t, cdcsim.Config{Seed: 41})
+	opts := Options{FactsEvery: 3, FactsMaxDelay: time.Hour, MaxBatches: 1}
+	deps := e.deps() // a warm process keeps its connections
+	batch := func(id int, d Deps) {
+		t.Helper()
+		e.exec(insert(id, id))
+		o := opts
+		o.Now = e.db.Now
+		if res, err := Run(t.Context(), e.spec, d, o); err != nil || res.Batches != 1 {
+			t.Fatalf("batch of row %d: %+v %v", id, res, err)
+		}
+	}
+	// inTable are the batch ids of the facts table's batch rows; waiting those of the
+	// commit files' rows not in it yet.
+	check := func(name string, inTable, waiting []int64) {
+		t.Helper()
+		rows, through := e.tableFactsRows()
+		var got []int64
+		for _, r := range rows {
+			if r.Event == "" {
+				got = append(got, *r.BatchID)
+			}
+		}
+		slices.Sort(got)
+		var pend []int64
+		for _, r := range e.pendingFactsRows(through) {
+			if r.Event == "" {
+				pend = append(pend, *r.BatchID)
+			}
+		}
+		if !slices.Equal(got, inTable) || !slices.Equal(pend, waiting) {
+			t.Fatalf("%s: facts table holds batches %v, waiting %v; want %v and %v", name, got, pend, inTable, waiting)
+		}
+	}
+	batch(1, deps)
+	check("first batch", []int64{0}, nil)
+	batch(2, deps)
+	batch(3, deps)
+	check("two waiting", []int64{0}, []int64{1, 2})
+	batch(4, deps)
+	check("third since the last commit", []int64{0, 1, 2, 3}, nil)
+
+	// A new process (nothing remembered) finds the waiting rows in the commit files.
+	batch(5, deps)
+	batch(6, e.deps())
+	check("cold, two waiting", []int64{0, 1, 2, 3}, []int64{4, 5})
+	batch(7, e.deps())
+	check("cold, third", []int64{0, 1, 2, 3, 4, 5, 6}, nil)
+
+	// The oldest waiting row ages past FactsMaxDelay.
+	batch(8, deps)
+	e.db.Advance(2 * time.Hour)
+	batch(9, deps)
+	check("aged", []int64{0, 1, 2, 3, 4, 5, 6, 7, 8}, nil)
+
+	// An event row goes at once, with the waiting batch rows.
+	batch(10, deps)
+	if _, err := e.db.AddColumn("orders", source.Column{Name: "extra", DataType: "int", Nullable: true}); err != nil {
+		t.Fatal(err)
+	}
+	batch(11, deps)
+	check("event", []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, nil)
+	n := 0
+	for _, r := range e.factsRows() {
+		if r.Event == facts.EventSchemaChange {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d schema_change rows, want 1", n)
+	}
+	e.assertConverged()
+}
