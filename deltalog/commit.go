@@ -238,7 +238,7 @@ func (tx *Transaction) validate() error {
 		// Only an add carrying a deletion vector re-adds a live path (new files have fresh
 		// names), so only those are looked up.
 		if a.DeletionVector != nil && !removedPath[p] {
-			for k := range tx.snap.files {
+			for k := range tx.snap.files.Keys() {
 				if k.path == p && k.dvID != a.DeletionVector.UniqueID() {
 					return &InvalidCommitError{Reason: "file re-added with another deletion vector without removing the live one: " + p}
 				}
