@@ -35,6 +35,7 @@ var sdkActions = map[string][]string{
 	"PutObject":      {"s3:PutObject"},
 	"CopyObject":     {"s3:GetObject", "s3:PutObject"},
 	"DeleteObject":   {"s3:DeleteObject"},
+	"DeleteObjects":  {"s3:DeleteObject"}, // DeleteObjects needs s3:DeleteObject on each key
 	"ListObjectsV2":  {"s3:ListBucket"},
 	"GetItem":        {"dynamodb:GetItem"},
 	"PutItem":        {"dynamodb:PutItem"},
