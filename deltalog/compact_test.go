@@ -291,7 +291,7 @@ func TestCompactConflicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			if strings.HasSuffix(oi.Key, ".parquet") && !strings.HasPrefix(oi.Key, "_") {
-				if _, live := s.files[fileKey{path: oi.Key}]; !live && oi.Key != victim.Path {
+				if _, live := s.files.Get(fileKey{path: oi.Key}); !live && oi.Key != victim.Path {
 					t.Fatalf("compaction output %s left behind", oi.Key)
 				}
 			}
