@@ -8,6 +8,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
 // pendingFacts is what a stream knows of its facts rows not yet in the facts table
@@ -65,44 +66,73 @@ func (r *run) factsRows(ctx context.Context, m *checkpoint.Commit, rows []facts.
 		return p, nil
 	}
 
-	snap, err := r.deps.Facts.Snapshot(ctx)
+	snap, all, err := r.waitingFacts(ctx, m.ID-1)
 	if err != nil {
-		return p, fmt.Errorf("read facts table: %w", err)
-	}
-	txn := facts.TxnFacts(r.spec.AppID)
-	// The pending batches: after the facts table's own record (a run that died after
-	// its facts commit may have committed more than the commit files say), and after
-	// what the commit files say is committed (older batches' files may be cleaned up).
-	from := m.ID - checkpoint.DefaultRetain
-	if p.known {
-		from = max(from, p.through+1)
-	}
-	if v, ok := snap.TxnVersion(txn); ok {
-		from = max(from, v+1)
-	}
-	var all []facts.Row
-	if from < m.ID {
-		prev, err := r.deps.Checkpoint.Commits(ctx, max(from, 0), m.ID-1)
-		if err != nil {
-			return p, err
-		}
-		for _, c := range prev {
-			if len(c.FactsRows) == 0 {
-				continue
-			}
-			var pending []facts.Row
-			if err := json.Unmarshal(c.FactsRows, &pending); err != nil {
-				return p, fmt.Errorf("read facts rows of batch %d from the checkpoint: %w", c.ID, err)
-			}
-			all = append(all, pending...)
-		}
+		return p, err
 	}
 	all = append(all, rows...)
-	res, err := facts.AppendOn(ctx, snap, txn, m.ID, all, r.opts.Writer)
+	res, err := facts.AppendOn(ctx, snap, facts.TxnFacts(r.spec.AppID), m.ID, all, r.opts.Writer)
 	if err != nil {
 		return p, err
 	}
 	through := m.ID
 	m.FactsVersion, m.FactsThrough = res.Version, &through
 	return pendingFacts{known: true, through: m.ID}, nil
+}
+
+// waitingFacts reads the facts table and the rows still waiting in the commit files of
+// the batches up to last: those after the facts table's own record (a run that died after
+// its facts commit may have committed more than the commit files say) and after what the
+// commit files say is committed (older batches' files may be cleaned up).
+func (r *run) waitingFacts(ctx context.Context, last int64) (*deltalog.Snapshot, []facts.Row, error) {
+	snap, err := r.deps.Facts.Snapshot(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read facts table: %w", err)
+	}
+	p := r.facts
+	from := last + 1 - checkpoint.DefaultRetain
+	if p.known {
+		from = max(from, p.through+1)
+	}
+	if v, ok := snap.TxnVersion(facts.TxnFacts(r.spec.AppID)); ok {
+		from = max(from, v+1)
+	}
+	if from > last {
+		return snap, nil, nil
+	}
+	prev, err := r.deps.Checkpoint.Commits(ctx, max(from, 0), last)
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []facts.Row
+	for _, c := range prev {
+		if len(c.FactsRows) == 0 {
+			continue
+		}
+		var pending []facts.Row
+		if err := json.Unmarshal(c.FactsRows, &pending); err != nil {
+			return nil, nil, fmt.Errorf("read facts rows of batch %d from the checkpoint: %w", c.ID, err)
+		}
+		all = append(all, pending...)
+	}
+	return snap, all, nil
+}
+
+// flushFacts commits the rows waiting in the commit files of the batches up to last (the
+// newest committed batch) to the facts table, keyed txn(<app_id>#facts, last), for a
+// stream that will write no further batch of this app_id to carry them (a loss that opens
+// the next generation). Nothing when none waits; a rerun finds them in the table.
+func (r *run) flushFacts(ctx context.Context, last int64) error {
+	if last < 0 || (r.facts.known && r.facts.through >= last) {
+		return nil
+	}
+	snap, rows, err := r.waitingFacts(ctx, last)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	if _, err := facts.AppendOn(ctx, snap, facts.TxnFacts(r.spec.AppID), last, rows, r.opts.Writer); err != nil {
+		return fmt.Errorf("commit the waiting facts rows: %w", err)
+	}
+	r.facts = pendingFacts{known: true, through: last}
+	return nil
 }

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
 // Batch rows wait in the checkpoint's commit files and reach the facts table together
@@ -88,4 +90,46 @@ func TestFactsRowsDeferred(t *testing.T) {
 		t.Errorf("%d schema_change rows, want 1", n)
 	}
 	e.assertConverged()
+}
+
+// A loss that opens the next generation (on_data_loss "resnapshot") first commits the
+// batch rows still waiting in the old generation's commit files: no later batch of that
+// generation will, and the facts table must hold one row per batch it streamed. A rerun
+// (the attempt open, the stream waiting) writes none of them twice.
+func TestResnapshotCommitsWaitingFactsRows(t *testing.T) {
+	forBackends(t, func(t *testing.T, backend testlake.Backend) {
+		e := newEnvOn(t, backend, cdcsim.Config{Seed: 43})
+		e.spec.OnDataLoss = config.OnDataLossResnapshot
+		for i := 1; i <= 4; i++ {
+			e.exec(insert(i, i))
+			if res, err := e.run(Options{MaxBatches: 1}); err != nil || res.Batches != 1 {
+				t.Fatalf("batch of row %d: %+v %v", i, res, err)
+			}
+		}
+		batchIDs := func() []int64 {
+			rows, _ := e.tableFactsRows()
+			var got []int64
+			for _, r := range rows {
+				if r.Event == "" {
+					got = append(got, *r.BatchID)
+				}
+			}
+			slices.Sort(got)
+			return got
+		}
+		if got := batchIDs(); !slices.Equal(got, []int64{0}) {
+			t.Fatalf("before the loss the facts table holds batches %v, want [0] (1..3 waiting)", got)
+		}
+		e.purgeGap()
+		e.exec(insert(7, 7))
+		for range 2 {
+			res, err := e.run(Options{})
+			if err != nil || res.Outcome != OutcomeResnapshotRequired {
+				t.Fatalf("run after the purge: %+v, %v", res, err)
+			}
+			if got := batchIDs(); !slices.Equal(got, []int64{0, 1, 2, 3}) {
+				t.Fatalf("after the loss the facts table holds batches %v, want [0 1 2 3]", got)
+			}
+		}
+	})
 }

@@ -89,7 +89,8 @@ func (r *run) batchFailed(ctx context.Context, res Result, b checkpoint.Batch, e
 // recoverLoss starts the recovery of a loss found by batch b (docs/stream.md "Data loss";
 // docs/reference/original-library.md §7.4): the anti-loop interval first (a loss within
 // resnapshot_interval_days of the previous re-snapshot or failed attempt is the
-// DataLossError, naming it), then the attempt to open generation n+1 is recorded under the
+// DataLossError, naming it), then the facts rows waiting in the generation's commit files
+// are committed, then the attempt to open generation n+1 is recorded under the
 // checkpoint (once: a rerun finds it open), with the gap: from b's start, the last offset
 // processed, to the retention watermark. A full re-snapshot is the recover steps' work:
 // the invocation returns OutcomeResnapshotRequired.
@@ -100,6 +101,12 @@ func (r *run) recoverLoss(ctx context.Context, res Result, b checkpoint.Batch, d
 			dl.Previous = &PreviousRecovery{Kind: kind, Generation: gen, Attempt: att, At: at, Interval: iv}
 			return res, dl
 		}
+	}
+	// No later batch of this generation will carry the facts rows still waiting in its
+	// commit files: they go now, before the attempt that stops the generation is recorded
+	// (a rerun then still gets here).
+	if err := r.flushFacts(ctx, b.ID-1); err != nil {
+		return res, err
 	}
 	a := checkpoint.Attempt{Generation: r.gens.Live.Generation + 1, Attempt: r.gens.NextAttempt(), Mode: r.spec.Snapshot,
 		From: b.Start, MinLSN: dl.MinLSN, CaptureInstance: dl.CaptureInstance, LostToTS: r.watermarkTime(ctx, dl.MinLSN),

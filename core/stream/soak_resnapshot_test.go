@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -139,6 +140,35 @@ func (st *soakStream) checkResnapshotted() {
 				top = max(top, *r.BatchID)
 			}
 		}
+		cp := root.Generation(n)
+		cs, err := cp.Resume(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The live generation's newest batch rows may still wait in its commit files
+		// (docs/decisions/0013-facts-rows-deferred.md); an earlier generation's were
+		// committed when the loss that ended it was found.
+		if through, ok := fsnap.TxnVersion(facts.TxnFacts(app)); n == g.Live.Generation && cs.Last != nil && (!ok || through < cs.Last.ID) {
+			if !ok {
+				through = -1
+			}
+			waiting, err := cp.Commits(ctx, through+1, cs.Last.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range waiting {
+				var rows []facts.Row
+				if err := json.Unmarshal(c.FactsRows, &rows); len(c.FactsRows) > 0 && err != nil {
+					t.Fatalf("%s: facts rows of batch %d: %v", app, c.ID, err)
+				}
+				for _, r := range rows {
+					if r.Event == "" {
+						batches[*r.BatchID]++
+						top = max(top, *r.BatchID)
+					}
+				}
+			}
+		}
 		for b := int64(0); b <= top; b++ {
 			if batches[b] != 1 {
 				t.Errorf("%s: %s batch %d has %d facts rows (batches 0..%d)", st.table, app, b, batches[b], top)
@@ -149,11 +179,6 @@ func (st *soakStream) checkResnapshotted() {
 		}
 		if n == 0 && len(resnaps) != 0 {
 			t.Errorf("%s: generation 0 has resnapshot rows %+v", st.table, resnaps)
-		}
-		cp := root.Generation(n)
-		cs, err := cp.Resume(ctx)
-		if err != nil {
-			t.Fatal(err)
 		}
 		if n == g.Live.Generation && cs.Pending != nil {
 			t.Errorf("%s: the live generation %d has a pending batch %d after a clean drain", st.table, n, cs.Pending.ID)
