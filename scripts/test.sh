@@ -13,7 +13,7 @@ fi
 
 port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 dynalite_log=$(mktemp -t mssqlcdc-dynalite.XXXXXX)
-node_modules/.bin/dynalite --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$dynalite_log" 2>&1 &
+node -r ./scripts/dynalite-guard.cjs node_modules/.bin/dynalite --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$dynalite_log" 2>&1 &
 dynalite_pid=$!
 cleanup() {
   kill "$dynalite_pid" 2>/dev/null || true

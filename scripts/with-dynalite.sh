@@ -13,7 +13,7 @@ fi
 port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 log="${TMPDIR:-/tmp}/mssqlcdc-dynalite.$$.log"
 # Tables become ACTIVE at once (tests create one per test).
-"$root/node_modules/.bin/dynalite" --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$log" 2>&1 &
+node -r "$root/scripts/dynalite-guard.cjs" "$root/node_modules/.bin/dynalite" --host 127.0.0.1 --port "$port" --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$log" 2>&1 &
 dynalite_pid=$!
 cleanup() { kill "$dynalite_pid" 2>/dev/null || true; wait "$dynalite_pid" 2>/dev/null || true; rm -f "$log"; }
 trap cleanup EXIT
