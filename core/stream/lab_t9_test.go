@@ -1,0 +1,272 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+)
+
+// The capture-instance switch as the lab ran it (docs/operations.md "Capture-instance
+// switch", docs/sql/switch_capture_instance.sql), on cdcsim: under a continuous writer,
+// after a bootstrap, ADD COLUMN, then the DBA procedure: enable the new instance (the
+// reading login cannot read its change table yet), grant, and once the stream has written
+// capture_instance_switched and one more batch, disable the old instance. The running
+// stream switches in place (every batch works out its columns: docs/stream.md "Schema
+// changes"); before the grant the batch reaching the new instance fails with a
+// PermissionError naming the GRANT and writes nothing. Bronze ends with no duplicate
+// (_start_lsn, _seqval, _operation); the change rows below S come from the old instance and
+// those from S on from the new one, counts equal to each change table's; the rebuild equals
+// the table including the new column, but for the rows last changed between ADD COLUMN and
+// S (their new column reads NULL until they change); the facts events are exactly snapshot_open and
+// bootstrap (the snapshot), one schema_change naming the added column and one
+// capture_instance_switched at S.
+//
+// snapshot_on_switch (filling the new column for rows unchanged since S) is not built: the
+// spec refuses it (core/config TestRecoveryAndSchemaOptions).
+func TestLabT9CaptureInstanceSwitch(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, cdcsim.Config{Seed: 9})
+	e.spec.Bootstrap, e.spec.Options.StartingLsn = true, ""
+	next, region := 1, false
+	// last is the LSN of each key's last change, for keys whose region has a value.
+	last := map[int]lsn.LSN{}
+	// write is the continuous writer: an insert, and an update of an earlier row.
+	write := func() {
+		t.Helper()
+		id := next
+		next++
+		l := e.exec(func(tx *cdcsim.Txn) error {
+			row := cdcsim.Row{"id": id, "amount": id}
+			if region {
+				row["region"] = "r" + string(rune('a'+id%26))
+			}
+			_, err := tx.Insert("orders", row)
+			return err
+		})
+		if region {
+			last[id] = l
+		}
+		if id > 3 {
+			l := e.exec(func(tx *cdcsim.Txn) error {
+				upd := cdcsim.Row{"amount": id * 10}
+				if region {
+					upd["region"] = "u" + string(rune('a'+id%26))
+				}
+				return tx.Update("orders", []any{id - 3}, upd)
+			})
+			if region {
+				last[id-3] = l
+			}
+		}
+	}
+	for i := 0; i < 8; i++ {
+		write()
+	}
+	snapDeps := snapshot.Deps{Spec: e.spec, Source: e.db, Bronze: e.lake.RawTable(e.spec.Bronze), Facts: e.lake.RawTable(e.spec.FactsTable),
+		Staging: e.lake.RawStore(e.spec.Checkpoint), Options: snapshot.Options{Now: e.db.Now}}
+	snap, err := snapshot.Run(ctx, snapDeps)
+	if err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	stamp := snap.LSN
+	write()
+	e.mustDrain(Options{})
+	write()
+
+	// ADD COLUMN: the old instance goes on without it.
+	if _, err := e.db.AddColumn("orders", source.Column{Name: "region", DataType: "varchar", MaxLength: 10, Nullable: true}); err != nil {
+		t.Fatal(err)
+	}
+	region = true
+	write()
+	e.mustDrain(Options{})
+	write()
+
+	// 1. Enable the new instance; the reading login has no SELECT on its change table yet.
+	e.db.DenySelect("dbo_orders_v2")
+	v2, err := e.db.EnableCapture("orders", cdcsim.CaptureOptions{Name: "dbo_orders_v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	S := v2.StartLSN
+	write()
+	write()
+	before := e.bronzeVersion()
+	res, err := e.run(Options{})
+	var pe *source.PermissionError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "GRANT SELECT ON cdc.[dbo_orders_v2_CT]") {
+		t.Fatalf("a batch reaching the new instance before the grant: %+v, %v; want a PermissionError naming the GRANT", res, err)
+	}
+	if v := e.bronzeVersion(); v != before {
+		t.Fatalf("the refused batch wrote bronze (version %d, was %d)", v, before)
+	}
+	// 2. Grant; 3. the stream switches in place.
+	e.db.GrantSelect("dbo_orders_v2")
+	write()
+	e.mustDrain(Options{})
+	switched := false
+	for _, r := range e.factsRows() {
+		switched = switched || r.Event == facts.EventCaptureInstanceSwitched
+	}
+	if !switched {
+		t.Fatal("no capture_instance_switched row after the stream passed S")
+	}
+	// 4. One more batch, then 5. disable the old instance; the stream keeps going.
+	write()
+	e.mustDrain(Options{})
+	oldBelowS := e.countChanges("dbo_orders", stamp.Next(), S.Prev())
+	if err := e.db.DisableCapture("dbo_orders"); err != nil {
+		t.Fatal(err)
+	}
+	write()
+	write()
+	e.mustDrain(Options{})
+	max, err := e.db.MaxLSN(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newFromS := e.countChanges("dbo_orders_v2", S, max)
+
+	below, from, dups := e.bronzeChangesAround(S)
+	if dups != 0 {
+		t.Errorf("bronze holds %d duplicate (_start_lsn, _seqval, _operation)", dups)
+	}
+	if below != oldBelowS || from != newFromS || below == 0 || from == 0 {
+		t.Errorf("bronze change rows below S %d, from S %d; change tables: dbo_orders %d, dbo_orders_v2 %d", below, from, oldBelowS, newFromS)
+	}
+	st, _ := e.bronzeState()
+	if columnIndex(st.Columns, "region") < 0 {
+		t.Fatalf("bronze columns %v lack the new column", st.Columns)
+	}
+	// The rebuild equals the table but for the rows whose last change came between ADD
+	// COLUMN and S: the old instance did not capture the new column, so bronze holds NULL
+	// for it until the row changes again. That is what snapshot_on_switch, not built, would
+	// fill.
+	var unfilled []string
+	for id, l := range last {
+		if l.Less(S) {
+			unfilled = append(unfilled, fmt.Sprintf("key %d: region = NULL, want ", id))
+		}
+	}
+	sort.Strings(unfilled)
+	d := rebuild.Diff(e.sourceState(), st, 100)
+	sort.Strings(d)
+	ok := len(d) == len(unfilled) && len(d) > 0
+	for i := 0; ok && i < len(d); i++ {
+		ok = strings.HasPrefix(d[i], unfilled[i])
+	}
+	if !ok {
+		t.Errorf("rebuilt state differs from the table:\n%s\nwant only the rows last changed between ADD COLUMN and S, in region:\n%s", joinLines(d), joinLines(unfilled))
+	}
+	var events []string
+	for _, r := range e.factsRows() {
+		if r.Event == "" {
+			continue
+		}
+		events = append(events, r.Event)
+		switch r.Event {
+		case facts.EventSchemaChange:
+			if !strings.Contains(r.Detail, "region") {
+				t.Errorf("schema_change row does not name the added column: %+v", r)
+			}
+		case facts.EventCaptureInstanceSwitched:
+			if r.MinLSN != S.String() || !strings.Contains(r.Detail, "dbo_orders -> dbo_orders_v2") {
+				t.Errorf("capture_instance_switched row %+v, want at S %s", r, S)
+			}
+		}
+	}
+	sort.Strings(events)
+	want := []string{facts.EventBootstrap, facts.EventCaptureInstanceSwitched, facts.EventSchemaChange, facts.EventSnapshotOpen}
+	sort.Strings(want)
+	if strings.Join(events, ",") != strings.Join(want, ",") {
+		t.Errorf("facts events %v, want exactly %v", events, want)
+	}
+}
+
+// countChanges counts the change rows capture instance ci holds from from to to.
+func (e *env) countChanges(ci string, from, to lsn.LSN) int64 {
+	e.t.Helper()
+	ctx := context.Background()
+	rows, err := e.db.ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: from, To: to})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	var n int64
+	for {
+		rec, err := rows.Next(ctx)
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		n += rec.NumRows()
+		rec.Release()
+	}
+}
+
+// bronzeChangesAround counts bronze's change rows with _start_lsn below s and from s on,
+// and the duplicates among all its change rows.
+func (e *env) bronzeChangesAround(s lsn.LSN) (below, from, dups int64) {
+	e.t.Helper()
+	ctx := context.Background()
+	snap, err := e.lake.RawTable(e.spec.Bronze).Snapshot(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer it.Close()
+	seen := map[string]bool{}
+	for {
+		rec, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return below, from, dups
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		ls, _ := rec.Column(rec.Schema().FieldIndices(bronze.ColStartLSN)[0]).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			id, op, ok := changeID(rec, i)
+			if !ok || ls == nil {
+				e.t.Fatal("bronze lacks metadata columns")
+			}
+			if op == bronze.OpSnapshot {
+				continue
+			}
+			if seen[id] {
+				dups++
+			}
+			seen[id] = true
+			l, err := lsn.Parse(ls.Value(i))
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if l.Less(s) {
+				below++
+			} else {
+				from++
+			}
+		}
+		rec.Release()
+	}
+}
