@@ -21,8 +21,8 @@ func silverSpec(t *testing.T, table string) cty.Value {
 // TestApplyDeployedOnlyWithSilver (issue 16 item 3): without spec.silver the module
 // deploys no apply function, role or schedule; with it, the apply function (2048 MB,
 // 900 s), its own role, and a schedule of its own (every 15 minutes by default, {} as the
-// event, the alias when there is one) that the scheduler role may invoke; the spec
-// document carries the silver section as core/config parses it.
+// event, the alias when there is one) that the scheduler role may invoke, and an alarm on
+// its errors; the spec document carries the silver section as core/config parses it.
 func TestApplyDeployedOnlyWithSilver(t *testing.T) {
 	const sched = "aws_scheduler_schedule.apply"
 	without := tableEvaluator(t, nil).withResources()
@@ -78,6 +78,17 @@ func TestApplyDeployedOnlyWithSilver(t *testing.T) {
 	}
 	if spec.Silver == nil || spec.Silver.Table != "s3://lake/silver/orders" || strings.Join(spec.SilverKeys(), ",") != "id" || !strings.Contains(doc, `"silver":{"keys":["id"],"table":"s3://lake/silver/orders"}`) {
 		t.Errorf("spec document %s: silver %+v", doc, spec.Silver)
+	}
+
+	const alarm = "aws_cloudwatch_metric_alarm.apply_errors"
+	if n := num(t, e.attr(alarm, "count")); n != 1 {
+		t.Errorf("apply errors alarm count %d", n)
+	}
+	if got := e.attr(alarm, "dimensions").GetAttr("FunctionName").AsString(); got != "t-apply" || str(t, e.attr(alarm, "metric_name")) != "Errors" {
+		t.Errorf("apply errors alarm on %q", got)
+	}
+	if n := num(t, without.attr(alarm, "count")); n != 0 {
+		t.Errorf("apply errors alarm count %d without spec.silver", n)
 	}
 
 	hourly := tableEvaluator(t, map[string]cty.Value{

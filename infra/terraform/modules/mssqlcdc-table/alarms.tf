@@ -61,6 +61,33 @@ resource "aws_cloudwatch_metric_alarm" "stream_errors" {
   tags          = var.tags
 }
 
+# The apply function (with spec.silver) failed in 2 of the last 3 hours: silver stops
+# moving (a BronzeChangedError, a refused key, a storage failure). Hourly periods, since it
+# runs every 15 minutes by default and one failed run the next one retries.
+resource "aws_cloudwatch_metric_alarm" "apply_errors" {
+  count = var.alarms_enabled && local.deploys_apply ? 1 : 0
+
+  alarm_name        = "${var.name}-apply-errors"
+  alarm_description = "The mssqlcdc silver apply of ${var.spec.app_id} failed in 2 of the last 3 hours, so silver is not kept up; its log group ${aws_cloudwatch_log_group.function["apply"].name} names the error type (docs/handlers.md, apply errors)."
+
+  namespace   = "AWS/Lambda"
+  metric_name = "Errors"
+  dimensions = {
+    FunctionName = aws_lambda_function.this["apply"].function_name
+  }
+  statistic           = "Sum"
+  period              = 3600
+  evaluation_periods  = 3
+  datapoints_to_alarm = 2
+  threshold           = 1
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.alarm_actions
+  tags          = var.tags
+}
+
 # RetentionHeadroomHours is written by the stream per batch (CloudWatch Embedded Metric
 # Format, namespace mssqlcdc, dimension app_id): how long before the capture job's cleanup
 # reaches the oldest change the stream has not read.
