@@ -83,7 +83,7 @@ func TestExampleSpecsRenderForConfigParse(t *testing.T) {
 				t.Fatalf("config.Parse(%s): %v", doc, err)
 			}
 			if spec.AppID != name+"-v1" || spec.Bronze != "s3://lake-bucket/bronze/"+name ||
-				spec.Checkpoint != "s3://lake-bucket/checkpoints/"+name || spec.FactsTable != "s3://lake-bucket/ops/ingestion_facts" {
+				spec.Checkpoint != "s3://lake-bucket/checkpoints/"+name || spec.FactsTable != "s3://lake-bucket/bronze/"+name+"_facts" {
 				t.Errorf("locations: app_id %q, bronze %q, checkpoint %q, facts %q", spec.AppID, spec.Bronze, spec.Checkpoint, spec.FactsTable)
 			}
 			if !spec.Bootstrap || spec.Storage.DynamoTable != "delta_log" || spec.Storage.Region != "eu-west-1" {
@@ -104,7 +104,7 @@ func TestExampleSpecsRenderForConfigParse(t *testing.T) {
 			paths := e.local("s3_paths")
 			for loc, want := range map[string]string{
 				"bronze":     "bronze/" + name,
-				"checkpoint": "checkpoints/" + name, "facts": "ops/ingestion_facts",
+				"checkpoint": "checkpoints/" + name, "facts": "bronze/" + name + "_facts",
 			} {
 				p := paths.GetAttr(loc)
 				if b, pre := p.GetAttr("bucket").AsString(), p.GetAttr("prefix").AsString(); b != "lake-bucket" || pre != want {
@@ -116,7 +116,7 @@ func TestExampleSpecsRenderForConfigParse(t *testing.T) {
 }
 
 // TestExampleLifecycleCoversEveryDeltaTable: the shared module receives the .tmp prefix of
-// both bronze tables and the one facts table, and accepts them.
+// both bronze tables and their facts tables, and accepts them.
 func TestExampleLifecycleCoversEveryDeltaTable(t *testing.T) {
 	mod := loadModule(t, tableModule)
 	outputs := map[string]cty.Value{}
@@ -144,8 +144,9 @@ func TestExampleLifecycleCoversEveryDeltaTable(t *testing.T) {
 	slices.Sort(got)
 	want := []string{
 		"bronze/customers/_delta_log/.tmp/",
+		"bronze/customers_facts/_delta_log/.tmp/",
 		"bronze/orders/_delta_log/.tmp/",
-		"ops/ingestion_facts/_delta_log/.tmp/",
+		"bronze/orders_facts/_delta_log/.tmp/",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("delta_tmp_prefixes = %q, want %q", got, want)
@@ -159,6 +160,59 @@ func TestExampleLifecycleCoversEveryDeltaTable(t *testing.T) {
 	for _, name := range sortedKeys(shared.variables) {
 		if failed := se.failedValidations(name); len(failed) > 0 {
 			t.Errorf("shared variable %s fails validation: %q", name, failed)
+		}
+	}
+}
+
+// TestFactsTablePerSourceTable: a spec without facts_table gets a facts table of its own,
+// "<bronze>_facts", in the functions' spec document, the IAM scopes (both roles' Delta
+// tables) and the facts_table output; a spec naming one shares it; the validations check
+// the default location as they check a given one.
+func TestFactsTablePerSourceTable(t *testing.T) {
+	mod := loadModule(t, tableModule)
+	own := hclValue(t, minimalSpec).AsValueMap()
+	delete(own, "facts_table")
+	for _, c := range []struct {
+		name      string
+		spec      cty.Value
+		url, path string
+	}{
+		{"own", cty.ObjectVal(own), "s3://lake/bronze/orders_facts", "bronze/orders_facts"},
+		{"shared", hclValue(t, minimalSpec), "s3://lake/ops/ingestion_facts", "ops/ingestion_facts"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEvaluator(t, mod, map[string]cty.Value{"name": cty.StringVal("t"), "spec": c.spec})
+			if failed := e.failedValidations("spec"); len(failed) > 0 {
+				t.Fatalf("spec fails validation: %q", failed)
+			}
+			spec, err := config.Parse([]byte(e.local("spec_json").AsString()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.FactsTable != c.url {
+				t.Errorf("spec document's facts_table %q, want %q", spec.FactsTable, c.url)
+			}
+			out, diags := e.eval(mod.outputs["facts_table"].Body.Attributes["value"].Expr)
+			if diags.HasErrors() || out.AsString() != c.url {
+				t.Errorf("output facts_table %#v %s, want %q", out, diags.Error(), c.url)
+			}
+			if p := e.local("s3_paths").GetAttr("facts").GetAttr("prefix").AsString(); p != c.path {
+				t.Errorf("IAM scope of the facts table %q, want %q", p, c.path)
+			}
+		})
+	}
+
+	// The default location is validated like a given one: a checkpoint where the default
+	// facts table would go, or inside it, is refused.
+	for loc, want := range map[string]string{
+		"s3://lake/bronze/orders_facts":     "three different",
+		"s3://lake/bronze/orders_facts/_cp": "nested",
+	} {
+		spec := with(cty.ObjectVal(own), "checkpoint", cty.StringVal(loc))
+		e := newEvaluator(t, mod, map[string]cty.Value{"name": cty.StringVal("t"), "spec": spec})
+		failed := e.failedValidations("spec")
+		if !slices.ContainsFunc(failed, func(m string) bool { return strings.Contains(m, want) }) {
+			t.Errorf("checkpoint %s: failed validations %q, want one saying %q", loc, failed, want)
 		}
 	}
 }

@@ -1,10 +1,10 @@
 # The tables of database shop (by default the two of localstack/mssql/01-sample-cdc.sql)
-# into one lake: bronze and a checkpoint per table, one facts table, one DynamoDB commit
-# table. Build the zips first: `make build` at the repository root.
+# into one lake: bronze, a checkpoint and a facts table per table (the module's default,
+# bronze/<table>_facts), one DynamoDB commit table. Build the zips first: `make build` at
+# the repository root.
 
 locals {
-  lake  = "s3://${var.lake_bucket}"
-  facts = "${local.lake}/ops/ingestion_facts"
+  lake = "s3://${var.lake_bucket}"
 
   # One table spec (docs/spec.md) per entry of var.tables: the table module runs once per
   # spec (for_each below), so adding a table is adding an entry.
@@ -22,10 +22,12 @@ locals {
         snapshotKeys       = t.snapshot_keys
         lockTimeoutMs      = 10000
       }
-      bronze      = "${local.lake}/bronze/${name}"
-      checkpoint  = "${local.lake}/checkpoints/${name}"
-      facts_table = local.facts
-      bootstrap   = true
+      bronze     = "${local.lake}/bronze/${name}"
+      checkpoint = "${local.lake}/checkpoints/${name}"
+      # facts_table left out: each table gets its own, bronze/<table>_facts. Setting
+      # facts_table = "${local.lake}/ops/ingestion_facts" here would share one among
+      # the tables (docs/deploy.md § One facts table per source table).
+      bootstrap = true
       storage = {
         region       = var.region
         dynamo_table = module.shared.delta_log_table_name

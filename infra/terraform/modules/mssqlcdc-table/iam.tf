@@ -23,7 +23,7 @@ locals {
   s3_locations = {
     bronze     = var.spec.bronze
     checkpoint = var.spec.checkpoint
-    facts      = var.spec.facts_table
+    facts      = local.facts_table
   }
   s3_paths = {
     for k, u in local.s3_locations : k => {

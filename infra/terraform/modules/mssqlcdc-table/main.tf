@@ -17,15 +17,22 @@ locals {
   region  = data.aws_region.current.id
   account = data.aws_caller_identity.current.account_id
 
+  # The facts table: the spec's when it names one (shared among tables), else one of this
+  # table's own next to bronze (docs/decisions/0013-facts-rows-deferred.md: a facts table
+  # per source table keeps 100 tables from contending on one Delta log). The variable's
+  # validations apply the same rule.
+  facts_table = coalesce(var.spec.facts_table, "${var.spec.bronze}_facts")
+
   # The spec as the functions read it (core/config.Parse): null attributes are left out so
   # the functions apply their own defaults, and unknown names never reach the document
   # (Parse refuses unknown fields).
   spec_document = merge(
     { for k, v in var.spec : k => v if v != null && !contains(["source", "options", "storage", "silver"], k) },
     {
-      source  = { for k, v in var.spec.source : k => v if v != null }
-      options = { for k, v in var.spec.options : k => v if v != null }
-      storage = { for k, v in var.spec.storage : k => v if v != null }
+      facts_table = local.facts_table
+      source      = { for k, v in var.spec.source : k => v if v != null }
+      options     = { for k, v in var.spec.options : k => v if v != null }
+      storage     = { for k, v in var.spec.storage : k => v if v != null }
     },
     var.spec.silver == null ? {} : { silver = { for k, v in var.spec.silver : k => v if v != null } },
   )

@@ -13,6 +13,11 @@ output "stream_function_name" {
   value       = aws_lambda_function.this["stream"].function_name
 }
 
+output "facts_table" {
+  description = "The facts table's URL: spec.facts_table when set (shared), else this table's own \"<bronze>_facts\" (docs/facts.md)."
+  value       = local.facts_table
+}
+
 output "state_machine_arns" {
   description = "State machine ARNs by machine (bootstrap, ...), for `aws stepfunctions start-execution`."
   value       = { for k, m in aws_sfn_state_machine.this : k => m.arn }

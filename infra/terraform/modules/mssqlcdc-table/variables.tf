@@ -19,8 +19,10 @@ variable "spec" {
     table reads from its MSSQLCDC_SPEC environment variable. Attribute names are the JSON
     names; unset (null) attributes are left out of the document so the functions apply their
     own defaults. The bronze, checkpoint and facts_table URLs must be s3://bucket/prefix:
-    they also scope the functions' IAM policy. The password never goes in the spec: set
-    source.password_secret_arn (or source.password_env with extra_environment).
+    they also scope the functions' IAM policy. facts_table may be left out: this table then
+    gets a facts table of its own, "<bronze>_facts" (docs/deploy.md § One facts table per
+    source table); set it to share one among tables. The password never goes in the spec:
+    set source.password_secret_arn (or source.password_env with extra_environment).
   EOT
   type = object({
     app_id = string
@@ -56,7 +58,7 @@ variable "spec" {
     }), {})
     bronze              = string
     checkpoint          = string
-    facts_table         = string
+    facts_table         = optional(string)
     bootstrap           = optional(bool)
     snapshot            = optional(string)
     chunk_rows          = optional(number)
@@ -126,7 +128,7 @@ variable "spec" {
   }
   validation {
     condition = alltrue([
-      for u in [var.spec.bronze, var.spec.checkpoint, var.spec.facts_table] :
+      for u in [var.spec.bronze, var.spec.checkpoint, coalesce(var.spec.facts_table, "${var.spec.bronze}_facts")] :
       can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^/](.*[^/])?$", u))
     ])
     error_message = "spec.bronze, spec.checkpoint and spec.facts_table must be s3://bucket/prefix URLs with a non-empty prefix and no trailing '/': a Lambda has no local disk to keep tables on, and the prefixes scope the IAM policy."
@@ -137,7 +139,7 @@ variable "spec" {
   }
   validation {
     condition = var.spec.silver == null || alltrue([
-      for u in [var.spec.bronze, var.spec.checkpoint, var.spec.facts_table] :
+      for u in [var.spec.bronze, var.spec.checkpoint, coalesce(var.spec.facts_table, "${var.spec.bronze}_facts")] :
       u != try(var.spec.silver.table, "") && !startswith(try(var.spec.silver.table, ""), "${u}/") && !startswith(u, "${try(var.spec.silver.table, "")}/")
     ])
     error_message = "spec.silver.table must be a location of its own: not bronze, checkpoint or facts_table, nor nested inside one of them or they inside it."
@@ -147,12 +149,12 @@ variable "spec" {
     error_message = "spec.silver.memory_mb must be an integer from 1 to 8192 (MiB of bronze rows one key range holds)."
   }
   validation {
-    condition     = length(distinct([var.spec.bronze, var.spec.checkpoint, var.spec.facts_table])) == 3
+    condition     = length(distinct([var.spec.bronze, var.spec.checkpoint, coalesce(var.spec.facts_table, "${var.spec.bronze}_facts")])) == 3
     error_message = "spec.bronze, spec.checkpoint and spec.facts_table must be three different locations."
   }
   validation {
     condition = alltrue([
-      for pair in setproduct([var.spec.bronze, var.spec.checkpoint, var.spec.facts_table], [var.spec.bronze, var.spec.checkpoint, var.spec.facts_table]) :
+      for pair in setproduct([var.spec.bronze, var.spec.checkpoint, coalesce(var.spec.facts_table, "${var.spec.bronze}_facts")], [var.spec.bronze, var.spec.checkpoint, coalesce(var.spec.facts_table, "${var.spec.bronze}_facts")]) :
       !startswith(pair[1], "${pair[0]}/")
     ])
     error_message = "spec.bronze, spec.checkpoint and spec.facts_table must not be nested inside one another (a Delta table's prefix holds only that table)."
