@@ -84,7 +84,7 @@ func setupBootstrapDemoSource(o demoOptions, out io.Writer) (*demoSource, error)
 	if _, err := db.EnableCapture(def.Spec.Name, cdcsim.CaptureOptions{}); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "source: %s rows in dbo.orders, then CDC enabled (capture instance dbo_orders): only a snapshot holds those rows\n", thousands(int64(o.Rows)))
+	fmt.Fprintf(out, "source: %s rows in dbo.orders, then CDC enabled (capture instance dbo_orders): only a snapshot (or a copy) holds those rows\n", thousands(int64(o.Rows)))
 	return &demoSource{db: db, gen: gen}, nil
 }
 

@@ -83,7 +83,7 @@ func claimSpecLocations(ctx context.Context, spec *config.Spec, sim bool) error 
 		if err != nil {
 			return err
 		}
-		if err := deltalog.ClaimLocation(ctx, st, want, checkpoint.OffsetsDir, checkpoint.CommitsDir, "snapshots/"); err != nil {
+		if err := deltalog.ClaimLocation(ctx, st, want, checkpoint.OffsetsDir, checkpoint.CommitsDir, "snapshots/", "seeds/"); err != nil {
 			return err
 		}
 	}

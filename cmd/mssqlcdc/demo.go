@@ -47,6 +47,10 @@ type demoOptions struct {
 	// DataLoss pauses the stream part-way while CDC cleanup purges past its checkpoint;
 	// with on_data_loss "resnapshot" it recovers by itself into generation 1.
 	DataLoss bool
+	// Bootstrap is how bronze gets the table's rows before the stream: "snapshot" reads
+	// the table; "seed" exports a copy of it while the workload runs and seeds bronze from
+	// the copy (docs/seed.md).
+	Bootstrap string
 }
 
 // Demo defaults.
@@ -73,11 +77,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the simulator and the workload")
 	fs.IntVar(&o.MinBatches, "min-batches", 0, "keep the workload running past --seconds until the stream has committed this many batches")
 	fs.BoolVar(&o.DataLoss, "data-loss", false, "part-way through, pause the stream while CDC cleanup purges past its checkpoint: it re-snapshots by itself (on_data_loss resnapshot)")
+	fs.StringVar(&o.Bootstrap, "bootstrap", "snapshot", "how bronze starts: snapshot (read the table) or seed (export a copy under the workload and seed bronze from it)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) || o.MinBatches < 0 || o.MinBatches > demoMaxBatches {
-		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss]"}
+	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) || o.MinBatches < 0 || o.MinBatches > demoMaxBatches ||
+		(o.Bootstrap != "snapshot" && o.Bootstrap != "seed") {
+		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss] [--bootstrap snapshot|seed]"}
 	}
 	sum, err := demo(ctx, o, stdout)
 	if err != nil {
@@ -169,7 +175,7 @@ func demoSpec(lake string, dataLoss bool) (*config.Spec, error) {
 		if _, err := os.Stat(filepath.Join(abs, demoMarker)); err != nil {
 			return nil, fmt.Errorf("demo: %s exists and was not made by the demo; choose another --lake", abs)
 		}
-		for _, d := range []string{"bronze", "facts", "checkpoints", "silver"} {
+		for _, d := range []string{"bronze", "facts", "checkpoints", "silver", "copy"} {
 			if err := os.RemoveAll(filepath.Join(abs, d)); err != nil {
 				return nil, err
 			}
@@ -246,8 +252,13 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 		}
 		done <- nil
 	}()
-	fmt.Fprintf(out, "workload: inserts, updates, deletes, key updates in transactions of 1-6 statements for %gs, snapshot then stream meanwhile\n", o.Seconds)
-	if ds.snapshot, err = demoSnapshot(ctx, spec, ds, out); err != nil {
+	fmt.Fprintf(out, "workload: inserts, updates, deletes, key updates in transactions of 1-6 statements for %gs, %s then stream meanwhile\n", o.Seconds, o.Bootstrap)
+	if o.Bootstrap == "seed" {
+		ds.snapshot, err = demoSeed(ctx, o, spec, ds, out)
+	} else {
+		ds.snapshot, err = demoSnapshot(ctx, spec, ds, out)
+	}
+	if err != nil {
 		return 0, err
 	}
 	batches := 0

@@ -16,11 +16,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	coreseed "github.com/mssqlcdc/mssqlcdc/core/seed"
 	coresnapshot "github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/functions/apply"
 	"github.com/mssqlcdc/mssqlcdc/functions/maintain"
+	"github.com/mssqlcdc/mssqlcdc/functions/seed"
 	"github.com/mssqlcdc/mssqlcdc/functions/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/functions/stream"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
@@ -30,19 +32,19 @@ import (
 func init() {
 	register(command{
 		name:    "invoke",
-		summary: "run one Lambda handler (snapshot, stream, maintain, apply) on an event JSON from stdin, as Lambda runs it",
+		summary: "run one Lambda handler (snapshot, stream, seed, maintain, apply) on an event JSON from stdin, as Lambda runs it",
 		run:     runInvoke,
 	})
 }
 
-const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|maintain|apply < event.json
+const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|maintain|apply < event.json
        mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]
 
-Runs the Lambda handlers of functions/snapshot, functions/stream, functions/maintain and
-functions/apply through aws-lambda-go's
-own runtime loop, as Lambda runs them (docs/handlers.md). The first form reads one event
-from stdin (empty: {}) and prints the output, or {"errorMessage", "errorType"} and exits 1.
-With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"maintain"|"apply",
+Runs the Lambda handlers of functions/snapshot, functions/stream, functions/seed,
+functions/maintain and functions/apply through aws-lambda-go's own runtime loop, as Lambda
+runs them (docs/handlers.md). The first form reads one event from stdin (empty: {}) and
+prints the output, or {"errorMessage", "errorType"} and exits 1.
+With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"seed"|"maintain"|"apply",
 "event": {...}}, answered by one line {"id", "output"} or {"id", "errorType",
 "errorMessage"}, concurrently, until stdin closes. Logs and metrics go to stderr.
 `
@@ -59,12 +61,12 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	specPath := fs.String("spec", "", "table spec JSON file; default: the MSSQLCDC_SPEC environment variable, as in Lambda")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
 	serve := fs.Bool("serve", false, "serve many invocations: one JSON request per stdin line, {\"id\", \"function\", \"event\"}, one response line each")
-	simSteps := fs.Int("sim-steps", 0, "with --sim --serve: workload transactions committed before each snapshot step (writes landing during the snapshot)")
+	simSteps := fs.Int("sim-steps", 0, "with --sim --serve: workload transactions committed before each snapshot or seed step (writes landing during the snapshot or the seed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !handlerFunctions[fs.Arg(0)])) {
-		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|maintain|apply < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
+		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|maintain|apply < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
 	}
 	var spec *config.Spec
 	var err error
@@ -111,22 +113,23 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // handlerFunctions are the functions invoke runs, by the names of functions/<name>.
-var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "maintain": true, "apply": true}
+var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "seed": true, "maintain": true, "apply": true}
 
 // invoker runs the real handlers against one opened source, as a warm Lambda execution
 // environment does: each is registered once on a local Runtime API and runs under
 // aws-lambda-go's loop, with an opener that hands it the CLI's source instead of dialing
 // source.dsn.
 type invoker struct {
-	spec     *config.Spec
-	ds       *demoSource // with --sim
-	simSteps int
-	rt       *runtimeapi.Server
-	mu       sync.Mutex // the workload generator is single-threaded
-	verifies int        // checks run, each reading the table once
+	spec        *config.Spec
+	ds          *demoSource // with --sim
+	simSteps    int
+	rt          *runtimeapi.Server
+	mu          sync.Mutex // the workload generator is single-threaded
+	verifies    int        // checks run, each reading the table once
+	exportReads int        // the table reads of _export
 }
 
-// newInvoker registers both handlers for spec around src; logs receives their log and
+// newInvoker registers the handlers for spec around src; logs receives their log and
 // metric lines. The handlers' base context is ctx.
 func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *demoSource, simSteps int, logs io.Writer) (*invoker, error) {
 	rt, err := runtimeapi.New()
@@ -156,22 +159,29 @@ func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *d
 	if err := rt.Register("apply", ap.Handle, lambda.WithContext(ctx)); err != nil {
 		return nil, err
 	}
+	sd := seed.New(spec, func(ctx context.Context, s *config.Spec, _ string) (coreseed.Deps, func(), error) {
+		deps, err := connect.SeedDeps(ctx, s, src)
+		return deps, func() {}, err
+	}, log)
+	if err := rt.Register("seed", sd.Handle, lambda.WithContext(ctx)); err != nil {
+		return nil, err
+	}
 	return &invoker{spec: spec, ds: ds, simSteps: simSteps, rt: rt}, nil
 }
 
-// SimulatorError is the reply when the --sim database's workload or a _verify check
-// failed: not a handler's error, and the simulation cannot go on meaningfully.
+// SimulatorError is the reply when the --sim database's workload, an _export or a _verify
+// check failed: not a handler's error, and the simulation cannot go on meaningfully.
 type SimulatorError struct{ Err error }
 
 func (e *SimulatorError) Error() string { return "simulated database: " + e.Err.Error() }
 
-// invoke runs function ("snapshot", "stream", "maintain", or with --sim "_verify" or
-// "_purge") on the raw event (a JSON document) and returns what the handler's runtime loop
-// posted. The error is the CLI's own, a *RequestError or a *SimulatorError, never the
-// handler's (that is in Result.Error).
+// invoke runs function ("snapshot", "stream", "seed", "maintain", or with --sim "_verify",
+// "_purge" or "_export") on the raw event (a JSON document) and returns what the handler's
+// runtime loop posted. The error is the CLI's own, a *RequestError or a *SimulatorError,
+// never the handler's (that is in Result.Error).
 func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (runtimeapi.Result, error) {
 	if sim := simFunctions[function]; sim != nil {
-		out, err := sim(inv, ctx)
+		out, err := sim(inv, ctx, raw)
 		if err != nil {
 			return runtimeapi.Result{}, err
 		}
@@ -179,9 +189,9 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (ru
 		return runtimeapi.Result{Output: b}, err
 	}
 	if !handlerFunctions[function] {
-		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, maintain, apply)", function)}
+		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, seed, maintain, apply)", function)}
 	}
-	if inv.ds != nil && inv.simSteps > 0 && function == "snapshot" {
+	if inv.ds != nil && inv.simSteps > 0 && (function == "snapshot" || function == "seed") {
 		inv.mu.Lock()
 		err := inv.ds.gen.Step(inv.simSteps)
 		inv.mu.Unlock()
@@ -197,10 +207,12 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (ru
 }
 
 // simFunctions are the test functions of the --sim database, not handlers: _verify checks
-// the tables against it, _purge makes the stream fall behind CDC cleanup.
-var simFunctions = map[string]func(*invoker, context.Context) (any, error){
-	"_verify": (*invoker).verify,
-	"_purge":  (*invoker).purge,
+// the tables against it, _purge makes the stream fall behind CDC cleanup, _export writes a
+// copy of the table for a seed (its event says where).
+var simFunctions = map[string]func(inv *invoker, ctx context.Context, event []byte) (any, error){
+	"_verify": func(inv *invoker, ctx context.Context, _ []byte) (any, error) { return inv.verify(ctx) },
+	"_purge":  func(inv *invoker, ctx context.Context, _ []byte) (any, error) { return inv.purge(ctx) },
+	"_export": (*invoker).export,
 }
 
 // verify (only with --sim) rebuilds bronze and compares it with the simulated table, as
@@ -214,7 +226,7 @@ func (inv *invoker) verify(ctx context.Context) (any, error) {
 	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	reads := inv.ds.db.Calls("ReadTable") - inv.verifies // the handlers' reads, not the checks'
+	reads := inv.ds.db.Calls("ReadTable") - inv.verifies - inv.exportReads // the handlers' reads, not the checks' or exports'
 	inv.verifies++
 	deps, err := connect.StreamDeps(ctx, inv.spec, inv.ds.db)
 	if err != nil {

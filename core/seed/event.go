@@ -2,14 +2,10 @@ package seed
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"regexp"
 
-	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
-	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
-	"github.com/mssqlcdc/mssqlcdc/core/source"
-	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
 // Steps of the seed function, the values of Event.Step.
@@ -35,6 +31,9 @@ type Event struct {
 	Group   *Group      `json:"group,omitempty"`
 }
 
+// planID is the shape of a plan's id (planState.id).
+var planID = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
 // EventError: the event does not name a step or lacks what its step needs.
 type EventError struct {
 	Step   string
@@ -46,20 +45,17 @@ func (e *EventError) Error() string {
 }
 
 // Handle runs the step ev names and returns its output: PlanResult, ConvertResult,
-// CommitResult or lsn.Offset. Errors are returned by Named, so the Lambda runtime reports
-// the type name Step Functions matches.
+// CommitResult or lsn.Offset. An unknown step, a missing field or a plan id that is not one
+// (16 hex digits, as Plan makes them: it names a staging key) is an *EventError, found
+// before anything is read or written. Other errors keep their types: functions/seed
+// returns them under their declared names (functions/lambdaerr; docs/handlers.md § seed).
 func Handle(ctx context.Context, d Deps, ev Event) (any, error) {
-	out, err := handle(ctx, d, ev)
-	if err != nil {
-		return nil, Named(err)
-	}
-	return out, nil
-}
-
-func handle(ctx context.Context, d Deps, ev Event) (any, error) {
 	needSeed := func() error {
 		if ev.Seed == nil || ev.Seed.LSN.IsZero() {
 			return &EventError{Step: ev.Step, Reason: "needs seed {lsn, commit_ts} (the plan step's output)"}
+		}
+		if ev.Plan != "" && !planID.MatchString(ev.Plan) {
+			return &EventError{Step: ev.Step, Reason: "plan is not a plan id (16 hex digits, the plan step's output)"}
 		}
 		return nil
 	}
@@ -89,39 +85,4 @@ func handle(ctx context.Context, d Deps, ev Event) (any, error) {
 		return Close(*ev.Seed), nil
 	}
 	return nil, &EventError{Step: ev.Step, Reason: "step must be plan, convert, commit or close"}
-}
-
-// Named returns the typed error inside err that Step Functions matches by name (the
-// outermost value's type name is the Lambda errorType; a wrap would hide it). Retried by
-// the seed machine: TransientError, ConcurrentModificationError, CommitAttemptsError,
-// CommitUnknownError. Caught and failed: ConfigError, DataLossError, SnapshotExistsError,
-// ReseedError, CastError, CopyTypeError, ModeLockError, PlanNotFoundError,
-// MissingGroupError, EventError, the source's CaptureInstanceNotFoundError,
-// AmbiguousCaptureInstanceError, CDCNotEnabledError, PermissionError and LoginError;
-// anything else as is.
-func Named(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, f := range []func(error) (error, bool){
-		as[*source.TransientError], as[*source.CaptureInstanceNotFoundError], as[*source.AmbiguousCaptureInstanceError],
-		as[*source.CDCNotEnabledError], as[*source.PermissionError], as[*source.LoginError], as[*config.ConfigError],
-		as[*DataLossError], as[*SnapshotExistsError], as[*ReseedError], as[*CastError], as[*CopyTypeError],
-		as[*snapshot.ModeLockError], as[*PlanNotFoundError], as[*MissingGroupError], as[*EventError],
-		as[*deltalog.ConcurrentModificationError], as[*deltalog.CommitAttemptsError], as[*deltalog.CommitUnknownError],
-	} {
-		if n, ok := f(err); ok {
-			return n
-		}
-	}
-	return err
-}
-
-// as is errors.As returning the match as an error value.
-func as[T error](err error) (error, bool) {
-	var t T
-	if errors.As(err, &t) {
-		return t, true
-	}
-	return nil, false
 }

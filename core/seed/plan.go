@@ -69,8 +69,8 @@ type PlanResult struct {
 	Seed lsn.Offset `json:"seed"`
 	// CaptureInstance is the configured instance, as SQL Server names it.
 	CaptureInstance string `json:"capture_instance"`
-	// Plan is the plan's id (Planned): the convert and commit steps name it.
-	Plan string `json:"plan,omitempty"`
+	// Plan is the plan's id (Planned; "" for Found): the convert and commit steps name it.
+	Plan string `json:"plan"`
 	// Groups are the file groups to convert, Parallelism how many at once.
 	Groups      []Group `json:"groups"`
 	Parallelism int     `json:"parallelism"`

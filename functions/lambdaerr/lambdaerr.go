@@ -17,6 +17,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/seed"
 	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -33,8 +34,9 @@ const (
 	Stream                        // functions/stream
 	Maintain                      // functions/maintain (scheduled; no machine calls it)
 	Apply                         // functions/apply (scheduled; no machine calls it)
+	Seed                          // functions/seed
 	Both     = Snapshot | Stream
-	All      = Both | Maintain | Apply
+	All      = Both | Maintain | Apply | Seed
 )
 
 // Has reports whether f includes g.
@@ -51,19 +53,31 @@ type Name struct {
 	// Functions are the handlers that return it.
 	Functions Function
 
-	typ reflect.Type
+	// typs are the Go types carrying the name: one, or one per package when two steps
+	// report the same condition under the same name (the seed's and the stream's
+	// DataLossError).
+	typs []reflect.Type
 }
 
-// decl declares the type of e's dynamic value (a pointer to an error struct).
-func decl(e error, retry bool, fns Function) Name {
+// decl declares the type of e's dynamic value (a pointer to an error struct), and of
+// also's, which must have the same name.
+func decl(e error, retry bool, fns Function, also ...error) Name {
 	t := reflect.TypeOf(e)
-	return Name{Name: t.Elem().Name(), Retry: retry, Functions: fns, typ: t}
+	n := Name{Name: t.Elem().Name(), Retry: retry, Functions: fns, typs: []reflect.Type{t}}
+	for _, a := range also {
+		at := reflect.TypeOf(a)
+		if at.Elem().Name() != n.Name {
+			panic("lambdaerr: " + at.String() + " declared under the name " + n.Name)
+		}
+		n.typs = append(n.typs, at)
+	}
+	return n
 }
 
 // declared is every name a handler returns, retried ones first. docs/handlers.md says when
 // each is returned and what to do.
 var declared = []Name{
-	decl(&source.TransientError{}, true, Both),
+	decl(&source.TransientError{}, true, Both|Seed),
 	decl(&source.LockTimeoutError{}, true, Both),
 	decl(&stream.SourceUnavailableError{}, true, Stream),
 	decl(&deltalog.ConcurrentModificationError{}, true, All),
@@ -71,28 +85,33 @@ var declared = []Name{
 	decl(&deltalog.CommitUnknownError{}, true, All),
 
 	decl(&config.ConfigError{}, false, All),
-	decl(&source.CaptureInstanceNotFoundError{}, false, Both),
-	decl(&source.AmbiguousCaptureInstanceError{}, false, Both),
-	decl(&source.CDCNotEnabledError{}, false, Both),
-	decl(&source.PermissionError{}, false, Both),
-	decl(&source.LoginError{}, false, Both),
+	decl(&source.CaptureInstanceNotFoundError{}, false, Both|Seed),
+	decl(&source.AmbiguousCaptureInstanceError{}, false, Both|Seed),
+	decl(&source.CDCNotEnabledError{}, false, Both|Seed),
+	decl(&source.PermissionError{}, false, Both|Seed),
+	decl(&source.LoginError{}, false, Both|Seed),
 	decl(&source.LSNRewoundError{}, false, Both),
 	decl(&source.CommandIDMissingError{}, false, Stream),
-	decl(&bronze.ColumnsError{}, false, Both),
-	decl(&snapshot.EventError{}, false, Snapshot),
-	decl(&snapshot.ModeLockError{}, false, Snapshot),
-	decl(&snapshot.PlanNotFoundError{}, false, Snapshot),
+	decl(&bronze.ColumnsError{}, false, Both|Seed),
+	decl(&snapshot.EventError{}, false, Snapshot|Seed, &seed.EventError{}),
+	decl(&snapshot.ModeLockError{}, false, Snapshot|Seed),
+	decl(&snapshot.PlanNotFoundError{}, false, Snapshot|Seed, &seed.PlanNotFoundError{}),
 	decl(&snapshot.MissingRangeError{}, false, Snapshot),
 	decl(&snapshot.KeyError{}, false, Snapshot),
 	decl(&snapshot.NoLSNError{}, false, Snapshot),
 	decl(&snapshot.StampAheadError{}, false, Snapshot),
-	decl(&stream.DataLossError{}, false, Both),
+	decl(&stream.DataLossError{}, false, Both|Seed, &seed.DataLossError{}),
 	decl(&stream.StaleRecoveryError{}, false, Snapshot),
 	decl(&stream.SchemaChangedError{}, false, Stream),
 	decl(&stream.NoSnapshotError{}, false, Stream),
 	decl(&checkpoint.ConcurrentStreamError{}, false, Stream),
 	decl(&silver.BronzeChangedError{}, false, Apply),
 	decl(&silver.PositionError{}, false, Apply),
+	decl(&seed.SnapshotExistsError{}, false, Seed),
+	decl(&seed.ReseedError{}, false, Seed),
+	decl(&seed.CastError{}, false, Seed),
+	decl(&seed.CopyTypeError{}, false, Seed),
+	decl(&seed.MissingGroupError{}, false, Seed),
 	decl(&UnexpectedError{}, false, All),
 }
 
@@ -158,7 +177,7 @@ func Named(err error) error {
 func nameOf(e error) error {
 	t := reflect.TypeOf(e)
 	for _, d := range declared {
-		if d.typ == t {
+		if slices.Contains(d.typs, t) {
 			return e
 		}
 	}

@@ -31,8 +31,14 @@ func errorType(err error) string {
 	return t.Name()
 }
 
-// zero is a new zero value of the declared type.
-func zero(n Name) error { return reflect.New(n.typ.Elem()).Interface().(error) }
+// zeros are new zero values of the declared name's types.
+func zeros(n Name) []error {
+	var out []error
+	for _, t := range n.typs {
+		out = append(out, reflect.New(t.Elem()).Interface().(error))
+	}
+	return out
+}
 
 func TestDeclaredNamesAreTypeNames(t *testing.T) {
 	seen := map[string]bool{}
@@ -41,8 +47,10 @@ func TestDeclaredNamesAreTypeNames(t *testing.T) {
 			t.Errorf("%s declared twice", n.Name)
 		}
 		seen[n.Name] = true
-		if got := errorType(zero(n)); got != n.Name || !strings.HasSuffix(n.Name, "Error") {
-			t.Errorf("%s: errorType %q", n.Name, got)
+		for _, z := range zeros(n) {
+			if got := errorType(z); got != n.Name || !strings.HasSuffix(n.Name, "Error") {
+				t.Errorf("%s: errorType %q of %T", n.Name, got, z)
+			}
 		}
 		if n.Functions == 0 {
 			t.Errorf("%s: returned by no function", n.Name)
@@ -60,14 +68,15 @@ func TestDeclaredNamesAreTypeNames(t *testing.T) {
 // when several are nested.
 func TestNamedUnwrapsEveryDeclaredName(t *testing.T) {
 	for _, n := range Declared() {
-		typed := zero(n)
-		for _, wrapped := range []error{
-			typed,
-			fmt.Errorf("batch 3: %w", fmt.Errorf("read: %w", typed)),
-			errors.Join(errors.New("first"), fmt.Errorf("second: %w", typed)),
-		} {
-			if got := Named(wrapped); got != typed {
-				t.Errorf("%s in %q: Named gave %T", n.Name, wrapped, got)
+		for _, typed := range zeros(n) {
+			for _, wrapped := range []error{
+				typed,
+				fmt.Errorf("batch 3: %w", fmt.Errorf("read: %w", typed)),
+				errors.Join(errors.New("first"), fmt.Errorf("second: %w", typed)),
+			} {
+				if got := Named(wrapped); got != typed {
+					t.Errorf("%s (%T) in %q: Named gave %T", n.Name, typed, wrapped, got)
+				}
 			}
 		}
 	}
@@ -242,7 +251,7 @@ var taskFunction = regexp.MustCompile(`^\$\{([a-z]+)_function_arn\}$`)
 // Each Task retries the transient names its function returns, and no other handler name:
 // a retried ConfigError would only fail again later.
 func TestTasksRetryExactlyTheTransientNames(t *testing.T) {
-	fns := map[string]Function{"snapshot": Snapshot, "stream": Stream}
+	fns := map[string]Function{"snapshot": Snapshot, "stream": Stream, "seed": Seed}
 	for file, doc := range machines(t) {
 		ts := map[string]map[string]any{}
 		tasks(doc["States"], ts)
@@ -277,25 +286,21 @@ func TestHandlersDocNamesEveryDeclaredName(t *testing.T) {
 	}
 	doc, _, _ := strings.Cut(string(data), "## Local-only errors")
 	sections := map[Function]string{}
+	titles := map[Function]string{Snapshot: "snapshot", Stream: "stream", Maintain: "maintain", Apply: "apply", Seed: "seed"}
 	for _, s := range strings.Split(doc, "\n## ")[1:] {
-		switch {
-		case strings.HasPrefix(s, "snapshot "):
-			sections[Snapshot] = s
-		case strings.HasPrefix(s, "stream "):
-			sections[Stream] = s
-		case strings.HasPrefix(s, "maintain "):
-			sections[Maintain] = s
-		case strings.HasPrefix(s, "apply "):
-			sections[Apply] = s
+		for f, title := range titles {
+			if strings.HasPrefix(s, title+" ") {
+				sections[f] = s
+			}
 		}
 	}
-	if len(sections) != 4 {
-		t.Fatalf("docs/handlers.md: want a \"## snapshot\", a \"## stream\", a \"## maintain\" and an \"## apply\" section, found %d", len(sections))
+	if len(sections) != len(titles) {
+		t.Fatalf("docs/handlers.md: want a \"## snapshot\", a \"## stream\", a \"## maintain\", an \"## apply\" and a \"## seed\" section, found %d", len(sections))
 	}
 	for _, d := range Declared() {
 		for f, s := range sections {
 			if d.Functions.Has(f) && !strings.Contains(s, "`"+d.Name+"`") {
-				t.Errorf("docs/handlers.md: the %s section does not name %s", map[Function]string{Snapshot: "snapshot", Stream: "stream", Maintain: "maintain", Apply: "apply"}[f], d.Name)
+				t.Errorf("docs/handlers.md: the %s section does not name %s", titles[f], d.Name)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/seed"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/mssql"
@@ -127,6 +128,37 @@ func Snapshot(ctx context.Context, spec *config.Spec, getenv func(string) string
 	if deps, err = SnapshotDeps(ctx, spec, src); err != nil {
 		src.Close()
 		return snapshot.Deps{}, nil, err
+	}
+	return deps, func() { src.Close() }, nil
+}
+
+// SeedDeps are the seed steps' connections for spec around src (nil for the convert step,
+// which reads no SQL Server): bronze, the facts table, the checkpoint prefix as the staging
+// area, and the copy's URL opened with the spec's storage settings.
+func SeedDeps(ctx context.Context, spec *config.Spec, src source.Source) (seed.Deps, error) {
+	t, err := OpenTables(ctx, spec)
+	if err != nil {
+		return seed.Deps{}, err
+	}
+	cfg := Location(spec)
+	return seed.Deps{Spec: spec, Source: src, Bronze: t.Bronze, Facts: t.Facts, Staging: t.Checkpoint,
+		OpenCopy: func(ctx context.Context, url string) (*deltalog.Table, error) { return Table(ctx, url, cfg) }}, nil
+}
+
+// Seed opens the seed steps' connections of spec, with SQL Server when withSource (every
+// step but convert); close closes the source.
+func Seed(ctx context.Context, spec *config.Spec, getenv func(string) string, withSource bool) (deps seed.Deps, close func(), err error) {
+	if !withSource {
+		deps, err = SeedDeps(ctx, spec, nil)
+		return deps, func() {}, err
+	}
+	src, err := SQLServer(ctx, spec, getenv, nil)
+	if err != nil {
+		return seed.Deps{}, nil, err
+	}
+	if deps, err = SeedDeps(ctx, spec, src); err != nil {
+		src.Close()
+		return seed.Deps{}, nil, err
 	}
 	return deps, func() { src.Close() }, nil
 }

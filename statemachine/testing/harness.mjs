@@ -25,22 +25,24 @@ if (typeof Promise.withResolvers !== 'function') {
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-// noWait overrides every Task's retry interval to 0 ms.
-export const noWait = { Open: 0, Plan: 0, ReadRange: 0, Commit: 0, Close: 0, Stream: 0, RecoverOpen: 0, RecoverCommit: 0 };
+// noWait overrides every Task's retry interval to 0 ms (the bootstrap, recover and seed
+// machines).
+export const noWait = { Open: 0, Plan: 0, ReadRange: 0, ConvertGroup: 0, Commit: 0, Close: 0, Stream: 0, RecoverOpen: 0, RecoverCommit: 0 };
 
-// bootstrapMachine loads statemachine/bootstrap.asl.json into an aws-local-stepfunctions
-// StateMachine. Terraform fills the ${...} Resources with ARNs; the local handlers replace
-// them here. The library is imported after the Promise.withResolvers polyfill above.
+// bootstrapMachine loads statemachine/bootstrap.asl.json (loadMachine).
 export async function bootstrapMachine() {
-  return machine('bootstrap.asl.json');
+  return loadMachine('bootstrap.asl.json');
 }
 
 // recoverMachine loads statemachine/recover.asl.json the same way.
 export async function recoverMachine() {
-  return machine('recover.asl.json');
+  return loadMachine('recover.asl.json');
 }
 
-async function machine(file) {
+// loadMachine loads statemachine/<file> into an aws-local-stepfunctions StateMachine.
+// Terraform fills the ${...} Resources with ARNs; the local handlers replace them here. The
+// library is imported after the Promise.withResolvers polyfill above.
+export async function loadMachine(file) {
   const { StateMachine } = await import('aws-local-stepfunctions');
   const definition = JSON.parse(
     readFileSync(path.join(here, '..', file), 'utf8').replace(
@@ -119,6 +121,9 @@ export function recoverHandlers(helper, calls, faults = {}) {
   };
 }
 
+// binder returns bind(state, fn): a Task handler calling helper's function fn, appending
+// the state's name to calls; faults[state] > 0 makes that many calls throw a
+// Lambda.ServiceException first (a transient error the machine retries).
 function binder(helper, calls, faults) {
   return (state, fn) => async (input) => {
     calls.push(state);
@@ -129,5 +134,18 @@ function binder(helper, calls, faults) {
       throw err;
     }
     return helper.call(fn, input);
+  };
+}
+
+// seedHandlers binds every Task state of the seed machine (statemachine/seed.asl.json) to
+// helper's seed (and stream) handler, as handlers does for the bootstrap machine.
+export function seedHandlers(helper, calls, faults = {}) {
+  const bind = binder(helper, calls, faults);
+  return {
+    Plan: bind('Plan', 'seed'),
+    ConvertGroup: bind('ConvertGroup', 'seed'),
+    Commit: bind('Commit', 'seed'),
+    Close: bind('Close', 'seed'),
+    Stream: bind('Stream', 'stream'),
   };
 }
