@@ -177,7 +177,10 @@ func demoSeed(ctx context.Context, o demoOptions, spec *config.Spec, ds *demoSou
 // (SQL Server's own clock, docs/seed.md § as_of). A time maps to the last commit at or
 // before it to the second, so when no commit is that old yet (the rows were loaded before
 // CDC was enabled, or within this second), the capture job's idle entry of a quiet
-// database is written first and the clock moves a second on.
+// database is written first and the clock moves a second on. The export's first read
+// starts a second after as_of: as_of promises that every commit at or before it is in the
+// copy, and a workload commit at the very instant of as_of (the simulated clock can sit on
+// a whole second) would break that promise.
 func exportAsOf(ctx context.Context, db *cdcsim.DB) (time.Time, error) {
 	if _, ok, err := db.LSNAtOrBefore(ctx, db.Now()); err != nil {
 		return time.Time{}, err
@@ -185,7 +188,9 @@ func exportAsOf(ctx context.Context, db *cdcsim.DB) (time.Time, error) {
 		db.Idle()
 		db.Advance(time.Second)
 	}
-	return db.Now().UTC(), nil
+	asOf := db.Now().UTC()
+	db.Advance(time.Second)
+	return asOf, nil
 }
 
 // exportRequest is the event of invoke's _export (--sim): the copy's folder (a local
