@@ -118,17 +118,28 @@ const (
 // points at a newer checkpoint. ErrNoTable for a snapshot with no version; the table must
 // be writable (Snapshot.CanWrite).
 func WriteCheckpoint(ctx context.Context, snap *Snapshot) error {
+	_, err := writeCheckpoint(ctx, snap)
+	return err
+}
+
+// writeCheckpoint is WriteCheckpoint, also returning the tombstone cut-off it used (ms
+// since the epoch: the tombstones deleted at or before it were left out).
+func writeCheckpoint(ctx context.Context, snap *Snapshot) (cutoff int64, err error) {
 	if snap.Version() < 0 {
-		return ErrNoTable
+		return 0, ErrNoTable
 	}
 	if err := snap.CanWrite(); err != nil {
-		return err
+		return 0, err
 	}
 	retention, err := tombstoneRetention(snap.Metadata())
 	if err != nil {
-		return err
+		return 0, err
 	}
-	cutoff := snap.Table().Options().now().Add(-retention).UnixMilli()
+	cutoff = snap.Table().Options().now().Add(-retention).UnixMilli()
+	return cutoff, putCheckpoint(ctx, snap, cutoff)
+}
+
+func putCheckpoint(ctx context.Context, snap *Snapshot, cutoff int64) error {
 	actions := checkpointActions(snap, cutoff)
 	data, err := encodeCheckpoint(actions)
 	if err != nil {
@@ -188,12 +199,32 @@ func checkpointActions(snap *Snapshot, cutoff int64) []Action {
 		out = append(out, Action{Add: &files[i]})
 	}
 	for _, r := range snap.Tombstones() {
-		if r.DeletionTimestamp != nil && *r.DeletionTimestamp > cutoff {
+		if !tombstoneExpired(r, cutoff) {
 			r.Stats, r.Tags = "", nil // never in checkpoints
 			out = append(out, Action{Remove: &r})
 		}
 	}
 	return out
+}
+
+// tombstoneExpired reports whether remove r was deleted at or before cutoff (ms since the
+// epoch), a remove without deletionTimestamp counting as deleted at 0.
+func tombstoneExpired(r Remove, cutoff int64) bool {
+	return r.DeletionTimestamp == nil || *r.DeletionTimestamp <= cutoff
+}
+
+// dropExpiredTombstones removes from s the tombstones expired at cutoff: after a
+// checkpoint that left them out, s is what a read from it gives. s must not be shared yet.
+func (s *Snapshot) dropExpiredTombstones(cutoff int64) {
+	var expired []fileKey
+	for k, r := range s.tombstones.All() {
+		if tombstoneExpired(*r, cutoff) {
+			expired = append(expired, k)
+		}
+	}
+	for _, k := range expired {
+		s.tombstones.Delete(k)
+	}
 }
 
 // encodeCheckpoint writes actions as one checkpoint Parquet file (Snappy, data page V1,
