@@ -41,11 +41,12 @@ type Spec struct {
 
 	// Bootstrap takes (or finds) a snapshot before the first batch; not with startingLsn.
 	Bootstrap bool `json:"bootstrap"`
-	// Snapshot is the snapshot mode: "full" (the default). "chunked" is refused by
-	// Validate until chunked snapshots are built (docs/spec.md).
+	// Snapshot is the snapshot mode: "full" (the default: the bootstrap machine reads the
+	// whole table at one LSN) or "chunked" (the stream opens the snapshot at S and starts
+	// at once; the backfill machine reads it in waves of chunks: docs/snapshots.md).
 	Snapshot string `json:"snapshot"`
 	// ChunkRows is the rows per chunk of a chunked snapshot; nil when unset. Set only with
-	// snapshot "chunked" (refused while that mode is not built).
+	// snapshot "chunked".
 	ChunkRows *int64 `json:"chunk_rows"`
 	// MaxSeconds bounds one invocation's work in seconds; 0 means only the invocation's
 	// deadline bounds it.
@@ -344,6 +345,13 @@ func (s *Spec) Defaults() {
 		}
 	}
 }
+
+// PlansSuffix names a chunked snapshot's plans table after bronze (docs/design.md §4.4).
+const PlansSuffix = "_snapshot_plans"
+
+// PlansTable is the URL of the plans table next to bronze: <bronze>_snapshot_plans (a
+// trailing slash of bronze dropped). It holds key values: give it bronze's access policy.
+func (s *Spec) PlansTable() string { return strings.TrimRight(s.Bronze, "/") + PlansSuffix }
 
 // FailsOnDataLoss is Options.FailOnDataLoss with its default (true).
 func (s *Spec) FailsOnDataLoss() bool {

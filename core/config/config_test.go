@@ -180,10 +180,10 @@ func TestStorageDynamoRegionAndScheme(t *testing.T) {
 	}
 }
 
-// Chunked snapshots are not built: snapshot "chunked" is refused with the way out, and the
-// chunked-only parameters are refused when set, rather than accepted and ignored (a full
-// snapshot would be taken instead).
-func TestChunkedRefused(t *testing.T) {
+// Snapshot "chunked" is accepted with its parameters (defaults applied); the chunked-only
+// parameters are refused beside snapshot "full", rather than accepted and ignored; an
+// unknown mode and snapshotLsn with chunked are refused.
+func TestChunkedMode(t *testing.T) {
 	problemOn := func(t *testing.T, doc, field string, wants ...string) {
 		t.Helper()
 		_, err := Parse([]byte(doc))
@@ -202,11 +202,25 @@ func TestChunkedRefused(t *testing.T) {
 	}
 	with := func(fields string) string { return strings.Replace(minimal(), `"bronze"`, fields+`,"bronze"`, 1) }
 
-	problemOn(t, with(`"snapshot":"chunked"`), "snapshot", "not built", `"full"`)
+	spec, err := Parse([]byte(with(`"snapshot":"chunked"`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *spec.ChunkRows != DefaultChunkRows || *spec.TargetWaveSeconds != DefaultTargetWaveSeconds || *spec.MinHeadroomHours != DefaultMinHeadroomHours {
+		t.Errorf("chunked defaults: chunk_rows %d, target_wave_seconds %g, min_headroom_hours %g", *spec.ChunkRows, *spec.TargetWaveSeconds, *spec.MinHeadroomHours)
+	}
+	if spec.PlansTable() != spec.Bronze+"_snapshot_plans" {
+		t.Errorf("plans table %q next to bronze %q", spec.PlansTable(), spec.Bronze)
+	}
+	problemOn(t, with(`"snapshot":"chunks"`), "snapshot", `"full"`, `"chunked"`)
+	problemOn(t, with(`"snapshot":"chunked","options":{"snapshotLsn":"0x00000020000000100001"}`), "options.snapshotLsn", "chunked")
 	for _, f := range []string{`"chunk_rows":500000`, `"max_waves":3`, `"min_headroom_hours":12`, `"target_wave_seconds":0`} {
 		name := strings.Trim(strings.Split(f, ":")[0], `"`)
-		problemOn(t, with(f), name, "chunked", "not built", "remove it")
+		problemOn(t, with(f), name, "chunked", "remove it")
 		problemOn(t, with(`"snapshot":"full",`+f), name, "chunked")
+		if _, err := Parse([]byte(with(`"snapshot":"chunked",` + f))); err != nil {
+			t.Errorf("%s with snapshot chunked: %v", f, err)
+		}
 	}
 	if _, err := Parse([]byte(with(`"snapshot":"full"`))); err != nil {
 		t.Errorf("snapshot full: %v", err)

@@ -108,6 +108,13 @@ func (s *Spec) Validate() error {
 	if s.FactsTable != "" && sameLocation(s.FactsTable, s.Bronze) {
 		ps.add("facts_table", "must differ from bronze")
 	}
+	if s.Bronze != "" && s.Snapshot == SnapshotChunked {
+		for _, f := range [][2]string{{"checkpoint", s.Checkpoint}, {"facts_table", s.FactsTable}} {
+			if f[1] != "" && sameLocation(f[1], s.PlansTable()) {
+				ps.add(f[0], "must differ from the plans table %s (bronze's URL + %s)", s.PlansTable(), PlansSuffix)
+			}
+		}
+	}
 
 	if s.Bootstrap && s.Options.StartingLsn != "" {
 		ps.add("options.startingLsn", "not allowed with bootstrap=true (the snapshot's LSN is the start)")
@@ -157,23 +164,24 @@ func (s *Spec) validateSilver(ps *problems) {
 	}
 }
 
-// validateSnapshotMode refuses snapshot "chunked" and the chunked-only parameters:
-// chunked snapshots are not built, and accepting them would take a full snapshot instead
-// without a word. A chunked-only parameter set beside snapshot "full" is refused too, as
-// storage.dynamo_region is without dynamo_table: it would have no effect. Their range
-// checks stay for when the mode is built.
+// validateSnapshotMode checks the snapshot mode and the chunked-only parameters: set
+// beside snapshot "full" they are refused, as storage.dynamo_region is without
+// dynamo_table, since they would have no effect. A chunked snapshot's S is stamped by the
+// stream's open, never given: snapshotLsn is refused with it (a stamp below S would break
+// it, docs/snapshots.md "Pitfalls").
 func (s *Spec) validateSnapshotMode(ps *problems) {
-	const notBuilt = "chunked snapshots are not built yet"
 	switch s.Snapshot {
 	case SnapshotFull:
 	case SnapshotChunked:
-		ps.add("snapshot", "%q: %s; use %q (the default: leave snapshot out)", s.Snapshot, notBuilt, SnapshotFull)
+		if s.Options.SnapshotLsn != "" {
+			ps.add("options.snapshotLsn", "not allowed with snapshot %q: the stream's open stamps S itself, and a chunk stamped below S would miss commits", SnapshotChunked)
+		}
 	default:
-		ps.add("snapshot", "%q: want %q (the default; %s)", s.Snapshot, SnapshotFull, notBuilt)
+		ps.add("snapshot", "%q: want %q (the default) or %q", s.Snapshot, SnapshotFull, SnapshotChunked)
 	}
 	onlyChunked := func(field string) {
 		if s.Snapshot != SnapshotChunked {
-			ps.add(field, "applies only to snapshot %q, and %s: remove it", SnapshotChunked, notBuilt)
+			ps.add(field, "applies only to snapshot %q: remove it, or set snapshot %q", SnapshotChunked, SnapshotChunked)
 		}
 	}
 	if s.ChunkRows != nil {

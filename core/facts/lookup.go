@@ -2,6 +2,7 @@ package facts
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -23,7 +24,8 @@ type OpenSnapshot struct {
 // (docs/reference/original-library.md §6.6): a snapshot_open row stays open until a
 // bootstrap or resnapshot row of the same app_id has max_lsn >= S. A full one stops
 // counting once cleanup passed its S (minLSN > S; pass the zero LSN to skip that rule). A
-// chunked one superseded by a newer open chunked one is abandoned and left out. app_id is
+// chunked one superseded by a newer open chunked one is abandoned and left out, and so is a
+// full one a later chunked open of its generation took over. app_id is
 // compared exactly: pass the generation's id (<app_id>.g<n>) for generation n.
 func OpenSnapshots(rows []Row, appID string, minLSN lsn.LSN) []OpenSnapshot {
 	var closed lsn.LSN
@@ -65,6 +67,11 @@ func OpenSnapshots(rows []Row, appID string, minLSN lsn.LSN) []OpenSnapshot {
 		}
 		if o.Mode == ModeFull && !minLSN.IsZero() && o.S.Less(minLSN) {
 			continue
+		}
+		if o.Mode == ModeFull && slices.ContainsFunc(opens[i+1:], func(n OpenSnapshot) bool {
+			return n.Mode == ModeChunked && n.Detail.Generation == o.Detail.Generation && o.S.Less(n.S)
+		}) {
+			continue // a chunked open of its generation took it over (docs/snapshots.md "One mode per run")
 		}
 		if o.Mode == ModeChunked {
 			superseded := false

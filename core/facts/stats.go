@@ -99,14 +99,22 @@ func (s *BatchStats) Add(rec arrow.RecordBatch) error {
 		}
 	}
 	s.Rows += int64(n)
+	s.Bytes += ArrowBytes(rec)
+	return nil
+}
+
+// ArrowBytes is the Arrow size of a record as read_mb counts it: the lengths of its
+// columns' buffers (validity bitmaps, offsets, values).
+func ArrowBytes(rec arrow.RecordBatch) int64 {
+	var n int64
 	for _, c := range rec.Columns() {
 		for _, b := range c.Data().Buffers() {
 			if b != nil {
-				s.Bytes += int64(b.Len())
+				n += int64(b.Len())
 			}
 		}
 	}
-	return nil
+	return n
 }
 
 // Fill copies the stats into a micro-batch row.

@@ -120,7 +120,7 @@ func (e *env) deps() snapshot.Deps {
 		opts.Now = e.db.Now
 	}
 	return snapshot.Deps{Spec: e.spec, Source: e.lake.Source(e.db), Bronze: e.lake.Table(e.spec.Bronze),
-		Facts: e.lake.Table(e.spec.FactsTable), Staging: e.lake.Store(e.spec.Checkpoint), Options: opts}
+		Facts: e.lake.Table(e.spec.FactsTable), Plans: e.lake.Table(e.spec.PlansTable()), Staging: e.lake.Store(e.spec.Checkpoint), Options: opts}
 }
 
 // run takes (or finds) the snapshot in-process.
@@ -129,7 +129,7 @@ func (e *env) run() (lsn.Offset, error) { return snapshot.Run(context.Background
 func (e *env) stream() {
 	e.t.Helper()
 	deps := stream.Deps{Source: e.db, Bronze: e.lake.RawTable(e.spec.Bronze), Facts: e.lake.RawTable(e.spec.FactsTable),
-		Checkpoint: checkpoint.New(e.lake.RawStore(e.spec.Checkpoint), e.spec.AppID)}
+		Plans: e.lake.RawTable(e.spec.PlansTable()), Checkpoint: checkpoint.New(e.lake.RawStore(e.spec.Checkpoint), e.spec.AppID)}
 	for i := 0; i < 100; i++ {
 		res, err := stream.Run(context.Background(), e.spec, deps, stream.Options{Now: e.db.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -31,6 +32,10 @@ type Deps struct {
 	// Facts is the facts table: the mode lock reads it, the snapshot_open and bootstrap
 	// rows go to it. nil: no facts table (no rows, no mode lock).
 	Facts *deltalog.Table
+	// Plans is the plans table, <bronze>_snapshot_plans (config.Spec.PlansTable): a
+	// chunked snapshot's open, plan and chunk rows, which hold key values. nil for a full
+	// snapshot, which does not use it.
+	Plans *deltalog.Table
 	// Staging is the checkpoint prefix: the stream's checkpoint (Open resumes from it) and
 	// the steps' state between invocations, snapshots/<L>/... (docs/snapshots.md).
 	Staging storage.Store
@@ -72,6 +77,11 @@ type Options struct {
 	// concurrently, so it must be safe for concurrent use. The CLI prints rows, MB, MB/s
 	// and an ETA from it; the Lambda handlers leave it nil.
 	Progress func(ReadProgress)
+	// Logger receives warnings (a backfill's chunk_rows other than its plan's);
+	// slog.Default() when nil.
+	Logger *slog.Logger
+	// OnWave, when set, is called after each backfill wave is committed (progress lines).
+	OnWave func(WaveReport)
 }
 
 // Recovery describes the generation a re-snapshot opens (Options.Recovery).
@@ -100,6 +110,13 @@ func (d Deps) now() time.Time {
 		return d.Options.Now().UTC()
 	}
 	return time.Now().UTC()
+}
+
+func (d Deps) logger() *slog.Logger {
+	if d.Options.Logger != nil {
+		return d.Options.Logger
+	}
+	return slog.Default()
 }
 
 // table is the source table of ci, read with the spec's isolation and lock timeout.

@@ -6,18 +6,34 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 )
 
-// ModeLockError: the stream has an open snapshot of the other mode
-// (docs/reference/original-library.md §9.5). A full snapshot cannot open while a chunked
-// one is open: finish it with the backfill machine, or take another target or app_id.
+// ModeLockError: the stream has an open snapshot of the other mode (docs/snapshots.md
+// "One mode per run"; docs/reference/original-library.md §9.5). The message names the
+// snapshot's LSN and generation and the way out:
+//   - a chunked snapshot refuses a full one: run the backfill until it returns done (or
+//     keep snapshot "chunked" in the spec and the stream and backfill running);
+//   - a full snapshot a run may still be reading refuses a chunked one: rerun the
+//     bootstrap with snapshot "full", which reads the table again and closes it, or wait
+//     until CDC cleanup passes its LSN (the retention at most): it then no longer holds
+//     the mode.
 type ModeLockError struct {
 	AppID      string
 	Snapshot   lsn.LSN // the open snapshot's LSN
 	Mode       string  // its mode
 	Generation int
+	// Refused is the mode that was refused ("" reads as the other one).
+	Refused string
 }
 
 func (e *ModeLockError) Error() string {
-	return fmt.Sprintf("app_id %s has an open %s snapshot %s (generation %d): one snapshot mode per run; finish it first (backfill until done) or use another target and app_id",
+	if e.Mode == "full" {
+		return fmt.Sprintf("app_id %s has a full snapshot %s (generation %d) still open: one snapshot mode per run, so a chunked one cannot open. "+
+			"Finish it: rerun the bootstrap with snapshot \"full\" (mssqlcdc bootstrap, or the bootstrap machine), which reads the table again and writes "+
+			"its bootstrap row; or, if its run was killed, wait until CDC cleanup passes its LSN (the retention at most) before switching to chunked",
+			e.AppID, e.Snapshot, e.Generation)
+	}
+	return fmt.Sprintf("app_id %s has an open %s snapshot %s (generation %d): one snapshot mode per run, so a full one cannot open. "+
+		"Finish it first: run the backfill (mssqlcdc backfill --spec FILE, or the backfill machine) until it returns done, with snapshot \"chunked\" "+
+		"in the spec and the stream running; or use another target and app_id",
 		e.AppID, e.Mode, e.Snapshot, e.Generation)
 }
 

@@ -108,7 +108,7 @@ func modeLock(ctx context.Context, d Deps) error {
 	}
 	for _, o := range facts.OpenSnapshots(rows, d.Spec.AppID, lsn.Zero) {
 		if o.Mode != facts.ModeFull {
-			return &ModeLockError{AppID: d.Spec.AppID, Snapshot: o.S, Mode: o.Mode, Generation: o.Detail.Generation}
+			return &ModeLockError{AppID: d.Spec.AppID, Snapshot: o.S, Mode: o.Mode, Generation: o.Detail.Generation, Refused: facts.ModeFull}
 		}
 	}
 	return nil

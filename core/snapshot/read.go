@@ -10,11 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -77,7 +77,12 @@ func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, er
 
 // rangeRead is the table read of range r: the whole table, or [Lo, Hi) on the key columns.
 func rangeRead(d Deps, ci source.CaptureInstance, cols, keys []source.Column, r Range) (source.TableRead, error) {
-	read := source.TableRead{Table: d.table(ci), Columns: cols, ReadOptions: d.Options.Read}
+	return rangeReadOn(d.table(ci), d.Options, cols, keys, r)
+}
+
+// rangeReadOn is the read of range r of table t (its isolation and lock timeout).
+func rangeReadOn(t source.Table, opts Options, cols, keys []source.Column, r Range) (source.TableRead, error) {
+	read := source.TableRead{Table: t, Columns: cols, ReadOptions: opts.Read}
 	if r.Lo == nil && r.Hi == nil {
 		return read, nil
 	}
@@ -93,8 +98,9 @@ func rangeRead(d Deps, ci source.CaptureInstance, cols, keys []source.Column, r 
 }
 
 // readRange streams one ReadTable, stamped, into data files of schema in dst, and
-// returns them with the Arrow bytes read. progress, when set, is told the rows and bytes
-// read so far after each record batch.
+// returns them with the Arrow size of the rows read (facts.ArrowBytes, the measure of the
+// facts' read_mb). progress, when set, is told the rows and bytes read so far after each
+// record batch.
 func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow.Schema, stamp bronze.SnapshotStamp, dst storage.Store, progress func(rows, bytes int64)) (ingest.Files, int64, error) {
 	rows, err := d.Source.ReadTable(ctx, read)
 	if err != nil {
@@ -109,7 +115,7 @@ func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow
 		}
 		if rec != nil {
 			nRows += rec.NumRows()
-			nBytes += parquetio.RecordBytes(rec)
+			nBytes += facts.ArrowBytes(rec)
 			if progress != nil {
 				progress(nRows, nBytes)
 			}

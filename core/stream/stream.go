@@ -53,9 +53,12 @@ import (
 // Deps are the stream's connections: the source database, the bronze and facts tables
 // and the checkpoint. The caller opens and closes them.
 type Deps struct {
-	Source     source.Source
-	Bronze     *deltalog.Table
-	Facts      *deltalog.Table
+	Source source.Source
+	Bronze *deltalog.Table
+	Facts  *deltalog.Table
+	// Plans is the plans table next to bronze, where the first run with snapshot
+	// "chunked" records the snapshot's open (snapshot.OpenChunked); nil otherwise.
+	Plans      *deltalog.Table
 	Checkpoint *checkpoint.Checkpoint
 }
 
@@ -375,7 +378,10 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 // chunked snapshot's S (the stream starts at S at once, docs/design.md §6.3). Without
 // either, the newest whole snapshot in bronze (operation-0 rows under any capture instance
 // of the table, names ignoring case: docs/snapshots.md "How it behaves"), which is where a
-// snapshot taken alone (snapshot(target), writing no facts rows) is found.
+// snapshot taken alone (snapshot(target), writing no facts rows) is found. Without any,
+// snapshot "chunked" opens one (snapshot.OpenChunked: S, the key's extent, the
+// snapshot_open row; nothing else is read from the table), and snapshot "full" is a
+// *NoSnapshotError: the bootstrap machine takes it.
 func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
 	rows, err := facts.SnapshotEvents(ctx, r.deps.Facts, r.spec.AppID)
 	if err != nil {
@@ -396,10 +402,22 @@ func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
 		if err != nil {
 			return lsn.Offset{}, err
 		}
-		if !ok {
+		switch {
+		case ok:
+			start = off.LSN
+		case r.spec.Snapshot == config.SnapshotChunked:
+			// Open the chunked snapshot at S and start there at once; the backfill reads
+			// the table in waves beside the stream (docs/snapshots.md "Chunked snapshots").
+			off, err := snapshot.OpenChunked(ctx, snapshot.Deps{Spec: r.spec, Source: r.src, Bronze: r.deps.Bronze,
+				Facts: r.deps.Facts, Plans: r.deps.Plans, Options: snapshot.Options{Now: r.opts.Now, Writer: r.opts.Writer, Logger: r.log}})
+			if err != nil {
+				return lsn.Offset{}, err
+			}
+			r.log.Info("chunked snapshot open: the stream starts at S; the backfill reads the table", "snapshot", off.LSN.String())
+			start = off.LSN
+		default:
 			return lsn.Offset{}, &NoSnapshotError{AppID: r.spec.AppID}
 		}
-		start = off.LSN
 	}
 	return r.offsetAt(ctx, start)
 }

@@ -59,11 +59,14 @@ func Table(ctx context.Context, url string, cfg location.Config) (*deltalog.Tabl
 	return deltalog.Open(st, ls, deltalog.Options{}), nil
 }
 
-// Tables are the spec's bronze and facts tables and its checkpoint prefix.
+// Tables are the spec's bronze, facts and plans tables and its checkpoint prefix.
 type Tables struct {
 	Bronze *deltalog.Table
 	// Facts is nil when the spec names no facts table.
-	Facts      *deltalog.Table
+	Facts *deltalog.Table
+	// Plans is the plans table next to bronze (config.Spec.PlansTable), opened for every
+	// spec: only a chunked snapshot writes it.
+	Plans      *deltalog.Table
 	Checkpoint storage.Store
 }
 
@@ -80,6 +83,9 @@ func OpenTables(ctx context.Context, spec *config.Spec) (Tables, error) {
 			return Tables{}, err
 		}
 	}
+	if t.Plans, err = Table(ctx, spec.PlansTable(), cfg); err != nil {
+		return Tables{}, err
+	}
 	if t.Checkpoint, _, err = location.Open(ctx, spec.Checkpoint, cfg); err != nil {
 		return Tables{}, err
 	}
@@ -92,7 +98,7 @@ func StreamDeps(ctx context.Context, spec *config.Spec, src source.Source) (stre
 	if err != nil {
 		return stream.Deps{}, err
 	}
-	return stream.Deps{Source: src, Bronze: t.Bronze, Facts: t.Facts, Checkpoint: checkpoint.New(t.Checkpoint, spec.AppID)}, nil
+	return stream.Deps{Source: src, Bronze: t.Bronze, Facts: t.Facts, Plans: t.Plans, Checkpoint: checkpoint.New(t.Checkpoint, spec.AppID)}, nil
 }
 
 // SnapshotDeps are the full snapshot steps' connections for spec around src: bronze, the
@@ -102,7 +108,7 @@ func SnapshotDeps(ctx context.Context, spec *config.Spec, src source.Source) (sn
 	if err != nil {
 		return snapshot.Deps{}, err
 	}
-	return snapshot.Deps{Spec: spec, Source: src, Bronze: t.Bronze, Facts: t.Facts, Staging: t.Checkpoint}, nil
+	return snapshot.Deps{Spec: spec, Source: src, Bronze: t.Bronze, Facts: t.Facts, Plans: t.Plans, Staging: t.Checkpoint}, nil
 }
 
 // Stream opens SQL Server and the stream's tables for spec; close closes the source.
