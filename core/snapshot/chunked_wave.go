@@ -26,14 +26,14 @@ func WaveTxnAppID(appID string, s lsn.LSN) string { return appID + "#snap." + s.
 // facts rows from it. It holds the chunks' key bounds: bronze's history needs bronze's
 // access policy.
 type waveTag struct {
-	Backfill string          `json:"backfill"`
-	Wave     int64           `json:"wave"`
-	LSN      string          `json:"lsn"`
-	HighLSN  string          `json:"high_lsn"`
-	Seconds  float64         `json:"seconds"`
-	Rounds   int32           `json:"rounds"`
-	Chunks   []waveTagChunk  `json:"chunks"`
-	ReadAt   time.Time       `json:"read_at"`
+	Backfill string         `json:"backfill"`
+	Wave     int64          `json:"wave"`
+	LSN      string         `json:"lsn"`
+	HighLSN  string         `json:"high_lsn"`
+	Seconds  float64        `json:"seconds"`
+	Rounds   int32          `json:"rounds"`
+	Chunks   []waveTagChunk `json:"chunks"`
+	ReadAt   time.Time      `json:"read_at"`
 }
 
 type waveTagChunk struct {
