@@ -17,7 +17,7 @@ import (
 func init() {
 	register(command{
 		name:    "bootstrap",
-		summary: "run the bootstrap machine's steps in-process (open, plan, read, commit, close), then the stream until caught up (--no-stream: the snapshot alone)",
+		summary: "run the bootstrap machine's steps in-process (open, plan, read, commit, close), then the stream until caught up (--no-stream: the snapshot alone); with snapshot \"chunked\", the stream and the backfill together until done",
 		run:     runBootstrap,
 	})
 }
@@ -40,6 +40,12 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer deps.Source.Close()
 	if !spec.Bootstrap {
 		return &config.ConfigError{Problems: []config.Problem{{Field: "bootstrap", Reason: "mssqlcdc bootstrap needs bootstrap: true in the spec (the stream then starts at the snapshot); use mssqlcdc snapshot for a snapshot alone"}}}
+	}
+	if spec.Snapshot == config.SnapshotChunked {
+		if *noStream {
+			return &usageError{msg: "mssqlcdc bootstrap: --no-stream does not apply to snapshot \"chunked\": the stream opens the snapshot and runs beside the backfill"}
+		}
+		return chunkedBootstrap(ctx, spec, deps, stdout, time.Sleep)
 	}
 	prog := newSnapshotProgress(ctx, stderr)
 	deps.Options.Progress = prog.report
@@ -124,4 +130,49 @@ func loadWithProgress(gen *workload.Generator, n int, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// chunkedWait is how long chunkedBootstrap waits after a backfill call that paused
+// (waiting_headroom, waiting_metrics) before the stream runs and the backfill is called
+// again.
+const chunkedWait = 30 * time.Second
+
+// chunkedBootstrap runs a chunked snapshot's stream and backfill together, in turn, until
+// the backfill is done and the stream has caught up (docs/snapshots.md "Chunked
+// snapshots"): the stream's first run opens the snapshot at S; then one wave per backfill
+// call, the stream catching up after each, so it keeps running beside the waves. A paused
+// backfill (min_headroom_hours) waits chunkedWait (sleep) with the stream running.
+func chunkedBootstrap(ctx context.Context, spec *config.Spec, deps snapshot.Deps, out io.Writer, sleep func(time.Duration)) error {
+	sdeps, err := connect.StreamDeps(ctx, spec, deps.Source)
+	if err != nil {
+		return err
+	}
+	catchUp := func() error {
+		return streamLoop(ctx, spec, sdeps, quietStreamOptions(out), loopOptions{availableNow: true}, out)
+	}
+	if err := catchUp(); err != nil {
+		return err
+	}
+	p := snapshot.ParamsOf(spec)
+	p.MaxWaves = 1
+	for ctx.Err() == nil {
+		st, err := backfillCall(ctx, deps, p, out)
+		if err != nil {
+			return err
+		}
+		switch st.State {
+		case snapshot.StateNoSnapshot:
+			return fmt.Errorf("backfill: %s", st.Reason)
+		case snapshot.StateWaitingHeadroom, snapshot.StateWaitingMetrics:
+			sleep(chunkedWait)
+		}
+		if err := catchUp(); err != nil {
+			return err
+		}
+		if st.State == snapshot.StateDone {
+			fmt.Fprintf(out, "chunked snapshot %s: all %d chunks in bronze; the stream has caught up\n", st.Snapshot, st.ChunksTotal)
+			return nil
+		}
+	}
+	return ctx.Err()
 }

@@ -66,7 +66,11 @@ func claimSpecLocations(ctx context.Context, spec *config.Spec, sim bool) error 
 	}
 	want := deltalog.Location{Sim: sim}
 	cfg := connect.Location(spec)
-	for _, url := range []string{spec.Bronze, spec.FactsTable} {
+	urls := []string{spec.Bronze, spec.FactsTable}
+	if spec.Snapshot == config.SnapshotChunked {
+		urls = append(urls, spec.PlansTable())
+	}
+	for _, url := range urls {
 		if url == "" {
 			continue
 		}

@@ -347,7 +347,7 @@ func (b *backfill) load(ctx context.Context) error {
 	if b.cols, err = d.Source.CapturedColumns(ctx, b.ci.Name); err != nil {
 		return fmt.Errorf("read captured columns: %w", err)
 	}
-	keys, _ := keyColumns(b.ci, b.cols, d.Spec.Options.SnapshotKeys)
+	keys, _ := KeyColumns(b.ci, b.cols, d.Spec.Options.SnapshotKeys)
 	var now []string
 	for _, k := range keys {
 		now = append(now, k.Name)

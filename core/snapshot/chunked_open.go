@@ -202,7 +202,7 @@ func (d Deps) readExtent(ctx context.Context, ci source.CaptureInstance) (extent
 	if err != nil {
 		return extent{}, fmt.Errorf("read captured columns: %w", err)
 	}
-	keys, ok := keyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
+	keys, ok := KeyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
 	if !ok && len(d.Spec.Options.SnapshotKeys) > 0 {
 		return extent{}, &KeyError{Column: strings.Join(d.Spec.Options.SnapshotKeys, ","),
 			Reason: "snapshotKeys must name present, non-computed columns the capture instance captures"}
