@@ -21,6 +21,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/functions/apply"
+	backfillwave "github.com/mssqlcdc/mssqlcdc/functions/backfill-wave"
 	"github.com/mssqlcdc/mssqlcdc/functions/maintain"
 	"github.com/mssqlcdc/mssqlcdc/functions/seed"
 	"github.com/mssqlcdc/mssqlcdc/functions/snapshot"
@@ -32,19 +33,19 @@ import (
 func init() {
 	register(command{
 		name:    "invoke",
-		summary: "run one Lambda handler (snapshot, stream, seed, maintain, apply) on an event JSON from stdin, as Lambda runs it",
+		summary: "run one Lambda handler (snapshot, stream, seed, backfill-wave, maintain, apply) on an event JSON from stdin, as Lambda runs it",
 		run:     runInvoke,
 	})
 }
 
-const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|maintain|apply < event.json
+const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|backfill-wave|maintain|apply < event.json
        mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]
 
 Runs the Lambda handlers of functions/snapshot, functions/stream, functions/seed,
-functions/maintain and functions/apply through aws-lambda-go's own runtime loop, as Lambda
+functions/backfill-wave, functions/maintain and functions/apply through aws-lambda-go's own runtime loop, as Lambda
 runs them (docs/handlers.md). The first form reads one event from stdin (empty: {}) and
 prints the output, or {"errorMessage", "errorType"} and exits 1.
-With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"seed"|"maintain"|"apply",
+With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"seed"|"backfill-wave"|"maintain"|"apply",
 "event": {...}}, answered by one line {"id", "output"} or {"id", "errorType",
 "errorMessage"}, concurrently, until stdin closes. Logs and metrics go to stderr.
 `
@@ -66,7 +67,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !handlerFunctions[fs.Arg(0)])) {
-		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|maintain|apply < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
+		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|backfill-wave|maintain|apply < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
 	}
 	var spec *config.Spec
 	var err error
@@ -113,7 +114,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // handlerFunctions are the functions invoke runs, by the names of functions/<name>.
-var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "seed": true, "maintain": true, "apply": true}
+var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "seed": true, "backfill-wave": true, "maintain": true, "apply": true}
 
 // invoker runs the real handlers against one opened source, as a warm Lambda execution
 // environment does: each is registered once on a local Runtime API and runs under
@@ -146,6 +147,13 @@ func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *d
 		return deps, func() {}, err
 	}, log)
 	if err := rt.Register("stream", st.Handle, lambda.WithContext(ctx)); err != nil {
+		return nil, err
+	}
+	bw := backfillwave.New(spec, func(ctx context.Context, s *config.Spec) (coresnapshot.Deps, func(), error) {
+		deps, err := connect.SnapshotDeps(ctx, s, src)
+		return deps, func() {}, err
+	}, log)
+	if err := rt.Register("backfill-wave", bw.Handle, lambda.WithContext(ctx)); err != nil {
 		return nil, err
 	}
 	if err := rt.Register("snapshot", sn.Handle, lambda.WithContext(ctx)); err != nil {
@@ -189,9 +197,9 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (ru
 		return runtimeapi.Result{Output: b}, err
 	}
 	if !handlerFunctions[function] {
-		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, seed, maintain, apply)", function)}
+		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, seed, backfill-wave, maintain, apply)", function)}
 	}
-	if inv.ds != nil && inv.simSteps > 0 && (function == "snapshot" || function == "seed") {
+	if inv.ds != nil && inv.simSteps > 0 && (function == "snapshot" || function == "seed" || function == "backfill-wave") {
 		inv.mu.Lock()
 		err := inv.ds.gen.Step(inv.simSteps)
 		inv.mu.Unlock()

@@ -30,13 +30,14 @@ type Function uint8
 
 // The functions, as bits of a Function set.
 const (
-	Snapshot Function = 1 << iota // functions/snapshot
-	Stream                        // functions/stream
-	Maintain                      // functions/maintain (scheduled; no machine calls it)
-	Apply                         // functions/apply (scheduled; no machine calls it)
-	Seed                          // functions/seed
-	Both     = Snapshot | Stream
-	All      = Both | Maintain | Apply | Seed
+	Snapshot     Function = 1 << iota // functions/snapshot
+	Stream                            // functions/stream
+	Maintain                          // functions/maintain (scheduled; no machine calls it)
+	Apply                             // functions/apply (scheduled; no machine calls it)
+	Seed                              // functions/seed
+	BackfillWave                      // functions/backfill-wave
+	Both         = Snapshot | Stream
+	All          = Both | Maintain | Apply | Seed | BackfillWave
 )
 
 // Has reports whether f includes g.
@@ -77,29 +78,32 @@ func decl(e error, retry bool, fns Function, also ...error) Name {
 // declared is every name a handler returns, retried ones first. docs/handlers.md says when
 // each is returned and what to do.
 var declared = []Name{
-	decl(&source.TransientError{}, true, Both|Seed),
-	decl(&source.LockTimeoutError{}, true, Both),
+	decl(&source.TransientError{}, true, Both|Seed|BackfillWave),
+	decl(&source.LockTimeoutError{}, true, Both|BackfillWave),
 	decl(&stream.SourceUnavailableError{}, true, Stream),
 	decl(&deltalog.ConcurrentModificationError{}, true, All),
 	decl(&deltalog.CommitAttemptsError{}, true, All),
 	decl(&deltalog.CommitUnknownError{}, true, All),
 
 	decl(&config.ConfigError{}, false, All),
-	decl(&source.CaptureInstanceNotFoundError{}, false, Both|Seed),
-	decl(&source.AmbiguousCaptureInstanceError{}, false, Both|Seed),
-	decl(&source.CDCNotEnabledError{}, false, Both|Seed),
-	decl(&source.PermissionError{}, false, Both|Seed),
-	decl(&source.LoginError{}, false, Both|Seed),
+	decl(&source.CaptureInstanceNotFoundError{}, false, Both|Seed|BackfillWave),
+	decl(&source.AmbiguousCaptureInstanceError{}, false, Both|Seed|BackfillWave),
+	decl(&source.CDCNotEnabledError{}, false, Both|Seed|BackfillWave),
+	decl(&source.PermissionError{}, false, Both|Seed|BackfillWave),
+	decl(&source.LoginError{}, false, Both|Seed|BackfillWave),
 	decl(&source.LSNRewoundError{}, false, Both),
 	decl(&source.CommandIDMissingError{}, false, Stream),
-	decl(&bronze.ColumnsError{}, false, Both|Seed),
-	decl(&snapshot.EventError{}, false, Snapshot|Seed, &seed.EventError{}),
-	decl(&snapshot.ModeLockError{}, false, Snapshot|Seed),
-	decl(&snapshot.PlanNotFoundError{}, false, Snapshot|Seed, &seed.PlanNotFoundError{}),
+	decl(&bronze.ColumnsError{}, false, Both|Seed|BackfillWave),
+	decl(&snapshot.EventError{}, false, Snapshot|Seed|BackfillWave, &seed.EventError{}),
+	decl(&snapshot.ModeLockError{}, false, Snapshot|Seed|Stream|BackfillWave),
+	decl(&snapshot.PlanNotFoundError{}, false, Snapshot|Seed|BackfillWave, &seed.PlanNotFoundError{}),
 	decl(&snapshot.MissingRangeError{}, false, Snapshot),
-	decl(&snapshot.KeyError{}, false, Snapshot),
-	decl(&snapshot.NoLSNError{}, false, Snapshot),
+	decl(&snapshot.KeyError{}, false, Snapshot|Stream|BackfillWave),
+	decl(&snapshot.NoLSNError{}, false, Snapshot|Stream|BackfillWave),
 	decl(&snapshot.StampAheadError{}, false, Snapshot),
+	decl(&snapshot.KeysChangedError{}, false, BackfillWave),
+	decl(&snapshot.StampBelowSnapshotError{}, false, BackfillWave),
+	decl(&snapshot.WaveNotFoundError{}, false, BackfillWave),
 	decl(&stream.DataLossError{}, false, Both|Seed, &seed.DataLossError{}),
 	decl(&stream.StaleRecoveryError{}, false, Snapshot),
 	decl(&stream.SchemaChangedError{}, false, Stream),
@@ -127,6 +131,8 @@ var ServiceNames = []string{
 	"Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
 	"Lambda.SdkClientException", "Lambda.TooManyRequestsException", "Lambda.Unknown",
 	"Sandbox.Timedout",
+	// StartExecution's (a machine restarting itself as a new execution).
+	"StepFunctions.ExecutionLimitExceededException", "StepFunctions.SdkClientException",
 }
 
 // Lookup returns the declared name n, if it is one (handler names only).
