@@ -62,7 +62,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	specPath := fs.String("spec", "", "table spec JSON file; default: the MSSQLCDC_SPEC environment variable, as in Lambda")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
 	serve := fs.Bool("serve", false, "serve many invocations: one JSON request per stdin line, {\"id\", \"function\", \"event\"}, one response line each")
-	simSteps := fs.Int("sim-steps", 0, "with --sim --serve: workload transactions committed before each snapshot or seed step (writes landing during the snapshot or the seed)")
+	simSteps := fs.Int("sim-steps", 0, "with --sim --serve: workload transactions committed before each snapshot or seed step or backfill-wave call (writes landing during the snapshot or the seed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
