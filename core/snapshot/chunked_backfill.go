@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -138,16 +139,18 @@ type WaveReport struct {
 	Replayed bool
 }
 
-// StampBelowSnapshotError: a wave's stamp L is below the snapshot's S: max_lsn went back,
-// as it does on a readable secondary that is behind the primary the stream read S from. A
-// chunk stamped below S could miss commits the stream will never replay.
+// StampBelowSnapshotError: a wave's stamp L is below the snapshot's S although the check of
+// S just before passed: max_lsn went back between two calls, as when the DSN is served by
+// several replicas and one is behind the primary the stream read S from. A chunk stamped
+// below S could miss commits the stream will never replay. (A source whose max_lsn stays
+// below S is refused before the stamp, by CheckStamp's *source.LSNRewoundError.)
 type StampBelowSnapshotError struct {
 	Stamp, Snapshot lsn.LSN
 }
 
 func (e *StampBelowSnapshotError) Error() string {
-	return fmt.Sprintf("wave stamp %s is below the snapshot's S %s: max_lsn went back (a readable secondary behind the primary?); "+
-		"read the backfill from the server the stream reads, then retry", e.Stamp, e.Snapshot)
+	return fmt.Sprintf("wave stamp %s is below the snapshot's S %s: max_lsn went back since S was checked (a DSN served by several replicas, "+
+		"one behind the primary the stream reads?); read the backfill from the server the stream reads, then retry", e.Stamp, e.Snapshot)
 }
 
 // KeysChangedError: the key columns the backfill would cut on (snapshotKeys, else the
@@ -242,9 +245,7 @@ func (b *backfill) run(ctx context.Context) (BackfillStatus, error) {
 	if open == nil {
 		return b.noOpen(ctx, rows)
 	}
-	if b.s, err = stampOffset(ctx, d.Source, open.S); err != nil {
-		return BackfillStatus{}, err
-	}
+	b.s = recordedS(*open)
 	b.status.Snapshot = open.S.String()
 	if err := b.load(ctx); err != nil {
 		return BackfillStatus{}, err
@@ -289,6 +290,18 @@ func (b *backfill) run(ctx context.Context) (BackfillStatus, error) {
 			return BackfillStatus{}, err
 		}
 	}
+}
+
+// recordedS is the open snapshot's S with the commit time its snapshot_open facts row
+// recorded (none when S was a capture instance's start LSN − 1): the stamp CheckStamp
+// compares with the source, so a database restored since the open is refused
+// (docs/decisions/0011-source-continuity-and-computed-columns.md).
+func recordedS(open facts.OpenSnapshot) lsn.Offset {
+	var t time.Time
+	if ts := open.Row.Position(); ts != nil {
+		t = *ts
+	}
+	return lsn.At(open.S, t)
 }
 
 func (b *backfill) running(reason string) BackfillStatus {
@@ -347,6 +360,7 @@ func (b *backfill) load(ctx context.Context) error {
 	if b.cols, err = d.Source.CapturedColumns(ctx, b.ci.Name); err != nil {
 		return fmt.Errorf("read captured columns: %w", err)
 	}
+	b.cols, _ = bronze.StoredColumns(b.cols) // computed columns are not stored, as in the stream
 	keys, _ := KeyColumns(b.ci, b.cols, d.Spec.Options.SnapshotKeys)
 	var now []string
 	for _, k := range keys {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -202,6 +203,7 @@ func (d Deps) readExtent(ctx context.Context, ci source.CaptureInstance) (extent
 	if err != nil {
 		return extent{}, fmt.Errorf("read captured columns: %w", err)
 	}
+	cols, _ = bronze.StoredColumns(cols) // a computed column is no key: bronze does not store it
 	keys, ok := KeyColumns(ci, cols, d.Spec.Options.SnapshotKeys)
 	if !ok && len(d.Spec.Options.SnapshotKeys) > 0 {
 		return extent{}, &KeyError{Column: strings.Join(d.Spec.Options.SnapshotKeys, ","),

@@ -48,6 +48,11 @@ func (b *backfill) plan(ctx context.Context, make bool) ([]chunk, error) {
 		if !make {
 			return nil, nil
 		}
+		// The plan reads the table as of S's history: a database restored since the open
+		// no longer holds it (docs/decisions/0011-source-continuity-and-computed-columns.md).
+		if err := CheckStamp(ctx, d.Source, b.s); err != nil {
+			return nil, err
+		}
 		started = d.now()
 		pl := planner{src: d.Source, t: b.t, keys: b.keys, unique: len(d.Spec.Options.SnapshotKeys) == 0, chunkRows: b.p.ChunkRows}
 		chunks, err := pl.plan(ctx, b.ext)

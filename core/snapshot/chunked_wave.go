@@ -98,11 +98,17 @@ func (b *backfill) wave(ctx context.Context, plan []chunk, done []PlanRow, pace 
 			picked = append(picked, plan[i])
 		}
 	}
+	// S's history must still be the database's: after a restore to before S (new commits
+	// may since have passed it) the chunks would miss commits the stream, started at S,
+	// never reads (docs/decisions/0011-source-continuity-and-computed-columns.md).
+	if err := CheckStamp(ctx, d.Source, b.s); err != nil {
+		return nil, err
+	}
 	stamp, err := StampLSN(ctx, d.Source, b.ci)
 	if err != nil {
 		return nil, err
 	}
-	if stamp.Less(s) {
+	if stamp.Less(s) { // max_lsn went back since the check: a DSN served by several replicas
 		return nil, &StampBelowSnapshotError{Stamp: stamp, Snapshot: s}
 	}
 	intent = waveIntent{Wave: w, Stamp: stamp}
@@ -151,6 +157,11 @@ func (b *backfill) wave(ctx context.Context, plan []chunk, done []PlanRow, pace 
 		mb += m
 		sec := r.seconds
 		tag.Chunks = append(tag.Chunks, waveTagChunk{Chunk: int32(r.c.Index), Lo: r.c.Lo, Hi: r.c.Hi, Last: r.c.Last, Rows: r.files.Rows, ReadSeconds: &sec, ReadMB: &m})
+	}
+	// A restore during the read leaves rows older than L claims: refused unless the wave
+	// is already in bronze (a rerun writes nothing new).
+	if err := checkStampUnlessCommitted(ctx, d, stampOff, tag.Backfill, w); err != nil {
+		return nil, err
 	}
 	replayed, err := b.commitWave(ctx, tag, files)
 	if err != nil {

@@ -104,7 +104,7 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if len(files.Adds) == 0 {
 		txnApp = EmptyTxnAppID(d.Spec.AppID, snap.LSN)
 	}
-	if err := checkStampUnlessCommitted(ctx, d, st.Snapshot, txnApp); err != nil {
+	if err := checkStampUnlessCommitted(ctx, d, st.Snapshot, txnApp, 0); err != nil {
 		return CommitResult{}, err
 	}
 	res, err := ingest.Append(ctx, d.Bronze, nil, ingest.Commit{AppID: txnApp, Version: 0, Schema: schema, Files: files,
@@ -182,15 +182,16 @@ func commitTS(o lsn.Offset) string {
 	return lsn.FormatTime(o.CommitTS)
 }
 
-// checkStampUnlessCommitted is CheckStamp before the snapshot's commit, skipped when bronze
-// already holds the commit (its txn): a rerun writes nothing new to bronze, and the
-// stream checks its own start against the source.
-func checkStampUnlessCommitted(ctx context.Context, d Deps, stamp lsn.Offset, txnApp string) error {
+// checkStampUnlessCommitted is CheckStamp before a snapshot's commit (a full snapshot's,
+// txn version 0; a chunked snapshot's wave, its wave number), skipped when bronze already
+// holds the commit (its txn at version or later): a rerun writes nothing new to bronze, and
+// the stream checks its own start against the source.
+func checkStampUnlessCommitted(ctx context.Context, d Deps, stamp lsn.Offset, txnApp string, version int64) error {
 	snap, err := d.Bronze.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("read bronze: %w", err)
 	}
-	if _, done := snap.TxnVersion(txnApp); done {
+	if v, done := snap.TxnVersion(txnApp); done && v >= version {
 		return nil
 	}
 	return CheckStamp(ctx, d.Source, stamp)
