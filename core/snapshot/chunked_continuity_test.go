@@ -226,3 +226,38 @@ func TestChunkedWavesLeaveComputedColumnsOut(t *testing.T) {
 		t.Fatalf("bronze created by the waves has %s, want v and no computed twice", names)
 	}
 }
+
+// A wave's chunk read routed to a secondary whose redo is behind the wave's stamp L is
+// refused transiently (TableRead.AtLeast: a *source.ReplicaBehindError inside a
+// *source.TransientError, which the backfill machine retries), before anything reaches
+// bronze; the rerun reads the wave on the primary and the backfill completes with every
+// row once.
+func TestWaveReadOnALaggingSecondaryIsRetried(t *testing.T) {
+	ctx := context.Background()
+	e := chunkedEnv(t, testlake.Local, keyCases[0])
+	e.commit(1001)
+	s, err := snapshot.OpenChunked(ctx, e.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.commit(1002) // L above S
+	v0 := e.version()
+	e.db.LagReplica(s.LSN, 1)
+	err = oneWave(ctx, e.deps())
+	var rb *source.ReplicaBehindError
+	if !errors.As(err, &rb) || !source.IsTransient(err) || !s.LSN.Less(rb.To) || rb.MaxLSN != s.LSN {
+		t.Fatalf("wave read on a secondary at S: %v; want a transient *source.ReplicaBehindError", err)
+	}
+	if v := e.version(); v != v0 {
+		t.Fatalf("bronze moved from version %d to %d", v0, v)
+	}
+	st, err := snapshot.Backfill(ctx, e.deps(), snapshot.ParamsOf(e.spec))
+	if err != nil || st.State != snapshot.StateDone {
+		t.Fatalf("rerun: %+v, %v", st, err)
+	}
+	if got := chunkedState(t, e); strings.Contains(got, "read 2 times") {
+		t.Fatalf("a key read twice:\n%s", got)
+	}
+	e.stream()
+	e.check()
+}
