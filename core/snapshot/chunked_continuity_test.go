@@ -80,56 +80,74 @@ func TestBackfillRefusesARewoundSource(t *testing.T) {
 	}
 }
 
-// restoreOnRead restores the database once, as the first chunk read of a wave starts: the
-// read sees the table as it was before the wave's stamp L.
+// restoreOnRead restores the database once, as the first chunk read of a wave starts
+// (before: the read sees the table as it was before the wave's stamp L) or once its
+// session has checked max_lsn (after: the read goes on, the restore lands under it).
 type restoreOnRead struct {
 	source.Source
+	after   bool
 	once    sync.Once
 	restore func()
 }
 
 func (s *restoreOnRead) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {
+	if !s.after {
+		s.once.Do(s.restore)
+		return s.Source.ReadTable(ctx, r)
+	}
+	rows, err := s.Source.ReadTable(ctx, r)
 	s.once.Do(s.restore)
-	return s.Source.ReadTable(ctx, r)
+	return rows, err
 }
 
-// A restore between a wave's stamp L and its read is refused at the wave's commit: bronze,
-// the plans table and the facts keep nothing of the wave. The rerun on the restored
-// database refuses before it reads (S is gone too).
-func TestWaveCommitRefusesARestoreDuringItsRead(t *testing.T) {
-	ctx := context.Background()
-	e := chunkedEnv(t, testlake.Local, keyCases[0])
-	backup, err := e.db.Backup()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.commit(1002)
-	s, err := snapshot.OpenChunked(ctx, e.deps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.commit(1003) // L above S
-	v0 := e.version()
-	d := e.deps()
-	d.Source = &restoreOnRead{Source: e.db, restore: func() {
-		if err := e.db.Restore(backup); err != nil {
-			t.Error(err)
-		}
-	}}
-	err = oneWave(ctx, d)
-	var rw *source.LSNRewoundError
-	if !errors.As(err, &rw) || !s.LSN.Less(rw.Recorded) {
-		t.Fatalf("wave whose read followed a restore: %v; want *source.LSNRewoundError at the wave's stamp (above S %s)", err, s.LSN)
-	}
-	if v := e.version(); v != v0 {
-		t.Fatalf("bronze moved from version %d to %d", v0, v)
-	}
-	if rows := planRows(t, e.deps(), snapshot.PlanEventChunk); len(rows) != 0 {
-		t.Fatalf("plans table has chunk rows of a refused wave: %+v", rows)
-	}
-	err = oneWave(ctx, e.deps())
-	if !errors.As(err, &rw) || rw.Recorded != s.LSN {
-		t.Fatalf("rerun on the restored database: %v; want *source.LSNRewoundError at S %s", err, s.LSN)
+// A restore between a wave's stamp L and its read is refused before the read (its session
+// sees max_lsn below L: a transient ReplicaBehindError, since a lagging secondary looks
+// the same), and a restore under a read that passed that check is refused at the wave's
+// commit (LSNRewoundError at L): bronze, the plans table and the facts keep nothing of the
+// wave. The rerun on the restored database refuses before it reads (S is gone too).
+func TestWaveRefusesARestoreDuringItsRead(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(map[bool]string{false: "before the read", true: "under the read"}[after], func(t *testing.T) {
+			ctx := context.Background()
+			e := chunkedEnv(t, testlake.Local, keyCases[0])
+			e.spec.Options.NumPartitions = 1 // a wave of one chunk: one read the restore follows
+			backup, err := e.db.Backup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.commit(1002)
+			s, err := snapshot.OpenChunked(ctx, e.deps())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.commit(1003) // L above S
+			v0 := e.version()
+			d := e.deps()
+			d.Source = &restoreOnRead{Source: e.db, after: after, restore: func() {
+				if err := e.db.Restore(backup); err != nil {
+					t.Error(err)
+				}
+			}}
+			err = oneWave(ctx, d)
+			var rw *source.LSNRewoundError
+			var rb *source.ReplicaBehindError
+			if after && (!errors.As(err, &rw) || !s.LSN.Less(rw.Recorded)) {
+				t.Fatalf("wave whose read went on under a restore: %v; want *source.LSNRewoundError at the wave's stamp (above S %s)", err, s.LSN)
+			}
+			if !after && (!errors.As(err, &rb) || !source.IsTransient(err) || !s.LSN.Less(rb.To)) {
+				t.Fatalf("wave whose read followed a restore: %v; want a transient *source.ReplicaBehindError at the wave's stamp", err)
+			}
+			if v := e.version(); v != v0 {
+				t.Fatalf("bronze moved from version %d to %d", v0, v)
+			}
+			if rows := planRows(t, e.deps(), snapshot.PlanEventChunk); len(rows) != 0 {
+				t.Fatalf("plans table has chunk rows of a refused wave: %+v", rows)
+			}
+			err = oneWave(ctx, e.deps())
+			if !errors.As(err, &rw) || rw.Recorded != s.LSN {
+				t.Fatalf("rerun on the restored database: %v; want *source.LSNRewoundError at S %s", err, s.LSN)
+			}
+		})
 	}
 }
 
