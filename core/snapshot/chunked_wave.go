@@ -238,16 +238,10 @@ func (b *backfill) readChunks(ctx context.Context, chunks []chunk, stamp lsn.Off
 	var mu sync.Mutex
 	err = ingest.Parallel(ctx, len(chunks), k, func(ctx context.Context, i int) error {
 		c := chunks[i]
-		read, err := rangeReadOn(b.t, d.Options, b.cols, b.keys, Range{Index: c.Index, Lo: c.Lo, Hi: c.Hi})
+		// The chunk must show the table as of L or later (rangeReadOn's stamp check).
+		read, err := rangeReadOn(b.t, d.Options, b.cols, b.keys, Range{Index: c.Index, Lo: c.Lo, Hi: c.Hi}, stamp)
 		if err != nil {
 			return err
-		}
-		if stamp.HasTime() {
-			// The chunk must show the table as of L or later: a session on a secondary
-			// whose redo is behind L is refused, transiently (a *source.ReplicaBehindError).
-			// A stamp without a commit (start_lsn − 1 of an instance capture has not
-			// reached) lies above max_lsn and is checked by no session.
-			read.AtLeast = stamp.LSN
 		}
 		n := int32(c.Index)
 		st := bronze.SnapshotStamp{CaptureInstance: b.ci.Name, LSN: stamp.LSN, CommitTS: stamp.CommitTime(), Snapshot: b.s.LSN, Chunk: &n}

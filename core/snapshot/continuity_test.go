@@ -95,3 +95,35 @@ func TestCheckStampPassesAHeldStamp(t *testing.T) {
 		t.Fatalf("stamp with another commit time: %v, want *LSNRewoundError", err)
 	}
 }
+
+// A range read whose session is on a secondary behind the stamp L (read-only routing) is
+// refused before it reads, as a transient *ReplicaBehindError that the machine retries,
+// and stages nothing; the retry on a caught-up session reads the range.
+func TestReadOnALaggingSecondaryIsRetried(t *testing.T) {
+	e := newEnv(t, keyCases[0], 40)
+	ctx := context.Background()
+	e.commit(1001)
+	before, err := e.db.MaxLSN(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.commit(1002)
+	open, err := snapshot.Open(ctx, e.deps())
+	if err != nil || open.Status != snapshot.Opened {
+		t.Fatalf("open: %+v, %v", open, err)
+	}
+	plan, err := snapshot.Plan(ctx, e.deps(), open.Snapshot)
+	if err != nil || len(plan.Ranges) == 0 {
+		t.Fatalf("plan: %+v, %v", plan, err)
+	}
+	e.db.LagReplica(before, 1)
+	_, err = snapshot.Read(ctx, e.deps(), open.Snapshot, plan.Ranges[0])
+	var rb *source.ReplicaBehindError
+	if !errors.As(err, &rb) || !source.IsTransient(err) || rb.To != open.Snapshot.LSN {
+		t.Fatalf("read on a secondary at %s: %v, want a transient *ReplicaBehindError for %s", before, err, open.Snapshot.LSN)
+	}
+	res, err := snapshot.Read(ctx, e.deps(), open.Snapshot, plan.Ranges[0])
+	if err != nil || res.Rows == 0 {
+		t.Fatalf("read on the primary: %+v, %v", res, err)
+	}
+}

@@ -111,7 +111,7 @@ func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (Expo
 	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: off.CommitTime(), Snapshot: l}
 	var all ingest.Files
 	for _, r := range ranges {
-		read, err := rangeRead(d, ci, cols, keys, r)
+		read, err := rangeRead(d, ci, cols, keys, r, off)
 		if err != nil {
 			return ExportResult{}, err
 		}

@@ -51,7 +51,7 @@ func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, er
 	if err != nil {
 		return ReadResult{}, err
 	}
-	read, err := rangeRead(d, ci, cols, keys, r)
+	read, err := rangeRead(d, ci, cols, keys, r, st.Snapshot)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -75,14 +75,23 @@ func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, er
 	return ReadResult{Range: r.Index, Rows: files.Rows, Files: len(files.Adds), Bytes: files.Bytes}, nil
 }
 
-// rangeRead is the table read of range r: the whole table, or [Lo, Hi) on the key columns.
-func rangeRead(d Deps, ci source.CaptureInstance, cols, keys []source.Column, r Range) (source.TableRead, error) {
-	return rangeReadOn(d.table(ci), d.Options, cols, keys, r)
+// rangeRead is the table read of range r for the snapshot stamped at: the whole table, or
+// [Lo, Hi) on the key columns.
+func rangeRead(d Deps, ci source.CaptureInstance, cols, keys []source.Column, r Range, at lsn.Offset) (source.TableRead, error) {
+	return rangeReadOn(d.table(ci), d.Options, cols, keys, r, at)
 }
 
-// rangeReadOn is the read of range r of table t (its isolation and lock timeout).
-func rangeReadOn(t source.Table, opts Options, cols, keys []source.Column, r Range) (source.TableRead, error) {
+// rangeReadOn is the read of range r of table t (its isolation and lock timeout) for a
+// snapshot or wave stamped at. When the stamp is a commit (max_lsn when it was taken), the
+// read's session must have reached it (source.TableRead AtLeast), or a secondary behind it
+// could hand back a table older than the stamp. A stamp capture has not reached
+// (start_lsn − 1 of a new capture instance, no commit time) is above every session's
+// max_lsn until capture gets there, so it cannot be checked this way and is not.
+func rangeReadOn(t source.Table, opts Options, cols, keys []source.Column, r Range, at lsn.Offset) (source.TableRead, error) {
 	read := source.TableRead{Table: t, Columns: cols, ReadOptions: opts.Read}
+	if at.HasTime() {
+		read.AtLeast = at.LSN
+	}
 	if r.Lo == nil && r.Hi == nil {
 		return read, nil
 	}
