@@ -52,19 +52,9 @@ func testRestoreRewind(ctx context.Context, t *testing.T, env Env) {
 // A change read whose session is on a secondary behind the range's end is refused before
 // it reads, with a transient *source.ReplicaBehindError; read on the primary it is whole.
 func testLaggingReplica(ctx context.Context, t *testing.T, env Env) {
-	lag, ok := env.(ReplicaLagger)
-	if !ok {
-		t.Skip("this harness cannot route a read to a lagging secondary")
-	}
-	tbl, ci := ordersTable(ctx, t, env)
-	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
-	a := maxLSN(ctx, t, env.Source())
-	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 2, "v": 2})))
-	m := maxLSN(ctx, t, env.Source())
-	cols, err := env.Source().CapturedColumns(ctx, ci)
-	must(t, err)
-	must(t, lag.LagReplica(ctx, a, 1))
-	_, err = env.Source().ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: m, Columns: cols})
+	lg := laggingOrders(ctx, t, env)
+	ci, m, cols := lg.ci, lg.max, lg.cols
+	_, err := env.Source().ReadChanges(ctx, source.ChangeRead{CaptureInstance: ci, From: lsn.Zero, To: m, Columns: cols})
 	var rb *source.ReplicaBehindError
 	if !errors.As(err, &rb) || !source.IsTransient(err) {
 		t.Fatalf("read on a lagging secondary: %v, want a transient *ReplicaBehindError", err)
@@ -126,20 +116,10 @@ func testComputedColumns(ctx context.Context, t *testing.T, env Env) {
 // return a table state older than the snapshot claims; the session checks its own max_lsn
 // first (TableRead.AtLeast) and refuses with a transient *ReplicaBehindError.
 func testLaggingReplicaTableRead(ctx context.Context, t *testing.T, env Env) {
-	lag, ok := env.(ReplicaLagger)
-	if !ok {
-		t.Skip("this harness cannot route a read to a lagging secondary")
-	}
-	tbl, ci := ordersTable(ctx, t, env)
-	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
-	a := maxLSN(ctx, t, env.Source())
-	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 2, "v": 2})))
-	s := maxLSN(ctx, t, env.Source())
-	cols, err := env.Source().CapturedColumns(ctx, ci)
-	must(t, err)
-	read := source.TableRead{Table: source.Table{Schema: "dbo", Name: env.Name(tbl)}, Columns: cols, AtLeast: s}
-	must(t, lag.LagReplica(ctx, a, 1))
-	_, err = env.Source().ReadTable(ctx, read)
+	lg := laggingOrders(ctx, t, env)
+	s := lg.max
+	read := source.TableRead{Table: source.Table{Schema: "dbo", Name: env.Name(lg.table)}, Columns: lg.cols, AtLeast: s}
+	_, err := env.Source().ReadTable(ctx, read)
 	var rb *source.ReplicaBehindError
 	if !errors.As(err, &rb) || !source.IsTransient(err) || rb.To != s {
 		t.Fatalf("table read at %s on a lagging secondary: %v, want a transient *ReplicaBehindError", s, err)
@@ -149,4 +129,32 @@ func testLaggingReplicaTableRead(ctx context.Context, t *testing.T, env Env) {
 	if got := Drain(ctx, t, rows); len(got) != 2 {
 		t.Fatalf("table read on the primary: %d rows, want 2", len(got))
 	}
+}
+
+// lagged is the orders table with two commits, the next read routed to a secondary that
+// has only the first: max is the primary's max_lsn, cols the captured columns.
+type lagged struct {
+	table, ci string
+	max       lsn.LSN
+	cols      []source.Column
+}
+
+// laggingOrders makes lagged, or skips when the harness cannot route a read to a lagging
+// secondary.
+func laggingOrders(ctx context.Context, t *testing.T, env Env) lagged {
+	t.Helper()
+	lag, ok := env.(ReplicaLagger)
+	if !ok {
+		t.Skip("this harness cannot route a read to a lagging secondary")
+	}
+	tbl, ci := ordersTable(ctx, t, env)
+	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 1, "v": 1})))
+	first := maxLSN(ctx, t, env.Source())
+	must(t, env.Exec(ctx, Insert(tbl, map[string]any{"id": 2, "v": 2})))
+	out := lagged{table: tbl, ci: ci, max: maxLSN(ctx, t, env.Source())}
+	var err error
+	out.cols, err = env.Source().CapturedColumns(ctx, ci)
+	must(t, err)
+	must(t, lag.LagReplica(ctx, first, 1))
+	return out
 }
