@@ -181,7 +181,7 @@ func fixed(in arrow.Array, dt arrow.DataType, values []byte) arrow.Array {
 
 // perRow is a cast computed value by value into a []T of a fixed-width type dt: conv
 // returns row i's value, or a reason to refuse it. NULL rows are skipped (left zero).
-func perRow[T int16 | int32 | int64 | float32 | float64 | uint64](dt arrow.DataType, conv func(in arrow.Array, i int) (T, string)) castFunc {
+func perRow[T arrow.FixedWidthType](dt arrow.DataType, conv func(in arrow.Array, i int) (T, string)) castFunc {
 	return func(in arrow.Array) (arrow.Array, *failure) {
 		out := make([]T, in.Len())
 		for i := range out {
@@ -194,27 +194,8 @@ func perRow[T int16 | int32 | int64 | float32 | float64 | uint64](dt arrow.DataT
 			}
 			out[i] = v
 		}
-		return fixed(in, dt, bytesOf(out)), nil
+		return fixed(in, dt, arrow.GetBytes(out)), nil
 	}
-}
-
-// bytesOf is the memory of a slice of fixed-width values.
-func bytesOf[T int16 | int32 | int64 | float32 | float64 | uint64](v []T) []byte {
-	switch x := any(v).(type) {
-	case []int16:
-		return arrow.GetBytes(x)
-	case []int32:
-		return arrow.GetBytes(x)
-	case []int64:
-		return arrow.GetBytes(x)
-	case []float32:
-		return arrow.GetBytes(x)
-	case []float64:
-		return arrow.GetBytes(x)
-	case []uint64:
-		return arrow.GetBytes(x)
-	}
-	return nil
 }
 
 // stringsOf returns the text of row i of a string-like array (utf8, large utf8, or binary

@@ -431,18 +431,5 @@ func castDecimal(want *arrow.Decimal128Type, from arrow.DataType) castFunc {
 	if conv == nil {
 		return nil
 	}
-	return func(in arrow.Array) (arrow.Array, *failure) {
-		out := make([]decimal128.Num, in.Len())
-		for i := range out {
-			if in.IsNull(i) {
-				continue
-			}
-			n, reason := conv(in, i)
-			if reason != "" {
-				return nil, fail(in, i, "%s", reason)
-			}
-			out[i] = n
-		}
-		return fixed(in, want, arrow.GetBytes(out)), nil
-	}
+	return perRow(want, conv)
 }
