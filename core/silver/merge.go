@@ -133,46 +133,9 @@ func (p *pass) runMerge(ctx context.Context) error {
 	}
 	files := p.files()
 	// Look the keys up.
-	acts := make([]action, len(imgs))
-	for i := range imgs {
-		acts[i] = actInsert
-		if bronze.Gone(imgs[i].img.order.Op) {
-			acts[i] = actSkip
-		}
-	}
-	hits := map[int][]int64{}
-	idx := make(map[string]int, len(imgs))
-	for i, im := range imgs {
-		idx[im.key] = i
-	}
-	for fi := range files {
-		f := &files[fi]
-		a, b := p.imagesIn(imgs, f.rng)
-		if a >= b {
-			continue
-		}
-		p.read = append(p.read, f.add)
-		err := p.lookup(ctx, f, func(k string, pos int64, rowLSN string) {
-			i, ok := idx[k]
-			if !ok {
-				return
-			}
-			im := imgs[i].img
-			if im.order.LSN <= rowLSN {
-				// The row holds this image or a newer one: never apply an older image.
-				acts[i] = actSkip
-				return
-			}
-			hits[fi] = append(hits[fi], pos)
-			if bronze.Gone(im.order.Op) {
-				acts[i] = actDelete
-			} else {
-				acts[i] = actUpdate
-			}
-		})
-		if err != nil {
-			return err
-		}
+	acts, hits, err := p.decide(ctx, imgs, files)
+	if err != nil {
+		return err
 	}
 	// Each new row goes to the file whose key range it falls in (its home), so files stay
 	// sorted and disjoint; keys past the ends go to the nearest file.
