@@ -110,10 +110,15 @@ func Commit(ctx context.Context, d Deps, seed lsn.Offset, id string) (CommitResu
 	return CommitResult{Version: res.Version, Rows: &rows, Skipped: res.Replayed}, nil
 }
 
-// recheck repeats the rules that may have changed since the plan: no snapshot open, no
-// other snapshot appended to bronze meanwhile (this seed's own is not there yet: its txn
-// was checked), and CDC cleanup not past L.
+// recheck repeats the rules that may have changed since the plan: the database still
+// holds the history L was taken on (snapshot.CheckStamp: a restore while the copy was
+// converted is a *source.LSNRewoundError), no snapshot open, no other snapshot appended to
+// bronze meanwhile (this seed's own is not there yet: its txn was checked), and CDC
+// cleanup not past L.
 func (d Deps) recheck(ctx context.Context, st planState) error {
+	if err := snapshot.CheckStamp(ctx, d.Source, st.Seed); err != nil {
+		return err
+	}
 	ci, insts, err := d.instances(ctx)
 	if err != nil {
 		return err

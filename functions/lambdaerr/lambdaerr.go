@@ -91,7 +91,7 @@ var declared = []Name{
 	decl(&source.CDCNotEnabledError{}, false, Both|Seed|BackfillWave),
 	decl(&source.PermissionError{}, false, Both|Seed|BackfillWave),
 	decl(&source.LoginError{}, false, Both|Seed|BackfillWave),
-	decl(&source.LSNRewoundError{}, false, Both|BackfillWave),
+	decl(&source.LSNRewoundError{}, false, Both|Seed|BackfillWave),
 	decl(&source.CommandIDMissingError{}, false, Stream),
 	decl(&bronze.ColumnsError{}, false, Both|Seed|BackfillWave),
 	decl(&snapshot.EventError{}, false, Snapshot|Seed|BackfillWave, &seed.EventError{}),
