@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 )
 
@@ -155,7 +156,7 @@ func TestLambdaPolicyActions(t *testing.T) {
 
 // specLocations maps the config.Spec fields internal/connect opens as table or store locations
 // to the key of local.s3_locations granting them.
-var specLocations = map[string]string{"Bronze": "bronze", "FactsTable": "facts", "Checkpoint": "checkpoint"}
+var specLocations = map[string]string{"Bronze": "bronze", "FactsTable": "facts", "Checkpoint": "checkpoint", "PlansTable()": "plans"}
 
 // TestS3LocationsAreWhatTheFunctionsOpen: the S3 grant covers exactly the spec URLs
 // internal/connect opens (Table / location.Open with spec.<Field>), no more and no fewer.
@@ -165,7 +166,8 @@ func TestS3LocationsAreWhatTheFunctionsOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, m := range regexp.MustCompile(`\(ctx, spec\.([A-Za-z]+), cfg\)`).FindAllStringSubmatch(string(src), -1) {
+	// A location is a field (spec.Bronze) or a method deriving one (spec.PlansTable()).
+	for _, m := range regexp.MustCompile(`\(ctx, spec\.([A-Za-z]+(?:\(\))?), cfg\)`).FindAllStringSubmatch(string(src), -1) {
 		k, ok := specLocations[m[1]]
 		if !ok {
 			t.Errorf("internal/connect opens spec.%s: grant it in local.s3_locations and add it to specLocations", m[1])
@@ -182,7 +184,7 @@ func TestS3LocationsAreWhatTheFunctionsOpen(t *testing.T) {
 }
 
 // TestDeltaLogItemsScopedToTablePaths (issue 15 item 5): the DynamoDB grant holds only the
-// tablePath keys of this table's two Delta tables, as deltalog/logstore/dynamo builds
+// tablePath keys of this table's Delta tables (bronze, facts, the chunked snapshot's plans table), as deltalog/logstore/dynamo builds
 // them (scheme, bucket, prefix without empty segments), for the default scheme and the
 // Spark one, and the maintain role gets the same scope.
 func TestDeltaLogItemsScopedToTablePaths(t *testing.T) {
@@ -199,8 +201,9 @@ func TestDeltaLogItemsScopedToTablePaths(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var want []string
-			for _, field := range []string{"bronze", "facts_table"} {
-				p, err := dynamo.TablePath(c.spec.GetAttr(field).AsString(), c.scheme)
+			bronzeURL := c.spec.GetAttr("bronze").AsString()
+			for _, u := range []string{bronzeURL, c.spec.GetAttr("facts_table").AsString(), bronzeURL + config.PlansSuffix} {
+				p, err := dynamo.TablePath(u, c.scheme)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -267,6 +270,18 @@ func TestOnlyMaintainDeletesDeltaLogFiles(t *testing.T) {
 			if !allows(lambda, "s3:DeleteObject", obj(table+f)) {
 				t.Errorf("the functions' role may not delete %s%s", table, f)
 			}
+		}
+	}
+	// The chunked snapshot's plans table, a sibling of bronze's prefix: the functions read
+	// and write it but never delete its log; maintain does not touch it.
+	for _, f := range logFiles {
+		key := "bronze/orders_snapshot_plans/" + f
+		if allows(lambda, "s3:DeleteObject", obj(key)) || !allows(lambda, "s3:GetObject", obj(key)) || !allows(lambda, "s3:PutObject", obj(key)) {
+			t.Errorf("the functions' role on %s: get %v, put %v, delete %v; want get and put only", key,
+				allows(lambda, "s3:GetObject", obj(key)), allows(lambda, "s3:PutObject", obj(key)), allows(lambda, "s3:DeleteObject", obj(key)))
+		}
+		if allows(maintain, "s3:DeleteObject", obj(key)) {
+			t.Errorf("the maintain role may delete %s", key)
 		}
 	}
 	for _, f := range []string{"checkpoints/orders/offsets/12", "checkpoints/orders/snapshot/plan.json"} {

@@ -1,6 +1,6 @@
 # Up to four roles, each allowed only what its principal does:
 #   <name>-lambda     stream, snapshot (and the other SQL-reading functions): this table's S3
-#                     prefixes, the delta_log items of its two Delta tables, the password
+#                     prefixes, the delta_log items of its Delta tables (bronze, facts, the plans table), the password
 #                     secret, their own log groups (and ENIs inside a VPC). It may not
 #                     delete Delta log files (commits, checkpoints, _last_checkpoint): only
 #                     the maintain function's clean-up does that.
@@ -16,14 +16,15 @@
 
 locals {
   # Where the functions read and write, from the spec's URLs (validated as
-  # s3://bucket/prefix without a trailing '/'): the three locations internal/connect opens. The
-  # snapshot's staging area (plans, manifests) is under the checkpoint. docs/design.md §4.4's
-  # "<bronze>_snapshot_plans" table belongs to the chunked snapshot, which is not built
-  # (core/config refuses it), so nothing is granted there.
+  # s3://bucket/prefix without a trailing '/'): the four locations internal/connect opens.
+  # The snapshot's staging area (plans, manifests) is under the checkpoint; the plans table
+  # of a chunked snapshot is bronze's URL + "_snapshot_plans" (core/config PlansTable), a
+  # sibling of bronze's prefix that bronze's grant does not cover.
   s3_locations = {
     bronze     = var.spec.bronze
     checkpoint = var.spec.checkpoint
     facts      = local.facts_table
+    plans      = "${trimsuffix(var.spec.bronze, "/")}_snapshot_plans"
   }
   s3_paths = {
     for k, u in local.s3_locations : k => {
@@ -32,8 +33,10 @@ locals {
     }
   }
   s3_buckets = toset([for p in values(local.s3_paths) : p.bucket])
-  # The two Delta tables (the checkpoint is not one).
-  delta_tables = ["bronze", "facts"]
+  # The Delta tables (the checkpoint is not one); maintain compacts and cleans up bronze
+  # and facts only (the plans table holds a few rows per chunked snapshot).
+  delta_tables      = ["bronze", "facts", "plans"]
+  maintained_tables = ["bronze", "facts"]
 
   # The Delta log table's items, in the region the spec names for it (dynamo_region, else
   # region, else the provider's), as internal/connect opens it.
@@ -106,7 +109,7 @@ data "aws_iam_policy_document" "lambda_assume" {
 }
 
 # What the stream's, snapshot's and maintain's roles need whatever they do: list the
-# table's prefixes, the delta_log items of its two Delta tables, and function_runtime's.
+# table's prefixes, the delta_log items of its Delta tables, and function_runtime's.
 data "aws_iam_policy_document" "function_common" {
   source_policy_documents = [data.aws_iam_policy_document.function_runtime.json]
 
@@ -271,7 +274,7 @@ resource "aws_iam_role_policy" "lambda" {
   policy = data.aws_iam_policy_document.lambda.json
 }
 
-# maintain rewrites and deletes files of the two Delta tables, the log's old commits and
+# maintain rewrites and deletes files of bronze and facts, the log's old commits and
 # checkpoints included (log clean-up, VACUUM): the only role allowed to.
 data "aws_iam_policy_document" "maintain" {
   source_policy_documents = [data.aws_iam_policy_document.function_common.json]
@@ -288,7 +291,7 @@ data "aws_iam_policy_document" "maintain" {
   statement {
     sid       = "TableObjects"
     actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
-    resources = [for k in local.delta_tables : "arn:${local.partition}:s3:::${local.s3_paths[k].bucket}/${local.s3_paths[k].prefix}/*"]
+    resources = [for k in local.maintained_tables : "arn:${local.partition}:s3:::${local.s3_paths[k].bucket}/${local.s3_paths[k].prefix}/*"]
   }
 }
 
