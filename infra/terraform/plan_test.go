@@ -62,7 +62,7 @@ func TestStateMachinePreconditions(t *testing.T) {
 	}
 	e := tableEvaluator(t, map[string]cty.Value{"functions": hclValue(t, `{stream = {}}`)})
 	failed := e.failedPreconditions("aws_sfn_state_machine.this", "bootstrap", path)
-	if len(failed) != 1 || !strings.Contains(failed[0], "missing from var.functions: snapshot.") {
+	if len(failed) != 1 || !strings.Contains(failed[0], "does not deploy (add them to var.functions): snapshot.") {
 		t.Errorf("without snapshot: %q", failed)
 	}
 	missing := cty.StringVal(filepath.Join(tableModule, "../../../../statemachine/nope.asl.json"))

@@ -28,6 +28,7 @@ locals {
       # facts_table = "${local.lake}/ops/ingestion_facts" here would share one among
       # the tables (docs/deploy.md § One facts table per source table).
       bootstrap = true
+      snapshot  = t.snapshot
       storage = {
         region       = var.region
         dynamo_table = module.shared.delta_log_table_name
@@ -55,6 +56,7 @@ module "table" {
   spec = each.value
 
   schedule_every_minutes = var.tables[each.key].schedule_every_minutes
+  seed_copies            = var.tables[each.key].seed_copies
   schedule_enabled       = var.streams_enabled
   vpc_config             = var.vpc_config
   log_retention_days     = 30

@@ -3,6 +3,11 @@ output "bootstrap_state_machines" {
   value       = { for k, t in module.table : k => t.state_machine_arns["bootstrap"] }
 }
 
+output "state_machines" {
+  description = "Every state machine of each table, by machine: bootstrap, and backfill (snapshot = \"chunked\"), seed (seed_copies), recover (on_data_loss = \"resnapshot\") where deployed."
+  value       = { for k, t in module.table : k => t.state_machine_arns }
+}
+
 output "stream_functions" {
   description = "The stream function of each table."
   value       = { for k, t in module.table : k => t.stream_function_name }

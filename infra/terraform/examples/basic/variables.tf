@@ -59,9 +59,11 @@ variable "manage_bucket_lifecycle" {
 }
 
 variable "tables" {
-  description = "The tables to capture, by short name (their bronze/<name> and checkpoints/<name> prefixes, app_id <name>-v1, functions mssqlcdc-<name>-*): capture_instance, and optionally snapshot_keys, num_partitions (4) and schedule_every_minutes (5)."
+  description = "The tables to capture, by short name (their bronze/<name> and checkpoints/<name> prefixes, app_id <name>-v1, functions mssqlcdc-<name>-*): capture_instance, and optionally snapshot_keys, num_partitions (4), schedule_every_minutes (5), snapshot (\"full\", or \"chunked\" for a table too big to read within the CDC retention: docs/snapshots.md) and seed_copies (s3:// URLs of copies the table may be seeded from: docs/seed.md)."
   type = map(object({
     capture_instance       = string
+    snapshot               = optional(string, "full")
+    seed_copies            = optional(list(string), [])
     snapshot_keys          = optional(list(string))
     num_partitions         = optional(number, 4)
     schedule_every_minutes = optional(number, 5)

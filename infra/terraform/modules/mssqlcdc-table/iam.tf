@@ -33,6 +33,12 @@ locals {
     }
   }
   s3_buckets = toset([for p in values(local.s3_paths) : p.bucket])
+  # The copies a seed reads (seed_copies, validated as s3://bucket/prefix).
+  seed_copy_paths = [for u in var.seed_copies : {
+    bucket = regex("^s3://([^/]+)/(.+)$", u)[0]
+    prefix = regex("^s3://([^/]+)/(.+)$", u)[1]
+  }]
+  seed_copy_buckets = toset([for p in local.seed_copy_paths : p.bucket])
   # The Delta tables (the checkpoint is not one); maintain compacts and cleans up bronze
   # and facts only (the plans table holds a few rows per chunked snapshot).
   delta_tables      = ["bronze", "facts", "plans"]
@@ -244,6 +250,27 @@ data "aws_iam_policy_document" "lambda" {
       sid       = "StreamResultEvents"
       actions   = ["events:PutEvents"]
       resources = [statement.value]
+    }
+  }
+  # The seed reads the copies seed_copies names (docs/seed.md): list and get, nothing else.
+  dynamic "statement" {
+    for_each = local.seed_copy_buckets
+    content {
+      actions   = ["s3:ListBucket"]
+      resources = ["arn:${local.partition}:s3:::${statement.value}"]
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = flatten([for p in local.seed_copy_paths : [p.prefix, "${p.prefix}/*"] if p.bucket == statement.value])
+      }
+    }
+  }
+  dynamic "statement" {
+    for_each = length(local.seed_copy_paths) > 0 ? [local.seed_copy_paths] : []
+    content {
+      sid       = "SeedCopyRead"
+      actions   = ["s3:GetObject"]
+      resources = [for p in statement.value : "arn:${local.partition}:s3:::${p.bucket}/${p.prefix}/*"]
     }
   }
   dynamic "statement" {

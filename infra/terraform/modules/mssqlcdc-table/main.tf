@@ -60,12 +60,21 @@ locals {
     # last 2 minutes (functions/apply DefaultMargin).
     apply = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
   }
-  # The functions deployed: var.functions, plus apply whenever the spec names a silver
-  # table (with the defaults unless var.functions overrides them).
-  deploys_apply = var.spec.silver != null
-  function_requests = merge(var.functions, local.deploys_apply && !contains(keys(var.functions), "apply") ? {
-    apply = { memory_size = null, timeout = null, ephemeral_storage = null, zip = null, s3_key = null, s3_object_version = null, source_code_hash = null }
-  } : {})
+  # The functions deployed: var.functions, plus those the spec and inputs call for, with
+  # the defaults unless var.functions overrides them: apply whenever the spec names a
+  # silver table, backfill-wave for chunked snapshots (the backfill machine calls it), seed
+  # with seed_copies (the seed machine calls it).
+  deploys_apply    = var.spec.silver != null
+  deploys_backfill = var.spec.snapshot == "chunked"
+  deploys_seed     = length(var.seed_copies) > 0
+  implied_functions = concat(
+    local.deploys_apply ? ["apply"] : [],
+    local.deploys_backfill ? ["backfill-wave"] : [],
+    local.deploys_seed ? ["seed"] : [],
+  )
+  function_requests = merge({
+    for fn in local.implied_functions : fn => { memory_size = null, timeout = null, ephemeral_storage = null, zip = null, s3_key = null, s3_object_version = null, source_code_hash = null }
+  }, var.functions)
   code_from_s3 = var.code_s3_bucket != null
   functions = {
     for name, f in local.function_requests : name => {

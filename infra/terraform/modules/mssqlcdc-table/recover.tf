@@ -13,7 +13,11 @@ locals {
   resnapshots = var.spec.on_data_loss == "resnapshot"
   # The recover machine is deployed with on_data_loss = "resnapshot" (both snapshot modes:
   # a chunked re-snapshot needs no machine, but one left open from full mode still does).
-  state_machines  = toset(concat([for m in var.state_machines : m], local.resnapshots ? ["recover"] : []))
+  # backfill runs a chunked snapshot's waves; seed appends a copy (seed_copies).
+  state_machines = toset(concat([for m in var.state_machines : m],
+    local.resnapshots ? ["recover"] : [],
+    local.deploys_backfill ? ["backfill"] : [],
+  local.deploys_seed ? ["seed"] : []))
   default_bus_arn = "arn:${local.partition}:events:${local.region}:${local.account}:event-bus/default"
   recover_machine = "arn:${local.partition}:states:${local.region}:${local.account}:stateMachine:${var.name}-recover"
 }

@@ -26,7 +26,8 @@ locals {
   self_starting_machines = [for m, src in local.machine_source : m if strcontains(src, "states:startExecution")]
 
   # Every Task of every machine (top level and inside Map states) with its TimeoutSeconds
-  # and the function its Resource placeholder names. A Task must time out later than its
+  # and the function its Resource placeholder names ("-" for a Task calling no function of
+  # ours, such as the backfill machine's StartExecution of itself, which returns at once). A Task must time out later than its
   # function can run (the timeout plus Lambda's 10 s init), so that a retry of
   # States.Timeout never starts while the timed-out invocation still runs.
   machine_tasks = {
@@ -86,14 +87,14 @@ resource "aws_sfn_state_machine" "this" {
       error_message = "${each.key}.asl.json uses placeholders this module does not fill: ${join(", ", [for p in local.machine_placeholders[each.key] : p if !contains(keys(local.machine_functions), p)])}."
     }
     precondition {
-      condition     = alltrue([for p in local.machine_placeholders[each.key] : contains(keys(var.functions), lookup(local.machine_functions, p, "-"))])
-      error_message = "${each.key} calls functions missing from var.functions: ${join(", ", distinct([for p in local.machine_placeholders[each.key] : lookup(local.machine_functions, p, p) if !contains(keys(var.functions), lookup(local.machine_functions, p, "-"))]))}."
+      condition     = alltrue([for p in local.machine_placeholders[each.key] : contains(keys(local.function_requests), lookup(local.machine_functions, p, "-"))])
+      error_message = "${each.key} calls functions this module does not deploy (add them to var.functions): ${join(", ", distinct([for p in local.machine_placeholders[each.key] : lookup(local.machine_functions, p, p) if !contains(keys(local.function_requests), lookup(local.machine_functions, p, "-"))]))}."
     }
     precondition {
       condition = alltrue([
-        for t in local.machine_tasks[each.key] : t.timeout != null && t.timeout > try(local.functions[t.function].timeout, 900) + local.lambda_init_seconds
+        for t in local.machine_tasks[each.key] : t.timeout != null && t.timeout > try(local.functions[t.function].timeout, 900) + local.lambda_init_seconds if t.function != "-"
       ])
-      error_message = "${each.key}.asl.json has Tasks whose TimeoutSeconds is not above their function's timeout plus ${local.lambda_init_seconds} s of init, so a retry of States.Timeout could overlap the invocation still running: ${join(", ", [for t in local.machine_tasks[each.key] : "${t.function} (${coalesce(t.timeout, 0)} s)" if t.timeout == null || coalesce(t.timeout, 0) <= try(local.functions[t.function].timeout, 900) + local.lambda_init_seconds])}."
+      error_message = "${each.key}.asl.json has Tasks whose TimeoutSeconds is not above their function's timeout plus ${local.lambda_init_seconds} s of init, so a retry of States.Timeout could overlap the invocation still running: ${join(", ", [for t in local.machine_tasks[each.key] : "${t.function} (${coalesce(t.timeout, 0)} s)" if t.function != "-" && (t.timeout == null || coalesce(t.timeout, 0) <= try(local.functions[t.function].timeout, 900) + local.lambda_init_seconds)])}."
     }
   }
 }

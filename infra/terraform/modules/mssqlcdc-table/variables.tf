@@ -228,16 +228,11 @@ variable "spec" {
     error_message = "spec.snapshot must be full or chunked."
   }
   validation {
-    # core/config refuses chunked until chunked snapshots are built (docs/spec.md).
-    condition     = var.spec.snapshot != "chunked"
-    error_message = "spec.snapshot = \"chunked\": chunked snapshots are not built yet; leave snapshot out or set it to \"full\" (the default)."
-  }
-  validation {
     # core/config refuses these when set: they apply only to chunked snapshots.
     condition = var.spec.snapshot == "chunked" || alltrue([
       for v in [var.spec.chunk_rows, var.spec.max_waves, var.spec.min_headroom_hours, var.spec.target_wave_seconds] : v == null
     ])
-    error_message = "spec.chunk_rows, spec.max_waves, spec.min_headroom_hours and spec.target_wave_seconds apply only to snapshot = \"chunked\", which is not built yet: remove them."
+    error_message = "spec.chunk_rows, spec.max_waves, spec.min_headroom_hours and spec.target_wave_seconds apply only to snapshot = \"chunked\": remove them or set snapshot = \"chunked\"."
   }
   validation {
     condition = alltrue([
@@ -288,7 +283,8 @@ variable "functions" {
     source_code_hash (base64 SHA-256 of the zip, what redeploys the code when it changes).
     Unset values take the defaults of local.function_defaults in main.tf (stream: 2048 MB,
     300 s, 2048 MB of /tmp; snapshot and maintain: 2048 MB, 900 s, 2048 MB of /tmp). stream
-    is required; add backfill-wave or seed when their state machines are deployed. maintain
+    is required. backfill-wave is deployed by itself with spec.snapshot = "chunked", seed
+    with seed_copies (list them here only to override their defaults). maintain
     (on by default) is the scheduled compaction and clean-up (maintain_schedule_expression),
     with its own role, the only one allowed to delete Delta log files; leaving it out leaves
     bronze and facts growing a file per batch. apply (silver, docs/silver.md) is deployed
@@ -333,13 +329,29 @@ variable "functions" {
 }
 
 variable "state_machines" {
-  description = "Step Functions machines to deploy, by the file name under statemachine/ without .asl.json (\"bootstrap\" today; \"backfill\" and \"seed\" when they exist); \"recover\" is added by itself with spec.on_data_loss = \"resnapshot\". Each is rendered with templatefile() and the function ARNs; every function it calls must be in functions."
+  description = "Step Functions machines to deploy, by the file name under statemachine/ without .asl.json. Added by themselves: \"backfill\" with spec.snapshot = \"chunked\", \"seed\" with seed_copies, \"recover\" with spec.on_data_loss = \"resnapshot\". Each is rendered with templatefile() and the function ARNs; every function it calls must be deployed."
   type        = set(string)
   default     = ["bootstrap"]
 
   validation {
     condition     = alltrue([for m in var.state_machines : can(regex("^[a-z][a-z0-9_-]*$", m))])
     error_message = "state_machines must be file names of statemachine/*.asl.json without the suffix, such as bootstrap."
+  }
+}
+
+variable "seed_copies" {
+  description = <<-EOT
+    Where the copies this table may be seeded from lie (docs/seed.md): s3://bucket/prefix
+    URLs of Delta tables or Parquet prefixes, read-only. Non-empty deploys the seed function
+    and the seed machine (statemachine/seed.asl.json) and lets the functions' role list and
+    read these prefixes, nothing more. Empty (the default) deploys no seed.
+  EOT
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for u in var.seed_copies : can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^*?]*[^/*?]$", u))])
+    error_message = "seed_copies must be s3://bucket/prefix URLs without a trailing '/' or wildcards (a copy's Delta table or its Parquet files' prefix)."
   }
 }
 
