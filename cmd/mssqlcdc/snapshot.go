@@ -78,6 +78,8 @@ func openSnapshot(ctx context.Context, path string, sim, claim bool, out io.Writ
 		src.Close()
 		return nil, snapshot.Deps{}, err
 	}
+	// In-process reads have no Lambda time limit: a range may hold any size.
+	deps.Options.MaxRangeBytes = -1
 	return spec, deps, nil
 }
 

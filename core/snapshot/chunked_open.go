@@ -217,11 +217,11 @@ func (d Deps) readExtent(ctx context.Context, ci source.CaptureInstance) (extent
 		whole.Keys = append(whole.Keys, k.Name)
 	}
 	t := d.table(ci)
-	est, err := d.Source.RowEstimate(ctx, t)
+	size, err := d.Source.SizeEstimate(ctx, t)
 	if err != nil {
-		return extent{}, fmt.Errorf("read the row estimate: %w", err)
+		return extent{}, fmt.Errorf("read the size estimate: %w", err)
 	}
-	whole.Rows = est
+	whole.Rows = size.Rows
 	ext := whole
 	if len(keys) == 1 && integerTypes[keys[0].DataType] {
 		mn, mx, ok, err := d.Source.KeyExtent(ctx, t, keys[0], nil, nil)

@@ -62,6 +62,15 @@ type Options struct {
 	// estimate (sys.sp_spaceused) divided by numPartitions exceeds it, so that each read
 	// fits in one Lambda invocation; DefaultMaxRangeRows when 0, no bound when negative.
 	MaxRangeRows int64
+	// TargetRangeBytes cuts the table into more ranges than numPartitions when its data
+	// size (sys.sp_spaceused's data) divided by numPartitions exceeds it: rows alone
+	// mis-size wide tables; DefaultTargetRangeBytes when 0, no bound when negative.
+	TargetRangeBytes int64
+	// MaxRangeBytes is the most data one range may hold once MaxRanges binds: a plan whose
+	// ranges would hold more is refused with *PlanTooLargeError before anything is read
+	// (a read that long would not finish within Lambda's 15 minutes); DefaultMaxRangeBytes
+	// when 0, no bound when negative (the CLI, which reads in-process without a limit).
+	MaxRangeBytes int64
 	// MaxRanges caps the ranges a plan cuts, growing each range instead, so that the
 	// bootstrap machine's inline Map stays within an execution's event history
 	// (docs/decisions/0008-bootstrap-map-inline-400-ranges.md); DefaultMaxRanges when 0.
@@ -100,6 +109,15 @@ func (o Options) resnapshot() bool { return o.Resnapshot || o.Recovery != nil }
 // pace (18,000 rows/s over four connections, 4,500 rows/s each) 2,000,000 rows read in
 // about 7.5 minutes, half of Lambda's 15.
 const DefaultMaxRangeRows = 2_000_000
+
+// DefaultTargetRangeBytes is the data one read aims to hold at most: at the slowest
+// measured pace per connection (about 0.9 MB/s: 4,500 rows/s of 200 bytes) 400 MB read in
+// about 7.4 minutes, half of Lambda's 15 (decision 0008).
+const DefaultTargetRangeBytes = 400 << 20
+
+// DefaultMaxRangeBytes is the most data a range may hold when MaxRanges binds: twice the
+// target, about 15 minutes at the slowest pace.
+const DefaultMaxRangeBytes = 2 * DefaultTargetRangeBytes
 
 // DefaultMaxRanges is the most ranges one plan holds: 400 × the worst-case events of one
 // range stay under Step Functions' 25,000-event history with 20 % to spare (decision 0008).

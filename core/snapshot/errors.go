@@ -111,3 +111,22 @@ func (e *TargetNotEmptyError) Error() string {
 	return fmt.Sprintf("export target %s already holds %s: exporting again would add files beside them and double the rows; "+
 		"pick an empty URL or delete what is there", e.URL, what)
 }
+
+// PlanTooLargeError: the table is too large for the bootstrap machine: even cut into
+// Ranges ranges (the most one execution's history holds, decision 0008) each would hold
+// more than MaxRangeBytes of data, a read that would not finish within Lambda's 15
+// minutes. Nothing was read. Take a chunked snapshot (snapshot "chunked", which reads the
+// table in waves beside the stream), or run the full snapshot from a machine that reaches
+// SQL Server and the lake (mssqlcdc bootstrap --spec FILE, which has no such limit).
+type PlanTooLargeError struct {
+	EstimatedBytes, EstimatedRows int64
+	Ranges                        int
+	MaxRangeBytes                 int64
+}
+
+func (e *PlanTooLargeError) Error() string {
+	return fmt.Sprintf("the table holds about %d MB (%d rows): %d ranges, the most one bootstrap execution holds, would read %d MB each, over the %d MB a "+
+		"read can finish within Lambda's 15 minutes; nothing was read. Use snapshot \"chunked\" (docs/snapshots.md), or run mssqlcdc bootstrap --spec FILE "+
+		"from a machine that reaches SQL Server and the lake",
+		e.EstimatedBytes>>20, e.EstimatedRows, e.Ranges, (e.EstimatedBytes/int64(max(e.Ranges, 1)))>>20, e.MaxRangeBytes>>20)
+}

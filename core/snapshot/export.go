@@ -98,14 +98,15 @@ func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (Expo
 	if err != nil {
 		return ExportResult{}, err
 	}
-	ranges, est, err := d.planRanges(ctx, ci, keys, max(d.Spec.Options.NumPartitions, 1), false)
+	ranges, size, err := d.planRanges(ctx, ci, keys, max(d.Spec.Options.NumPartitions, 1), false)
 	if err != nil {
 		return ExportResult{}, err
 	}
+	est := size.Rows
 	if est == 0 && d.Options.Progress != nil {
 		// Only for the ETA the progress shows: a plan on one integer key needs no estimate.
-		if e, err := d.Source.RowEstimate(ctx, d.table(ci)); err == nil {
-			est = e
+		if s, err := d.Source.SizeEstimate(ctx, d.table(ci)); err == nil {
+			est = s.Rows
 		}
 	}
 	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: off.CommitTime(), Snapshot: l}

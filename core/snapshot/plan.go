@@ -30,7 +30,7 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 		return PlanResult{}, err
 	}
 	n := max(d.Spec.Options.NumPartitions, 1)
-	ranges, est, err := d.planRanges(ctx, ci, keys, n, true)
+	ranges, size, err := d.planRanges(ctx, ci, keys, n, true)
 	if err != nil {
 		return PlanResult{}, err
 	}
@@ -47,26 +47,43 @@ func Plan(ctx context.Context, d Deps, snap lsn.Offset) (PlanResult, error) {
 	for i, r := range ranges {
 		refs[i] = Range{Index: r.Index}
 	}
-	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: refs, EstimatedRows: max(est, 0)}, nil
+	return PlanResult{NumPartitions: n, Keys: ps.Keys, Ranges: refs, EstimatedRows: max(size.Rows, 0)}, nil
 }
 
-// rangeCount is how many ranges to cut for a table of est rows (0: unknown): n, or more
-// when est would put more than MaxRangeRows in a range, so each read fits in one
-// invocation; never more than MaxRanges (the ranges grow instead).
-func rangeCount(d Deps, est int64, n int) int {
-	limit := d.Options.MaxRangeRows
-	if limit == 0 {
-		limit = DefaultMaxRangeRows
-	}
-	most := d.Options.MaxRanges
+// rangeCount is how many ranges to cut for a table of the estimated size (zero fields:
+// unknown): n, or more when the table would put more than MaxRangeRows rows or
+// TargetRangeBytes bytes in a range, so each read fits in one invocation; never more than
+// MaxRanges (the ranges grow instead). When the cap makes ranges hold more than
+// MaxRangeBytes it is a *PlanTooLargeError (decision 0008).
+func rangeCount(d Deps, size source.TableSize, n int) (int, error) {
+	o := d.Options
+	rowLimit := defaulted(o.MaxRangeRows, DefaultMaxRangeRows)
+	byteTarget := defaulted(o.TargetRangeBytes, DefaultTargetRangeBytes)
+	byteLimit := defaulted(o.MaxRangeBytes, DefaultMaxRangeBytes)
+	most := o.MaxRanges
 	if most <= 0 {
 		most = DefaultMaxRanges
 	}
-	count := n
-	if limit > 0 && est > 0 {
-		count = max(n, int(min((est+limit-1)/limit, int64(most))))
+	count := int64(n)
+	if rowLimit > 0 && size.Rows > 0 {
+		count = max(count, (size.Rows+rowLimit-1)/rowLimit)
 	}
-	return min(count, most)
+	if byteTarget > 0 && size.Bytes > 0 {
+		count = max(count, (size.Bytes+byteTarget-1)/byteTarget)
+	}
+	count = min(count, int64(most))
+	if byteLimit > 0 && size.Bytes > count*byteLimit {
+		return 0, &PlanTooLargeError{EstimatedBytes: size.Bytes, EstimatedRows: size.Rows, Ranges: int(count), MaxRangeBytes: byteLimit}
+	}
+	return int(count), nil
+}
+
+// defaulted is v, or def when v is 0; negative (no bound) stays.
+func defaulted(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
 }
 
 // KeyColumns are the columns ranges are cut on, and rows are told apart by: snapshotKeys
@@ -111,56 +128,59 @@ func KeyColumns(ci source.CaptureInstance, cols []source.Column, snapshotKeys []
 // The first range is open below (it holds NULL keys), the last open above (it holds keys
 // written above MAX meanwhile). est is the table's row estimate when it was read (with
 // split always), else 0.
-func (d Deps) planRanges(ctx context.Context, ci source.CaptureInstance, keys []source.Column, n int, split bool) ([]Range, int64, error) {
+func (d Deps) planRanges(ctx context.Context, ci source.CaptureInstance, keys []source.Column, n int, split bool) ([]Range, source.TableSize, error) {
 	whole := []Range{{Index: 0}}
 	t := d.table(ci)
-	est := int64(0)
+	var size source.TableSize
 	// The bounds need the estimate when splitting, or on a key that is not one integer;
 	// a plan without keys fetches it only for the progress it reports (PlanResult).
 	needEst := len(keys) > 0 && (split || !(len(keys) == 1 && integerTypes[keys[0].DataType]))
 	if needEst || split {
 		var err error
-		if est, err = d.Source.RowEstimate(ctx, t); err != nil {
+		if size, err = d.Source.SizeEstimate(ctx, t); err != nil {
 			if needEst {
-				return nil, 0, fmt.Errorf("read the row estimate: %w", err)
+				return nil, size, fmt.Errorf("read the size estimate: %w", err)
 			}
-			est = 0
+			size = source.TableSize{}
 		}
 		if split && len(keys) > 0 {
-			n = rangeCount(d, est, n)
+			if n, err = rangeCount(d, size, n); err != nil {
+				return nil, size, err
+			}
 		}
 	}
+	est := size.Rows
 	if len(keys) == 0 {
-		return whole, est, nil
+		return whole, size, nil
 	}
 	if n <= 1 {
-		return whole, est, nil
+		return whole, size, nil
 	}
 	var bounds []source.Key
 	if len(keys) == 1 && integerTypes[keys[0].DataType] {
 		lo, hi, ok, err := d.Source.KeyExtent(ctx, t, keys[0], nil, nil)
 		if err != nil {
-			return nil, est, fmt.Errorf("read key extent: %w", err)
+			return nil, size, fmt.Errorf("read key extent: %w", err)
 		}
 		if !ok {
-			return whole, est, nil
+			return whole, size, nil
 		}
 		mn, ok1 := lo.(int64)
 		mx, ok2 := hi.(int64)
 		if !ok1 || !ok2 {
-			return nil, est, &KeyError{Column: keys[0].Name, Reason: fmt.Sprintf("extent %T..%T is not integer", lo, hi)}
+			return nil, size, &KeyError{Column: keys[0].Name, Reason: fmt.Sprintf("extent %T..%T is not integer", lo, hi)}
 		}
 		for _, b := range uniformBounds(mn, mx, n) {
 			bounds = append(bounds, source.Key{b})
 		}
 	} else {
 		if est <= 0 {
-			return whole, est, nil
+			return whole, size, nil
 		}
 		sk := seeker{src: d.Source, t: t, keys: keys, unique: len(d.Spec.Options.SnapshotKeys) == 0}
 		var err error
 		if bounds, err = sk.bounds(ctx, nil, (est+int64(n)-1)/int64(n), n-1); err != nil {
-			return nil, est, err
+			return nil, size, err
 		}
 	}
 	ranges := make([]Range, 0, len(bounds)+1)
@@ -168,13 +188,13 @@ func (d Deps) planRanges(ctx context.Context, ci source.CaptureInstance, keys []
 	for i, b := range bounds {
 		hi, err := encodeKey(b)
 		if err != nil {
-			return nil, est, &KeyError{Column: joinNames(keys), Reason: err.Error()}
+			return nil, size, &KeyError{Column: joinNames(keys), Reason: err.Error()}
 		}
 		ranges = append(ranges, Range{Index: i, Lo: lo, Hi: hi})
 		lo = hi
 	}
 	ranges = append(ranges, Range{Index: len(bounds), Lo: lo})
-	return ranges, est, nil
+	return ranges, size, nil
 }
 
 // uniformBounds are the n'−1 inner bounds of uniform ranges over [mn, mx]:

@@ -50,7 +50,7 @@ type PlanResult struct {
 	Keys []string `json:"keys"`
 	// Ranges are the ranges' indexes ({"index": i}); their bounds are in plan.json.
 	Ranges []Range `json:"ranges"`
-	// EstimatedRows is the table's row estimate when it was planned (Source.RowEstimate),
+	// EstimatedRows is the table's row estimate when it was planned (Source.SizeEstimate),
 	// 0 when unknown. It sizes the progress a CLI prints (ReadProgress) and is not part
 	// of the step's output.
 	EstimatedRows int64 `json:"-"`

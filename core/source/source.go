@@ -136,8 +136,9 @@ type Source interface {
 	// ones left out. width >= 1, else *InvalidArgumentError.
 	KeyBuckets(ctx context.Context, t Table, key Column, width int64, lo, hi *int64) ([]Bucket, error)
 
-	// RowEstimate is the table's row count from sys.sp_spaceused: an estimate.
-	RowEstimate(ctx context.Context, t Table) (int64, error)
+	// SizeEstimate is the table's row count and data size from sys.sp_spaceused (its rows
+	// and data columns): estimates, kept by SQL Server's metadata, read without a scan.
+	SizeEstimate(ctx context.Context, t Table) (TableSize, error)
 
 	// Ping is one `SELECT 1` round trip on a connection of its own, timed from sending the
 	// statement to reading its row (acquiring or logging in the connection is not counted):
@@ -345,4 +346,13 @@ type Rows interface {
 // duration has millisecond resolution and is never negative. Measuring never fails a read.
 type NetworkWaiter interface {
 	NetworkWait() (wait time.Duration, ok bool)
+}
+
+// TableSize is a table's size as SQL Server's metadata estimates it (SizeEstimate).
+type TableSize struct {
+	// Rows is the row count.
+	Rows int64
+	// Bytes is the data's size in bytes: the pages holding the rows (in-row, row-overflow
+	// and LOB data), without indexes other than the clustered one. 0 for an empty table.
+	Bytes int64
 }

@@ -98,6 +98,7 @@ var declared = []Name{
 	decl(&snapshot.ModeLockError{}, false, Snapshot|Seed|Stream|BackfillWave),
 	decl(&snapshot.PlanNotFoundError{}, false, Snapshot|Seed|BackfillWave, &seed.PlanNotFoundError{}),
 	decl(&snapshot.MissingRangeError{}, false, Snapshot),
+	decl(&snapshot.PlanTooLargeError{}, false, Snapshot),
 	decl(&snapshot.KeyError{}, false, Snapshot|Stream|BackfillWave),
 	decl(&snapshot.NoLSNError{}, false, Snapshot|Stream|BackfillWave),
 	decl(&snapshot.StampAheadError{}, false, Snapshot),

@@ -16,7 +16,7 @@ import (
 // call:
 // MaxLSN, MinLSN, CommitTime, CommitAtOrBefore, LSNAtOrBefore, NthCommitAfter,
 // CaptureInstances, CapturedColumns, DDLHistory, SplitChanges, ReadChanges, ReadTable,
-// KeyExtent, KeyMax, KeyBound, KeyAfter, KeyTiles, KeyBuckets, RowEstimate, and Next of the
+// KeyExtent, KeyMax, KeyBound, KeyAfter, KeyTiles, KeyBuckets, SizeEstimate, and Next of the
 // Rows that ReadChanges and ReadTable return ("source.Rows.Next"). The other methods (Ping,
 // Close) go to s unrouted.
 func FaultSource(s source.Source, f *deltatest.Faults) source.Source {
@@ -168,8 +168,8 @@ func (s *faultSource) KeyBuckets(ctx context.Context, t source.Table, key source
 	return hit(s.f, "KeyBuckets", func() ([]source.Bucket, error) { return s.Source.KeyBuckets(ctx, t, key, width, lo, hi) })
 }
 
-func (s *faultSource) RowEstimate(ctx context.Context, t source.Table) (int64, error) {
-	return hit(s.f, "RowEstimate", func() (int64, error) { return s.Source.RowEstimate(ctx, t) })
+func (s *faultSource) SizeEstimate(ctx context.Context, t source.Table) (source.TableSize, error) {
+	return hit(s.f, "SizeEstimate", func() (source.TableSize, error) { return s.Source.SizeEstimate(ctx, t) })
 }
 
 func (s *faultSource) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {

@@ -79,3 +79,10 @@ test('a transient error is still retried (the stand-ins reach the end)', async (
   assert.equal(out.stream.caught_up, true);
   assert.equal(n, 2);
 });
+
+test('PlanTooLargeError from Plan is not retried and fails the execution by name, before any read', async () => {
+  const { failure, calls } = await run('Plan', 'PlanTooLargeError');
+  assert.equal(failure.cause?.name ?? failure.name, 'PlanTooLargeError', String(failure));
+  assert.equal(calls.Plan, 1, `Plan ran ${calls.Plan} times: a table too large was retried`);
+  assert.equal(calls.ReadRange ?? 0, 0);
+});

@@ -199,7 +199,7 @@ func TestSourceBadInputIsTypedError(t *testing.T) {
 		{"KeyBuckets width<0", isInvalid, func() error { _, err := db.KeyBuckets(ctx, orders, id, -3, nil, nil); return err }},
 		{"KeyBuckets string key", isInvalid, func() error { _, err := db.KeyBuckets(ctx, orders, note, 10, nil, nil); return err }},
 		{"KeyBuckets unknown column", isInvalid, func() error { _, err := db.KeyBuckets(ctx, orders, ghost, 10, nil, nil); return err }},
-		{"RowEstimate unknown table", isInvalid, func() error { _, err := db.RowEstimate(ctx, source.Table{Name: "nope"}); return err }},
+		{"SizeEstimate unknown table", isInvalid, func() error { _, err := db.SizeEstimate(ctx, source.Table{Name: "nope"}); return err }},
 	}
 	for _, c := range cases {
 		err := call(t, c.name, c.fn)
@@ -254,12 +254,12 @@ func everyMethod(ctx context.Context, db *DB) map[string]func() error {
 			_, err := db.ReadTable(ctx, source.TableRead{Table: orders, Columns: keys})
 			return err
 		},
-		"KeyExtent":   func() error { _, _, _, err := db.KeyExtent(ctx, orders, id, nil, nil); return err },
-		"KeyMax":      func() error { _, _, err := db.KeyMax(ctx, orders, keys); return err },
-		"KeyBound":    func() error { _, _, err := db.KeyBound(ctx, orders, keys, source.KeyRange{}, 1); return err },
-		"KeyTiles":    func() error { _, err := db.KeyTiles(ctx, orders, keys, 2); return err },
-		"KeyBuckets":  func() error { _, err := db.KeyBuckets(ctx, orders, id, 10, nil, nil); return err },
-		"RowEstimate": func() error { _, err := db.RowEstimate(ctx, orders); return err },
+		"KeyExtent":    func() error { _, _, _, err := db.KeyExtent(ctx, orders, id, nil, nil); return err },
+		"KeyMax":       func() error { _, _, err := db.KeyMax(ctx, orders, keys); return err },
+		"KeyBound":     func() error { _, _, err := db.KeyBound(ctx, orders, keys, source.KeyRange{}, 1); return err },
+		"KeyTiles":     func() error { _, err := db.KeyTiles(ctx, orders, keys, 2); return err },
+		"KeyBuckets":   func() error { _, err := db.KeyBuckets(ctx, orders, id, 10, nil, nil); return err },
+		"SizeEstimate": func() error { _, err := db.SizeEstimate(ctx, orders); return err },
 	}
 }
 

@@ -208,16 +208,27 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// RowEstimate implements source.Source with the exact row count.
-func (db *DB) RowEstimate(ctx context.Context, st source.Table) (int64, error) {
+// SizeEstimate implements source.Source with the exact row count, and the bytes the rows
+// would take in SQL Server's pages, about: a row header and each value's stored width
+// (storedBytes).
+func (db *DB) SizeEstimate(ctx context.Context, st source.Table) (source.TableSize, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if err := db.begin(ctx, "RowEstimate"); err != nil {
-		return 0, err
+	if err := db.begin(ctx, "SizeEstimate"); err != nil {
+		return source.TableSize{}, err
 	}
 	t, err := db.tableOf(st)
 	if err != nil {
-		return 0, err
+		return source.TableSize{}, err
 	}
-	return int64(len(t.list)), nil
+	size := source.TableSize{Rows: int64(len(t.list))}
+	for _, r := range t.list {
+		size.Bytes += rowHeaderBytes
+		for _, c := range t.cols {
+			if !c.Computed {
+				size.Bytes += storedBytes(c, r.value(c.ColumnID))
+			}
+		}
+	}
+	return size, nil
 }

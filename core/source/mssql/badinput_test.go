@@ -51,7 +51,7 @@ func TestBadInputRefusedBeforeAnyQuery(t *testing.T) {
 				_, err := d.ReadTable(ctx, source.TableRead{Table: bad, Columns: keys})
 				return err
 			}},
-			tc{"RowEstimate table " + bad.Schema + "." + bad.Name, func() error { _, err := d.RowEstimate(ctx, bad); return err }},
+			tc{"SizeEstimate table " + bad.Schema + "." + bad.Name, func() error { _, err := d.SizeEstimate(ctx, bad); return err }},
 			tc{"KeyMax table " + bad.Schema + "." + bad.Name, func() error { _, _, err := d.KeyMax(ctx, bad, keys); return err }},
 		)
 	}
@@ -162,9 +162,9 @@ func TestClosedAndCancelled(t *testing.T) {
 			_, err := d.ReadChanges(ctx, source.ChangeRead{CaptureInstance: "dbo_orders", To: lsn.Max})
 			return err
 		},
-		"ReadTable":   func() error { _, err := d.ReadTable(ctx, source.TableRead{Table: st, Columns: keys}); return err },
-		"KeyTiles":    func() error { _, err := d.KeyTiles(ctx, st, keys, 2); return err },
-		"RowEstimate": func() error { _, err := d.RowEstimate(ctx, st); return err },
+		"ReadTable":    func() error { _, err := d.ReadTable(ctx, source.TableRead{Table: st, Columns: keys}); return err },
+		"KeyTiles":     func() error { _, err := d.KeyTiles(ctx, st, keys, 2); return err },
+		"SizeEstimate": func() error { _, err := d.SizeEstimate(ctx, st); return err },
 	} {
 		if err := fn(); !errors.Is(err, source.ErrClosed) {
 			t.Errorf("%s after Close: %T %v", name, err, err)

@@ -240,30 +240,35 @@ func (d *DB) DDLHistory(ctx context.Context, ci string, after, upto lsn.LSN) ([]
 	return out, nil
 }
 
-// RowEstimate is P5 / S8: sp_spaceused's rows, a metadata estimate.
-func (d *DB) RowEstimate(ctx context.Context, t source.Table) (int64, error) {
+// SizeEstimate is P5 / S8: sp_spaceused's rows and data, metadata estimates.
+func (d *DB) SizeEstimate(ctx context.Context, t source.Table) (source.TableSize, error) {
 	tn, err := tableName(t)
 	if err != nil {
-		return 0, err
+		return source.TableSize{}, err
 	}
-	ec := d.ec("estimate rows")
+	ec := d.ec("estimate size")
 	ec.Table = tn
 	q, args := spaceUsedSQL(tn)
 	recs, err := d.queryRecords(ctx, ec, q, args)
 	if err != nil {
-		return 0, err
+		return source.TableSize{}, err
 	}
 	if len(recs) == 0 {
-		return 0, fmt.Errorf("estimate rows of %s: sp_spaceused returned nothing", tn)
+		return source.TableSize{}, fmt.Errorf("estimate size of %s: sp_spaceused returned nothing", tn)
 	}
-	return parseSpaceUsedRows(asString(recs[0]["rows"]))
+	return parseSpaceUsed(asString(recs[0]["rows"]), asString(recs[0]["data"]))
 }
 
-// parseSpaceUsedRows reads sp_spaceused's rows, text padded with spaces.
-func parseSpaceUsedRows(s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+// parseSpaceUsed reads sp_spaceused's rows (text padded with spaces) and data (kilobytes
+// as text: "1234 KB").
+func parseSpaceUsed(rows, data string) (source.TableSize, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(rows), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("estimate rows: rows %q: %w", s, err)
+		return source.TableSize{}, fmt.Errorf("estimate size: rows %q: %w", rows, err)
 	}
-	return n, nil
+	kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(data), "KB")), 10, 64)
+	if err != nil {
+		return source.TableSize{}, fmt.Errorf("estimate size: data %q: %w", data, err)
+	}
+	return source.TableSize{Rows: n, Bytes: kb * 1024}, nil
 }

@@ -321,12 +321,14 @@ func TestParseIndexColumns(t *testing.T) {
 	}
 }
 
-func TestParseSpaceUsedRows(t *testing.T) {
-	if n, err := parseSpaceUsedRows("40000               "); err != nil || n != 40000 {
-		t.Errorf("got %d, %v", n, err)
+func TestParseSpaceUsed(t *testing.T) {
+	if got, err := parseSpaceUsed("40000               ", "5136 KB"); err != nil || got != (source.TableSize{Rows: 40000, Bytes: 5136 * 1024}) {
+		t.Errorf("got %+v, %v", got, err)
 	}
-	if _, err := parseSpaceUsedRows("n/a"); err == nil {
-		t.Error("no error")
+	for _, bad := range [][2]string{{"n/a", "8 KB"}, {"1", "8 MB"}, {"1", ""}} {
+		if got, err := parseSpaceUsed(bad[0], bad[1]); err == nil {
+			t.Errorf("parseSpaceUsed(%q, %q) = %+v, no error", bad[0], bad[1], got)
+		}
 	}
 }
 

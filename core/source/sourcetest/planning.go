@@ -86,3 +86,36 @@ func testKeyAfter(ctx context.Context, t *testing.T, env Env) {
 		}
 	}
 }
+
+// SizeEstimate reads sp_spaceused's rows and data without a scan: the row count of what
+// was inserted, and data bytes that follow the rows' width — a table of 1,000-character
+// nvarchar values at least 1,000 bytes a row (two a character), and many times a narrow
+// table of as many rows (the snapshot planner sizes ranges by it, decision 0008).
+func testSizeEstimate(ctx context.Context, t *testing.T, env Env) {
+	const rows = 200
+	must(t, env.CreateTable(ctx, Table{Name: "narrow", Columns: [][2]string{{"id", "int"}, {"v", "int"}}, Key: []string{"id"}, Instance: "narrow_ci"}))
+	must(t, env.CreateTable(ctx, Table{Name: "wide", Columns: [][2]string{{"id", "int"}, {"doc", "nvarchar(2000)"}}, Key: []string{"id"}, Instance: "wide_ci"}))
+	doc := strings.Repeat("x", 1000)
+	var narrow, wide []Stmt
+	for id := 0; id < rows; id++ {
+		narrow = append(narrow, Insert("narrow", map[string]any{"id": id, "v": id}))
+		wide = append(wide, Insert("wide", map[string]any{"id": id, "doc": doc}))
+	}
+	must(t, env.Exec(ctx, narrow...))
+	must(t, env.Exec(ctx, wide...))
+	sizeOf := func(name string) source.TableSize {
+		size, err := env.Source().SizeEstimate(ctx, source.Table{Schema: "dbo", Name: env.Name(name)})
+		must(t, err)
+		if size.Rows < rows*9/10 || size.Rows > rows*11/10 {
+			t.Fatalf("SizeEstimate(%s).Rows = %d, want about %d", name, size.Rows, rows)
+		}
+		return size
+	}
+	n, w := sizeOf("narrow"), sizeOf("wide")
+	if w.Bytes < rows*1000 {
+		t.Fatalf("SizeEstimate(wide).Bytes = %d, want at least %d (%d rows of 1,000 characters)", w.Bytes, rows*1000, rows)
+	}
+	if n.Bytes <= 0 || w.Bytes < 10*n.Bytes {
+		t.Fatalf("SizeEstimate bytes: narrow %d, wide %d; want the wide table at least 10 times the narrow one", n.Bytes, w.Bytes)
+	}
+}

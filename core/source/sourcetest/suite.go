@@ -43,6 +43,7 @@ func Run(t *testing.T, h Harness) {
 		{"KeyBoundChainTilesTable", testKeyBoundChain},
 		{"KeyAfterSkipsTheWholeValue", testKeyAfter},
 		{"KeyTilesFollowNTILE", testKeyTilesNTILE},
+		{"SizeEstimateFollowsRowWidth", testSizeEstimate},
 		{"UnknownCaptureInstanceIsNotFound", testUnknownInstance},
 		{"BadInputIsInvalidArgument", testBadInput},
 		{"RowsAfterCloseAreClosed", testRowsAfterClose},
@@ -691,11 +692,6 @@ func testKeyTilesNTILE(ctx context.Context, t *testing.T, env Env) {
 		if !slices.Equal(ids, tc.want) {
 			t.Fatalf("KeyTiles(%d) = %v, want %v", tc.n, ids, tc.want)
 		}
-	}
-	est, err := env.Source().RowEstimate(ctx, st)
-	must(t, err)
-	if est < 0 {
-		t.Fatalf("RowEstimate = %d", est)
 	}
 }
 
