@@ -130,8 +130,12 @@ type Checkpoint struct {
 	// offsets are the offsets files written and not yet committed, by batch.
 	offsets map[int64]Batch
 	// commits are the commit files written or read, by batch (see Commits), bounded by
-	// forget.
+	// remember.
 	commits map[int64]Commit
+	// gens is what the last Generations call read (nil: none yet); byGen the generations'
+	// checkpoints handed out by Generation.
+	gens  *genMemo
+	byGen map[int]*Checkpoint
 }
 
 // New returns the checkpoint of appID rooted at store (no I/O).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,41 +161,57 @@ func attemptKey(n, a int) string { return attemptsDir(n) + strconv.Itoa(a) + ".j
 func failureKey(n, a int) string { return attemptsDir(n) + strconv.Itoa(a) + ".failed.json" }
 
 // Generations reads the generation state under the checkpoint root: the live generation
-// (one Head per generation after the first, then a read of the live one's file) and the
-// attempts to open the next.
+// and the attempts to open the next. Generation n's files are found with one LIST of
+// generations/<n>/, from generation 1 up to the first not committed; the live
+// generation's generation.json and each attempt and failure file are then read once
+// (every one is written once and never changed or deleted, so a key's content never
+// changes).
+//
+// A Checkpoint remembers what it read: a later call (the next invocation of a warm
+// process) starts at the live generation it knew and lists only generations/<live+1>/ —
+// one request — reading nothing more when the listing shows the same attempt and failure
+// files and no commit. Whatever another process wrote meanwhile (an attempt, its failure,
+// the generation's commit) shows in that listing, so the answer is the one a cold read
+// would give.
 func (c *Checkpoint) Generations(ctx context.Context) (Generations, error) {
-	var g Generations
-	n := 0
+	c.mu.Lock()
+	m := c.gens
+	c.mu.Unlock()
+	if m == nil {
+		m = &genMemo{}
+	}
+	n := m.g.Live.Generation
+	var keys []string
 	for {
-		ok, err := c.exists(ctx, generationKey(n+1))
-		if err != nil {
-			return g, fmt.Errorf("read generations: %w", err)
+		var committed bool
+		var err error
+		if keys, committed, err = c.listGeneration(ctx, n+1); err != nil {
+			return Generations{}, fmt.Errorf("read generations: %w", err)
 		}
-		if !ok {
+		if !committed {
 			break
 		}
 		n++
 	}
-	if n > 0 {
-		if err := c.getJSON(ctx, generationKey(n), &g.Live); err != nil {
-			return g, err
-		}
-		if g.Live.Generation != n {
-			return g, fmt.Errorf("read generations: %s says generation %d", generationKey(n), g.Live.Generation)
-		}
+	if m.keys != nil && n == m.g.Live.Generation && slices.Equal(keys, m.keys) {
+		return m.g.clone(), nil
 	}
-	next := n + 1
-	var keys []string
-	for info, err := range c.store.List(ctx, attemptsDir(next), "") {
-		if err != nil {
-			return g, fmt.Errorf("read generations: %w", err)
+	next := &genMemo{keys: keys, files: map[string]any{}}
+	if n == m.g.Live.Generation {
+		next.g.Live = m.g.Live
+		if m.files != nil {
+			next.files = maps.Clone(m.files) // the same generation's attempts: their files are unchanged
 		}
-		keys = append(keys, info.Key)
+	} else if err := c.getJSON(ctx, generationKey(n), &next.g.Live); err != nil {
+		return Generations{}, err
+	} else if next.g.Live.Generation != n {
+		return Generations{}, fmt.Errorf("read generations: %s says generation %d", generationKey(n), next.g.Live.Generation)
 	}
+	// keys are sorted; attempt numbers are not in key order ("10" < "9"), hence nums.
 	failed := map[int]bool{}
 	var nums []int
 	for _, k := range keys {
-		name := strings.TrimPrefix(k, attemptsDir(next))
+		name := strings.TrimPrefix(k, attemptsDir(n+1))
 		if a, ok := strings.CutSuffix(name, ".failed.json"); ok {
 			if i, err := strconv.Atoi(a); err == nil {
 				failed[i] = true
@@ -209,19 +227,89 @@ func (c *Checkpoint) Generations(ctx context.Context) (Generations, error) {
 	sort.Ints(nums)
 	for _, i := range nums {
 		var st AttemptState
-		if err := c.getJSON(ctx, attemptKey(next, i), &st.Attempt); err != nil {
-			return g, err
+		if err := next.read(ctx, c, attemptKey(n+1, i), &st.Attempt); err != nil {
+			return Generations{}, err
 		}
 		if failed[i] {
 			var f Failure
-			if err := c.getJSON(ctx, failureKey(next, i), &f); err != nil {
-				return g, err
+			if err := next.read(ctx, c, failureKey(n+1, i), &f); err != nil {
+				return Generations{}, err
 			}
 			st.Failed = &f
 		}
-		g.Attempts = append(g.Attempts, st)
+		next.g.Attempts = append(next.g.Attempts, st)
 	}
-	return g, nil
+	c.mu.Lock()
+	c.gens = next
+	c.mu.Unlock()
+	return next.g.clone(), nil
+}
+
+// genMemo is what a Checkpoint's last Generations call found: the answer, the sorted
+// generation.json and attempt keys of generations/<live+1>/ it was read from, and the
+// attempt and failure files read (by key: Attempt or Failure values).
+type genMemo struct {
+	g     Generations
+	keys  []string
+	files map[string]any
+}
+
+// read decodes the attempt or failure file key into v (*Attempt or *Failure), once per
+// memo's generation.
+func (m *genMemo) read(ctx context.Context, c *Checkpoint, key string, v any) error {
+	switch have := m.files[key].(type) {
+	case Attempt:
+		if p, ok := v.(*Attempt); ok {
+			*p = have
+			return nil
+		}
+	case Failure:
+		if p, ok := v.(*Failure); ok {
+			*p = have
+			return nil
+		}
+	}
+	if err := c.getJSON(ctx, key, v); err != nil {
+		return err
+	}
+	switch p := v.(type) {
+	case *Attempt:
+		m.files[key] = *p
+	case *Failure:
+		m.files[key] = *p
+	}
+	return nil
+}
+
+// clone is g with its own Attempts slice (callers may append to theirs).
+func (g Generations) clone() Generations {
+	g.Attempts = slices.Clone(g.Attempts)
+	return g
+}
+
+// listGeneration lists generations/<n>/ (one request unless it holds over a thousand
+// files): committed when its generation.json exists, and the sorted keys that decide
+// Generations (generation.json, attempts/*.json); claims and a committed generation's
+// own checkpoint files are left out.
+func (c *Checkpoint) listGeneration(ctx context.Context, n int) (keys []string, committed bool, err error) {
+	for info, err := range c.store.List(ctx, GenerationPrefix(n), "") {
+		if err != nil {
+			return nil, false, err
+		}
+		switch {
+		case info.Key == generationKey(n):
+			committed = true
+		case strings.HasPrefix(info.Key, attemptsDir(n)) && strings.HasSuffix(info.Key, ".json"):
+		default:
+			continue
+		}
+		keys = append(keys, info.Key)
+	}
+	sort.Strings(keys)
+	if keys == nil {
+		keys = []string{}
+	}
+	return keys, committed, nil
 }
 
 // OpenAttempt records attempt a to open generation a.Generation, before any snapshot is
@@ -265,12 +353,26 @@ func (c *Checkpoint) CommitGeneration(ctx context.Context, g GenerationState) er
 
 // Generation is generation n's stream checkpoint: the root itself for 0, else the prefix
 // generations/<n>/ with app_id <app_id>.g<n>.
+//
+// The same *Checkpoint is returned for n on every call, so that its memory of its own
+// writes (Resume, Commits) lasts as long as the root's: a warm process resumes generation
+// n as it resumes generation 0.
 func (c *Checkpoint) Generation(n int) *Checkpoint {
 	if n <= 0 {
 		return c
 	}
-	return &Checkpoint{store: &prefixStore{Store: c.store, prefix: GenerationPrefix(n)},
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g, ok := c.byGen[n]; ok {
+		return g
+	}
+	g := &Checkpoint{store: &prefixStore{Store: c.store, prefix: GenerationPrefix(n)},
 		appID: GenerationAppID(c.appID, n), writer: c.writer, Retain: c.Retain}
+	if c.byGen == nil {
+		c.byGen = map[int]*Checkpoint{}
+	}
+	c.byGen[n] = g
+	return g
 }
 
 // Store is the checkpoint's storage (the snapshot steps stage under it).

@@ -3,10 +3,12 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 )
@@ -125,4 +127,101 @@ func TestGenerationStoreContract(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store {
 		return &prefixStore{Store: newStore(t), prefix: GenerationPrefix(3)}
 	})
+}
+
+// A Checkpoint that read the generations once (a warm process) reads them again with one
+// LIST of generations/<live+1>/ and nothing else while nothing changed, and still sees
+// every change another process makes: an attempt opened, its failure, the next attempt,
+// the generation's commit. Each answer equals a cold read's.
+func TestGenerationsWarmReadIsOneList(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	f := &deltatest.Faults{}
+	warm := New(f.Store(st), "orders-v1")
+	other := New(st, "orders-v1") // the recover machine, another stream process
+	read := func(step string) (Generations, []string) {
+		t.Helper()
+		n := len(f.Ops())
+		g, err := warm.Generations(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		cold, err := New(st, "orders-v1").Generations(ctx)
+		if err != nil || !reflect.DeepEqual(g, cold) {
+			t.Fatalf("%s: warm %+v, cold %+v (%v)", step, g, cold, err)
+		}
+		return g, f.Ops()[n:]
+	}
+	onlyList := func(step string, ops []string, prefix string) {
+		t.Helper()
+		if len(ops) != 1 || ops[0] != "store.List "+prefix {
+			t.Errorf("%s: requests %q, want one LIST of %s", step, ops, prefix)
+		}
+	}
+	g, ops := read("fresh")
+	onlyList("fresh", ops, "generations/1/")
+	if g.Live.Generation != 0 || len(g.Attempts) != 0 {
+		t.Fatalf("fresh: %+v", g)
+	}
+	_, ops = read("warm, nothing new")
+	onlyList("warm, nothing new", ops, "generations/1/")
+
+	at := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
+	a := Attempt{Generation: 1, Attempt: 1, Mode: ModeFull, From: off("0x0A", ""), StartedAt: at}
+	if err := other.OpenAttempt(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if g, ops = read("attempt opened elsewhere"); g.Open() == nil || g.Open().Attempt != 1 || len(ops) != 2 {
+		t.Fatalf("attempt opened elsewhere: %+v, requests %q (want the LIST and one GET)", g, ops)
+	}
+	if _, ops = read("warm, attempt open"); len(ops) != 1 {
+		t.Errorf("warm, attempt open: requests %q", ops)
+	}
+	if _, _, err := other.ClaimAttempt(ctx, 1, 1, "exec-1", false, at); err != nil {
+		t.Fatal(err)
+	}
+	_, ops = read("claimed elsewhere")
+	onlyList("claimed elsewhere (a claim changes nothing Generations says)", ops, "generations/1/")
+	if err := other.FailAttempt(ctx, 1, 1, Failure{FailedAt: at.Add(time.Hour), Reason: "outlived"}); err != nil {
+		t.Fatal(err)
+	}
+	if g, ops = read("failed elsewhere"); g.Open() != nil || len(g.Attempts) != 1 || g.Attempts[0].Failed == nil || len(ops) != 2 {
+		t.Fatalf("failed elsewhere: %+v, requests %q (want the LIST and the failure's GET)", g, ops)
+	}
+	a.Attempt = 2
+	if err := other.OpenAttempt(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ = read("second attempt"); g.Open() == nil || g.Open().Attempt != 2 || g.NextAttempt() != 3 {
+		t.Fatalf("second attempt: %+v", g)
+	}
+	gs := GenerationState{Generation: 1, Attempt: 2, AppID: GenerationAppID("orders-v1", 1), Mode: ModeFull,
+		Snapshot: off("0x20", ""), From: a.From, At: at.Add(3 * time.Hour)}
+	if err := other.CommitGeneration(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Generation(1).WriteOffsets(ctx, Batch{ID: 0, End: off("0x21", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ = read("committed elsewhere"); g.Live.Generation != 1 || g.Live.Snapshot != gs.Snapshot || len(g.Attempts) != 0 {
+		t.Fatalf("committed elsewhere: %+v", g)
+	}
+	_, ops = read("warm in generation 1")
+	onlyList("warm in generation 1", ops, "generations/2/")
+
+	// Our own attempt shows at once too.
+	if err := warm.OpenAttempt(ctx, Attempt{Generation: 2, Attempt: 1, Mode: ModeChunked, StartedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ = read("own attempt"); g.Open() == nil || g.Open().Generation != 2 || g.Open().Mode != ModeChunked {
+		t.Fatalf("own attempt: %+v", g)
+	}
+	// The caller's copy is its own.
+	g.Attempts = append(g.Attempts[:0], AttemptState{})
+	if g, _ = read("after the caller changed its copy"); g.Open() == nil || g.Open().Generation != 2 {
+		t.Fatalf("the memory changed through a caller's copy: %+v", g)
+	}
+	if warm.Generation(1) != warm.Generation(1) {
+		t.Error("Generation(1) is a new Checkpoint on each call: its memory of its own writes is lost")
+	}
 }

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -451,4 +452,46 @@ func TestResnapshotGenerationContinuity(t *testing.T) {
 				batches, res, err, want, end0.LSN)
 		}
 	}
+}
+
+// Warm processes through a recovery (the generations a Checkpoint remembers,
+// checkpoint.Generations): process A streams generation 0 on kept connections; process B,
+// a cold one, finds the loss and opens the attempt; A's next invocation sees the open
+// attempt and reads nothing; the recover steps (another process) commit generation 1; A's
+// next invocation streams generation 1, and so does B's, each exactly once.
+func TestResnapshotSeenByAWarmProcess(t *testing.T) {
+	e, _ := resnapshotEnv(t, testlake.Local, 34)
+	a := e.deps()
+	runOn := func(d Deps) (Result, error) {
+		return Run(context.Background(), e.spec, d, Options{Now: e.db.Now, Logger: slog.New(slog.NewJSONHandler(&e.logs, nil))})
+	}
+	// A is warm: it has read the generations (none) and remembers them.
+	if _, err := a.Checkpoint.Generations(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.run(Options{}) // B
+	if err != nil || res.Outcome != OutcomeResnapshotRequired {
+		t.Fatalf("B after the purge: %+v, %v", res, err)
+	}
+	res, err = runOn(a)
+	if err != nil || res.Outcome != OutcomeResnapshotRequired || res.Batches != 0 || res.Recovery.Attempt != 1 {
+		t.Fatalf("warm A while B's attempt is open: %+v, %v; want resnapshot_required, attempt 1, no batch", res, err)
+	}
+	if _, err := Recover(t.Context(), e.recoverDeps()); err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	e.exec(insert(12, 12))
+	res, err = runOn(a)
+	if err != nil || res.Generation != 1 || res.Rows != 1 || !res.CaughtUp {
+		t.Fatalf("warm A after the recovery: %+v, %v; want generation 1, 1 row", res, err)
+	}
+	e.exec(insert(13, 13))
+	if out := e.mustDrain(Options{}); out.Generation != 1 || out.Rows != 1 {
+		t.Fatalf("B after A: %+v, want generation 1, 1 row", out)
+	}
+	e.exec(insert(14, 14))
+	if res, err = runOn(a); err != nil || res.Generation != 1 || res.Rows != 1 {
+		t.Fatalf("warm A after B: %+v, %v", res, err)
+	}
+	e.assertRecovered(1)
 }

@@ -40,7 +40,8 @@ import (
 // Each steady shape measures batchesMeasured batches (two checkpoint cycles of bronze)
 // after a warm-up of the same length that creates the tables. Reported per batch: s3-req
 // and ddb-req (means), max-req (the most requests, S3 and DynamoDB together, of one
-// batch), cpu-ms and alloc-MB (the process: the stream, cdcsim, and on the emulator
+// batch), cycle1-req and cycle2-req (the mean of each checkpoint cycle, S3 and DynamoDB
+// together: equal when the cost is flat), cpu-ms and alloc-MB (the process: the stream, cdcsim, and on the emulator
 // backends gofakes3 too).
 //
 //	scripts/with-dynalite.sh go test ./core/stream -run '^$' -bench BatchRequests -benchtime 1x
@@ -138,18 +139,37 @@ func (e *reqEnv) invoke(deps Deps, maxBatches int) (marks [][2]int) {
 // reqStats accumulates per-batch request counts.
 type reqStats struct {
 	s3, ddb, max, n int
+	// per are the batches' requests (S3 and DynamoDB together), in order.
+	per []int
 }
 
 func (r *reqStats) add(from, to [2]int) {
 	s3, ddb := to[0]-from[0], to[1]-from[1]
 	r.s3, r.ddb, r.n = r.s3+s3, r.ddb+ddb, r.n+1
 	r.max = max(r.max, s3+ddb)
+	r.per = append(r.per, s3+ddb)
 }
 
+// report reports the means and the most of one batch, and with two checkpoint cycles
+// measured the mean of each (cycle1-req, cycle2-req: S3 and DynamoDB together), which are
+// equal when the cost is flat across batches (of one invocation, or of warm invocations).
 func (r *reqStats) report(b *testing.B, prefix string) {
 	b.ReportMetric(float64(r.s3)/float64(r.n), prefix+"s3-req/batch")
 	b.ReportMetric(float64(r.ddb)/float64(r.n), prefix+"ddb-req/batch")
 	b.ReportMetric(float64(r.max), prefix+"max-req/batch")
+	if len(r.per) >= batchesMeasured {
+		half := batchesMeasured / 2
+		var c1, c2 int
+		for i, n := range r.per[len(r.per)-batchesMeasured:] {
+			if i < half {
+				c1 += n
+			} else {
+				c2 += n
+			}
+		}
+		b.ReportMetric(float64(c1)/float64(half), prefix+"cycle1-req/batch")
+		b.ReportMetric(float64(c2)/float64(half), prefix+"cycle2-req/batch")
+	}
 }
 
 func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool, factsEvery int) {
