@@ -221,7 +221,7 @@ func TestGenerationsWarmReadIsOneList(t *testing.T) {
 	if g, _ = read("after the caller changed its copy"); g.Open() == nil || g.Open().Generation != 2 {
 		t.Fatalf("the memory changed through a caller's copy: %+v", g)
 	}
-	if warm.Generation(1) != warm.Generation(1) {
+	if g1 := warm.Generation(1); warm.Generation(1) != g1 {
 		t.Error("Generation(1) is a new Checkpoint on each call: its memory of its own writes is lost")
 	}
 }
