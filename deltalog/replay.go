@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -35,15 +36,29 @@ const readConcurrency = 8
 // commit since the kept version is applied, so a transaction begun from the result sees
 // them all (conflict detection, txn versions).
 func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
-	latest, err := t.logs.Latest(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("latest version: %w", err)
+	known := t.known()
+	var pre *preRead
+	var latest int64
+	if h, ok := t.logs.(logstore.Hinter); ok && t.firstOpen() {
+		// A first open through a log store whose Latest is a listing: the open's own
+		// listing gives the latest version, so _last_checkpoint is read and the log
+		// listed once (not once for Latest and again for the checkpoint).
+		var err error
+		if pre, err = t.readAndList(ctx); err != nil {
+			return nil, err
+		}
+		latest = pre.listing.maxCommit
+		h.Hint(max(latest, 0)) // 0: an empty log, listed from its start next time
+	} else {
+		var err error
+		if latest, err = t.logs.Latest(ctx); err != nil {
+			return nil, fmt.Errorf("latest version: %w", err)
+		}
 	}
 	if latest < 0 {
 		t.replace(nil)
 		return t.emptySnapshot(), nil
 	}
-	known := t.known()
 	if known != nil && known.version > latest {
 		// The log is behind what this Table saw: the table was deleted and re-created.
 		t.replace(nil)
@@ -66,12 +81,44 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 			// reports what is wrong with it.
 		}
 	}
-	s, err := t.load(ctx, latest, latest)
+	s, err := t.load(ctx, latest, latest, pre)
 	if err != nil {
 		return nil, err
 	}
 	t.remember(s)
 	return s, nil
+}
+
+// preRead is what a first open read before load: _last_checkpoint (ok false: missing or
+// unparsable) and the listing of the log from version from.
+type preRead struct {
+	lc      LastCheckpoint
+	ok      bool
+	from    int64
+	listing logListing
+}
+
+// readAndList reads _last_checkpoint and lists the log from its version (from 0 without
+// one, or when nothing is listed from it).
+func (t *Table) readAndList(ctx context.Context) (*preRead, error) {
+	lc, ok, err := ReadLastCheckpoint(ctx, t.store)
+	if err != nil {
+		return nil, err
+	}
+	p := &preRead{lc: lc, ok: ok}
+	if ok {
+		p.from = lc.Version
+	}
+	if p.listing, err = listLog(ctx, t.store, p.from); err != nil {
+		return nil, err
+	}
+	if p.from > 0 && p.listing.maxCommit < 0 {
+		p.from = 0
+		if p.listing, err = listLog(ctx, t.store, 0); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // advance applies the commits known.Version()+1..latest to a successor of known. The
@@ -109,7 +156,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 	if version < 0 || version > latest {
 		return nil, &VersionNotFoundError{Version: version, Latest: latest}
 	}
-	return t.load(ctx, version, latest)
+	return t.load(ctx, version, latest, nil)
 }
 
 func (t *Table) emptySnapshot() *Snapshot {
@@ -124,14 +171,20 @@ func (t *Table) emptySnapshot() *Snapshot {
 // load builds the snapshot at target (docs/reference/delta-protocol.md §7, §9.2): the newest
 // complete checkpoint at or below target, found from the _last_checkpoint hint or, when the
 // hint is missing or stale, by listing the whole log; then the JSON commits after it, in
-// order.
-func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, error) {
+// order. pre is what the caller read and listed already (nil: none).
+func (t *Table) load(ctx context.Context, target, latest int64, pre *preRead) (*Snapshot, error) {
 	from := int64(0)
-	lc, ok, err := ReadLastCheckpoint(ctx, t.store)
-	if err != nil {
-		return nil, err
+	var lc LastCheckpoint
+	var ok bool
+	if pre != nil {
+		lc, ok = pre.lc, pre.ok
+	} else {
+		var err error
+		if lc, ok, err = ReadLastCheckpoint(ctx, t.store); err != nil {
+			return nil, err
+		}
 	}
-	if ok && lc.Version <= target && target-lc.Version <= hintedReplayLimit {
+	if pre == nil && ok && lc.Version <= target && target-lc.Version <= hintedReplayLimit {
 		// Fast path: read the checkpoint the hint names without listing the log. A hint
 		// behind a newer checkpoint only costs a few more commits to replay; one naming a
 		// missing or unreadable checkpoint falls back to listing.
@@ -147,8 +200,11 @@ func (t *Table) load(ctx context.Context, target, latest int64) (*Snapshot, erro
 	if ok && lc.Version <= target {
 		from = lc.Version // far behind: list from it to find the newer checkpoint
 	}
-	listing, err := listLog(ctx, t.store, from)
-	if err != nil {
+	var listing logListing
+	var err error
+	if pre != nil && pre.from == from {
+		listing = pre.listing
+	} else if listing, err = listLog(ctx, t.store, from); err != nil {
 		return nil, err
 	}
 	if from > 0 && listing.newestCheckpoint(target) == nil {

@@ -66,6 +66,9 @@ type Table struct {
 
 	mu     sync.Mutex
 	latest *Snapshot // the newest snapshot read or committed through this Table; nil: none
+	// listed is true once Snapshot asked the log store for the latest version: its log
+	// store then knows where to list from (logstore.Hinter).
+	listed bool
 }
 
 // Open returns the table at store's root, committing through logs. It does no I/O: a
@@ -88,6 +91,15 @@ func (t *Table) known() *Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.latest
+}
+
+// firstOpen reports whether no Snapshot has asked the log store yet, and marks it asked.
+func (t *Table) firstOpen() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first := !t.listed
+	t.listed = true
+	return first
 }
 
 // remember keeps s as the newest known snapshot unless a newer one is kept already.

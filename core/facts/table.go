@@ -130,5 +130,10 @@ func SnapshotEvents(ctx context.Context, t *deltalog.Table, appID string) ([]Row
 	if err != nil {
 		return nil, fmt.Errorf("read facts table: %w", err)
 	}
+	return SnapshotEventsIn(ctx, snap, appID)
+}
+
+// SnapshotEventsIn is SnapshotEvents read from a facts table snapshot the caller holds.
+func SnapshotEventsIn(ctx context.Context, snap *deltalog.Snapshot, appID string) ([]Row, error) {
 	return ReadEvents(ctx, snap, appID, EventSnapshotOpen, EventBootstrap, EventResnapshot)
 }

@@ -168,6 +168,9 @@ type run struct {
 
 	// facts is what the invocation knows of the facts rows not yet committed.
 	facts pendingFacts
+	// factsSnap is the facts table as checkNotRewound read it (nil when it did not), which
+	// bootstrapOffset reads too rather than asking the log again in the same invocation.
+	factsSnap *deltalog.Snapshot
 }
 
 func (o Options) withDefaults() Options {
@@ -359,6 +362,7 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 	if err != nil {
 		return fmt.Errorf("read facts table: %w", err)
 	}
+	r.factsSnap = snap
 	v, ok := snap.TxnVersion(facts.TxnFacts(r.spec.AppID))
 	if !ok {
 		return nil
@@ -383,7 +387,13 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 // snapshot_open row; nothing else is read from the table), and snapshot "full" is a
 // *NoSnapshotError: the bootstrap machine takes it.
 func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
-	rows, err := facts.SnapshotEvents(ctx, r.deps.Facts, r.spec.AppID)
+	var rows []facts.Row
+	var err error
+	if r.factsSnap != nil {
+		rows, err = facts.SnapshotEventsIn(ctx, r.factsSnap, r.spec.AppID)
+	} else {
+		rows, err = facts.SnapshotEvents(ctx, r.deps.Facts, r.spec.AppID)
+	}
 	if err != nil {
 		return lsn.Offset{}, err
 	}

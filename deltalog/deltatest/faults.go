@@ -86,9 +86,21 @@ func (f *Faults) Hit(op string, call func() error) error {
 func (f *Faults) Store(s storage.Store) storage.Store { return &faultStore{s: s, f: f} }
 
 // LogStore wraps l so every call goes through Hit.
+// The wrapper is a logstore.Hinter when l is (Hint is no external call: it is passed on).
 func (f *Faults) LogStore(l logstore.LogStore) logstore.LogStore {
-	return &faultLogStore{l: l, f: f}
+	w := &faultLogStore{l: l, f: f}
+	if h, ok := l.(logstore.Hinter); ok {
+		return &faultHinter{faultLogStore: w, h: h}
+	}
+	return w
 }
+
+type faultHinter struct {
+	*faultLogStore
+	h logstore.Hinter
+}
+
+func (w *faultHinter) Hint(version int64) { w.h.Hint(version) }
 
 type faultStore struct {
 	s storage.Store

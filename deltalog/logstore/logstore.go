@@ -41,3 +41,13 @@ type LogStore interface {
 	// half-done newest one. storage.ErrNotFound (wrapped) when it does not exist.
 	Read(ctx context.Context, version int64) ([]byte, error)
 }
+
+// Hinter is implemented by log stores whose Latest is the newest commit file a listing
+// of the log shows, with nothing to complete (logstore/condput, logstore/localfs). A reader
+// that lists the log itself (a table's first open) takes the latest version from its own
+// listing instead of asking Latest, and passes it on with Hint: a version known to exist,
+// where the log store's next Latest starts listing (0 for an empty log: list from the
+// start, without reading _last_checkpoint).
+type Hinter interface {
+	Hint(version int64)
+}

@@ -27,7 +27,10 @@ type LogStore struct {
 	hint int64 // a version known to exist, where listing starts; -1 when none
 }
 
-var _ logstore.LogStore = (*LogStore)(nil)
+var (
+	_ logstore.LogStore = (*LogStore)(nil)
+	_ logstore.Hinter   = (*LogStore)(nil)
+)
 
 // New returns a LogStore for the table rooted at store. It does no I/O.
 func New(store storage.Store) *LogStore { return &LogStore{store: store, hint: -1} }
@@ -59,7 +62,9 @@ func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 	return nil
 }
 
-// Latest lists the log from the newest version this LogStore has seen.
+// Latest lists the log from the newest version this LogStore has seen. The first call
+// without a Hint reads _last_checkpoint for where to start; once it has listed, an empty
+// log is listed again from its start, without that read.
 func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	l.mu.Lock()
 	hint := l.hint
@@ -68,9 +73,13 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("condput: latest: %w", err)
 	}
-	l.seen(v)
+	l.seen(max(v, 0))
 	return v, nil
 }
+
+// Hint records version as known to exist: the next Latest lists from it unless this
+// LogStore has seen a newer one (logstore.Hinter).
+func (l *LogStore) Hint(version int64) { l.seen(version) }
 
 // Read returns version v's commit file.
 func (l *LogStore) Read(ctx context.Context, v int64) ([]byte, error) {

@@ -64,13 +64,14 @@ func Read(ctx context.Context, s storage.Store, v int64) ([]byte, error) {
 
 // Latest lists the log and returns the newest version whose commit file exists, or -1.
 // hint is a version known to exist (or -1): listing starts at it, and falls back to the
-// whole log when nothing is found from there. With no hint, _last_checkpoint (when present
-// and valid) gives one, since its version's commit existed when it was written.
+// whole log when nothing is found from there; 0 lists the whole log at once. With no hint,
+// _last_checkpoint (when present and valid) gives one, since its version's commit existed
+// when it was written.
 func Latest(ctx context.Context, s storage.Store, hint int64) (int64, error) {
 	if hint < 0 {
 		hint = lastCheckpoint(ctx, s)
 	}
-	if hint >= 0 {
+	if hint > 0 {
 		v, err := newest(ctx, s, fmt.Sprintf("%s%020d", Dir, hint))
 		if err != nil || v >= 0 {
 			return v, err
