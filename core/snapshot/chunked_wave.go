@@ -19,32 +19,14 @@ import (
 
 // WaveTxnAppID is the Delta txn appId of a chunked snapshot's waves in bronze
 // (docs/design.md §4.2): txn(<app_id>#snap.<S>, wave).
-func WaveTxnAppID(appID string, s lsn.LSN) string { return appID + "#snap." + s.String() }
+func WaveTxnAppID(appID string, s lsn.LSN) string { return appID + bronze.WaveTxnMarker + s.String() }
 
 // waveTag is a wave commit's userMetadata (docs/snapshots.md "Crash recovery"): what it
 // holds, so a rerun that finds the wave already in bronze rebuilds its plans table and
-// facts rows from it. It holds the chunks' key bounds: bronze's history needs bronze's
-// access policy.
-type waveTag struct {
-	Backfill string         `json:"backfill"`
-	Wave     int64          `json:"wave"`
-	LSN      string         `json:"lsn"`
-	HighLSN  string         `json:"high_lsn"`
-	Seconds  float64        `json:"seconds"`
-	Rounds   int32          `json:"rounds"`
-	Chunks   []waveTagChunk `json:"chunks"`
-	ReadAt   time.Time      `json:"read_at"`
-}
+// facts rows from it, and silver's apply knows the chunks' ranges and stamp.
+type waveTag = bronze.WaveTag
 
-type waveTagChunk struct {
-	Chunk       int32    `json:"chunk"`
-	Lo          []any    `json:"lo"`
-	Hi          []any    `json:"hi"`
-	Last        bool     `json:"last"`
-	Rows        int64    `json:"rows"`
-	ReadSeconds *float64 `json:"read_seconds,omitempty"`
-	ReadMB      *float64 `json:"read_mb,omitempty"`
-}
+type waveTagChunk = bronze.WaveChunk
 
 // waveIntent is snapshots/<S>/waves/<wave>.json under the checkpoint prefix, written
 // after the wave's stamp and before its read: the chunks it reads and the stamp. A rerun
@@ -146,7 +128,8 @@ func (b *backfill) wave(ctx context.Context, plan []chunk, done []PlanRow, pace 
 	if err != nil {
 		return nil, fmt.Errorf("read max_lsn: %w", err)
 	}
-	tag := waveTag{Backfill: WaveTxnAppID(appID, s), Wave: w, LSN: stamp.String(), HighLSN: high.String(), Seconds: seconds, Rounds: rounds, ReadAt: began}
+	tag := waveTag{Backfill: WaveTxnAppID(appID, s), Wave: w, LSN: stamp.String(), HighLSN: high.String(), Seconds: seconds, Rounds: rounds, ReadAt: began,
+		Keys: keyNames(b.keys)}
 	var files ingest.Files
 	var rowsRead int64
 	var mb float64

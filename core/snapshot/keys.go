@@ -113,10 +113,13 @@ func decodeValue(v any, c source.Column) (any, error) {
 	return nil, fmt.Errorf("%v (%T) does not fit type %s", v, v, c.DataType)
 }
 
-func joinNames(cols []source.Column) string {
+func joinNames(cols []source.Column) string { return strings.Join(keyNames(cols), ",") }
+
+// keyNames are the columns' names, in order.
+func keyNames(cols []source.Column) []string {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name
 	}
-	return strings.Join(names, ",")
+	return names
 }
