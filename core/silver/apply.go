@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
@@ -177,10 +178,13 @@ func Apply(ctx context.Context, t Tables, opts Options) (Result, error) {
 			if err != nil {
 				return res, fmt.Errorf("read bronze: %w", err)
 			}
-			if latest <= pos.Version {
-				if latest < pos.Version {
-					return res, &BronzeChangedError{Reason: fmt.Sprintf("bronze's latest version %d is behind the version %d silver applied", latest, pos.Version)}
-				}
+			if latest < pos.Version {
+				return res, &BronzeChangedError{Reason: fmt.Sprintf("bronze's latest version %d is behind the version %d silver applied", latest, pos.Version)}
+			}
+			if err := checkBronzeCommit(ctx, t.Bronze, pos); err != nil {
+				return res, err
+			}
+			if latest == pos.Version {
 				res.CaughtUp = true
 				return res, nil
 			}
@@ -232,6 +236,12 @@ type runState struct {
 	rebuild *string
 	files   []deltalog.Add // the bronze files whose rows the run applies
 	schema  *arrow.Schema  // silver's
+	// waves are the chunk waves the run applies (nil: none); context the bronze files of
+	// versions applied before whose changes their chunk rows are ranked with.
+	waves   *waveRun
+	context []deltalog.Add
+	// commit is commitMark of bronze's commit at the run's target.
+	commit string
 }
 
 // planRun decides the next run up to bronze version latest: incremental over the files
@@ -248,6 +258,9 @@ func planRun(ctx context.Context, t Tables, pos Position, latest int64, opts *Op
 		return nil, err
 	}
 	run.pass = &Pass{Target: latest}
+	if run.commit, err = bronzeCommitMark(ctx, t.Bronze, latest); err != nil {
+		return nil, err
+	}
 	var rebuildFrom *string
 	if pos.Version < 0 {
 		s, err := newestWholeSnapshot(ctx, bsnap, bsnap.Files())
@@ -287,13 +300,32 @@ func planRun(ctx context.Context, t Tables, pos Position, latest int64, opts *Op
 				rebuildFrom = &s
 			} else {
 				run.files = adds
+				run.setWaves(waveTagsOf(commits), pos)
+				if w := run.waves; w != nil && w.complete && len(w.spans) == 0 && pos.Snapshot != "" {
+					// The chunked snapshot is whole, but silver, which stood on an older
+					// snapshot, could not delete the keys its chunks no longer hold (their
+					// ranges are not in silver's key order): rebuild from it.
+					s := w.snapshot
+					rebuildFrom = &s
+					run.waves, run.context = nil, nil
+				}
 			}
 		}
 	}
 	if rebuildFrom != nil {
 		run.rebuild = rebuildFrom
-		run.pass.Rebuild = rebuildFrom
-		run.files = filesSince(bsnap, *rebuildFrom)
+		run.setWaves(waveTagsIn(bsnap), Position{Snapshot: *rebuildFrom})
+		if w := run.waves; w != nil && w.complete {
+			// A whole chunked snapshot newer than the whole one: rebuild from it (its
+			// chunk rows and the changes after it), as from any whole snapshot.
+			s := w.snapshot
+			run.rebuild, run.waves = &s, nil
+		}
+		run.pass.Rebuild = run.rebuild
+		run.files = filesSince(bsnap, *run.rebuild)
+	}
+	if run.waves != nil {
+		run.pass.Waves = &PassWaves{Snapshot: run.waves.snapshot, Wave: run.waves.wave, Complete: run.waves.complete}
 	}
 	bounds, err := planBounds(ctx, bsnap, run.files, run.kc, opts)
 	if err != nil {
@@ -315,9 +347,13 @@ func resumeRun(ctx context.Context, t Tables, pos Position, opts *Options) (*run
 	}
 	run.pass = pos.Pass
 	run.rebuild = pos.Pass.Rebuild
+	if run.commit, err = bronzeCommitMark(ctx, t.Bronze, pos.Pass.Target); err != nil {
+		return nil, err
+	}
 	if run.rebuild != nil {
 		run.files = filesSince(bsnap, *run.rebuild)
-		return run, nil
+		run.setWaves(waveTagsIn(bsnap), Position{Snapshot: *run.rebuild})
+		return run, run.checkWaves()
 	}
 	commits, err := t.Bronze.ReadCommits(ctx, pos.Version+1, pos.Pass.Target)
 	if err != nil {
@@ -330,7 +366,37 @@ func resumeRun(ctx context.Context, t Tables, pos Position, opts *Options) (*run
 			}
 		}
 	}
-	return run, nil
+	run.setWaves(waveTagsOf(commits), pos)
+	return run, run.checkWaves()
+}
+
+// setWaves picks the chunk waves the run applies among tags and the bronze files their
+// chunk rows are ranked with.
+func (run *runState) setWaves(tags []bronze.WaveTag, pos Position) {
+	run.waves = wavesOf(tags, pos, run.kc)
+	if run.waves != nil && run.rebuild == nil {
+		run.context = contextFiles(run.bsnap, run.files, max(pos.Snapshot, run.waves.minStamp))
+	}
+}
+
+// checkWaves holds a resumed run to the waves its position recorded: the snapshot whose
+// chunk rows count must not change between its key ranges.
+func (run *runState) checkWaves() error {
+	want, got := run.pass.Waves, run.waves
+	switch {
+	case want == nil && got == nil:
+		return nil
+	case want == nil:
+		run.waves = nil
+		run.context = nil
+		return nil
+	case got == nil || got.snapshot != want.Snapshot:
+		// The waves' commits are no longer readable as they were (a checkpoint now covers
+		// them): their chunk rows still count, without range deletes.
+		run.waves = &waveRun{snapshot: want.Snapshot, wave: want.Wave, complete: want.Complete}
+		run.context = nil
+	}
+	return nil
 }
 
 // newRun checks bronze against silver's position and the keys, for a run reading bsnap.
@@ -373,9 +439,12 @@ func applyRange(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Pos
 	if err != nil {
 		return Counts{}, 0, err
 	}
-	sel := selection{since: pos.Snapshot, open: pos.OpenSnapshot, lo: lo, hi: hi}
+	sel := selection{since: pos.Snapshot, lo: lo, hi: hi}
 	if run.rebuild != nil {
 		sel.since, sel.snapshot = *run.rebuild, run.rebuild
+	}
+	if run.waves != nil {
+		sel.open = run.waves.snapshot
 	}
 	start := opts.now()
 	set, err := collectImages(ctx, run.bsnap, run.files, run.kc, sel, run.schema)
@@ -383,7 +452,18 @@ func applyRange(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Pos
 		return Counts{}, 0, err
 	}
 	defer set.release()
-	p := &pass{ssnap: ssnap, schema: run.schema, kc: run.kc, set: set, lo: lo, hi: hi, rebuild: run.rebuild != nil, opts: opts}
+	if len(run.context) > 0 {
+		// A chunk row ranks with every change to its key after its stamp, also those of
+		// versions applied before: a key deleted after the stamp stays deleted.
+		if held := set.chunkKeys(); len(held) > 0 {
+			csel := selection{since: max(sel.since, run.waves.minStamp), lo: lo, hi: hi, held: held}
+			if err := set.collect(ctx, run.bsnap, run.context, run.kc, csel); err != nil {
+				return Counts{}, 0, err
+			}
+		}
+	}
+	set.applyWaveDeletes(run.waves)
+	p := &pass{ssnap: ssnap, schema: run.schema, kc: run.kc, set: set, lo: lo, hi: hi, rebuild: run.rebuild != nil, waves: run.waves, opts: opts}
 	if err := p.run(ctx); err != nil {
 		return Counts{}, 0, err
 	}
@@ -398,9 +478,19 @@ func applyRange(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Pos
 	}
 	if pass.Done > len(pass.Bounds) {
 		next.Version = pass.Target
+		next.BronzeCommit = run.commit
 		next.Pass = nil
 		if run.rebuild != nil {
 			next.Snapshot = *run.rebuild
+		}
+		if w := pass.Waves; w != nil {
+			next.OpenSnapshot, next.Wave = w.Snapshot, &w.Wave
+			if w.Complete {
+				next.Snapshot = max(next.Snapshot, w.Snapshot)
+			}
+		}
+		if next.OpenSnapshot != "" && next.OpenSnapshot <= next.Snapshot {
+			next.OpenSnapshot, next.Wave = "", nil
 		}
 	}
 	next.Format = 1

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
@@ -116,5 +118,47 @@ func TestApplyRefusesOtherKeysWhenCaughtUp(t *testing.T) {
 	opts.Keys = []string{"ID"} // the same key in another case is the same key
 	if res, err := Apply(context.Background(), e.tables(), opts); err != nil || !res.CaughtUp || res.Commits != 0 {
 		t.Fatalf("apply with ID: %+v, %v", res, err)
+	}
+}
+
+// Bronze replaced by another table with as many versions and the same table id (here its
+// newest commit rewritten) is refused with a *BronzeChangedError, also when silver has
+// caught up and there is nothing new to apply: the version count alone would not show it.
+func TestApplyRefusesABronzeReplacedWithAsManyVersions(t *testing.T) {
+	e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 9}, workload.Orders(), 30)
+	e.bootstrap()
+	e.step(5)
+	e.drain()
+	e.apply()
+	pos := e.position()
+	if pos.BronzeCommit == "" {
+		t.Fatalf("position %+v records no bronze commit", pos)
+	}
+	ctx := context.Background()
+	store := e.lake.RawStore(e.spec.Bronze)
+	key := deltalog.CommitFileKey(pos.Version)
+	rc, err := store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Replace(string(data), pos.BronzeCommit, "00000000-0000-4000-8000-000000000000", 1)
+	if other == string(data) {
+		t.Fatalf("commit %d does not carry the txnId %s", pos.Version, pos.BronzeCommit)
+	}
+	if err := store.Put(ctx, key, strings.NewReader(other), int64(len(other))); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(ctx, e.tables(), e.opts)
+	var bce *BronzeChangedError
+	if !errors.As(err, &bce) || !strings.Contains(err.Error(), "silver applied "+pos.BronzeCommit) {
+		t.Fatalf("apply over the replaced bronze: %v, want a *BronzeChangedError naming the commit silver applied", err)
+	}
+	if p := e.position(); p.Step != pos.Step {
+		t.Fatalf("silver moved: %+v", p)
 	}
 }

@@ -18,6 +18,9 @@ import (
 // key span. Once the delta layer over a span holds more than 1/foldDivisor of the base rows
 // there, both are folded into new base files.
 func (p *pass) runMergeDV(ctx context.Context) error {
+	if err := p.chunkDeletes(ctx); err != nil {
+		return err
+	}
 	imgs := p.set.sorted()
 	if len(imgs) == 0 {
 		return nil

@@ -36,6 +36,9 @@ type env struct {
 	lake   *testlake.Lake
 	silver string
 	opts   Options
+	// waveSpec, when set, is the spec of a chunked snapshot opened by hand (the stream's
+	// spec does not open it).
+	waveSpec *config.Spec
 }
 
 // newEnv creates def's table in a simulator with rows rows loaded before CDC is enabled
@@ -81,6 +84,7 @@ func (e *env) streamDeps() stream.Deps {
 		Bronze:     e.lake.RawTable(e.spec.Bronze),
 		Facts:      e.lake.RawTable(e.spec.FactsTable),
 		Checkpoint: checkpoint.New(e.lake.RawStore(e.spec.Checkpoint), e.spec.AppID),
+		Plans:      e.lake.RawTable(e.spec.PlansTable()),
 	}
 }
 

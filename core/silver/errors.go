@@ -19,8 +19,9 @@ func (e *KeyError) Error() string {
 }
 
 // BronzeChangedError refuses to apply a bronze table other than the one silver was built
-// from (its Delta table id differs: bronze was deleted and created again), or one whose
-// log is behind silver's position. Silver would mix two histories: delete the silver table
+// from: its Delta table id differs (bronze was deleted and created again), its commit at
+// the version silver applied is not the one silver recorded (another table with as many
+// versions, Position.BronzeCommit), or its log is behind silver's position. Silver would mix two histories: delete the silver table
 // (or point the spec at a new one) and apply again.
 type BronzeChangedError struct {
 	Reason string

@@ -32,6 +32,10 @@ type selection struct {
 	open string
 	// lo and hi bound the keys, [lo, hi); nil is open.
 	lo, hi []byte
+	// held, when set, picks only changes to these keys (those a chunk row is the image
+	// of): the changes a chunk row is ranked with from bronze versions silver applied
+	// before (docs/silver.md § Chunk waves).
+	held map[string]bool
 }
 
 func (s *selection) inRange(k []byte) bool {
@@ -73,6 +77,15 @@ var bronzeColumns = []string{bronze.ColSeqval, bronze.ColOperation, bronze.ColCo
 // kept in memory.
 func collectImages(ctx context.Context, bsnap *deltalog.Snapshot, files []deltalog.Add, kc keyColumnsInfo, sel selection, schema *arrow.Schema) (*imageSet, error) {
 	set := &imageSet{schema: schema, byKey: map[string]image{}}
+	if err := set.collect(ctx, bsnap, files, kc, sel); err != nil {
+		set.release()
+		return nil, err
+	}
+	return set, nil
+}
+
+// collect folds the rows of files the selection picks into the set.
+func (set *imageSet) collect(ctx context.Context, bsnap *deltalog.Snapshot, files []deltalog.Add, kc keyColumnsInfo, sel selection) error {
 	var read []deltalog.Add
 	for i := range files {
 		if kc.fileMayHold(&files[i], sel.lo, sel.hi) {
@@ -80,14 +93,14 @@ func collectImages(ctx context.Context, bsnap *deltalog.Snapshot, files []deltal
 		}
 	}
 	if len(read) == 0 {
-		return set, nil
+		return nil
 	}
 	bsc, err := bsnap.ArrowSchema()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var cols []string
-	for _, f := range schema.Fields() {
+	for _, f := range set.schema.Fields() {
 		if fieldIndexFold(bsc, f.Name) >= 0 {
 			cols = append(cols, f.Name)
 		}
@@ -99,23 +112,21 @@ func collectImages(ctx context.Context, bsnap *deltalog.Snapshot, files []deltal
 	}
 	it, err := bsnap.Scan(ctx, deltalog.ScanOptions{Files: read, Columns: cols})
 	if err != nil {
-		return nil, fmt.Errorf("read bronze: %w", err)
+		return fmt.Errorf("read bronze: %w", err)
 	}
 	defer it.Close()
 	for {
 		rec, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
-			return set, nil
+			return nil
 		}
 		if err != nil {
-			set.release()
-			return nil, fmt.Errorf("read bronze: %w", err)
+			return fmt.Errorf("read bronze: %w", err)
 		}
 		err = set.fold(ctx, rec, kc, sel)
 		rec.Release()
 		if err != nil {
-			set.release()
-			return nil, err
+			return err
 		}
 	}
 }
@@ -147,6 +158,9 @@ func (s *imageSet) fold(ctx context.Context, rec arrow.RecordBatch, kc keyColumn
 		}
 		op, lsn := opA.Value(i), lsnA.Value(i)
 		if op == bronze.OpSnapshot {
+			if sel.held != nil {
+				continue
+			}
 			snap := lsn
 			if snapA != nil && snapA.IsValid(i) {
 				snap = snapA.Value(i)
@@ -164,6 +178,9 @@ func (s *imageSet) fold(ctx context.Context, rec arrow.RecordBatch, kc keyColumn
 		}
 		kb = encodeKey(kb[:0], keys, i)
 		if !sel.inRange(kb) {
+			continue
+		}
+		if sel.held != nil && !sel.held[string(kb)] {
 			continue
 		}
 		s.rows++
@@ -230,6 +247,17 @@ func takeRows(ctx context.Context, rec arrow.RecordBatch, idx []int32) (arrow.Re
 		cols[i] = c
 	}
 	return array.NewRecordBatch(rec.Schema(), cols, int64(len(idx))), nil
+}
+
+// chunkKeys are the keys whose image is a chunk row (operation 0).
+func (s *imageSet) chunkKeys() map[string]bool {
+	out := map[string]bool{}
+	for k, im := range s.byKey {
+		if im.order.Op == bronze.OpSnapshot {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // keyedImage is one key's image, for a pass that walks keys in order.

@@ -59,7 +59,9 @@ type pass struct {
 	set     *imageSet
 	lo, hi  []byte
 	rebuild bool
-	opts    *Options
+	// waves are the chunk waves the pass applies (nil: none).
+	waves *waveRun
+	opts  *Options
 
 	removes []deltalog.Remove
 	adds    []deltalog.Add
@@ -127,6 +129,9 @@ const (
 // row's _start_lsn), then rewrites each touched file with its surviving rows and the new
 // rows whose key falls in its range, in key order.
 func (p *pass) runMerge(ctx context.Context) error {
+	if err := p.chunkDeletes(ctx); err != nil {
+		return err
+	}
 	imgs := p.set.sorted()
 	if len(imgs) == 0 {
 		return nil

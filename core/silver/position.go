@@ -1,7 +1,11 @@
 package silver
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
@@ -22,6 +26,10 @@ type Position struct {
 	Format int `json:"format"`
 	// BronzeID is bronze's Delta table id (metaData.id); a different id is another table.
 	BronzeID string `json:"bronze_id"`
+	// BronzeCommit identifies bronze's commit at Version (its commitInfo.txnId, else its
+	// timestamp): bronze replaced by another table with as many versions and the same id
+	// (a copy) shows a different one ("" in positions written before it was recorded).
+	BronzeCommit string `json:"bronze_commit,omitempty"`
 	// Version is the bronze version applied in full; -1 before the first apply.
 	Version int64 `json:"bronze_version"`
 	// AppliedLSN is the newest LSN silver reflects: its snapshot's, or the newest change
@@ -30,8 +38,10 @@ type Position struct {
 	// Snapshot is the whole snapshot silver was (re)built from, "" when none: rows older than it do
 	// not count (docs/bronze.md § The current table).
 	Snapshot string `json:"snapshot_lsn"`
-	// OpenSnapshot is the open chunked snapshot whose waves silver applies as they arrive, "" when
-	// none; Wave is the newest of its waves applied.
+	// OpenSnapshot is the open chunked snapshot whose waves silver applies as they arrive
+	// (docs/silver.md § Chunk waves), "" when none; Wave is the newest of its waves
+	// applied. When the wave holding the plan's last chunk is applied, the snapshot is
+	// whole: it becomes Snapshot and OpenSnapshot is cleared.
 	OpenSnapshot string `json:"open_snapshot_lsn,omitempty"`
 	Wave         *int64 `json:"snapshot_wave,omitempty"`
 	// Keys are silver's key columns.
@@ -58,6 +68,16 @@ type Pass struct {
 	Bounds []string `json:"bounds"`
 	// Done is the number of key ranges applied.
 	Done int `json:"done"`
+	// Waves, when set, are the chunk waves among the run's bronze commits that it applies.
+	Waves *PassWaves `json:"waves,omitempty"`
+}
+
+// PassWaves are the chunk waves a run applies: S, the newest wave, and whether the plan's
+// last chunk is among them.
+type PassWaves struct {
+	Snapshot string `json:"snapshot_lsn"`
+	Wave     int64  `json:"wave"`
+	Complete bool   `json:"complete,omitempty"`
 }
 
 // ReadPosition is the position recorded in silver at snap (docs/silver.md § Position); ok
@@ -84,4 +104,49 @@ func ReadPosition(snap *deltalog.Snapshot) (Position, bool, error) {
 func (p Position) encode() string {
 	b, _ := json.Marshal(p) // plain fields: never fails
 	return string(b)
+}
+
+// commitMark identifies a bronze commit for Position.BronzeCommit: its commitInfo's txnId
+// (a UUID per commit), else its timestamp; "" when the commit has no commitInfo.
+func commitMark(actions []deltalog.Action) string {
+	for _, a := range actions {
+		if ci := a.CommitInfo; ci != nil {
+			if ci.TxnID != "" {
+				return ci.TxnID
+			}
+			return "ts:" + strconv.FormatInt(ci.Timestamp, 10)
+		}
+	}
+	return ""
+}
+
+// bronzeCommitMark is commitMark of bronze's commit at version v ("" when log clean-up
+// removed it).
+func bronzeCommitMark(ctx context.Context, bronzeTable *deltalog.Table, v int64) (string, error) {
+	commits, err := bronzeTable.ReadCommits(ctx, v, v)
+	var vnf *deltalog.VersionNotFoundError
+	if errors.As(err, &vnf) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read bronze commit %d: %w", v, err)
+	}
+	if len(commits) == 0 {
+		return "", nil
+	}
+	return commitMark(commits[0]), nil
+}
+
+// checkBronzeCommit refuses a bronze whose commit at the version silver applied is not the
+// one silver recorded (*BronzeChangedError): bronze was replaced by another table, which
+// the version count alone cannot show.
+func checkBronzeCommit(ctx context.Context, bronzeTable *deltalog.Table, pos Position) error {
+	if pos.BronzeCommit == "" || pos.Version < 0 {
+		return nil
+	}
+	m, err := bronzeCommitMark(ctx, bronzeTable, pos.Version)
+	if err != nil || m == "" || m == pos.BronzeCommit {
+		return err
+	}
+	return &BronzeChangedError{Reason: fmt.Sprintf("bronze's commit at version %d is %s, silver applied %s", pos.Version, m, pos.BronzeCommit)}
 }

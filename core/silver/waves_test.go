@@ -1,0 +1,479 @@
+package silver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
+)
+
+// chunked makes the environment's bootstrap a chunked snapshot of chunkRows-row chunks,
+// two per wave, read beside the stream.
+func (e *env) chunked(chunkRows int64) {
+	e.t.Helper()
+	zero := 0.0
+	e.spec.Snapshot = config.SnapshotChunked
+	e.spec.ChunkRows, e.spec.MinHeadroomHours, e.spec.TargetWaveSeconds = &chunkRows, &zero, &zero
+	if err := e.spec.Validate(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// underRead, when set, runs as each chunk read of a wave starts (after the wave's stamp)
+// and again once the read's rows are in hand (before the wave commits).
+type readHooks struct {
+	source.Source
+	before, after func()
+}
+
+func (s *readHooks) ReadTable(ctx context.Context, r source.TableRead) (source.Rows, error) {
+	if s.before != nil {
+		s.before()
+	}
+	rows, err := s.Source.ReadTable(ctx, r)
+	if err != nil || s.after == nil {
+		return rows, err
+	}
+	// Hold the chunk's rows before the workload moves on, as a server's read would have
+	// returned them.
+	defer rows.Close()
+	var recs []arrow.RecordBatch
+	for {
+		rec, err := rows.Next(ctx)
+		if err != nil {
+			if isEOF(err) {
+				break
+			}
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	s.after()
+	return &heldRows{schema: rows.Schema(), recs: recs}, nil
+}
+
+// snapshotDeps are a chunked snapshot's: e.waveSpec's when set (a snapshot opened by hand
+// beside a stream that does not open it), else the environment's.
+func (e *env) snapshotDeps(src source.Source) snapshot.Deps {
+	spec := e.spec
+	if e.waveSpec != nil {
+		spec = e.waveSpec
+	}
+	return snapshot.Deps{Spec: spec, Source: src, Bronze: e.lake.RawTable(spec.Bronze), Facts: e.lake.RawTable(spec.FactsTable),
+		Plans: e.lake.RawTable(spec.PlansTable()), Staging: e.lake.RawStore(spec.Checkpoint), Options: snapshot.Options{Now: e.db.Now}}
+}
+
+// wave reads one wave of the chunked snapshot (the stream must have opened it) and
+// reports whether the snapshot is done. hooks, when set, run around each chunk read.
+func (e *env) wave(before, after func()) bool {
+	e.t.Helper()
+	var src source.Source = e.db
+	if before != nil || after != nil {
+		src = &readHooks{Source: e.db, before: before, after: after}
+	}
+	d := e.snapshotDeps(src)
+	p := snapshot.ParamsOf(d.Spec)
+	p.MaxWaves = 1
+	st, err := snapshot.Backfill(context.Background(), d, p)
+	if err != nil {
+		e.t.Fatalf("backfill: %v", err)
+	}
+	if st.State != snapshot.StateRunning && st.State != snapshot.StateDone {
+		e.t.Fatalf("backfill: %+v", st)
+	}
+	return st.State == snapshot.StateDone
+}
+
+// waveSpans are the chunk ranges of every wave in bronze, in silver's key order, and
+// whether each could be translated (the key's order is SQL Server's).
+func (e *env) waveSpans() ([]chunkSpan, bool) {
+	e.t.Helper()
+	ctx := context.Background()
+	bt := e.lake.RawTable(e.spec.Bronze)
+	snap, err := bt.Snapshot(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	commits, err := bt.ReadCommits(ctx, 0, snap.Version())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sc, err := snap.ArrowSchema()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	kc, err := newKeyColumns(sc, e.def.Spec.Key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w := wavesOf(waveTagsOf(commits), Position{Version: -1}, kc)
+	if w == nil {
+		return nil, true
+	}
+	return w.spans, len(w.spans) > 0
+}
+
+// keyedRows reads rows into a map from each row's key encoding to its values' text, by
+// column name (lower case); with a check that no key appears twice.
+func (e *env) keyed(rows source.Rows, skip ...string) map[string]map[string]string {
+	e.t.Helper()
+	defer rows.Close()
+	out := map[string]map[string]string{}
+	for {
+		rec, err := rows.Next(context.Background())
+		if isEOF(err) {
+			return out
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		keys := keyColumns(rec, e.def.Spec.Key)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			v := map[string]string{}
+			for j, f := range rec.Schema().Fields() {
+				if !slices.Contains(skip, f.Name) {
+					v[strings.ToLower(f.Name)] = rec.Column(j).ValueStr(i)
+				}
+			}
+			k := string(encodeKey(nil, keys, i))
+			if _, dup := out[k]; dup {
+				e.t.Fatalf("key %x appears twice", k)
+			}
+			out[k] = v
+		}
+		rec.Release()
+	}
+}
+
+// sourceKeyed and silverKeyed are the source table and silver, keyed.
+func (e *env) sourceKeyed() map[string]map[string]string {
+	e.t.Helper()
+	cols, err := e.db.Columns(e.def.Spec.Name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	rows, err := e.db.ReadTable(context.Background(), source.TableRead{Table: source.Table{Schema: "dbo", Name: e.def.Spec.Name}, Columns: cols})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.keyed(rows)
+}
+
+func (e *env) silverKeyed() map[string]map[string]string {
+	e.t.Helper()
+	snap, err := e.lake.RawTable(e.silver).Snapshot(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if snap.Version() < 0 {
+		return map[string]map[string]string{}
+	}
+	it, err := snap.Scan(context.Background(), deltalog.ScanOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.keyed(scanRows{it, it.Schema()}, ColStartLSN, ColCommitTS)
+}
+
+// assertSilverWithinSource checks silver while a chunked snapshot is open: every silver
+// row is the source's row for its key, and every source row whose key lies in a chunk
+// bronze holds is in silver (when the key's order lets the chunks' ranges be known). It
+// returns how many source rows the chunks cover.
+func (e *env) assertSilverWithinSource(when string) int {
+	e.t.Helper()
+	src, sil := e.sourceKeyed(), e.silverKeyed()
+	var diffs []string
+	for k, row := range sil {
+		want, ok := src[k]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("key %x is in silver, not in the source", k))
+			continue
+		}
+		for c, v := range want {
+			if row[c] != v {
+				diffs = append(diffs, fmt.Sprintf("key %x column %s: silver %q, source %q", k, c, row[c], v))
+			}
+		}
+	}
+	covered := 0
+	if spans, ok := e.waveSpans(); ok {
+		for k := range src {
+			if !slices.ContainsFunc(spans, func(c chunkSpan) bool { return c.holds([]byte(k)) }) {
+				continue
+			}
+			covered++
+			if _, in := sil[k]; !in {
+				diffs = append(diffs, fmt.Sprintf("key %x of a chunk applied is missing from silver", k))
+			}
+		}
+	}
+	if len(diffs) > 0 {
+		slices.Sort(diffs)
+		e.t.Fatalf("%s: silver is not within the source table (%d differences):\n%s", when, len(diffs), strings.Join(diffs[:min(10, len(diffs))], "\n"))
+	}
+	return covered
+}
+
+// heldRows replays records read earlier.
+type heldRows struct {
+	schema *arrow.Schema
+	recs   []arrow.RecordBatch
+}
+
+func (h *heldRows) Schema() *arrow.Schema { return h.schema }
+
+func (h *heldRows) Next(context.Context) (arrow.RecordBatch, error) {
+	if len(h.recs) == 0 {
+		return nil, io.EOF
+	}
+	r := h.recs[0]
+	h.recs = h.recs[1:]
+	return r, nil
+}
+
+func (h *heldRows) Close() error {
+	for _, r := range h.recs {
+		r.Release()
+	}
+	h.recs = nil
+	return nil
+}
+
+func isEOF(err error) bool { return errors.Is(err, io.EOF) }
+
+// After a chunked bootstrap applied wave by wave, under a live workload (inserts, updates,
+// deletes, key updates in both of SQL Server's shapes, transactions of several
+// statements) that also writes, and streams into bronze, while each chunk is read (after
+// its stamp, before and after the read, and applied to silver before the wave): at every
+// apply every silver row is the source's
+// row and every source row of a chunk applied is in silver; once the last wave is
+// applied silver equals the source table row for row, its position holds the snapshot
+// as whole, and later applies go on without a rebuild. For an int, a composite and a
+// case-insensitive string key (whose chunks' ranges silver cannot order: no range
+// deletes), on local disk and on the emulators.
+func TestApplyFollowsChunkedWaves(t *testing.T) {
+	type world struct {
+		backend testlake.Backend
+		def     workload.TableDef
+		split   bool
+	}
+	var worlds []world
+	for _, def := range []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()} {
+		for _, split := range []bool{false, true} {
+			worlds = append(worlds, world{testlake.Local, def, split})
+		}
+	}
+	worlds = append(worlds, world{testlake.AWS, workload.Orders(), true}, world{testlake.AWS, workload.OrderLines(), false})
+	for _, w := range worlds {
+		t.Run(fmt.Sprintf("%s/%s/keyUpdateAsDeleteInsert=%v", w.backend, w.def.Spec.Name, w.split), func(t *testing.T) {
+			e := newEnv(t, w.backend, cdcsim.Config{Seed: 21, KeyUpdateAsDeleteInsert: w.split}, w.def, 240)
+			e.chunked(30)
+			e.drain() // the stream opens the chunked snapshot at S and reads from S on
+			e.step(20)
+			e.drain()
+			e.apply()
+			e.assertSilverWithinSource("before any wave")
+			var mu sync.Mutex
+			underRead := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				e.step(3)
+				e.drain()
+				e.apply() // silver applies the changes after the stamp before the wave
+			}
+			waves := 0
+			for done := false; !done; {
+				done = e.wave(underRead, underRead)
+				waves++
+				if waves%2 == 0 {
+					e.apply() // the wave applied before the changes after it reach bronze
+				}
+				e.step(15)
+				e.drain()
+				e.apply()
+				covered := e.assertSilverWithinSource(fmt.Sprintf("wave %d", waves))
+				p := e.position()
+				if !done && (p.OpenSnapshot == "" || p.Wave == nil || *p.Wave != int64(waves-1)) {
+					t.Fatalf("wave %d: position %+v, want the open snapshot and wave %d", waves, p, waves-1)
+				}
+				if _, ranged := e.waveSpans(); ranged != (w.def.Kind != workload.StringKey) || (ranged && covered == 0) {
+					t.Fatalf("wave %d: chunk ranges known %v, %d source rows in them", waves, ranged, covered)
+				}
+			}
+			if waves < 3 {
+				t.Fatalf("the snapshot took %d waves, want several", waves)
+			}
+			p := e.position()
+			if p.OpenSnapshot != "" || p.Wave != nil || p.Snapshot == "" {
+				t.Fatalf("position after the last wave: %+v, want the snapshot whole", p)
+			}
+			e.assertSilverEqualsSource("the chunked snapshot complete")
+			e.assertClustered()
+			for round := range 3 {
+				e.step(30)
+				e.drain()
+				if res := e.apply(); res.Rebuilds != 0 {
+					t.Fatalf("round %d after the snapshot: %+v, want no rebuild", round, res)
+				}
+				e.assertSilverEqualsSource(fmt.Sprintf("round %d after the snapshot", round))
+			}
+			if e.gen.Stats.KeyUpdates == 0 || e.gen.Stats.Deletes == 0 {
+				t.Fatalf("the workload wrote no key update or delete: %+v", e.gen.Stats)
+			}
+		})
+	}
+}
+
+// A chunked snapshot over a silver that holds keys deleted in a gap no change row covers
+// (the stream lost the changes; a later generation snapshots the table again, chunk by
+// chunk): each wave deletes the keys of its chunks' ranges the chunks no longer hold
+// (range deletes at the chunk's stamp), keys whose rows are newer than the stamp stay, and
+// when the last wave is in silver equals the source table. For a string key, whose chunks'
+// ranges silver cannot order, the keys linger until the last wave, which rebuilds silver
+// from the now whole snapshot instead.
+func TestChunkedResnapshotDeletesKeysTheChunksNoLongerHold(t *testing.T) {
+	for _, def := range []workload.TableDef{workload.Orders(), workload.Customers()} {
+		t.Run(def.Spec.Name, func(t *testing.T) {
+			e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 23}, def, 200)
+			e.bootstrap()
+			e.step(20)
+			e.drain()
+			e.apply()
+			e.assertSilverEqualsSource("generation 0")
+
+			// The gap: deletes the stream never reads.
+			var gone []string
+			for k := range e.silverKeyed() {
+				if len(gone) == 6 {
+					break
+				}
+				gone = append(gone, k)
+			}
+			rows := e.silverRowsOf(gone)
+			for _, key := range rows {
+				if _, err := e.db.Exec(func(tx *cdcsim.Txn) error { return tx.Delete(def.Spec.Name, key) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.step(10)
+			max, err := e.db.MaxLSN(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.db.Cleanup("dbo_"+def.Spec.Name, max); err != nil {
+				t.Fatal(err)
+			}
+
+			// Generation 1: a chunked snapshot opened at S, a stream of a new sink app id and
+			// checkpoint from S.
+			g1 := *e.spec
+			g1.AppID = e.spec.AppID + ".g1"
+			g1.Checkpoint = e.lake.URL("checkpoint/generations/1")
+			e.spec = &g1
+			e.chunked(25)
+			s, err := snapshot.OpenChunked(context.Background(), e.snapshotDeps(e.db))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream := g1
+			stream.Snapshot, stream.Bootstrap, stream.Options.StartingLsn = config.SnapshotFull, false, s.LSN.String()
+			stream.ChunkRows, stream.MinHeadroomHours, stream.TargetWaveSeconds = nil, nil, nil
+			if err := stream.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			e.waveSpec, e.spec = &g1, &stream
+			e.drain()
+			ranged := def.Kind != workload.StringKey
+			waves := 0
+			for done := false; !done; {
+				done = e.wave(nil, nil)
+				waves++
+				e.step(10)
+				e.drain()
+				res := e.apply()
+				if ranged || !done {
+					if res.Rebuilds != 0 {
+						t.Fatalf("wave %d: %+v, want no rebuild", waves, res)
+					}
+				} else if res.Rebuilds != 1 {
+					t.Fatalf("last wave of a string key: %+v, want the rebuild from the whole snapshot", res)
+				}
+				sil := e.silverKeyed()
+				spans, _ := e.waveSpans()
+				for _, k := range gone {
+					_, in := sil[k]
+					covered := slices.ContainsFunc(spans, func(c chunkSpan) bool { return c.holds([]byte(k)) })
+					if ranged && covered && in {
+						t.Fatalf("wave %d: key %x deleted in the gap is in silver after its chunk", waves, k)
+					}
+				}
+			}
+			e.assertSilverEqualsSource("generation 1 complete")
+			for _, k := range gone {
+				if _, in := e.silverKeyed()[k]; in {
+					t.Fatalf("key %x deleted in the gap is still in silver", k)
+				}
+			}
+			e.step(20)
+			e.drain()
+			if res := e.apply(); res.Rebuilds != 0 {
+				t.Fatalf("apply after the snapshot: %+v", res)
+			}
+			e.assertSilverEqualsSource("generation 1, incremental")
+		})
+	}
+}
+
+// silverRowsOf are the key values of the silver rows with the given key encodings.
+func (e *env) silverRowsOf(keys []string) [][]any {
+	e.t.Helper()
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	snap, err := e.lake.RawTable(e.silver).Snapshot(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	it, err := snap.Scan(context.Background(), deltalog.ScanOptions{Columns: e.def.Spec.Key})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer it.Close()
+	var out [][]any
+	for {
+		rec, err := it.Next(context.Background())
+		if isEOF(err) {
+			return out
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		cols := keyColumns(rec, e.def.Spec.Key)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if !want[string(encodeKey(nil, cols, i))] {
+				continue
+			}
+			var key []any
+			for _, c := range cols {
+				key = append(key, c.GetOneForMarshal(i))
+			}
+			out = append(out, key)
+		}
+		rec.Release()
+	}
+}
