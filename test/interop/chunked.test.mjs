@@ -1,9 +1,10 @@
 // Runs `mssqlcdc demo --bootstrap chunked` and reads what it wrote with DuckDB and the Delta
 // log reader written here from the protocol (delta.mjs), none of mssqlcdc's Go code: the
-// plans table next to bronze (docs/snapshots.md "The plans table") and bronze. The chunk
-// rows the plans table records must match bronze's snapshot rows chunk by chunk, the plan
-// must tile the chunks 0..n-1, and docs/bronze.md's current-state query over bronze must
-// give the demo's table.
+// plans table next to bronze (docs/snapshots.md "The plans table"), bronze and silver. The
+// chunk rows the plans table records must match bronze's snapshot rows chunk by chunk, the
+// plan must tile the chunks 0..n-1, docs/bronze.md's current-state query over bronze must
+// give the demo's table, and silver, applied wave by wave, must hold that query's rows at
+// every apply (docs/silver.md § Chunk waves).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,14 +15,15 @@ import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { run, bin, parseSummary } from './demo.mjs';
 import { rows, sqlList, dataPath, snapshot } from './delta.mjs';
+import { createLiveView, compareSilverVersions } from './silver.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-let dir, conn, instance, summary, out;
+let dir, lake, conn, instance, summary, out;
 
 before(async () => {
   assert.ok(bin, 'MSSQLCDC_BIN must name the mssqlcdc binary (scripts/test.sh sets it)');
   dir = mkdtempSync(path.join(tmpdir(), 'mssqlcdc-interop-chunked-'));
-  const lake = path.join(dir, 'lake');
+  lake = path.join(dir, 'lake');
   ({ stdout: out } = await run(bin, ['demo', '--bootstrap', 'chunked', '--lake', lake, '--rows', '3000', '--seconds', '1', '--seed', '11'], { maxBuffer: 16 << 20 }));
   summary = parseSummary(out);
   instance = await DuckDBInstance.create(':memory:');
@@ -75,4 +77,16 @@ test("docs/bronze.md's current-state query over the chunked bronze gives the dem
   const [r] = await rows(conn, `SELECT count(*) AS n, count(DISTINCT id) AS keys FROM (${sql})`);
   assert.equal(Number(r.n), summary.tableRows);
   assert.equal(Number(r.keys), Number(r.n));
+});
+
+test("silver, applied wave by wave, holds docs/bronze.md's current rows at every apply and equals the table once the snapshot is whole", async () => {
+  const silver = path.join(lake, 'silver', 'orders');
+  const { compared, open } = await compareSilverVersions(conn, silver, path.join(lake, 'bronze', 'orders'));
+  assert.ok(open >= 2, `compared ${open} silver versions with the chunked snapshot open`);
+  assert.ok(compared > open, `compared ${compared - open} silver versions after the snapshot was whole`);
+  const latest = await snapshot(conn, silver);
+  await createLiveView(conn, 'silver_orders', silver, latest);
+  const [n] = await rows(conn, 'SELECT count(*) AS n FROM silver_orders');
+  assert.equal(Number(n.n), summary.silverRows);
+  assert.equal(summary.silverRows, summary.tableRows);
 });
