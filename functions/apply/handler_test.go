@@ -354,16 +354,17 @@ func (w *world) sourceKeys() map[string][]string {
 	return st.Rows
 }
 
-// Kill the handler's apply at its external calls (store and log store calls, before one
+// Kill the handler's apply at every external call (store and log store calls, before one
 // takes effect or after, its answer lost), on local disk and on the emulators, then
 // invoke again until caught up: silver equals the source table and its position holds no
-// pass. The run is a rebuild in several key ranges, on a fresh silver table per kill.
+// pass. The run is a rebuild in several key ranges (a small table and a small memory
+// budget keep the calls few), on a fresh silver table per kill.
 func TestKilledApplyInvocationConverges(t *testing.T) {
 	for _, backend := range testlake.Backends {
 		t.Run(string(backend), func(t *testing.T) {
-			w := newWorld(t, backend, 1500, 48<<10)
+			w := newWorld(t, backend, 200, 12<<10)
 			w.bootstrap()
-			w.step(40)
+			w.step(10)
 			w.drain()
 			table := func(name string) { w.spec.Silver.Table = w.lake.URL(name) }
 			table("silver-clean")
@@ -376,13 +377,7 @@ func TestKilledApplyInvocationConverges(t *testing.T) {
 			}
 			w.assertSilverEqualsSource("clean run")
 			ops := clean.Ops()
-			// Every 5th call here (every 15th on the emulators): core/silver's
-			// TestKilledApplyConverges kills the same run at every single call.
-			every := 5
-			if testing.Short() || backend == testlake.AWS {
-				every = 15
-			}
-			plans := testlake.KillPlans(ops, every)
+			plans := testlake.KillPlans(ops, 1)
 			t.Logf("a clean invocation makes %d external calls; %d kill plans", len(ops), len(plans))
 			for i, f := range plans {
 				table(fmt.Sprintf("silver-%d", i))
