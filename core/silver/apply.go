@@ -138,8 +138,10 @@ type Result struct {
 // it into silver, key range by key range, each range one silver commit that records the
 // position reached. A newer whole snapshot in bronze (a bootstrap, a re-snapshot of a
 // later generation) makes the run a rebuild: silver's rows are replaced by that snapshot's
-// and the changes after it. Apply stops when silver has caught up with the bronze version
-// it last read, or at opts.Deadline.
+// and the changes after it. A chunked snapshot's waves are applied as they arrive, with
+// range deletes of the keys a chunk no longer holds, and its last wave makes it the
+// snapshot silver stands on without a rebuild (docs/silver.md § Chunk waves). Apply stops
+// when silver has caught up with the bronze version it last read, or at opts.Deadline.
 //
 // Killed anywhere and run again, Apply converges: a key range is one commit, which moves the
 // position, and a range applied again from behind changes nothing (an image is applied only
