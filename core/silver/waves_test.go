@@ -477,3 +477,41 @@ func (e *env) silverRowsOf(keys []string) [][]any {
 		rec.Release()
 	}
 }
+
+// Silver's first apply after waves have landed rebuilds with the open snapshot's chunk
+// rows (and, once its last wave is in, from the whole chunked snapshot), then goes on
+// wave by wave; either way silver ends equal to the source table.
+func TestFirstApplyAfterWaves(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(map[bool]string{false: "two waves in", true: "every wave in"}[all], func(t *testing.T) {
+			e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 25}, workload.OrderLines(), 200)
+			e.chunked(30)
+			e.drain()
+			done := false
+			for i := 0; !done && (all || i < 2); i++ {
+				e.step(10)
+				e.drain()
+				done = e.wave(nil, nil)
+			}
+			e.step(10)
+			e.drain()
+			res := e.apply()
+			p := e.position()
+			if res.Rebuilds != 1 || (p.OpenSnapshot == "") != all || (p.Snapshot != "") != all {
+				t.Fatalf("first apply: %+v, position %+v", res, p)
+			}
+			e.assertSilverWithinSource("first apply")
+			for !done {
+				e.step(10)
+				e.drain()
+				done = e.wave(nil, nil)
+				e.apply()
+				e.assertSilverWithinSource("wave")
+			}
+			e.assertSilverEqualsSource("the snapshot whole")
+			if p := e.position(); p.OpenSnapshot != "" || p.Snapshot == "" {
+				t.Fatalf("position %+v", p)
+			}
+		})
+	}
+}
