@@ -1,7 +1,9 @@
 package silver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -344,11 +347,16 @@ func TestApplyFollowsChunkedWaves(t *testing.T) {
 // (range deletes at the chunk's stamp), keys whose rows are newer than the stamp stay, and
 // when the last wave is in silver equals the source table. For a string key, whose chunks'
 // ranges silver cannot order, the keys linger until the last wave, which rebuilds silver
-// from the now whole snapshot instead.
+// from the now whole snapshot instead. With deletion vectors and copy-on-write.
 func TestChunkedResnapshotDeletesKeysTheChunksNoLongerHold(t *testing.T) {
-	for _, def := range []workload.TableDef{workload.Orders(), workload.Customers()} {
-		t.Run(def.Spec.Name, func(t *testing.T) {
+	for _, c := range []struct {
+		def workload.TableDef
+		cow bool
+	}{{workload.Orders(), false}, {workload.Orders(), true}, {workload.Customers(), false}} {
+		def := c.def
+		t.Run(fmt.Sprintf("%s/copyOnWrite=%v", def.Spec.Name, c.cow), func(t *testing.T) {
 			e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 23}, def, 200)
+			e.opts.CopyOnWrite = c.cow
 			e.bootstrap()
 			e.step(20)
 			e.drain()
@@ -513,5 +521,54 @@ func TestFirstApplyAfterWaves(t *testing.T) {
 				t.Fatalf("position %+v", p)
 			}
 		})
+	}
+}
+
+// Chunk bounds become keys of silver's order only where that order is SQL Server's:
+// integers (exact, 64-bit), dates, and timestamps rounded inward to bronze's microseconds
+// on the last key column (a lower bound up, an upper bound down), refused on an earlier
+// column or for strings; nil is open, a NULL value sorts first.
+func TestChunkBound(t *testing.T) {
+	us := &arrow.TimestampType{Unit: arrow.Microsecond}
+	kc := func(types ...arrow.DataType) keyColumnsInfo {
+		k := keyColumnsInfo{types: types}
+		for i := range types {
+			k.names = append(k.names, fmt.Sprintf("k%d", i))
+		}
+		return k
+	}
+	enc := func(vals ...int64) []byte {
+		var out []byte
+		for _, v := range vals {
+			out = putInt(append(out, 0x01), v)
+		}
+		return out
+	}
+	base := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC).UnixMicro()
+	for _, c := range []struct {
+		name  string
+		kc    keyColumnsInfo
+		vals  []any
+		upper bool
+		want  []byte
+		ok    bool
+	}{
+		{"open", kc(arrow.PrimitiveTypes.Int64), nil, false, nil, true},
+		{"int64 exact", kc(arrow.PrimitiveTypes.Int64), []any{json.Number("9007199254740993")}, false, enc(9007199254740993), true},
+		{"int beyond int64", kc(arrow.PrimitiveTypes.Int64), []any{json.Number("9223372036854775808")}, true, nil, false},
+		{"NULL first", kc(arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int32), []any{nil, json.Number("3")}, false, append([]byte{0x00}, enc(3)...), true},
+		{"date", kc(arrow.FixedWidthTypes.Date32), []any{"2026-03-04T00:00:00Z"}, false, enc(int64(arrow.Date32FromTime(time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)))), true},
+		{"date with a time", kc(arrow.FixedWidthTypes.Date32), []any{"2026-03-04T01:00:00Z"}, false, nil, false},
+		{"timestamp lower, 100 ns", kc(us), []any{"2026-03-04T05:06:07.0000001Z"}, false, enc(base + 1), true},
+		{"timestamp upper, 100 ns", kc(us), []any{"2026-03-04T05:06:07.0000001Z"}, true, enc(base), true},
+		{"timestamp exact", kc(us), []any{"2026-03-04T05:06:07.000002Z"}, false, enc(base + 2), true},
+		{"timestamp 100 ns, not last", kc(us, arrow.PrimitiveTypes.Int64), []any{"2026-03-04T05:06:07.0000001Z", json.Number("1")}, false, nil, false},
+		{"string", kc(arrow.BinaryTypes.String), []any{"abc"}, false, nil, false},
+		{"wrong arity", kc(arrow.PrimitiveTypes.Int64), []any{json.Number("1"), json.Number("2")}, false, nil, false},
+	} {
+		got, ok := c.kc.chunkBound(c.vals, c.upper)
+		if ok != c.ok || !bytes.Equal(got, c.want) {
+			t.Errorf("%s: %x %v, want %x %v", c.name, got, ok, c.want, c.ok)
+		}
 	}
 }
