@@ -118,8 +118,9 @@ type loopOptions struct {
 	// done (tests count polls with it instead of the clock).
 	wait func(ctx context.Context, d time.Duration)
 	// recover takes the full re-snapshot an invocation asked for
-	// (stream.OutcomeResnapshotRequired) in-process, as the recover state machine does on
-	// AWS; nil makes that outcome an error.
+	// (stream.OutcomeResnapshotRequired), or the switch snapshot
+	// (stream.OutcomeSwitchSnapshotRequired), in-process, as the recover state machine
+	// does on AWS; nil makes those outcomes errors.
 	recover func(ctx context.Context) (stream.RecoverCommitResult, error)
 }
 
@@ -159,6 +160,13 @@ func streamLoop(ctx context.Context, spec *config.Spec, deps stream.Deps, opts s
 		}
 		if res.Outcome == stream.OutcomeResnapshotRequired {
 			if err := recoverInProcess(ctx, res, lo, out); err != nil {
+				return err
+			}
+			idle = false
+			continue
+		}
+		if res.Outcome == stream.OutcomeSwitchSnapshotRequired {
+			if err := switchSnapshotInProcess(ctx, res, lo, out); err != nil {
 				return err
 			}
 			idle = false
@@ -213,6 +221,27 @@ func recoverInProcess(ctx context.Context, res stream.Result, lo loopOptions, ou
 		rows = fmt.Sprintf("%d rows", *cr.Rows)
 	}
 	fmt.Fprintf(out, "generation %d opened: snapshot at %s (%s); the stream goes on from there\n", cr.Generation, cr.Snapshot.LSN, rows)
+	return nil
+}
+
+// switchSnapshotInProcess takes the whole snapshot snapshot_on_switch asks for after res's
+// switch to a newer capture instance (docs/stream.md "Schema changes") through the same
+// steps as the recover state machine.
+func switchSnapshotInProcess(ctx context.Context, res stream.Result, lo loopOptions, out io.Writer) error {
+	sw := res.Switch
+	if lo.recover == nil || sw == nil {
+		return fmt.Errorf("snapshot_on_switch: the stream asks for a whole snapshot after its switch to a newer capture instance and nothing here takes it")
+	}
+	fmt.Fprintf(out, "snapshot_on_switch: switched %s -> %s at %s; appending a whole snapshot with the new instance's columns\n", sw.From, sw.To, sw.S)
+	cr, err := lo.recover(ctx)
+	if err != nil {
+		return fmt.Errorf("snapshot after the switch to %s: %w", sw.To, err)
+	}
+	rows := "rows unknown (committed before)"
+	if cr.Rows != nil {
+		rows = fmt.Sprintf("%d rows", *cr.Rows)
+	}
+	fmt.Fprintf(out, "switch snapshot committed at %s (%s)\n", cr.Snapshot.LSN, rows)
 	return nil
 }
 

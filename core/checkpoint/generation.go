@@ -407,50 +407,12 @@ func claimsDir(n, a int) string { return GenerationPrefix(n) + "claims/" + strco
 // ClaimHolder is the execution holding attempt a of generation n ("" when none claimed
 // it).
 func (c *Checkpoint) ClaimHolder(ctx context.Context, n, a int) (Claim, int, error) {
-	top := 0
-	for info, err := range c.store.List(ctx, claimsDir(n, a), "") {
-		if err != nil {
-			return Claim{}, 0, fmt.Errorf("read claims: %w", err)
-		}
-		name, ok := strings.CutSuffix(strings.TrimPrefix(info.Key, claimsDir(n, a)), ".json")
-		if k, err := strconv.Atoi(name); ok && err == nil && k > top {
-			top = k
-		}
-	}
-	if top == 0 {
-		return Claim{}, 0, nil
-	}
-	var cl Claim
-	err := c.getJSON(ctx, claimsDir(n, a)+strconv.Itoa(top)+".json", &cl)
-	return cl, top, err
+	return c.claimHolder(ctx, claimsDir(n, a))
 }
 
 // ClaimAttempt claims attempt a of generation n for execution: ok when it holds the claim
 // (its own, a new one, or taken over with takeover), else the holder's claim and false.
 // Two executions racing for a claim number both read the winner's.
 func (c *Checkpoint) ClaimAttempt(ctx context.Context, n, a int, execution string, takeover bool, now time.Time) (Claim, bool, error) {
-	for range 3 {
-		cl, top, err := c.ClaimHolder(ctx, n, a)
-		if err != nil {
-			return Claim{}, false, err
-		}
-		if top > 0 && cl.Execution == execution {
-			return cl, true, nil
-		}
-		if top > 0 && !takeover {
-			return cl, false, nil
-		}
-		mine := Claim{Execution: execution, At: now.UTC()}
-		err = c.putOnce(ctx, claimsDir(n, a)+strconv.Itoa(top+1)+".json", mine)
-		var cs *ConcurrentStreamError
-		if errors.As(err, &cs) {
-			takeover = false // another execution wrote that number: read who holds it
-			continue
-		}
-		if err != nil {
-			return Claim{}, false, err
-		}
-		return mine, true, nil
-	}
-	return Claim{}, false, fmt.Errorf("claim attempt %d of generation %d: the claims kept changing", a, n)
+	return c.claim(ctx, claimsDir(n, a), fmt.Sprintf("attempt %d of generation %d", a, n), execution, takeover, now)
 }

@@ -73,7 +73,10 @@ type Spec struct {
 	// inside it is a DataLossError naming the previous one.
 	ResnapshotIntervalDays *float64 `json:"resnapshot_interval_days"`
 	// SnapshotOnSwitch appends a whole snapshot after the first batch that reads a newer
-	// capture instance, so rows unchanged since its start carry its new columns.
+	// capture instance, so rows unchanged since its start carry its new columns
+	// (docs/stream.md "Schema changes"): the stream returns
+	// stream.OutcomeSwitchSnapshotRequired and the recover steps take it. Full snapshots
+	// only: with snapshot "chunked" it is a *ConfigError.
 	SnapshotOnSwitch bool `json:"snapshot_on_switch"`
 
 	// Storage is how the tables' URLs are reached (S3 endpoint, DynamoDB log table).

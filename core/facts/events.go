@@ -90,6 +90,9 @@ const (
 	ModeChunked    = "chunked"
 	KindBootstrap  = "bootstrap"
 	KindResnapshot = "resnapshot"
+	// KindSwitch: the whole snapshot snapshot_on_switch takes after a switch to a newer
+	// capture instance; its completion row is a bootstrap row (SwitchSnapshotRow).
+	KindSwitch = "switch"
 )
 
 // String is the detail's JSON, e.g. {"mode":"full","kind":"bootstrap","generation":0,

@@ -116,5 +116,6 @@ func TxnFacts(appID string) string                  { return appID + "#facts" }
 func TxnEvents(appID string) string                 { return appID + "#events" }
 func TxnSnapshots(appID string) string              { return appID + "#snapshots" }
 func TxnOpen(appID string, snapshot lsn.LSN) string { return appID + "#open." + snapshot.String() }
+func TxnSwitch(appID string, s lsn.LSN) string      { return appID + "#switch." + s.String() }
 func TxnSnapChunks(appID, snapshot string) string   { return appID + "#snapchunks." + snapshot }
 func TxnSnapPlan(appID, snapshot string) string     { return appID + "#snapplan." + snapshot }

@@ -141,7 +141,7 @@ func commitFound(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, er
 // txn(<app_id>#events, 0) so that it is written once whatever the reruns: rows (nil when
 // unknown), started_at and duration_ms from the open's start when known.
 func bootstrapRow(ctx context.Context, d Deps, snap lsn.Offset, rows *int64, started *time.Time) error {
-	if d.Facts == nil || d.Options.Standalone || d.Options.Recovery != nil {
+	if d.Facts == nil || d.Options.Standalone || d.Options.Recovery != nil || d.Options.Switch != nil {
 		return nil
 	}
 	return WriteBootstrapRow(ctx, d.Facts, d.Spec, snap, rows, started, d.now(), d.Options.Writer)

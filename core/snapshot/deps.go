@@ -58,6 +58,13 @@ type Options struct {
 	// row is kind resnapshot, of the generation's app_id, with the gap; Commit writes no
 	// event row (the recovery writes the resnapshot row once the snapshot is committed).
 	Recovery *Recovery
+	// Switch, when set, is the whole snapshot snapshot_on_switch takes after the stream
+	// switched to a newer capture instance (core/stream's recover steps): Open takes a new
+	// snapshot as Resnapshot does, of capture instance Switch.CaptureInstance, at the
+	// spec's snapshotLsn (the stamp the steps chose once), and its snapshot_open row is kind
+	// switch, of Switch.AppID; Commit writes no event row (the steps write its bootstrap
+	// row once the snapshot is committed).
+	Switch *Switch
 	// MaxRangeRows cuts the table into more ranges than numPartitions when its row
 	// estimate (sys.sp_spaceused) divided by numPartitions exceeds it, so that each read
 	// fits in one Lambda invocation; DefaultMaxRangeRows when 0, no bound when negative.
@@ -102,8 +109,17 @@ type Recovery struct {
 	LostFromTS, LostToTS *time.Time
 }
 
+// Switch describes a snapshot after a switch to a newer capture instance (Options.Switch).
+type Switch struct {
+	// CaptureInstance is the newer instance, whose columns the snapshot reads.
+	CaptureInstance string
+	// Generation and AppID are the stream's live generation and its app_id.
+	Generation int
+	AppID      string
+}
+
 // resnapshot reports whether Open takes a new snapshot whatever bronze holds.
-func (o Options) resnapshot() bool { return o.Resnapshot || o.Recovery != nil }
+func (o Options) resnapshot() bool { return o.Resnapshot || o.Recovery != nil || o.Switch != nil }
 
 // DefaultMaxRangeRows is the rows one read aims to hold at most: at the slowest measured
 // pace (18,000 rows/s over four connections, 4,500 rows/s each) 2,000,000 rows read in

@@ -20,7 +20,11 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 	if err := modeLock(ctx, d); err != nil {
 		return OpenResult{}, err
 	}
-	ci, names, err := instances(ctx, d.Source, d.Spec.Source.CaptureInstance)
+	name := d.Spec.Source.CaptureInstance
+	if sw := d.Options.Switch; sw != nil {
+		name = sw.CaptureInstance
+	}
+	ci, names, err := instances(ctx, d.Source, name)
 	if err != nil {
 		return OpenResult{}, err
 	}
@@ -86,6 +90,10 @@ func openRow(ctx context.Context, d Deps, off lsn.Offset) error {
 		appID = rc.AppID
 		detail = facts.OpenDetail{Mode: facts.ModeFull, Kind: facts.KindResnapshot, Generation: rc.Generation,
 			LostFromTS: facts.TimeText(rc.LostFromTS), LostToTS: facts.TimeText(rc.LostToTS)}
+	}
+	if sw := d.Options.Switch; sw != nil {
+		appID = sw.AppID
+		detail = facts.OpenDetail{Mode: facts.ModeFull, Kind: facts.KindSwitch, Generation: sw.Generation}
 	}
 	r := facts.SnapshotRow(appID, d.Spec.Bronze, facts.EventSnapshotOpen, off)
 	r.Detail = detail.String()

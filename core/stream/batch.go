@@ -51,7 +51,8 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	if len(ddl) > 0 && r.spec.FailsOnDDL() && !committed {
 		return rep, &SchemaChangedError{Kind: SchemaDDLPolicy, CaptureInstance: first.ci, At: first.LSN, Command: first.Command}
 	}
-	if sw, err := r.switchEvent(ctx, b, insts); err != nil {
+	sw, switched, err := r.switchEvent(ctx, b, insts)
+	if err != nil {
 		return rep, err
 	} else if sw != nil {
 		events = append(events, *sw)
@@ -130,6 +131,12 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	next, err := r.factsRows(ctx, &commit, rows, len(events) > 0)
 	if err != nil {
 		return rep, err
+	}
+	if switched != nil && r.spec.SnapshotOnSwitch {
+		// Before commits/<n>: a crash before it replays the batch, which records it again.
+		if err := r.deps.Checkpoint.RecordSwitch(ctx, *switched); err != nil {
+			return rep, fmt.Errorf("record the switch snapshot: %w", err)
+		}
 	}
 	if err := r.deps.Checkpoint.WriteCommit(ctx, commit); err != nil {
 		return rep, err

@@ -36,12 +36,22 @@ import (
 // bootstrap (the snapshot), one schema_change naming the added column and one
 // capture_instance_switched at S.
 //
-// snapshot_on_switch (filling the new column for rows unchanged since S) is not built: the
-// spec refuses it (core/config TestRecoveryAndSchemaOptions).
-func TestLabT9CaptureInstanceSwitch(t *testing.T) {
+// TestLabT9SnapshotOnSwitch runs it with snapshot_on_switch.
+func TestLabT9CaptureInstanceSwitch(t *testing.T) { labT9(t, false) }
+
+// The lab's t9 with snapshot_on_switch: the stream that switched asks for the switch
+// snapshot (OutcomeSwitchSnapshotRequired, while streaming on), the recover steps append a
+// whole snapshot with the new instance's columns, and the rebuild equals the table,
+// including the new column of rows unchanged since before S. The facts events are
+// snapshot_open and bootstrap twice (the bootstrap's, and the switch snapshot's, kind
+// switch), one schema_change and one capture_instance_switched.
+func TestLabT9SnapshotOnSwitch(t *testing.T) { labT9(t, true) }
+
+func labT9(t *testing.T, onSwitch bool) {
 	ctx := context.Background()
 	e := newEnv(t, cdcsim.Config{Seed: 9})
 	e.spec.Bootstrap, e.spec.Options.StartingLsn = true, ""
+	e.spec.SnapshotOnSwitch = onSwitch
 	next, region := 1, false
 	// last is the LSN of each key's last change, for keys whose region has a value.
 	last := map[int]lsn.LSN{}
@@ -126,6 +136,31 @@ func TestLabT9CaptureInstanceSwitch(t *testing.T) {
 	if !switched {
 		t.Fatal("no capture_instance_switched row after the stream passed S")
 	}
+	var switchSnap lsn.LSN
+	if onSwitch {
+		// The stream asks for the switch snapshot on every invocation until it is
+		// committed, streaming as usual; the recover steps take it.
+		write()
+		res, err := e.run(Options{})
+		if err != nil || res.Outcome != OutcomeSwitchSnapshotRequired || res.Switch == nil || res.Switch.S != S ||
+			res.Switch.To != "dbo_orders_v2" || res.Batches == 0 {
+			t.Fatalf("stream after the switch: %+v (switch %+v), %v; want it to stream and ask for the switch snapshot at S %s", res, res.Switch, err, S)
+		}
+		cr, err := Recover(ctx, e.recoverDeps())
+		if err != nil {
+			t.Fatalf("switch snapshot: %v", err)
+		}
+		if !S.Less(cr.Snapshot.LSN) || cr.Rows == nil || *cr.Rows != int64(next-1) || cr.Version < 0 {
+			t.Fatalf("switch snapshot %+v, want above S %s with the table's %d rows", cr, S, next-1)
+		}
+		switchSnap = cr.Snapshot.LSN
+		if res, err := e.run(Options{}); err != nil || res.Outcome != "" {
+			t.Fatalf("stream after the switch snapshot: %+v, %v", res, err)
+		}
+		if n := e.wholeSnapshots(); n != 2 {
+			t.Errorf("bronze holds %d whole snapshots, want the bootstrap and the switch snapshot", n)
+		}
+	}
 	// 4. One more batch, then 5. disable the old instance; the stream keeps going.
 	write()
 	e.mustDrain(Options{})
@@ -155,18 +190,17 @@ func TestLabT9CaptureInstanceSwitch(t *testing.T) {
 	}
 	// The rebuild equals the table but for the rows whose last change came between ADD
 	// COLUMN and S: the old instance did not capture the new column, so bronze holds NULL
-	// for it until the row changes again. That is what snapshot_on_switch, not built, would
-	// fill.
+	// for it until the row changes again, unless snapshot_on_switch filled it.
 	var unfilled []string
 	for id, l := range last {
-		if l.Less(S) {
+		if l.Less(S) && !onSwitch {
 			unfilled = append(unfilled, fmt.Sprintf("key %d: region = NULL, want ", id))
 		}
 	}
 	sort.Strings(unfilled)
 	d := rebuild.Diff(e.sourceState(), st, 100)
 	sort.Strings(d)
-	ok := len(d) == len(unfilled) && len(d) > 0
+	ok := len(d) == len(unfilled) && (len(d) > 0 || onSwitch)
 	for i := 0; ok && i < len(d); i++ {
 		ok = strings.HasPrefix(d[i], unfilled[i])
 	}
@@ -188,10 +222,23 @@ func TestLabT9CaptureInstanceSwitch(t *testing.T) {
 			if r.MinLSN != S.String() || !strings.Contains(r.Detail, "dbo_orders -> dbo_orders_v2") {
 				t.Errorf("capture_instance_switched row %+v, want at S %s", r, S)
 			}
+		case facts.EventBootstrap, facts.EventSnapshotOpen:
+			if r.MaxLSN == switchSnap.String() {
+				want := `{"switch":"dbo_orders -> dbo_orders_v2","s":"` + S.String() + `"}`
+				if r.Event == facts.EventSnapshotOpen {
+					want = `"kind":"switch"`
+				}
+				if !strings.Contains(r.Detail, want) || r.AppID != e.spec.AppID {
+					t.Errorf("switch snapshot's %s row %+v, want detail with %s", r.Event, r, want)
+				}
+			}
 		}
 	}
 	sort.Strings(events)
 	want := []string{facts.EventBootstrap, facts.EventCaptureInstanceSwitched, facts.EventSchemaChange, facts.EventSnapshotOpen}
+	if onSwitch {
+		want = append(want, facts.EventBootstrap, facts.EventSnapshotOpen)
+	}
 	sort.Strings(want)
 	if strings.Join(events, ",") != strings.Join(want, ",") {
 		t.Errorf("facts events %v, want exactly %v", events, want)

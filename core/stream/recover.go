@@ -75,6 +75,10 @@ type RecoverOpenResult struct {
 	// Snapshot is the re-snapshot's offset (Opened, Found).
 	Snapshot        lsn.Offset `json:"snapshot"`
 	CaptureInstance string     `json:"capture_instance,omitempty"`
+	// Switch is set when the snapshot is the one snapshot_on_switch asks for after the
+	// switch to a newer capture instance at this LSN (core/stream/switchsnap.go), not a
+	// re-snapshot after data loss; Generation is then the live one.
+	Switch *lsn.LSN `json:"switch,omitempty"`
 	// StartedAt is when Opened stamped L, UTC.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// Execution is the claiming execution (RecoverRequest), Holder the one holding the
@@ -109,8 +113,12 @@ func RecoverOpen(ctx context.Context, d snapshot.Deps, req RecoverRequest) (Reco
 		return RecoverOpenResult{}, err
 	}
 	a := g.Open()
-	if a == nil || a.Mode != checkpoint.ModeFull {
-		// Nothing open, or a chunked one, which the stream opens itself.
+	if a == nil {
+		// No re-snapshot after data loss: a switch snapshot, if one is pending.
+		return switchOpen(ctx, d, g.Live.Generation, req)
+	}
+	if a.Mode != checkpoint.ModeFull {
+		// A chunked one, which the stream opens itself.
 		return RecoverOpenResult{Status: RecoverNone, Generation: g.Live.Generation}, nil
 	}
 	res := RecoverOpenResult{Generation: a.Generation, Attempt: a.Attempt, Execution: req.Execution}
@@ -172,6 +180,13 @@ func RecoverCommit(ctx context.Context, d snapshot.Deps, open RecoverOpenResult)
 	}
 	if open.Status == RecoverNone || open.Status == RecoverBusy {
 		return RecoverCommitResult{Generation: g.Live.Generation, Snapshot: g.Live.Snapshot, Version: -1}, nil
+	}
+	if open.Switch != nil {
+		if g.Live.Generation != open.Generation {
+			// A generation opened since (data loss): its own snapshot replaces this one.
+			return RecoverCommitResult{Generation: g.Live.Generation, Snapshot: g.Live.Snapshot, Version: -1}, nil
+		}
+		return switchCommit(ctx, d, open)
 	}
 	if g.Live.Generation >= open.Generation {
 		// Committed already (a rerun after the commit point).

@@ -51,19 +51,19 @@ func (r *run) ddlEvents(ctx context.Context, b checkpoint.Batch, sp []span) ([]f
 // switchEvent is the capture_instance_switched row of the first batch that reads a newer
 // instance after reading the older one (docs/reference/original-library.md §6.2, §3.2 step
 // 9): the batch's range starts below the newer instance's S and reaches it. A stream that
-// started at or after S writes none.
-func (r *run) switchEvent(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance) (*facts.Row, error) {
+// started at or after S writes none. The switch is returned too, for snapshot_on_switch.
+func (r *run) switchEvent(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance) (*facts.Row, *checkpoint.Switch, error) {
 	if len(insts) < 2 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	older, newer := insts[0], insts[1]
 	s := newer.StartLSN
 	if !b.Start.LSN.Next().Less(s) || b.End.LSN.Less(s) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	newCols, err := r.src.CapturedColumns(ctx, newer.Name)
 	if err != nil {
-		return nil, r.sourceErr("captured columns", err)
+		return nil, nil, r.sourceErr("captured columns", err)
 	}
 	captured := map[string]bool{}
 	for _, c := range newCols {
@@ -80,5 +80,5 @@ func (r *run) switchEvent(ctx context.Context, b checkpoint.Batch, insts []sourc
 	r.log.Warn("switching to a newer capture instance", "batch", b.ID, "old", older.Name, "new", newer.Name,
 		"start_lsn", s.String(), "not_captured", joinNames(missing))
 	row := facts.CaptureInstanceSwitchedRow(r.spec.AppID, b.ID, r.spec.Bronze, r.ciLabel(older), newer.Name, s, r.timeOf(ctx, s), missing)
-	return &row, nil
+	return &row, &checkpoint.Switch{S: s, From: r.ciLabel(older), To: newer.Name, Batch: b.ID}, nil
 }

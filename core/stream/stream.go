@@ -129,10 +129,16 @@ type Result struct {
 	// snapshots, the stream found changes it had not read purged, and a full re-snapshot
 	// must open generation Recovery.Generation before it can go on. The invocation read
 	// nothing more; the recover state machine (or mssqlcdc stream, in-process) takes it
-	// from here, so that no stream invocation reads a whole table.
+	// from here, so that no stream invocation reads a whole table. Or
+	// OutcomeSwitchSnapshotRequired (snapshot_on_switch): the invocation streamed as
+	// usual, and the recover steps are to append the whole snapshot Switch asks for.
 	Outcome string `json:"outcome,omitempty"`
-	// Recovery is the open attempt when Outcome is set.
+	// Recovery is the open attempt when Outcome is OutcomeResnapshotRequired or
+	// OutcomeResnapshotRunning.
 	Recovery *Recovery `json:"recovery,omitempty"`
+	// Switch is the switch whose snapshot is pending when Outcome is
+	// OutcomeSwitchSnapshotRequired or OutcomeSwitchSnapshotRunning (snapshot_on_switch).
+	Switch *SwitchSnapshot `json:"switch,omitempty"`
 }
 
 // BatchReport describes one committed batch (for progress lines, logs and metrics).
@@ -207,7 +213,11 @@ func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Resul
 	opts = opts.withDefaults()
 	r := &run{spec: spec, deps: deps, root: deps.Checkpoint, src: deps.Source, opts: opts,
 		log: opts.Logger.With("app_id", spec.AppID)}
-	return r.invoke(ctx)
+	res, err := r.invoke(ctx)
+	if err == nil && res.Outcome == "" && r.spec.SnapshotOnSwitch {
+		err = r.switchOutcome(ctx, &res)
+	}
+	return res, err
 }
 
 func (r *run) invoke(ctx context.Context) (Result, error) {

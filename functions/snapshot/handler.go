@@ -80,6 +80,12 @@ func (h *Handler) handle(ctx context.Context, deps coresnapshot.Deps, ev Event) 
 			return nil, &coresnapshot.EventError{Step: ev.Step, Reason: "needs recover (the recover_open step's output)"}
 		}
 		res, err := corestream.RecoverCommit(ctx, deps, *ev.Recover)
+		if err == nil && ev.Recover.Switch != nil {
+			// A switch snapshot (snapshot_on_switch) loses nothing: no resnapshot metric.
+			h.Log.Info("switch snapshot committed", "app_id", h.Spec.AppID, "switch_lsn", ev.Recover.Switch.String(),
+				"snapshot_lsn", res.Snapshot.LSN.String())
+			return res, err
+		}
 		if err == nil && res.Generation == ev.Recover.Generation && ev.Recover.Status != corestream.RecoverNone && ev.Recover.Status != corestream.RecoverBusy {
 			h.Log.Warn("resnapshot: a new generation opened after data loss", "app_id", h.Spec.AppID, "event", "resnapshot",
 				"generation", res.Generation, "snapshot_lsn", res.Snapshot.LSN.String())

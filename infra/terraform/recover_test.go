@@ -71,3 +71,29 @@ func TestResnapshotWiring(t *testing.T) {
 		}
 	}
 }
+
+// Issue 14 item 5: with spec.snapshot_on_switch the module deploys the recover machine and
+// starts it on outcome switch_snapshot_required too, but adds no re-snapshot alarm (a
+// switch snapshot loses nothing).
+func TestSwitchSnapshotWiring(t *testing.T) {
+	spec := strings.Replace(minimalSpec, `app_id = "orders-v1"`, `app_id = "orders-v1"
+  snapshot_on_switch = true`, 1)
+	e := tableEvaluator(t, map[string]cty.Value{"spec": hclValue(t, spec)}).withResources()
+	if !e.local("state_machines").HasElement(cty.StringVal("recover")).True() {
+		t.Errorf("snapshot_on_switch: recover machine not deployed")
+	}
+	for r, want := range map[string]int64{"aws_cloudwatch_event_rule.resnapshot_required": 1, "aws_cloudwatch_event_target.resnapshot_required": 1,
+		"aws_cloudwatch_metric_alarm.resnapshot": 0} {
+		if n := num(t, e.attr(r, "count")); n != want {
+			t.Errorf("%s count %d, want %d", r, n, want)
+		}
+	}
+	pattern := str(t, e.attr("aws_cloudwatch_event_rule.resnapshot_required", "event_pattern"))
+	if !strings.Contains(pattern, `"switch_snapshot_required"`) {
+		t.Errorf("event pattern %s lacks switch_snapshot_required", pattern)
+	}
+	recoverARN := "arn:aws:states:eu-west-1:123456789012:stateMachine:t-recover"
+	if !allows(e.policy("scheduler"), "states:StartExecution", recoverARN) {
+		t.Errorf("the rule's role may not start the recover machine")
+	}
+}

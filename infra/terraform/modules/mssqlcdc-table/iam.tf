@@ -245,7 +245,7 @@ data "aws_iam_policy_document" "lambda" {
   # Lambda sends the stream's results to EventBridge (on_data_loss = "resnapshot",
   # recover.tf) with the function's role.
   dynamic "statement" {
-    for_each = local.resnapshots ? [local.default_bus_arn] : []
+    for_each = local.recovers ? [local.default_bus_arn] : []
     content {
       sid       = "StreamResultEvents"
       actions   = ["events:PutEvents"]
@@ -546,7 +546,7 @@ data "aws_iam_policy_document" "scheduler_assume" {
     principals {
       type = "Service"
       # EventBridge's rule starting the recover machine (recover.tf) uses this role too.
-      identifiers = local.resnapshots ? ["scheduler.amazonaws.com", "events.amazonaws.com"] : ["scheduler.amazonaws.com"]
+      identifiers = local.recovers ? ["scheduler.amazonaws.com", "events.amazonaws.com"] : ["scheduler.amazonaws.com"]
     }
     condition {
       test     = "StringEquals"
@@ -583,7 +583,7 @@ data "aws_iam_policy_document" "scheduler" {
   }
 
   dynamic "statement" {
-    for_each = local.resnapshots ? [local.recover_machine] : []
+    for_each = local.recovers ? [local.recover_machine] : []
     content {
       sid       = "StartRecover"
       actions   = ["states:StartExecution"]

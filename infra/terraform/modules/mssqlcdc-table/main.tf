@@ -256,7 +256,7 @@ resource "aws_lambda_function_event_invoke_config" "stream" {
   maximum_retry_attempts       = 0
 
   dynamic "destination_config" {
-    for_each = local.stream_failure_destination == null && !local.resnapshots ? [] : [1]
+    for_each = local.stream_failure_destination == null && !local.recovers ? [] : [1]
     content {
       dynamic "on_failure" {
         for_each = local.stream_failure_destination == null ? [] : [local.stream_failure_destination]
@@ -267,7 +267,7 @@ resource "aws_lambda_function_event_invoke_config" "stream" {
       # on_data_loss = "resnapshot": the result goes to EventBridge, whose rule starts the
       # recover machine on outcome resnapshot_required (recover.tf).
       dynamic "on_success" {
-        for_each = local.resnapshots ? [local.default_bus_arn] : []
+        for_each = local.recovers ? [local.default_bus_arn] : []
         content {
           destination = on_success.value
         }

@@ -8,14 +8,20 @@
 # on every run until an execution claims the attempt (a lost event is asked for again; a
 # second execution finds the claim and ends). An alarm fires on every committed
 # re-snapshot (the Resnapshots metric the recover_commit step writes, one per generation).
+# With spec.snapshot_on_switch the same machine and rule take the whole snapshot the stream
+# asks for after switching to a newer capture instance ({"outcome":
+# "switch_snapshot_required"}), claimed and asked for again the same way.
 
 locals {
   resnapshots = var.spec.on_data_loss == "resnapshot"
+  # snapshot_on_switch: the switch snapshot is taken by the same machine, on outcome
+  # switch_snapshot_required (docs/stream.md "Schema changes").
+  recovers = local.resnapshots || coalesce(var.spec.snapshot_on_switch, false)
   # The recover machine is deployed with on_data_loss = "resnapshot" (both snapshot modes:
   # a chunked re-snapshot needs no machine, but one left open from full mode still does).
   # backfill runs a chunked snapshot's waves; seed appends a copy (seed_copies).
   state_machines = toset(concat([for m in var.state_machines : m],
-    local.resnapshots ? ["recover"] : [],
+    local.recovers ? ["recover"] : [],
     local.deploys_backfill ? ["backfill"] : [],
   local.deploys_seed ? ["seed"] : []))
   default_bus_arn = "arn:${local.partition}:events:${local.region}:${local.account}:event-bus/default"
@@ -23,24 +29,24 @@ locals {
 }
 
 resource "aws_cloudwatch_event_rule" "resnapshot_required" {
-  count = local.resnapshots ? 1 : 0
+  count = local.recovers ? 1 : 0
 
   name        = "${var.name}-resnapshot-required"
-  description = "mssqlcdc stream of ${var.spec.app_id} needs a full re-snapshot after data loss: start the recover machine"
+  description = "mssqlcdc stream of ${var.spec.app_id} needs a full re-snapshot after data loss, or a snapshot after a capture-instance switch: start the recover machine"
   # Lambda's on-success destination event: detail.responsePayload is the stream's output.
   event_pattern = jsonencode({
     source        = ["lambda"]
     "detail-type" = ["Lambda Function Invocation Result - Success"]
     detail = {
       requestContext  = { functionArn = [{ prefix = aws_lambda_function.this["stream"].arn }] }
-      responsePayload = { outcome = ["resnapshot_required"] }
+      responsePayload = { outcome = ["resnapshot_required", "switch_snapshot_required"] }
     }
   })
   tags = var.tags
 }
 
 resource "aws_cloudwatch_event_target" "resnapshot_required" {
-  count = local.resnapshots ? 1 : 0
+  count = local.recovers ? 1 : 0
 
   rule     = aws_cloudwatch_event_rule.resnapshot_required[0].name
   arn      = aws_sfn_state_machine.this["recover"].arn
