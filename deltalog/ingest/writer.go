@@ -14,11 +14,9 @@ import (
 )
 
 // DefaultRowGroupBytes bounds the Arrow data a Writer holds before it encodes a row group,
-// when WriterOptions.RowGroupBytes is 0. parquetio's own default (64 MiB) is meant for one
-// writer per process; a step runs numPartitions writers at once inside a Lambda, and
-// smaller row groups also encode faster here (the dictionaries of unique strings stay
-// small). Measured in docs/performance.md ("Row-group size").
-const DefaultRowGroupBytes = 8 << 20
+// when WriterOptions.RowGroupBytes is 0: parquetio's one default, the measured best
+// (docs/performance.md § Row-group size).
+const DefaultRowGroupBytes = parquetio.DefaultRowGroupBytes
 
 // Options are opts with DefaultRowGroupBytes for a zero RowGroupBytes; the other zero
 // fields take parquetio's defaults.

@@ -127,7 +127,7 @@ var benchSizes = []struct {
 }
 
 // BenchmarkWrite compares arrow-go pqarrow and parquet-go encoding the same Arrow
-// batches into Snappy Parquet with 64 MiB row groups, written to io.Discard.
+// batches into Snappy Parquet with row groups of DefaultRowGroupBytes, written to io.Discard.
 func BenchmarkWrite(b *testing.B) {
 	for _, lib := range []struct {
 		name  string

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
@@ -70,8 +71,8 @@ type Writer struct {
 	arrowBytes, encodedBytes int64
 	files                    []File
 	closed                   bool
-	// leafPaths are the Parquet leaf column paths of schema, set by the first file.
-	leafPaths []string
+	// pqSchema is schema as Parquet, set by the first file.
+	pqSchema *pqschema.Schema
 }
 
 // openFile is the file being written.
@@ -85,6 +86,10 @@ type openFile struct {
 	// held are the rows of the open row group, heldBytes their Arrow size.
 	held      []arrow.RecordBatch
 	heldBytes int64
+	// encs are the columns' encodings in this file (dictionary.go), chosen from its first
+	// rows; encOwnDict turns to encDict for the rest of the file when a row group's
+	// dictionary did not pay.
+	encs []colEncoding
 }
 
 // NewWriter returns a writer of schema's records into store. It does no I/O; an invalid
@@ -131,7 +136,7 @@ func (w *Writer) Write(ctx context.Context, rec arrow.RecordBatch) error {
 // and rolls the file when a bound is reached.
 func (w *Writer) writePiece(ctx context.Context, rec arrow.RecordBatch) error {
 	if w.cur == nil {
-		if err := w.openFile(); err != nil {
+		if err := w.openFile(rec); err != nil {
 			return err
 		}
 	}
@@ -169,10 +174,8 @@ func (w *Writer) flushRowGroup() error {
 	if len(f.held) == 0 {
 		return nil
 	}
-	tbl := array.NewTableFromRecords(w.schema, f.held)
 	before := f.cw.n
-	err := f.fw.WriteTable(tbl, max(tbl.NumRows(), 1))
-	tbl.Release()
+	err := w.writeRowGroup(f)
 	for _, r := range f.held {
 		r.Release()
 	}
@@ -183,6 +186,46 @@ func (w *Writer) flushRowGroup() error {
 		return fmt.Errorf("encode parquet: %w", err)
 	}
 	return nil
+}
+
+// writeRowGroup writes f's held rows as one row group: each column's pieces as one
+// chunked array, a string column chosen for encOwnDict as one dictionary array.
+func (w *Writer) writeRowGroup(f *openFile) error {
+	if err := f.fw.NewRowGroupChecked(); err != nil {
+		return err
+	}
+	var rows int64
+	for _, r := range f.held {
+		rows += r.NumRows()
+	}
+	pieces := make([]arrow.Array, len(f.held))
+	for i, field := range w.schema.Fields() {
+		for j, r := range f.held {
+			pieces[j] = r.Column(i)
+		}
+		if f.encs[i] == encOwnDict {
+			if d, ok := ownDictionary(field.Type, pieces); ok {
+				err := writeColumn(f.fw, d.DataType(), []arrow.Array{d}, rows)
+				d.Release()
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			f.encs[i] = encDict
+		}
+		if err := writeColumn(f.fw, field.Type, pieces, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeColumn writes one column of the open row group from its pieces.
+func writeColumn(fw *pqarrow.FileWriter, dt arrow.DataType, pieces []arrow.Array, rows int64) error {
+	ch := arrow.NewChunked(dt, pieces)
+	defer ch.Release()
+	return fw.WriteColumnChunked(ch, 0, rows)
 }
 
 // tempBufs are the 1 MiB write buffers of the temporary files, kept for the next file: a
@@ -197,7 +240,8 @@ func putTempBuf(buf *bufio.Writer) {
 	tempBufs.Put(buf)
 }
 
-func (w *Writer) openFile() error {
+// openFile opens a file whose first rows are first (they choose its encodings).
+func (w *Writer) openFile(first arrow.RecordBatch) error {
 	tmp, err := os.CreateTemp(w.opts.TempDir, "parquetio-*.parquet")
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)
@@ -205,7 +249,8 @@ func (w *Writer) openFile() error {
 	buf := tempBufs.Get().(*bufio.Writer)
 	buf.Reset(tmp)
 	cw := &countingWriter{w: buf}
-	props, err := w.writerProperties()
+	encs := chooseEncodings(first)
+	props, err := w.writerProperties(encs)
 	if err != nil {
 		putTempBuf(buf)
 		tmp.Close()
@@ -226,6 +271,7 @@ func (w *Writer) openFile() error {
 		cw:    cw,
 		fw:    fw,
 		stats: newFileStats(w.schema, w.opts.NumIndexedCols, w.opts.StringPrefixLength),
+		encs:  encs,
 	}
 	w.part++
 	return nil
@@ -234,15 +280,14 @@ func (w *Writer) openFile() error {
 // writerProperties are the Parquet writer's settings:
 //   - the codec, data page v1, statistics, decimals as INT32/INT64 up to precision 18
 //     (as Spark writes them);
-//   - dictionary encoding on every column, with parquet-mr's fallback rule (Spark's
-//     writer): a column chunk whose dictionary plus indices are not smaller than its
-//     plain values when its first page is due drops the dictionary and is written plain.
+//   - each column's dictionary as encs says (dictionary.go): off for columns whose first
+//     rows are unique enough, on with parquet-mr's fallback rule (Spark's writer) for the
+//     others: a column chunk whose dictionary plus indices are not smaller than its plain
+//     values when its first page is due drops the dictionary and is written plain.
 //     arrow-go applies that rule only to uncompressed columns unless told; without it a
-//     column of unique values (_seqval, keys, amounts) builds a dictionary until
-//     DictionaryPageSizeLimit (1 MiB) before falling back, in each row group: a hash
-//     table grown step by step, about a third of the encoder's allocations and a fifth
-//     of its CPU, for files about 10% larger (docs/performance.md).
-func (w *Writer) writerProperties() (*parquet.WriterProperties, error) {
+//     column of unique values builds a dictionary until DictionaryPageSizeLimit (1 MiB)
+//     in each row group (docs/performance.md).
+func (w *Writer) writerProperties(encs []colEncoding) (*parquet.WriterProperties, error) {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(w.opts.Codec.compression()),
 		parquet.WithStoreDecimalAsInteger(true), // INT32/INT64 up to precision 18, as Spark
@@ -250,19 +295,14 @@ func (w *Writer) writerProperties() (*parquet.WriterProperties, error) {
 		parquet.WithStats(true),
 		parquet.WithAllocator(memory.DefaultAllocator),
 	}
-	if w.leafPaths == nil {
+	if w.pqSchema == nil {
 		sc, err := pqarrow.ToParquet(w.schema, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
 		if err != nil {
 			return nil, fmt.Errorf("parquet schema: %w", err)
 		}
-		w.leafPaths = make([]string, sc.NumColumns())
-		for i := range w.leafPaths {
-			w.leafPaths[i] = sc.Column(i).Path()
-		}
+		w.pqSchema = sc
 	}
-	for _, p := range w.leafPaths {
-		opts = append(opts, parquet.WithDictionaryCostFallbackFor(p, true))
-	}
+	opts = append(opts, dictionaryProperties(w.pqSchema, w.schema, encs)...)
 	return parquet.NewWriterProperties(opts...), nil
 }
 

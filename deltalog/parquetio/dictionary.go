@@ -1,0 +1,281 @@
+package parquetio
+
+import (
+	"math/bits"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// Dictionaries, column by column, from what the data shows. When a file is opened, the
+// first dictSampleRows rows of its first piece decide each column's encoding with
+// parquet-mr's rule (Spark's writer): a dictionary when the dictionary plus its bit-packed
+// indices are smaller than the plain values, else plain. Three encodings follow:
+//
+//   - encPlain: no dictionary. A column of unique values (_seqval, keys, amounts, names)
+//     is encoded plain from its first value. Before, every column started a dictionary
+//     and arrow-go dropped it after the first 1,024 values of each column chunk; for
+//     strings that cost a hash-table insert and a heap allocation per value hashed.
+//   - encOwnDict: a string or binary column with few distinct values (_capture_instance,
+//     _start_lsn, _snapshot, status codes, a state). The writer builds the row group's
+//     dictionary itself (a Go map keyed by the values in place, with a fast path for a run
+//     of one value) and hands pqarrow a dictionary array, which it writes as the
+//     dictionary page and the indices without hashing again. arrow-go's own dictionary
+//     encoder for byte arrays boxes every value in an interface to hash it: a heap
+//     allocation per value, most of the encoder's CPU on string-heavy change rows
+//     (docs/performance.md § The writer against DuckDB). The Parquet file is the same: a
+//     dictionary page and RLE/bit-packed indices, the same logical type (no Arrow schema
+//     is stored in the file). A row group whose dictionary turns out too big
+//     (maxOwnDictBytes) or not smaller than the plain values is handed over as it came,
+//     and arrow-go's encoder falls back to plain by the same rule; the file's later row
+//     groups then skip the attempt.
+//   - encDict: any other column with few distinct values (integers, timestamps,
+//     decimals): arrow-go's typed dictionary encoder, which hashes without allocating,
+//     with the same fallback rule.
+//
+// A column whose values repeat only further apart than the sample loses a dictionary that
+// would have paid off across the row group; a column that looked repetitive and is not
+// costs one pass of hashing before it falls back.
+
+// colEncoding is a column's encoding in one file.
+type colEncoding uint8
+
+const (
+	encPlain colEncoding = iota
+	encDict
+	encOwnDict
+)
+
+const (
+	// dictSampleRows are the rows of a file's first piece that decide its encodings:
+	// about a page of a narrow column.
+	dictSampleRows = 4096
+	// maxOwnDictBytes bounds a dictionary built by the writer (values plus 4-byte
+	// lengths), as arrow-go's DictionaryPageSizeLimit bounds its own.
+	maxOwnDictBytes = 1 << 20
+)
+
+// chooseEncodings decides the encoding of each top-level column of first's schema from its
+// first dictSampleRows rows. Nested columns keep arrow-go's dictionary with the fallback.
+func chooseEncodings(first arrow.RecordBatch) []colEncoding {
+	out := make([]colEncoding, first.NumCols())
+	n := min(int(first.NumRows()), dictSampleRows)
+	for i, col := range first.Columns() {
+		sample := array.NewSlice(col, 0, int64(n))
+		out[i] = chooseEncoding(sample)
+		sample.Release()
+	}
+	return out
+}
+
+// chooseEncoding applies parquet-mr's rule to a sample of one column.
+func chooseEncoding(a arrow.Array) colEncoding {
+	var (
+		nonNull, distinct int
+		raw, dict         int64
+		own               bool
+	)
+	switch c := a.(type) {
+	case *array.String:
+		own = true
+		seen := map[string]struct{}{}
+		for i := 0; i < c.Len(); i++ {
+			if c.IsNull(i) {
+				continue
+			}
+			v := c.Value(i)
+			nonNull++
+			raw += int64(len(v)) + 4
+			if _, ok := seen[v]; !ok {
+				seen[v] = struct{}{}
+				dict += int64(len(v)) + 4
+			}
+		}
+		distinct = len(seen)
+	case *array.Binary:
+		own = true
+		seen := map[string]struct{}{}
+		for i := 0; i < c.Len(); i++ {
+			if c.IsNull(i) {
+				continue
+			}
+			v := c.Value(i)
+			nonNull++
+			raw += int64(len(v)) + 4
+			if _, ok := seen[string(v)]; !ok {
+				seen[string(v)] = struct{}{}
+				dict += int64(len(v)) + 4
+			}
+		}
+		distinct = len(seen)
+	default:
+		fw, ok := a.DataType().(arrow.FixedWidthDataType)
+		if !ok {
+			return encDict // nested or variable-width of another kind: arrow-go decides
+		}
+		w := fw.BitWidth() / 8
+		if w == 0 || len(a.Data().Buffers()) < 2 || a.Data().Buffers()[1] == nil {
+			return encPlain // booleans (arrow-go has no dictionary for them), nulls
+		}
+		values := a.Data().Buffers()[1].Bytes()[a.Data().Offset()*w:]
+		seen := map[string]struct{}{}
+		for i := 0; i < a.Len(); i++ {
+			if a.IsNull(i) {
+				continue
+			}
+			nonNull++
+			seen[string(values[i*w:(i+1)*w])] = struct{}{}
+		}
+		distinct = len(seen)
+		raw, dict = int64(nonNull*w), int64(distinct*w)
+	}
+	if nonNull == 0 || dict+indexBytes(nonNull, distinct) >= raw {
+		return encPlain
+	}
+	if own {
+		return encOwnDict
+	}
+	return encDict
+}
+
+// indexBytes is the size of n bit-packed indices into a dictionary of d entries.
+func indexBytes(n, d int) int64 {
+	return (int64(n)*int64(bits.Len(uint(max(d-1, 1)))) + 7) / 8
+}
+
+// dictionaryProperties are the writer properties that carry encs: dictionary off for the
+// leaves of plain columns, on with parquet-mr's cost fallback for the others.
+func dictionaryProperties(sc *schema.Schema, s *arrow.Schema, encs []colEncoding) []parquet.WriterProperty {
+	var opts []parquet.WriterProperty
+	for j := 0; j < sc.NumColumns(); j++ {
+		col := sc.Column(j)
+		enc := encDict
+		if idx := s.FieldIndices(col.ColumnPath()[0]); len(idx) == 1 && encs != nil {
+			enc = encs[idx[0]]
+		}
+		if enc == encPlain {
+			opts = append(opts, parquet.WithDictionaryFor(col.Path(), false))
+			continue
+		}
+		opts = append(opts, parquet.WithDictionaryFor(col.Path(), true), parquet.WithDictionaryCostFallbackFor(col.Path(), true))
+	}
+	return opts
+}
+
+// ownDictionary returns the pieces of one string or binary column of a row group as one
+// dictionary array (int32 indices into the row group's distinct values, in order of first
+// appearance), or ok false when the dictionary would exceed maxOwnDictBytes or not be
+// smaller than the plain values (the caller then writes the pieces as they are).
+func ownDictionary(dt arrow.DataType, pieces []arrow.Array) (arrow.Array, bool) {
+	rows := 0
+	nulls := 0
+	for _, p := range pieces {
+		rows += p.Len()
+		nulls += p.NullN()
+	}
+	idx := make([]int32, rows)
+	var valid []byte
+	if nulls > 0 {
+		valid = make([]byte, bitutil.BytesForBits(int64(rows)))
+	}
+	d := dictBuilder{index: map[string]int32{}, last: -1}
+	pos := 0
+	for _, p := range pieces {
+		n := p.Len()
+		if valid != nil {
+			if p.NullN() == 0 {
+				bitutil.SetBitsTo(valid, int64(pos), int64(n), true)
+			} else {
+				bitutil.CopyBitmap(p.NullBitmapBytes(), p.Data().Offset(), n, valid, pos)
+			}
+		}
+		switch c := p.(type) {
+		case *array.String:
+			for i := 0; i < n; i++ {
+				if c.IsValid(i) {
+					idx[pos+i] = d.add(c.Value(i))
+				}
+			}
+		case *array.Binary:
+			for i := 0; i < n; i++ {
+				if c.IsValid(i) {
+					idx[pos+i] = d.add(string(c.Value(i)))
+				}
+			}
+		default:
+			return nil, false
+		}
+		if d.bytes > maxOwnDictBytes {
+			return nil, false
+		}
+		pos += n
+	}
+	if d.bytes+indexBytes(rows-nulls, len(d.values)) >= d.raw {
+		return nil, false
+	}
+	var dict arrow.Array
+	if dt.ID() == arrow.STRING {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		b.Reserve(len(d.values))
+		b.ReserveData(int(d.bytes))
+		b.AppendValues(d.values, nil)
+		dict = b.NewArray()
+		b.Release()
+	} else {
+		b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+		b.Reserve(len(d.values))
+		b.ReserveData(int(d.bytes))
+		for _, v := range d.values {
+			b.Append([]byte(v))
+		}
+		dict = b.NewArray()
+		b.Release()
+	}
+	defer dict.Release()
+	var validBuf *memory.Buffer
+	if valid != nil {
+		validBuf = memory.NewBufferBytes(valid)
+	}
+	data := array.NewData(arrow.PrimitiveTypes.Int32, rows, []*memory.Buffer{validBuf, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))}, nil, nulls, 0)
+	defer data.Release()
+	indices := array.MakeFromData(data)
+	defer indices.Release()
+	return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: dt}, indices, dict), true
+}
+
+// dictBuilder numbers distinct values in order of first appearance.
+type dictBuilder struct {
+	index map[string]int32
+	// values are the distinct values (copies); bytes their dictionary size (value plus
+	// 4-byte length), raw the plain size of every value added.
+	values     []string
+	bytes, raw int64
+	// lastValue and last are the previous value and its index: runs of one value (a
+	// commit's _start_lsn, a constant stamp) skip the map.
+	lastValue string
+	last      int32
+}
+
+// add returns v's index, adding it when new. v may point into an Arrow buffer: a new value
+// is copied.
+func (d *dictBuilder) add(v string) int32 {
+	d.raw += int64(len(v)) + 4
+	if d.last >= 0 && v == d.lastValue {
+		return d.last
+	}
+	i, ok := d.index[v]
+	if !ok {
+		v = strings.Clone(v)
+		i = int32(len(d.values))
+		d.index[v] = i
+		d.values = append(d.values, v)
+		d.bytes += int64(len(v)) + 4
+	}
+	d.lastValue, d.last = d.values[i], i
+	return i
+}
