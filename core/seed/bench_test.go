@@ -58,7 +58,7 @@ var covidColumns = []source.Column{
 
 // benchDeps are the seed's connections for dbo.covid in dir; open opens the copy's store
 // (wrapped, for the heap benchmark).
-func benchDeps(b *testing.B, dir string, wrap func(storage.Store) storage.Store) seed.Deps {
+func benchDeps(b testing.TB, dir string, wrap func(storage.Store) storage.Store) seed.Deps {
 	b.Helper()
 	db := cdcsim.New(cdcsim.Config{Seed: 1})
 	if err := db.CreateTable(cdcsim.TableSpec{Name: "covid", Columns: covidColumns}); err != nil {
@@ -76,7 +76,7 @@ func benchDeps(b *testing.B, dir string, wrap func(storage.Store) storage.Store)
 		OpenCopy: func(_ context.Context, url string) (*deltalog.Table, error) { return localTable(b, url, wrap), nil }}
 }
 
-func localTable(b *testing.B, dir string, wrap func(storage.Store) storage.Store) *deltalog.Table {
+func localTable(b testing.TB, dir string, wrap func(storage.Store) storage.Store) *deltalog.Table {
 	l, err := localfs.New(dir)
 	if err != nil {
 		b.Fatal(err)
@@ -216,7 +216,7 @@ func rewrite(b *testing.B, src, dst string) int64 {
 	return n
 }
 
-func mustMax(b *testing.B, src source.Source) interface{ String() string } {
+func mustMax(b testing.TB, src source.Source) interface{ String() string } {
 	l, err := src.MaxLSN(context.Background())
 	if err != nil {
 		b.Fatal(err)
