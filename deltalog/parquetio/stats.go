@@ -137,11 +137,35 @@ func kindOf(t arrow.DataType) statKind {
 	return kindNullOnly
 }
 
-// add folds a record's values into the statistics.
-func (fs *fileStats) add(rec arrow.RecordBatch) {
+// add folds a record's values into the statistics, except the columns deferred says
+// (nil: none), which the caller folds in later with addDictionary or addColumn.
+func (fs *fileStats) add(rec arrow.RecordBatch, deferred func(col int) bool) {
 	fs.rows += rec.NumRows()
 	for _, cs := range fs.cols {
+		if deferred != nil && deferred(cs.index) {
+			continue
+		}
 		fs.addColumn(cs, rec.Column(cs.index))
+	}
+}
+
+// column is the statistics of record column col, or nil when it has none.
+func (fs *fileStats) column(col int) *colStats {
+	for _, cs := range fs.cols {
+		if cs.index == col {
+			return cs
+		}
+	}
+	return nil
+}
+
+// addDictionary folds in column col's rows of a row group, given as their distinct values
+// (dict, no NULLs) and their NULL count: min and max are those of the distinct values, so
+// a dictionary the writer built spares a pass over every row.
+func (fs *fileStats) addDictionary(col int, dict arrow.Array, nulls int64) {
+	if cs := fs.column(col); cs != nil {
+		fs.addColumn(cs, dict)
+		cs.nulls += nulls
 	}
 }
 

@@ -116,7 +116,7 @@ func TestStatsFirst32LeafColumns(t *testing.T) {
 	}
 	rec := bronzeRecord(memory.DefaultAllocator, s, 5, false)
 	defer rec.Release()
-	fs.add(rec)
+	fs.add(rec, nil)
 	out := fs.json()
 	if strings.Contains(out, `"`+s.Field(32).Name+`"`) || !strings.Contains(out, `"`+s.Field(31).Name+`"`) {
 		t.Errorf("stats %s", out)
@@ -133,7 +133,7 @@ func TestStatsEmptyAndAllNull(t *testing.T) {
 	b.AppendNulls(3)
 	a := b.NewArray()
 	rec := array.NewRecordBatch(s, []arrow.Array{a}, 3)
-	fs.add(rec)
+	fs.add(rec, nil)
 	if got := fs.json(); got != `{"numRecords":3,"nullCount":{"a":3}}` {
 		t.Errorf("all NULL: %s", got)
 	}
@@ -147,7 +147,7 @@ func TestStatsFloatsWithoutNaN(t *testing.T) {
 	gb.AppendValues([]float64{1.5, 0.25, -2}, nil)
 	rec := array.NewRecordBatch(s, []arrow.Array{fb.NewArray(), gb.NewArray()}, 3)
 	fs := newFileStats(s, -1, 32)
-	fs.add(rec)
+	fs.add(rec, nil)
 	if got := fs.json(); got != `{"numRecords":3,"minValues":{"g":-2},"maxValues":{"g":1.5},"nullCount":{"f":0,"g":0}}` {
 		t.Errorf("got %s", got)
 	}
@@ -225,7 +225,7 @@ func TestStatsDecimalsAreExactNumbers(t *testing.T) {
 	}
 	rec := array.NewRecordBatch(s, []arrow.Array{b.NewArray()}, 5)
 	fs := newFileStats(s, -1, 32)
-	fs.add(rec)
+	fs.add(rec, nil)
 	if got := fs.json(); got != `{"numRecords":5,"minValues":{"d":-123.45},"maxValues":{"d":0.05},"nullCount":{"d":0}}` {
 		t.Errorf("got %s", got)
 	}
@@ -233,7 +233,7 @@ func TestStatsDecimalsAreExactNumbers(t *testing.T) {
 	b.Append(decimalOf("-5"))
 	b.Append(decimalOf("-1"))
 	rec = array.NewRecordBatch(s, []arrow.Array{b.NewArray()}, 2)
-	fs.add(rec)
+	fs.add(rec, nil)
 	if got := fs.json(); got != `{"numRecords":2,"minValues":{"d":-0.05},"maxValues":{"d":-0.01},"nullCount":{"d":0}}` {
 		t.Errorf("got %s", got)
 	}

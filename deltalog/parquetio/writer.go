@@ -144,7 +144,7 @@ func (w *Writer) writePiece(ctx context.Context, rec arrow.RecordBatch) error {
 	rec.Retain()
 	f.held = append(f.held, rec)
 	f.heldBytes += RecordBytes(rec)
-	f.stats.add(rec)
+	f.stats.add(rec, f.ownDictionary)
 	full := f.cw.n+int64(float64(f.heldBytes)*w.encodedRatio()) >= w.opts.TargetFileSize
 	if f.heldBytes < w.opts.RowGroupBytes && !full {
 		return nil
@@ -204,7 +204,10 @@ func (w *Writer) writeRowGroup(f *openFile) error {
 			pieces[j] = r.Column(i)
 		}
 		if f.encs[i] == encOwnDict {
+			// The pieces' statistics were deferred (writePiece): they come from the
+			// dictionary's distinct values, or from the pieces when it did not pay.
 			if d, ok := ownDictionary(field.Type, pieces); ok {
+				f.stats.addDictionary(i, d.(*array.Dictionary).Dictionary(), int64(d.NullN()))
 				err := writeColumn(f.fw, d.DataType(), []arrow.Array{d}, rows)
 				d.Release()
 				if err != nil {
@@ -213,6 +216,11 @@ func (w *Writer) writeRowGroup(f *openFile) error {
 				continue
 			}
 			f.encs[i] = encDict
+			if cs := f.stats.column(i); cs != nil {
+				for _, p := range pieces {
+					f.stats.addColumn(cs, p)
+				}
+			}
 		}
 		if err := writeColumn(f.fw, field.Type, pieces, rows); err != nil {
 			return err
@@ -239,6 +247,10 @@ func putTempBuf(buf *bufio.Writer) {
 	buf.Reset(nil)
 	tempBufs.Put(buf)
 }
+
+// ownDictionary says whether column i is dictionary-encoded by the writer in this file,
+// its statistics then taken at the row group's end (writeRowGroup).
+func (f *openFile) ownDictionary(i int) bool { return f.encs[i] == encOwnDict }
 
 // openFile opens a file whose first rows are first (they choose its encodings).
 func (w *Writer) openFile(first arrow.RecordBatch) error {
