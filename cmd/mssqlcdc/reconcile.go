@@ -68,6 +68,13 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if job.Report, err = open(*reportURL); err != nil {
 		return err
 	}
+	// The chunk checks of a chunked snapshot read the facts and plans tables.
+	if job.Facts, err = open(spec.FactsTable); err != nil {
+		return err
+	}
+	if job.Plans, err = open(spec.PlansTable()); err != nil {
+		return err
+	}
 	res, err := job.Run(ctx)
 	if err != nil {
 		return err
@@ -88,6 +95,12 @@ func printReconcile(out io.Writer, res reconcile.JobResult, verbose bool) {
 		switch r.Scope {
 		case "bucket":
 			fmt.Fprintf(out, "%-14s bucket [%s, %s)  source %d rows, silver %d\n", r.Kind, r.Lo, r.Hi, r.SourceRows, r.TargetRows)
+		case "chunk":
+			fmt.Fprintf(out, "%-14s chunk %d  recorded %d rows, bronze %d", r.Kind, r.Chunk, r.SourceRows, r.TargetRows)
+			if r.Detail != "" {
+				fmt.Fprintf(out, ": %s", r.Detail)
+			}
+			fmt.Fprintln(out)
 		default:
 			fmt.Fprintf(out, "%-14s key %s", r.Kind, strings.Join(r.Key, ", "))
 			if len(r.Columns) > 0 {
@@ -102,6 +115,9 @@ func printReconcile(out io.Writer, res reconcile.JobResult, verbose bool) {
 	}
 	sort.Strings(kinds)
 	fmt.Fprintf(out, "reconcile: %s; tier 2 read %d buckets; source max LSN %s, silver at %s", strings.Join(kinds, ", "), res.Tier2Buckets, res.MaxLSN, res.AppliedLSN)
+	if res.ChunkedSnapshot != "" {
+		fmt.Fprintf(out, "; chunks of snapshot %s checked", res.ChunkedSnapshot)
+	}
 	if res.Tier2Skipped != "" {
 		fmt.Fprintf(out, "; tier 2 skipped: %s", res.Tier2Skipped)
 	}

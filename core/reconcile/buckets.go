@@ -207,7 +207,12 @@ func wholeTable(ctx context.Context, src source.Source, o Options, side silverSi
 
 // scan reads cols of every live row of snap, record by record.
 func scan(ctx context.Context, what string, snap *deltalog.Snapshot, cols []string, each func(arrow.RecordBatch) error) error {
-	it, err := snap.Scan(ctx, deltalog.ScanOptions{Columns: cols})
+	return scanWhere(ctx, what, snap, cols, nil, each)
+}
+
+// scanWhere reads cols of the live rows of snap that filter keeps (nil: all).
+func scanWhere(ctx context.Context, what string, snap *deltalog.Snapshot, cols []string, filter deltalog.Filter, each func(arrow.RecordBatch) error) error {
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{Columns: cols, Filter: filter})
 	if err == nil {
 		err = parquetio.Drain(ctx, it, each)
 	}

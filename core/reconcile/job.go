@@ -23,6 +23,10 @@ type Job struct {
 	// Silver is the table compared; Bronze is read for changes in flight (nil: only the
 	// change table is); Report receives the report rows (nil: none written).
 	Silver, Bronze, Report *deltalog.Table
+	// Facts and Plans are the facts and plans tables (config.Spec.FactsTable,
+	// config.Spec.PlansTable), read for the chunk checks of a chunked snapshot; nil Plans:
+	// no chunk checks.
+	Facts, Plans *deltalog.Table
 	// Keys are silver's key columns; empty takes those silver's position records, else the
 	// spec's snapshotKeys, else the capture instance's unique index.
 	Keys []string
@@ -88,6 +92,12 @@ func (j Job) Run(ctx context.Context) (JobResult, error) {
 		return JobResult{}, configError("keys", fmt.Sprintf("capture instance %s has no unique index, or a key column is not a captured column of the table: set snapshotKeys (or silver's keys)", ci.Name))
 	}
 	d := Deps{Source: j.Source, Silver: silverSnap}
+	if j.Plans != nil && j.Bronze != nil {
+		// Before bronze: a wave commits bronze, then its plans and facts rows.
+		if d.Chunks, err = ReadChunkRecords(ctx, j.Facts, j.Plans, j.Spec.AppID); err != nil {
+			return JobResult{}, err
+		}
+	}
 	if j.Bronze != nil {
 		if d.Bronze, err = j.Bronze.Snapshot(ctx); err != nil {
 			return JobResult{}, fmt.Errorf("reconcile: read bronze: %w", err)

@@ -50,6 +50,12 @@ const (
 	MissingSource Kind = "MISSING_SOURCE"
 	// RecordDiff: both have the key with different values; Columns names them.
 	RecordDiff Kind = "RECORD_DIFF"
+	// ChunkTiling: a chunked snapshot's chunks do not tile the key space (Detail says how).
+	ChunkTiling Kind = "CHUNK_TILING"
+	// ChunkRows: bronze's rows of a chunk differ from the count recorded for it.
+	ChunkRows Kind = "CHUNK_ROWS"
+	// ChunkStamp: a chunk's stamp is below S, or its rows or records carry another one.
+	ChunkStamp Kind = "CHUNK_STAMP"
 )
 
 // Options say what to compare and how closely.
@@ -86,27 +92,37 @@ const DefaultBucketRows = 1_000_000
 // fineBuckets is about how many fine buckets the key's span is cut into before merging.
 const fineBuckets = 100_000
 
-// Deps are what reconcile reads: the source, silver and bronze (for changes in flight).
+// Deps are what reconcile reads: the source, silver and bronze (for changes in flight and
+// the chunk checks), and the chunk records of a chunked snapshot (ReadChunkRecords, read
+// before bronze; nil: no chunk checks).
 type Deps struct {
 	Source source.Source
 	Silver *deltalog.Snapshot
 	Bronze *deltalog.Snapshot
+	Chunks *ChunkRecords
 }
 
-// Row is one report row: a bucket (tier 1) or a key (tier 2).
+// Row is one report row: a bucket (tier 1), a key (tier 2) or a chunk (chunk checks).
 type Row struct {
 	Kind Kind
-	// Scope is "bucket" or "key".
+	// Scope is "bucket", "key" or "chunk".
 	Scope string
-	// Lo and Hi bound a bucket's keys ([Lo, Hi), decimal text; "" open) for an integer key.
+	// Lo and Hi bound a bucket's keys ([Lo, Hi), decimal text; "" open) for an integer key,
+	// or a chunk's (the plans table's JSON lists of key values; "" open).
 	Lo, Hi string
+	// Chunk is a chunk row's chunk index.
+	Chunk int32
+	// Detail says what a chunk check found ("" for MATCH).
+	Detail string
 	// Key is a key row's key values as text, in key order.
 	Key []string
-	// SourceRows and TargetRows are a bucket's counts on each side.
+	// SourceRows and TargetRows are a bucket's counts on each side; for a chunk, the count
+	// recorded for it (chunk row or facts row) and bronze's.
 	SourceRows, TargetRows int64
 	// Columns are the columns whose values differ (RECORD_DIFF).
 	Columns []string
-	// TargetLSN is silver's _start_lsn of a differing key ("" when silver lacks it).
+	// TargetLSN is silver's _start_lsn of a differing key ("" when silver lacks it), or
+	// the smallest _start_lsn of a chunk's rows in bronze (its stamp).
 	TargetLSN string
 }
 
@@ -122,6 +138,8 @@ type Result struct {
 	// where it should have ("" when it did).
 	Tier2Buckets int
 	Tier2Skipped string
+	// ChunkedSnapshot is the S of the chunked snapshot whose chunks were checked ("" none).
+	ChunkedSnapshot string
 }
 
 // OK is true when nothing mismatches: every row MATCH or IN_FLIGHT.
@@ -220,6 +238,14 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 		for _, k := range keys {
 			res.add(k)
 		}
+	}
+	chunks, s, err := checkChunks(ctx, d.Bronze, d.Chunks)
+	if err != nil {
+		return Result{}, err
+	}
+	res.ChunkedSnapshot = s
+	for _, c := range chunks {
+		res.add(c)
 	}
 	log.Info("reconcile: done", "buckets", len(buckets), "tier2_buckets", res.Tier2Buckets, "counts", fmt.Sprint(res.Counts))
 	return res, nil

@@ -34,6 +34,8 @@ var ReportSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "target_lsn", Type: arrow.BinaryTypes.String, Nullable: true},
 	{Name: "max_lsn", Type: arrow.BinaryTypes.String},
 	{Name: "applied_lsn", Type: arrow.BinaryTypes.String},
+	{Name: "chunk", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	{Name: "detail", Type: arrow.BinaryTypes.String, Nullable: true},
 }, nil)
 
 // reportTxn is the txn app id of the report commits: txn(reconcile#<app_id>, run).
@@ -99,7 +101,7 @@ func reportRecord(runID, appID string, at time.Time, res Result) arrow.RecordBat
 		}
 		str(7, key)
 		for i, n := range []int64{r.SourceRows, r.TargetRows} {
-			if r.Scope == "bucket" {
+			if r.Scope != "key" {
 				b.Field(8 + i).(*array.Int64Builder).Append(n)
 			} else {
 				b.Field(8 + i).AppendNull()
@@ -109,6 +111,12 @@ func reportRecord(runID, appID string, at time.Time, res Result) arrow.RecordBat
 		str(11, r.TargetLSN)
 		str(12, res.MaxLSN.String())
 		str(13, res.AppliedLSN.String())
+		if r.Scope == "chunk" {
+			b.Field(14).(*array.Int32Builder).Append(r.Chunk)
+		} else {
+			b.Field(14).AppendNull()
+		}
+		str(15, r.Detail)
 	}
 	return b.NewRecordBatch()
 }
