@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,10 +19,12 @@ import (
 
 type arrowField = arrow.Field
 
-// bucket is one tier-1 bucket: the keys in [lo, hi) of an integer key (nil: open), or the
-// whole table for another key; counts and key sums on each side.
+// bucket is one tier-1 bucket: the keys in [lo, hi) of an integer key, or of a date key's
+// days since 1970-01-01 (nil: open), or the whole table for another key; counts and key
+// sums on each side.
 type bucket struct {
 	lo, hi         *int64
+	date           bool
 	src, dst       int64
 	srcSum, dstSum string
 	kind           Kind
@@ -29,13 +32,43 @@ type bucket struct {
 
 func (b bucket) row() Row {
 	r := Row{Kind: b.kind, Scope: "bucket", SourceRows: b.src, TargetRows: b.dst}
+	text := func(v int64) string {
+		if b.date {
+			return dayTime(v).Format(time.DateOnly)
+		}
+		return strconv.FormatInt(v, 10)
+	}
 	if b.lo != nil {
-		r.Lo = strconv.FormatInt(*b.lo, 10)
+		r.Lo = text(*b.lo)
 	}
 	if b.hi != nil {
-		r.Hi = strconv.FormatInt(*b.hi, 10)
+		r.Hi = text(*b.hi)
 	}
 	return r
+}
+
+// bound is a bucket bound as a key value of the source's read: the integer, or the
+// date (UTC midnight) of a date key's days.
+func (b bucket) bound(v int64) any {
+	if b.date {
+		return dayTime(v)
+	}
+	return v
+}
+
+// dayTime is the UTC midnight of days since 1970-01-01.
+func dayTime(days int64) time.Time { return time.Unix(days*86400, 0).UTC() }
+
+// daysOf is a key value of KeyExtent as a bucketed integer: an integer as is, a date as
+// its days since 1970-01-01 (floored).
+func daysOf(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case time.Time:
+		return floorDiv(x.Unix(), 86400), true
+	}
+	return 0, false
 }
 
 // holds reports whether k falls in the bucket.
@@ -82,17 +115,24 @@ func silverBuckets(ctx context.Context, snap *deltalog.Snapshot, keys []source.C
 	return side, err
 }
 
-// intBuckets is tier 1 for one integer key: fine buckets over the span of both sides'
-// keys, counted and summed by the server in one scan and from silver's keys here, merged
-// in key order until the larger side holds o.BucketRows rows.
+// intBuckets is tier 1 for one integer or date key (a date as its days since 1970-01-01):
+// fine buckets over the span of both sides' keys, counted and summed by the server in one
+// scan and from silver's keys here, merged in key order until the larger side holds
+// o.BucketRows rows.
 func intBuckets(ctx context.Context, src source.Source, o Options, side silverSide) ([]bucket, error) {
+	date := isDate(o.Keys[0].DataType)
 	lo, hi, any := int64(0), int64(0), false
 	mn, mx, ok, err := src.KeyExtent(ctx, o.Table, o.Keys[0], nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: key extent: %w", err)
 	}
 	if ok {
-		lo, hi, any = mn.(int64), mx.(int64), true
+		l, okl := daysOf(mn)
+		h, okh := daysOf(mx)
+		if !okl || !okh {
+			return nil, fmt.Errorf("reconcile: key extent of %s: %T and %T, want integers or dates", o.Keys[0].Name, mn, mx)
+		}
+		lo, hi, any = l, h, true
 	}
 	for _, k := range side.ints {
 		if !any || k < lo {
@@ -104,7 +144,7 @@ func intBuckets(ctx context.Context, src source.Source, o Options, side silverSi
 		any = true
 	}
 	if !any {
-		return []bucket{{srcSum: "0", dstSum: "0"}}, nil
+		return []bucket{{date: date, srcSum: "0", dstSum: "0"}}, nil
 	}
 	width := fineWidth(lo, hi)
 	srcFine, err := src.KeyBuckets(ctx, o.Table, o.Keys[0], width, nil, nil)
@@ -147,7 +187,7 @@ func intBuckets(ctx context.Context, src source.Source, o Options, side silverSi
 		c := fine[i]
 		if cur == nil {
 			l := next
-			cur = &bucket{lo: &l}
+			cur = &bucket{lo: &l, date: date}
 			srcSum.SetInt64(0)
 			dstSum.SetInt64(0)
 		}
@@ -238,15 +278,20 @@ func intAt(a arrow.Array, i int) (int64, bool) {
 		return int64(v.Value(i)), true
 	case *array.Uint8:
 		return int64(v.Value(i)), true
+	case *array.Date32: // days since 1970-01-01, a date key's bucketed value
+		return int64(v.Value(i)), true
 	}
 	return 0, false
 }
 
-// isInteger is a SQL Server integer type, the keys tier 1 buckets.
-func isInteger(t string) bool {
+// bucketed is a SQL Server type tier 1 buckets: an integer type, or date (by its days
+// since 1970-01-01, as Source.KeyBuckets counts it).
+func bucketed(t string) bool {
 	switch t {
-	case "tinyint", "smallint", "int", "bigint":
+	case "tinyint", "smallint", "int", "bigint", "date":
 		return true
 	}
 	return false
 }
+
+func isDate(t string) bool { return t == "date" }

@@ -4,9 +4,10 @@
 //
 // Two tiers, as docs/reference/original-library.md §14 describes the original's:
 //
-//   - Tier 1 compares row counts per bucket. For one integer key the server counts and
-//     sums the keys of fine buckets in one scan (Source.KeyBuckets, never CHECKSUM_AGG or
-//     BINARY_CHECKSUM, which XOR and collide); silver's are computed from its key column;
+//   - Tier 1 compares row counts per bucket. For one integer or date key (a date as its
+//     days since 1970-01-01) the server counts and sums the keys of fine buckets in one
+//     scan (Source.KeyBuckets, never CHECKSUM_AGG or BINARY_CHECKSUM, which XOR and
+//     collide); silver's are computed from its key column;
 //     adjacent fine buckets are merged until the larger side holds BucketRows rows. A table
 //     with another key is one bucket, counted on both sides.
 //   - Tier 2 reads the rows of every mismatched bucket and of a sample of the matching
@@ -175,7 +176,7 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{MaxLSN: max, Counts: map[Kind]int{}}
-	intKey := len(o.Keys) == 1 && isInteger(o.Keys[0].DataType)
+	intKey := len(o.Keys) == 1 && bucketed(o.Keys[0].DataType) // an integer or date key
 
 	// Silver's side of tier 1, and its position when none was given.
 	side, err := silverBuckets(ctx, d.Silver, o.Keys, intKey)

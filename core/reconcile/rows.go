@@ -91,10 +91,10 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		if intKey {
 			r.Keys = o.Keys
 			if b.lo != nil {
-				r.Range.Lo = source.Key{*b.lo}
+				r.Range.Lo = source.Key{b.bound(*b.lo)}
 			}
 			if b.hi != nil {
-				r.Range.Hi = source.Key{*b.hi}
+				r.Range.Hi = source.Key{b.bound(*b.hi)}
 			}
 		}
 		rows, err := d.Source.ReadTable(ctx, r)

@@ -132,8 +132,10 @@ type Source interface {
 
 	// KeyBuckets counts the rows per bucket of an integer key, and sums their keys, in one
 	// scan (S4): bucket b holds the keys in [b*width, (b+1)*width), floored for negative
-	// keys; NULL keys are not counted. Restricted to [lo, hi) when given. Buckets are returned in order, empty
-	// ones left out. width >= 1, else *InvalidArgumentError.
+	// keys; NULL keys are not counted. A date key counts as its days since 1970-01-01
+	// (1969-12-31 is -1), summed as such. Restricted to [lo, hi) when given (integer keys
+	// only). Buckets are returned in order, empty ones left out. width >= 1, a key of another
+	// type, or bounds on a date key: *InvalidArgumentError (docs/reconcile.md).
 	KeyBuckets(ctx context.Context, t Table, key Column, width int64, lo, hi *int64) ([]Bucket, error)
 
 	// SizeEstimate is the table's row count and data size from sys.sp_spaceused (its rows

@@ -168,6 +168,9 @@ func (db *DB) KeyBuckets(ctx context.Context, st source.Table, key source.Column
 	if kd != kindInt && kd != kindDate {
 		return nil, &source.InvalidArgumentError{Arg: "key", Reason: key.Name + " is not an integer or date column"}
 	}
+	if kd == kindDate && (lo != nil || hi != nil) {
+		return nil, &source.InvalidArgumentError{Arg: "key bucket bounds", Reason: "bounds apply to integer keys only, not date"}
+	}
 	counts := map[int64]int64{}
 	sums := map[int64]*big.Int{}
 	for _, row := range t.ordered(k, l, h) {

@@ -112,6 +112,8 @@ func allStatements(t *testing.T) []statement {
 	add3("S3 key tiles", q, a, err)
 	q, a, err = keyBucketsSQL(tbl, colI, 1000, &lo, nil)
 	add3("S4 key buckets", q, a, err)
+	q, a, err = keyBucketsSQL(tbl, source.Column{Name: "day", DataType: "date", Present: true}, 7, nil, nil)
+	add3("S4 key buckets, date key (days since 1970-01-01)", q, a, err)
 	q, a, err = readTableSQL(tbl, []source.Column{colI, colS, colD, {Name: "gone", DataType: "int"}}, []source.Column{colS, colI},
 		source.KeyRange{Lo: source.Key{"n", int64(1)}, Hi: source.Key{"t", int64(5)}})
 	add3("S5 read table, composite range", q, a, err)
@@ -257,6 +259,8 @@ func TestBuilderErrors(t *testing.T) {
 	_, _, cases["bad table"] = readTableSQL(source.Table{Schema: "dbo", Name: ""}, []source.Column{colI}, nil, source.KeyRange{})
 	_, _, cases["buckets of a string"] = keyBucketsSQL(tbl, colS, 10, nil, nil)
 	_, _, cases["width 0"] = keyBucketsSQL(tbl, colI, 0, nil, nil)
+	_, _, cases["buckets of a datetime2"] = keyBucketsSQL(tbl, source.Column{Name: "t", DataType: "datetime2"}, 10, nil, nil)
+	_, _, cases["bucket bounds on a date"] = keyBucketsSQL(tbl, source.Column{Name: "day", DataType: "date"}, 10, ptr(int64(1)), nil)
 	_, _, cases["extent bounds on a string"] = keyExtentSQL(tbl, colS, ptr(int64(1)), nil)
 	_, _, cases["tiles 0"] = keyTilesSQL(tbl, []source.Column{colI}, 0)
 	_, _, cases["bound n<0"] = keyBoundSQL(tbl, []source.Column{colI}, source.KeyRange{}, -1)

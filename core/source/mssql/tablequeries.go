@@ -363,17 +363,27 @@ func keyBucketsSQL(t source.Table, key source.Column, width int64, lo, hi *int64
 	if err := checkName("key column", key.Name); err != nil {
 		return "", nil, err
 	}
-	if !isIntegerType(key.DataType) {
-		return "", nil, &source.InvalidArgumentError{Arg: "key", Reason: "buckets need an integer key, not " + key.DataType}
+	date := strings.EqualFold(key.DataType, "date")
+	if !isIntegerType(key.DataType) && !date {
+		return "", nil, &source.InvalidArgumentError{Arg: "key", Reason: "buckets need an integer or date key, not " + key.DataType}
+	}
+	if date && (lo != nil || hi != nil) {
+		return "", nil, &source.InvalidArgumentError{Arg: "key bucket bounds", Reason: "bounds apply to integer keys only, not date"}
 	}
 	if width < 1 {
 		return "", nil, &source.InvalidArgumentError{Arg: "width", Reason: "must be at least 1"}
 	}
 	k := bracket(key.Name)
+	// A date key is bucketed by its days since 1970-01-01 (DATEDIFF of two dates counts
+	// day boundaries; '19700101' is read the same under every language setting).
+	o := "CAST(" + k + " AS bigint)"
+	if date {
+		o = "CAST(DATEDIFF(day, CAST('19700101' AS date), " + k + ") AS bigint)"
+	}
 	var p params
 	w := "CAST(" + p.add(width) + " AS bigint)"
 	bounds := intBounds(&p, k, lo, hi)
 	return "SELECT [__$b], COUNT_BIG(*), SUM(CAST([__$o] AS decimal(38,0))) FROM (SELECT [__$o], CASE WHEN [__$o] >= 0 THEN [__$o] / " + w +
-		" ELSE ([__$o] + 1) / " + w + " - 1 END AS [__$b] FROM (SELECT CAST(" + k + " AS bigint) AS [__$o] FROM " + tn +
+		" ELSE ([__$o] + 1) / " + w + " - 1 END AS [__$b] FROM (SELECT " + o + " AS [__$o] FROM " + tn +
 		" WHERE " + k + " IS NOT NULL" + bounds + ") AS [__$x]) AS [__$y] GROUP BY [__$b] ORDER BY [__$b]", p.args, nil
 }

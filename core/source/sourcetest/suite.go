@@ -38,6 +38,7 @@ func Run(t *testing.T, h Harness) {
 		{"NthCommitAfterCountsIdleEntries", testNthCommitAfter},
 		{"SplitChangesKeepsCommitsWhole", testSplitChanges},
 		{"KeyBucketsFloorNegatives", testKeyBuckets},
+		{"KeyBucketsOfDatesCountDays", testKeyBucketsDate},
 		{"CompositeRangesTileTable", testCompositeTiles},
 		{"CaseInsensitiveRangesTileTable", testCaseInsensitiveTiles},
 		{"KeyBoundChainTilesTable", testKeyBoundChain},
@@ -456,6 +457,32 @@ func testKeyBuckets(ctx context.Context, t *testing.T, env Env) {
 	must(t, err)
 	if !ok || mn != int64(-5) || mx != int64(4) {
 		t.Fatalf("KeyExtent = %v, %v, %v", mn, mx, ok)
+	}
+}
+
+// KeyBuckets of a date key buckets and sums its days since 1970-01-01, floored before
+// 1970, as reconcile's tier 1 does over silver's date32 column (docs/reconcile.md); bounds
+// apply to integer keys only.
+func testKeyBucketsDate(ctx context.Context, t *testing.T, env Env) {
+	must(t, env.CreateTable(ctx, Table{Name: "days", Columns: [][2]string{{"d", "date"}, {"v", "int"}}, Key: []string{"d"}, Instance: "days_ci"}))
+	var stmts []Stmt
+	for i, d := range []string{"1969-12-29", "1969-12-31", "1970-01-01", "1970-01-03", "1970-01-04", "2026-01-02"} {
+		stmts = append(stmts, Insert("days", map[string]any{"d": d, "v": i}))
+	}
+	must(t, env.Exec(ctx, stmts...))
+	st := source.Table{Schema: "dbo", Name: env.Name("days")}
+	key := source.Column{Name: "d", DataType: "date", Present: true}
+	got, err := env.Source().KeyBuckets(ctx, st, key, 3, nil, nil)
+	must(t, err)
+	// Days -3, -1 | 0, 2 | 3 | 20455 (2026-01-02).
+	want := []source.Bucket{{Index: -1, Rows: 2, KeySum: "-4"}, {Index: 0, Rows: 2, KeySum: "2"}, {Index: 1, Rows: 1, KeySum: "3"}, {Index: 6818, Rows: 1, KeySum: "20455"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("buckets %v, want %v", got, want)
+	}
+	lo := int64(0)
+	var ia *source.InvalidArgumentError
+	if _, err := env.Source().KeyBuckets(ctx, st, key, 3, &lo, nil); !errors.As(err, &ia) {
+		t.Fatalf("bounds on a date key: %v, want *source.InvalidArgumentError", err)
 	}
 }
 
