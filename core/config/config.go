@@ -85,6 +85,36 @@ type Spec struct {
 	// Silver is the current table the apply function keeps from bronze (docs/silver.md);
 	// nil when the spec keeps none.
 	Silver *Silver `json:"silver"`
+
+	// Reconcile is how the reconcile function (functions/reconcile, scheduled) compares
+	// silver with the source table (docs/reconcile.md); nil when the spec runs none.
+	// Needs Silver.
+	Reconcile *Reconcile `json:"reconcile"`
+}
+
+// Reconcile is where the scheduled reconcile writes its report and how closely it
+// compares (docs/reconcile.md; `mssqlcdc reconcile` takes the same as flags).
+type Reconcile struct {
+	// ReportTable is the Delta report table's URL (a local path, file:// or
+	// s3://bucket/prefix), created by the first run; it must differ from the other tables.
+	ReportTable string `json:"report_table"`
+	// BucketRows is how many rows a tier-1 bucket aims to hold (0: 1,000,000).
+	BucketRows int64 `json:"bucket_rows"`
+	// Sample is the fraction of matching buckets also compared row by row, 0 to 1 (nil:
+	// DefaultReconcileSample).
+	Sample *float64 `json:"sample"`
+}
+
+// DefaultReconcileSample is the fraction of matching buckets a reconcile compares row by
+// row when reconcile.sample is not set.
+const DefaultReconcileSample = 0.01
+
+// SampleOr is the sample fraction: Sample, else DefaultReconcileSample.
+func (r *Reconcile) SampleOr() float64 {
+	if r.Sample == nil {
+		return DefaultReconcileSample
+	}
+	return *r.Sample
 }
 
 // Silver is where and how the apply function (functions/apply, `mssqlcdc apply`) keeps

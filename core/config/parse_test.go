@@ -215,3 +215,43 @@ func TestSilverSection(t *testing.T) {
 		t.Errorf("silver without a table: %v", got)
 	}
 }
+
+// The reconcile section: a report table of its own, silver to compare with, a sample
+// fraction and a bucket size in range; sample defaults to 0.01.
+func TestReconcileSection(t *testing.T) {
+	with := func(sections string) string {
+		return strings.Replace(minimal(), `"bronze"`, sections+`,"bronze"`, 1)
+	}
+	const silver = `"silver":{"table":"/lake/s","keys":["id"]}`
+	s, err := Parse([]byte(with(silver + `,"reconcile":{"report_table":"/lake/r","bucket_rows":500}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := s.Reconcile; rc == nil || rc.ReportTable != "/lake/r" || rc.BucketRows != 500 || rc.SampleOr() != DefaultReconcileSample {
+		t.Fatalf("reconcile %+v", s.Reconcile)
+	}
+	s, err = Parse([]byte(with(silver + `,"reconcile":{"report_table":"/lake/r","sample":0}`)))
+	if err != nil || s.Reconcile.SampleOr() != 0 {
+		t.Fatalf("sample 0: %v %+v", err, s)
+	}
+	got := parseProblems(t, with(silver+`,"reconcile":{"report_table":"/lake/s","sample":1.5,"bucket_rows":-1}`))
+	want := map[string]string{
+		"reconcile.report_table": "must differ from silver.table",
+		"reconcile.sample":       "1.5: want a fraction",
+		"reconcile.bucket_rows":  "-1: want 1 or more",
+	}
+	for f, w := range want {
+		if !strings.Contains(got[f], w) {
+			t.Errorf("%s: %q, want it to say %q", f, got[f], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("problems %v, want exactly the fields of %v", got, want)
+	}
+	if got := parseProblems(t, with(`"reconcile":{"report_table":"/lake/r"}`)); !strings.Contains(got["reconcile"], "set silver.table") {
+		t.Errorf("reconcile without silver: %v", got)
+	}
+	if got := parseProblems(t, with(silver+`,"reconcile":{}`)); !strings.Contains(got["reconcile.report_table"], "required") {
+		t.Errorf("reconcile without a report table: %v", got)
+	}
+}

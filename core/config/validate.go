@@ -127,6 +127,7 @@ func (s *Spec) Validate() error {
 	}
 	s.Storage.validate(&ps)
 	s.validateSilver(&ps)
+	s.validateReconcile(&ps)
 	if len(ps) > 0 {
 		return &ConfigError{Problems: ps}
 	}
@@ -161,6 +162,34 @@ func (s *Spec) validateSilver(ps *problems) {
 	validateSeconds(ps, "silver.max_seconds", sv.MaxSeconds, "0 = bounded by the invocation's deadline only")
 	if sv.MemoryMB != 0 && (sv.MemoryMB < MinSilverMemoryMB || sv.MemoryMB > MaxSilverMemoryMB) {
 		ps.add("silver.memory_mb", "%d: want %d to %d MiB (leave it out for 256)", sv.MemoryMB, MinSilverMemoryMB, MaxSilverMemoryMB)
+	}
+}
+
+// validateReconcile checks the reconcile section: silver to compare, a report table apart
+// from the other locations, a sample fraction and a bucket size in range.
+func (s *Spec) validateReconcile(ps *problems) {
+	rc := s.Reconcile
+	if rc == nil {
+		return
+	}
+	if s.Silver == nil {
+		ps.add("reconcile", "compares silver with the source: set silver.table too")
+	}
+	validateURL(ps, "reconcile.report_table", rc.ReportTable, true)
+	others := []struct{ field, url string }{{"bronze", s.Bronze}, {"checkpoint", s.Checkpoint}, {"facts_table", s.FactsTable}}
+	if s.Silver != nil {
+		others = append(others, struct{ field, url string }{"silver.table", s.Silver.Table})
+	}
+	for _, other := range others {
+		if rc.ReportTable != "" && other.url != "" && sameLocation(rc.ReportTable, other.url) {
+			ps.add("reconcile.report_table", "must differ from %s", other.field)
+		}
+	}
+	if rc.BucketRows < 0 {
+		ps.add("reconcile.bucket_rows", "%d: want 1 or more rows (leave it out for 1,000,000)", rc.BucketRows)
+	}
+	if rc.Sample != nil && !(*rc.Sample >= 0 && *rc.Sample <= 1) {
+		ps.add("reconcile.sample", "%v: want a fraction from 0 to 1", *rc.Sample)
 	}
 }
 

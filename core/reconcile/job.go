@@ -33,6 +33,10 @@ type Job struct {
 	// AppliedLSN overrides silver's position (zero: the one silver's commits record, else
 	// the newest _start_lsn among its rows).
 	AppliedLSN lsn.LSN
+	// RunKey, when set, keys the report: a run whose key the report table's newest
+	// reports already hold returns that report (Replayed) without comparing again, so an
+	// invocation killed after its report's commit and run again leaves one report.
+	RunKey string
 	// BucketRows, Sample and Seed as in Options.
 	BucketRows int64
 	Sample     float64
@@ -46,12 +50,21 @@ type JobResult struct {
 	Result
 	// Run is the report's run number (0 when no report table was given).
 	Run int64
+	// Replayed is true when the report table already held RunKey's report: Run is its
+	// number and Result holds only its counts.
+	Replayed bool
 }
 
 // Run resolves the spec's table, compares silver with it and writes the report.
 // Errors: *config.ConfigError, the source's typed errors (a capture instance not found, a lock
 // timeout), deltalog's.
 func (j Job) Run(ctx context.Context) (JobResult, error) {
+	if j.Report != nil && j.RunKey != "" {
+		run, counts, ok, err := ReportedRun(ctx, j.Report, j.Spec.AppID, j.RunKey)
+		if err != nil || ok {
+			return JobResult{Result: Result{Counts: counts}, Run: run, Replayed: ok}, err
+		}
+	}
 	list, err := j.Source.CaptureInstances(ctx)
 	if err != nil {
 		return JobResult{}, fmt.Errorf("reconcile: list capture instances: %w", err)
@@ -115,7 +128,7 @@ func (j Job) Run(ctx context.Context) (JobResult, error) {
 		if j.Now != nil {
 			now = j.Now
 		}
-		if out.Run, err = WriteReport(ctx, j.Report, j.Spec.AppID, now(), res); err != nil {
+		if out.Run, err = WriteReport(ctx, j.Report, j.Spec.AppID, j.RunKey, now(), res); err != nil {
 			return out, err
 		}
 	}

@@ -311,10 +311,26 @@ func TestReportTable(t *testing.T) {
 	tbl := e.lake.Table(e.lake.URL("report"))
 	at := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	for want := int64(1); want <= 2; want++ {
-		run, err := reconcile.WriteReport(context.Background(), tbl, "orders", at, res)
+		run, err := reconcile.WriteReport(context.Background(), tbl, "orders", "", at, res)
 		if err != nil || run != want {
 			t.Fatalf("run %d, %v; want %d", run, err, want)
 		}
+	}
+	// A run key already reported is its report: no third commit.
+	other := e.lake.Table(e.lake.URL("report-keyed"))
+	for range 2 {
+		if run, err := reconcile.WriteReport(context.Background(), other, "orders", "2026-03-02T00:00:00Z", at, res); err != nil || run != 1 {
+			t.Fatalf("keyed run %d, %v; want 1 twice", run, err)
+		}
+	}
+	if run, counts, ok, err := reconcile.ReportedRun(context.Background(), other, "orders", "2026-03-02T00:00:00Z"); err != nil || !ok || run != 1 || counts[reconcile.MissingTarget] != 1 {
+		t.Fatalf("ReportedRun = %d, %v, %v, %v", run, counts, ok, err)
+	}
+	if _, _, ok, err := reconcile.ReportedRun(context.Background(), other, "orders", "another"); err != nil || ok {
+		t.Fatalf("ReportedRun of another key = %v, %v", ok, err)
+	}
+	if snap, err := other.Snapshot(context.Background()); err != nil || snap.Version() != 0 {
+		t.Fatalf("keyed report table at version %d, %v; want one commit", snap.Version(), err)
 	}
 	snap, err := tbl.Snapshot(context.Background())
 	if err != nil {

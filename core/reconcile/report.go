@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,13 +43,19 @@ var ReportSchema = arrow.NewSchema([]arrow.Field{
 const reportTxn = "reconcile#"
 
 // WriteReport appends res's rows to the report table (created on the first run) in one
-// commit keyed txn(reconcile#<appID>, n), n one more than the last run's, and returns n.
-// A run killed before its commit leaves only orphan files (VACUUM removes them); it never
-// leaves half a report.
-func WriteReport(ctx context.Context, t *deltalog.Table, appID string, at time.Time, res Result) (int64, error) {
+// commit keyed txn(reconcile#<appID>, n), n one more than the last run's, and returns n;
+// runKey ("" none) goes into the commit's userMetadata ("run_key"), where ReportedRun
+// finds it. A run killed before its commit leaves only orphan files (VACUUM removes them);
+// it never leaves half a report.
+func WriteReport(ctx context.Context, t *deltalog.Table, appID, runKey string, at time.Time, res Result) (int64, error) {
 	snap, err := t.Snapshot(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reconcile: read the report table: %w", err)
+	}
+	if runKey != "" {
+		if run, _, ok := reportedIn(snap, appID, runKey); ok {
+			return run, nil
+		}
 	}
 	run := int64(1)
 	if v, ok := snap.TxnVersion(reportTxn + appID); ok {
@@ -66,13 +73,54 @@ func WriteReport(ctx context.Context, t *deltalog.Table, appID string, at time.T
 	if err != nil {
 		return 0, fmt.Errorf("reconcile: write the report: %w", err)
 	}
-	meta, _ := json.Marshal(map[string]any{"kind": "reconcile", "run_id": runID, "counts": res.Counts})
+	m := map[string]any{"kind": "reconcile", "run_id": runID, "counts": res.Counts}
+	if runKey != "" {
+		m["run_key"] = runKey
+	}
+	meta, _ := json.Marshal(m)
 	_, err = ingest.Append(ctx, t, snap, ingest.Commit{AppID: reportTxn + appID, Version: run, Schema: ReportSchema,
 		Files: files, UserMetadata: string(meta)})
 	if err != nil {
 		return 0, fmt.Errorf("reconcile: commit the report: %w", err)
 	}
 	return run, nil
+}
+
+// reportLookback is how many of the report table's newest commits ReportedRun reads for a
+// run key: a retried invocation comes minutes after the one it retries.
+const reportLookback = 20
+
+// ReportedRun finds the report of runKey among the report table's newest commits: its run
+// number and counts. ok is false when none holds it (or the table does not exist yet).
+func ReportedRun(ctx context.Context, t *deltalog.Table, appID, runKey string) (run int64, counts map[Kind]int, ok bool, err error) {
+	snap, err := t.Snapshot(ctx)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("reconcile: read the report table: %w", err)
+	}
+	run, counts, ok = reportedIn(snap, appID, runKey)
+	return run, counts, ok, nil
+}
+
+func reportedIn(snap *deltalog.Snapshot, appID, runKey string) (int64, map[Kind]int, bool) {
+	for v := snap.Version(); v >= 0 && v > snap.Version()-reportLookback; v-- {
+		ci, ok := snap.CommitInfo(v)
+		if !ok {
+			break // before the snapshot's checkpoint
+		}
+		var m struct {
+			RunID  string       `json:"run_id"`
+			RunKey string       `json:"run_key"`
+			Counts map[Kind]int `json:"counts"`
+		}
+		if ci.UserMetadata == "" || json.Unmarshal([]byte(ci.UserMetadata), &m) != nil || m.RunKey != runKey {
+			continue
+		}
+		prefix := appID + "#"
+		if n, err := strconv.ParseInt(strings.TrimPrefix(m.RunID, prefix), 10, 64); err == nil && strings.HasPrefix(m.RunID, prefix) {
+			return n, m.Counts, true
+		}
+	}
+	return 0, nil, false
 }
 
 func reportRecord(runID, appID string, at time.Time, res Result) arrow.RecordBatch {

@@ -36,8 +36,9 @@ const (
 	Apply                             // functions/apply (scheduled; no machine calls it)
 	Seed                              // functions/seed
 	BackfillWave                      // functions/backfill-wave
+	Reconcile                         // functions/reconcile (scheduled; no machine calls it)
 	Both         = Snapshot | Stream
-	All          = Both | Maintain | Apply | Seed | BackfillWave
+	All          = Both | Maintain | Apply | Seed | BackfillWave | Reconcile
 )
 
 // Has reports whether f includes g.
@@ -78,19 +79,19 @@ func decl(e error, retry bool, fns Function, also ...error) Name {
 // declared is every name a handler returns, retried ones first. docs/handlers.md says when
 // each is returned and what to do.
 var declared = []Name{
-	decl(&source.TransientError{}, true, Both|Seed|BackfillWave),
-	decl(&source.LockTimeoutError{}, true, Both|BackfillWave),
+	decl(&source.TransientError{}, true, Both|Seed|BackfillWave|Reconcile),
+	decl(&source.LockTimeoutError{}, true, Both|BackfillWave|Reconcile),
 	decl(&stream.SourceUnavailableError{}, true, Stream),
 	decl(&deltalog.ConcurrentModificationError{}, true, All),
 	decl(&deltalog.CommitAttemptsError{}, true, All),
 	decl(&deltalog.CommitUnknownError{}, true, All),
 
 	decl(&config.ConfigError{}, false, All),
-	decl(&source.CaptureInstanceNotFoundError{}, false, Both|Seed|BackfillWave),
-	decl(&source.AmbiguousCaptureInstanceError{}, false, Both|Seed|BackfillWave),
-	decl(&source.CDCNotEnabledError{}, false, Both|Seed|BackfillWave),
-	decl(&source.PermissionError{}, false, Both|Seed|BackfillWave),
-	decl(&source.LoginError{}, false, Both|Seed|BackfillWave),
+	decl(&source.CaptureInstanceNotFoundError{}, false, Both|Seed|BackfillWave|Reconcile),
+	decl(&source.AmbiguousCaptureInstanceError{}, false, Both|Seed|BackfillWave|Reconcile),
+	decl(&source.CDCNotEnabledError{}, false, Both|Seed|BackfillWave|Reconcile),
+	decl(&source.PermissionError{}, false, Both|Seed|BackfillWave|Reconcile),
+	decl(&source.LoginError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.LSNRewoundError{}, false, Both|Seed|BackfillWave),
 	decl(&source.CommandIDMissingError{}, false, Stream),
 	decl(&bronze.ColumnsError{}, false, Both|Seed|BackfillWave),

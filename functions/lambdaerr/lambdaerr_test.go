@@ -289,7 +289,7 @@ func TestHandlersDocNamesEveryDeclaredName(t *testing.T) {
 	}
 	doc, _, _ := strings.Cut(string(data), "## Local-only errors")
 	sections := map[Function]string{}
-	titles := map[Function]string{Snapshot: "snapshot", Stream: "stream", Maintain: "maintain", Apply: "apply", Seed: "seed", BackfillWave: "backfill-wave"}
+	titles := map[Function]string{Snapshot: "snapshot", Stream: "stream", Maintain: "maintain", Apply: "apply", Seed: "seed", BackfillWave: "backfill-wave", Reconcile: "reconcile"}
 	for _, s := range strings.Split(doc, "\n## ")[1:] {
 		for f, title := range titles {
 			if strings.HasPrefix(s, title+" ") {
@@ -298,7 +298,7 @@ func TestHandlersDocNamesEveryDeclaredName(t *testing.T) {
 		}
 	}
 	if len(sections) != len(titles) {
-		t.Fatalf("docs/handlers.md: want a \"## snapshot\", a \"## stream\", a \"## maintain\", an \"## apply\", a \"## seed\" and a \"## backfill-wave\" section, found %d", len(sections))
+		t.Fatalf("docs/handlers.md: want a \"## snapshot\", a \"## stream\", a \"## maintain\", an \"## apply\", a \"## seed\", a \"## backfill-wave\" and a \"## reconcile\" section, found %d", len(sections))
 	}
 	for _, d := range Declared() {
 		for f, s := range sections {

@@ -64,7 +64,7 @@ func (e *evaluator) withResources() *evaluator {
 	set("aws_cloudwatch_log_group", map[string]cty.Value{"function": cty.ObjectVal(logGroups)})
 	set("aws_sfn_state_machine", map[string]cty.Value{"this": cty.ObjectVal(machines)})
 	set("aws_iam_role", map[string]cty.Value{
-		"lambda": role("lambda"), "maintain": role("maintain"), "apply": role("apply"), "states": role("states"), "scheduler": role("scheduler"),
+		"lambda": role("lambda"), "maintain": role("maintain"), "apply": role("apply"), "reconcile": role("reconcile"), "states": role("states"), "scheduler": role("scheduler"),
 	})
 	set("aws_sqs_queue", map[string]cty.Value{"stream_failures": cty.TupleVal([]cty.Value{obj(map[string]cty.Value{
 		"arn": arn("sqs:eu-west-1:123456789012:" + name + "-stream-failures"),

@@ -88,6 +88,56 @@ resource "aws_cloudwatch_metric_alarm" "apply_errors" {
   tags          = var.tags
 }
 
+# A reconcile run (with spec.reconcile) found silver differing from the source: a
+# mismatching bucket, a missing or extra or changed row, or a chunk check failing
+# (ReconcileMismatches, written by functions/reconcile as an EMF line per run). The report
+# table's newest run says where (docs/reconcile.md). Also when the reconcile itself fails.
+resource "aws_cloudwatch_metric_alarm" "reconcile_mismatches" {
+  count = var.alarms_enabled && local.deploys_reconcile ? 1 : 0
+
+  alarm_name        = "${var.name}-reconcile-mismatches"
+  alarm_description = "The mssqlcdc reconcile of ${var.spec.app_id} found silver differing from the source; the newest run in ${var.spec.reconcile.report_table} says where (docs/reconcile.md)."
+
+  namespace   = "mssqlcdc"
+  metric_name = "ReconcileMismatches"
+  dimensions = {
+    app_id = var.spec.app_id
+  }
+  statistic           = "Maximum"
+  period              = 3600
+  evaluation_periods  = 1
+  threshold           = 1
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.alarm_actions
+  tags          = var.tags
+}
+
+resource "aws_cloudwatch_metric_alarm" "reconcile_errors" {
+  count = var.alarms_enabled && local.deploys_reconcile ? 1 : 0
+
+  alarm_name        = "${var.name}-reconcile-errors"
+  alarm_description = "The mssqlcdc reconcile of ${var.spec.app_id} failed; its log group ${aws_cloudwatch_log_group.function["reconcile"].name} names the error type (docs/handlers.md, reconcile errors)."
+
+  namespace   = "AWS/Lambda"
+  metric_name = "Errors"
+  dimensions = {
+    FunctionName = aws_lambda_function.this["reconcile"].function_name
+  }
+  statistic           = "Sum"
+  period              = 3600
+  evaluation_periods  = 1
+  threshold           = 1
+  comparison_operator = "GreaterThanOrEqualToThreshold"
+  treat_missing_data  = "notBreaching"
+
+  alarm_actions = var.alarm_actions
+  ok_actions    = var.alarm_actions
+  tags          = var.tags
+}
+
 # RetentionHeadroomHours is written by the stream per batch (CloudWatch Embedded Metric
 # Format, namespace mssqlcdc, dimension app_id): how long before the capture job's cleanup
 # reaches the oldest change the stream has not read.

@@ -9,8 +9,10 @@
 #                     secret (it never talks to SQL Server).
 #   <name>-apply      apply (silver, with spec.silver): reads bronze, writes silver; no
 #                     checkpoint, no facts, no secret, no Delta log deletes.
+#   <name>-reconcile  reconcile (with spec.reconcile): reads SQL Server (the secret), silver,
+#                     bronze, facts and plans; writes only the report table.
 #   <name>-states     the state machines: invoke this table's functions, deliver logs;
-#   <name>-scheduler  EventBridge Scheduler: invoke the stream, maintain and apply.
+#   <name>-scheduler  EventBridge Scheduler: invoke the stream, maintain, apply, reconcile.
 # Any of them may be brought instead (role_arns): the module then creates no role and
 # attaches nothing; the policy_documents output is what such a role needs.
 
@@ -66,14 +68,36 @@ locals {
 
   # The functions on each role; maintain has its own.
   deploys_maintain   = contains(keys(var.functions), "maintain")
-  lambda_functions   = [for k in keys(local.function_requests) : k if !contains(["maintain", "apply"], k)]
+  lambda_functions   = [for k in keys(local.function_requests) : k if !contains(["maintain", "apply", "reconcile"], k)]
   create_lambda_role = var.role_arns.lambda == null
   create_maintain    = local.deploys_maintain && var.role_arns.maintain == null
   lambda_role_arn    = local.create_lambda_role ? aws_iam_role.lambda[0].arn : var.role_arns.lambda
   maintain_role_arn  = local.create_maintain ? aws_iam_role.maintain[0].arn : var.role_arns.maintain
   create_apply       = local.deploys_apply && var.role_arns.apply == null
   apply_role_arn     = local.create_apply ? aws_iam_role.apply[0].arn : var.role_arns.apply
-  function_role_arns = { for k in keys(local.function_requests) : k => k == "maintain" ? local.maintain_role_arn : (k == "apply" ? local.apply_role_arn : local.lambda_role_arn) }
+  create_reconcile   = local.deploys_reconcile && var.role_arns.reconcile == null
+  reconcile_role_arn = local.create_reconcile ? aws_iam_role.reconcile[0].arn : var.role_arns.reconcile
+  function_role_arns = { for k in keys(local.function_requests) : k => k == "maintain" ? local.maintain_role_arn : (k == "apply" ? local.apply_role_arn : (k == "reconcile" ? local.reconcile_role_arn : local.lambda_role_arn)) }
+
+  # The reconcile function's locations: silver, bronze, facts and the plans table next to
+  # bronze (read; with the DynamoDB log store also the completion of a half-done commit, as
+  # every reader does) and the report table (read and write).
+  reconcile_reads = local.deploys_reconcile ? {
+    silver = local.apply_paths.silver
+    bronze = local.s3_paths.bronze
+    facts  = local.s3_paths.facts
+    plans  = local.s3_paths.plans
+  } : {}
+  reconcile_paths = local.deploys_reconcile ? merge(local.reconcile_reads, {
+    report = {
+      bucket = regex("^s3://([^/]+)/(.+)$", var.spec.reconcile.report_table)[0]
+      prefix = regex("^s3://([^/]+)/(.+)$", var.spec.reconcile.report_table)[1]
+    }
+  }) : {}
+  reconcile_buckets = toset([for p in values(local.reconcile_paths) : p.bucket])
+  reconcile_table_paths = {
+    for k, p in local.reconcile_paths : k => "${coalesce(var.spec.storage.table_path_scheme, "s3")}://${p.bucket}/${join("/", compact(split("/", p.prefix)))}"
+  }
 
   # The apply function's locations: bronze (read; with the DynamoDB log store also the
   # completion of a half-done commit, as every reader does) and silver (read and write).
@@ -460,6 +484,135 @@ resource "aws_iam_role_policy" "apply" {
   policy = data.aws_iam_policy_document.apply.json
 }
 
+# reconcile (functions/reconcile) compares silver with SQL Server: it reads the password
+# secret, silver, bronze, the facts and plans tables, and writes only the report table
+# (never deleting its Delta log). With the DynamoDB log store it may complete a half-done
+# commit of a table it reads, as every Delta reader of such a table does. What it may do
+# on SQL Server is the login's (docs/permissions.md): it only reads.
+data "aws_iam_policy_document" "reconcile" {
+  source_policy_documents = [data.aws_iam_policy_document.function_runtime.json]
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile ? [aws_cloudwatch_log_group.function["reconcile"].arn] : []
+    content {
+      sid       = "Logs"
+      actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+      resources = ["${statement.value}:*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.reconcile_buckets
+    content {
+      actions   = ["s3:ListBucket"]
+      resources = ["arn:${local.partition}:s3:::${statement.value}"]
+      dynamic "condition" {
+        for_each = var.s3_list_whole_bucket ? [] : [statement.value]
+        content {
+          test     = "StringLike"
+          variable = "s3:prefix"
+          values   = flatten([for p in values(local.reconcile_paths) : [p.prefix, "${p.prefix}/*"] if p.bucket == condition.value])
+        }
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile ? [local.reconcile_reads] : []
+    content {
+      sid       = "TablesRead"
+      actions   = ["s3:GetObject"]
+      resources = [for p in values(statement.value) : "arn:${local.partition}:s3:::${p.bucket}/${p.prefix}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile && local.uses_dynamo ? [local.reconcile_reads] : []
+    content {
+      sid       = "CommitCompletion"
+      actions   = ["s3:PutObject"]
+      resources = [for p in values(statement.value) : "arn:${local.partition}:s3:::${p.bucket}/${p.prefix}/_delta_log/0*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile ? [local.reconcile_paths] : []
+    content {
+      sid       = "ReportObjects"
+      actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+      resources = ["arn:${local.partition}:s3:::${statement.value.report.bucket}/${statement.value.report.prefix}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile ? [local.reconcile_paths] : []
+    content {
+      sid     = "NoDeltaLogDeletes"
+      effect  = "Deny"
+      actions = ["s3:DeleteObject"]
+      resources = [
+        "arn:${local.partition}:s3:::${statement.value.report.bucket}/${statement.value.report.prefix}/_delta_log/0*",
+        "arn:${local.partition}:s3:::${statement.value.report.bucket}/${statement.value.report.prefix}/_delta_log/_*",
+      ]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile && length(local.secret_arns) > 0 ? [local.secret_arns] : []
+    content {
+      sid       = "SourcePassword"
+      actions   = ["secretsmanager:GetSecretValue"]
+      resources = statement.value
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile && local.uses_dynamo ? [local.reconcile_table_paths] : []
+    content {
+      sid       = "ReportLogItems"
+      actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"]
+      resources = [local.dynamo_table_arn]
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:LeadingKeys"
+        values   = [statement.value.report]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile && local.uses_dynamo ? [local.reconcile_table_paths] : []
+    content {
+      sid       = "ReadLogItems"
+      actions   = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"]
+      resources = [local.dynamo_table_arn]
+      condition {
+        test     = "ForAllValues:StringEquals"
+        variable = "dynamodb:LeadingKeys"
+        values   = [for k, v in statement.value : v if k != "report"]
+      }
+    }
+  }
+}
+
+resource "aws_iam_role" "reconcile" {
+  count = local.create_reconcile ? 1 : 0
+
+  name                 = "${var.name}-reconcile"
+  description          = "mssqlcdc reconcile of ${var.spec.app_id}: reads SQL Server and the lake, writes the report table"
+  assume_role_policy   = data.aws_iam_policy_document.lambda_assume.json
+  permissions_boundary = var.permissions_boundary_arn
+  tags                 = var.tags
+}
+
+resource "aws_iam_role_policy" "reconcile" {
+  count = local.create_reconcile ? 1 : 0
+
+  name   = "mssqlcdc"
+  role   = aws_iam_role.reconcile[0].id
+  policy = data.aws_iam_policy_document.reconcile.json
+}
+
 data "aws_iam_policy_document" "states_assume" {
   statement {
     actions = ["sts:AssumeRole"]
@@ -595,6 +748,15 @@ data "aws_iam_policy_document" "scheduler" {
     for_each = local.deploys_apply ? [aws_lambda_function.this["apply"].arn] : []
     content {
       sid       = "InvokeApply"
+      actions   = ["lambda:InvokeFunction"]
+      resources = [statement.value, "${statement.value}:*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.deploys_reconcile ? [aws_lambda_function.this["reconcile"].arn] : []
+    content {
+      sid       = "InvokeReconcile"
       actions   = ["lambda:InvokeFunction"]
       resources = [statement.value, "${statement.value}:*"]
     }

@@ -27,7 +27,7 @@ locals {
   # the functions apply their own defaults, and unknown names never reach the document
   # (Parse refuses unknown fields).
   spec_document = merge(
-    { for k, v in var.spec : k => v if v != null && !contains(["source", "options", "storage", "silver"], k) },
+    { for k, v in var.spec : k => v if v != null && !contains(["source", "options", "storage", "silver", "reconcile"], k) },
     {
       facts_table = local.facts_table
       source      = { for k, v in var.spec.source : k => v if v != null }
@@ -35,6 +35,7 @@ locals {
       storage     = { for k, v in var.spec.storage : k => v if v != null }
     },
     var.spec.silver == null ? {} : { silver = { for k, v in var.spec.silver : k => v if v != null } },
+    var.spec.reconcile == null ? {} : { reconcile = { for k, v in var.spec.reconcile : k => v if v != null } },
   )
   spec_json = jsonencode(local.spec_document)
 
@@ -59,16 +60,22 @@ locals {
     # MiB) of bronze rows and writes 32 MiB files through /tmp; it starts no range in the
     # last 2 minutes (functions/apply DefaultMargin).
     apply = { memory_size = 2048, timeout = 900, ephemeral_storage = 2048 }
+    # reconcile (functions/reconcile) holds silver's keys (8 bytes a row) and a digest per
+    # tier-2 row (about 100 bytes), and writes one report file.
+    reconcile = { memory_size = 1024, timeout = 900, ephemeral_storage = 512 }
   }
   # The functions deployed: var.functions, plus those the spec and inputs call for, with
   # the defaults unless var.functions overrides them: apply whenever the spec names a
-  # silver table, backfill-wave for chunked snapshots (the backfill machine calls it), seed
-  # with seed_copies (the seed machine calls it).
-  deploys_apply    = var.spec.silver != null
-  deploys_backfill = var.spec.snapshot == "chunked"
-  deploys_seed     = length(var.seed_copies) > 0
+  # silver table, reconcile whenever it has a reconcile section, backfill-wave for chunked
+  # snapshots (the backfill machine calls it), seed with seed_copies (the seed machine
+  # calls it).
+  deploys_apply     = var.spec.silver != null
+  deploys_reconcile = var.spec.reconcile != null
+  deploys_backfill  = var.spec.snapshot == "chunked"
+  deploys_seed      = length(var.seed_copies) > 0
   implied_functions = concat(
     local.deploys_apply ? ["apply"] : [],
+    local.deploys_reconcile ? ["reconcile"] : [],
     local.deploys_backfill ? ["backfill-wave"] : [],
     local.deploys_seed ? ["seed"] : [],
   )
@@ -149,7 +156,8 @@ resource "aws_lambda_function" "this" {
   # One stream invocation at a time per table: a second one would find the checkpoint's
   # offsets taken and stop with ConcurrentStreamError (docs/design.md §4.5, §6.1). One apply
   # at a time too: a second would only race the first for silver's commits.
-  reserved_concurrent_executions = contains(["stream", "apply"], each.key) ? 1 : -1
+  # One reconcile at a time: a second would compete with it for the report's next run.
+  reserved_concurrent_executions = contains(["stream", "apply", "reconcile"], each.key) ? 1 : -1
 
   environment {
     variables = local.environment
@@ -187,6 +195,7 @@ resource "aws_lambda_function" "this" {
     aws_iam_role_policy.lambda,
     aws_iam_role_policy.maintain,
     aws_iam_role_policy.apply,
+    aws_iam_role_policy.reconcile,
   ]
 
   lifecycle {
@@ -209,6 +218,10 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = each.key != "apply" || var.spec.silver != null
       error_message = "functions.apply keeps silver: set spec.silver (at least silver.table), or leave apply out of functions."
+    }
+    precondition {
+      condition     = each.key != "reconcile" || var.spec.reconcile != null
+      error_message = "functions.reconcile compares silver with the source: set spec.reconcile (at least reconcile.report_table), or leave reconcile out of functions."
     }
     precondition {
       condition     = each.key != "apply" || each.value.memory_size >= 2 * coalesce(try(var.spec.silver.memory_mb, null), 256) + 256

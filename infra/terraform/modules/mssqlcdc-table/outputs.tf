@@ -43,6 +43,11 @@ output "apply_role_arn" {
   value       = local.deploys_apply ? local.apply_role_arn : null
 }
 
+output "reconcile_role_arn" {
+  description = "The reconcile function's role (created, or role_arns.reconcile); null without spec.reconcile."
+  value       = local.deploys_reconcile ? local.reconcile_role_arn : null
+}
+
 output "states_role_arn" {
   description = "The state machines' role (created, or role_arns.states)."
   value       = local.states_role_arn
@@ -54,11 +59,12 @@ output "scheduler_role_arn" {
 }
 
 output "role_arns" {
-  description = "Every role by its key in role_arns: lambda, maintain and apply (when deployed), states, scheduler."
+  description = "Every role by its key in role_arns: lambda, maintain, apply and reconcile (when deployed), states, scheduler."
   value = merge(
     { lambda = local.lambda_role_arn, states = local.states_role_arn, scheduler = local.scheduler_role_arn },
     local.deploys_maintain ? { maintain = local.maintain_role_arn } : {},
     local.deploys_apply ? { apply = local.apply_role_arn } : {},
+    local.deploys_reconcile ? { reconcile = local.reconcile_role_arn } : {},
   )
 }
 
@@ -68,6 +74,7 @@ output "policy_documents" {
     lambda    = data.aws_iam_policy_document.lambda.json
     maintain  = data.aws_iam_policy_document.maintain.json
     apply     = data.aws_iam_policy_document.apply.json
+    reconcile = data.aws_iam_policy_document.reconcile.json
     states    = data.aws_iam_policy_document.states.json
     scheduler = data.aws_iam_policy_document.scheduler.json
   }
@@ -117,6 +124,8 @@ output "alarm_names" {
     aws_cloudwatch_metric_alarm.ingestion_lag[*].alarm_name,
     aws_cloudwatch_metric_alarm.stream_events_dropped[*].alarm_name,
     aws_cloudwatch_metric_alarm.retention_headroom[*].alarm_name,
+    aws_cloudwatch_metric_alarm.reconcile_mismatches[*].alarm_name,
+    aws_cloudwatch_metric_alarm.reconcile_errors[*].alarm_name,
     [for a in aws_cloudwatch_metric_alarm.state_machine_failed : a.alarm_name],
   )
 }

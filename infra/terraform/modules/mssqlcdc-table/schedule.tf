@@ -71,6 +71,41 @@ resource "aws_scheduler_schedule" "maintain" {
 # The apply function (functions/apply) on a schedule of its own, only when the spec names a
 # silver table: each run brings silver up to what bronze holds (docs/silver.md). Every 15
 # minutes by default; an invocation cut short by its budget goes on at the next one.
+# The reconcile function (functions/reconcile) on a schedule of its own, only when the spec
+# has a reconcile section: each run compares silver with the source and appends a report
+# (docs/reconcile.md). Daily by default. The scheduled time keys the run, so a delivery
+# retried after a run that wrote its report returns that report.
+resource "aws_scheduler_schedule" "reconcile" {
+  count = local.deploys_reconcile ? 1 : 0
+
+  name        = "${var.name}-reconcile"
+  group_name  = var.schedule_group_name
+  description = "mssqlcdc reconcile of ${var.spec.app_id}: ${var.reconcile_schedule_expression}"
+
+  schedule_expression = var.reconcile_schedule_expression
+  state               = var.reconcile_schedule_enabled ? "ENABLED" : "DISABLED"
+
+  flexible_time_window {
+    mode = "OFF"
+  }
+
+  target {
+    arn      = local.invoke_arns["reconcile"]
+    role_arn = local.scheduler_role_arn
+    # functions/reconcile Event: the run is the scheduled time, a context attribute the
+    # Scheduler substitutes in the input's text (written literally: jsonencode would
+    # escape its angle brackets as \u003c and \u003e, which the Scheduler does not match).
+    input = "{\"run\": \"<aws.scheduler.scheduled-time>\"}"
+
+    retry_policy {
+      maximum_event_age_in_seconds = 3600
+      maximum_retry_attempts       = 3
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.scheduler]
+}
+
 resource "aws_scheduler_schedule" "apply" {
   count = local.deploys_apply ? 1 : 0
 

@@ -90,6 +90,13 @@ variable "spec" {
       memory_mb     = optional(number)
       copy_on_write = optional(bool)
     }))
+    # Scheduled reconcile of silver against the source (docs/reconcile.md); null: no
+    # reconcile function. Needs silver.
+    reconcile = optional(object({
+      report_table = string
+      bucket_rows  = optional(number)
+      sample       = optional(number)
+    }))
   })
 
   validation {
@@ -143,6 +150,25 @@ variable "spec" {
       u != try(var.spec.silver.table, "") && !startswith(try(var.spec.silver.table, ""), "${u}/") && !startswith(u, "${try(var.spec.silver.table, "")}/")
     ])
     error_message = "spec.silver.table must be a location of its own: not bronze, checkpoint or facts_table, nor nested inside one of them or they inside it."
+  }
+  validation {
+    condition     = var.spec.reconcile == null || var.spec.silver != null
+    error_message = "spec.reconcile compares silver with the source: set spec.silver too."
+  }
+  validation {
+    condition     = var.spec.reconcile == null || can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^/](.*[^/])?$", var.spec.reconcile.report_table))
+    error_message = "spec.reconcile.report_table must be an s3://bucket/prefix URL with a non-empty prefix and no trailing '/' (it scopes the reconcile function's IAM policy)."
+  }
+  validation {
+    condition = var.spec.reconcile == null || alltrue([
+      for u in [var.spec.bronze, var.spec.checkpoint, coalesce(var.spec.facts_table, "${var.spec.bronze}_facts"), try(var.spec.silver.table, "-")] :
+      u != try(var.spec.reconcile.report_table, "") && !startswith(try(var.spec.reconcile.report_table, ""), "${u}/") && !startswith(u, "${try(var.spec.reconcile.report_table, "")}/")
+    ])
+    error_message = "spec.reconcile.report_table must be a location of its own: not bronze, checkpoint, facts_table or silver, nor nested inside one of them or they inside it."
+  }
+  validation {
+    condition     = try(var.spec.reconcile.sample, null) == null || try(var.spec.reconcile.sample >= 0 && var.spec.reconcile.sample <= 1, false)
+    error_message = "spec.reconcile.sample must be a fraction from 0 to 1 (of the matching buckets compared row by row)."
   }
   validation {
     condition     = try(var.spec.silver.memory_mb, null) == null || try(var.spec.silver.memory_mb >= 1 && var.spec.silver.memory_mb <= 8192 && floor(var.spec.silver.memory_mb) == var.spec.silver.memory_mb, false)
@@ -289,7 +315,8 @@ variable "functions" {
     with its own role, the only one allowed to delete Delta log files; leaving it out leaves
     bronze and facts growing a file per batch. apply (silver, docs/silver.md) is deployed
     whenever spec.silver is set, with the defaults 2048 MB, 900 s, 2048 MB of /tmp; list it
-    here only to override those.
+    here only to override those. reconcile (docs/reconcile.md) likewise whenever
+    spec.reconcile is set (1024 MB, 900 s, 512 MB of /tmp).
   EOT
   type = map(object({
     memory_size       = optional(number)
@@ -311,8 +338,8 @@ variable "functions" {
     error_message = "functions must include stream: the schedule runs it."
   }
   validation {
-    condition     = alltrue([for k in keys(var.functions) : contains(["stream", "snapshot", "backfill-wave", "seed", "maintain", "apply"], k)])
-    error_message = "functions keys must be among stream, snapshot, backfill-wave, seed, maintain and apply (the directories under functions/)."
+    condition     = alltrue([for k in keys(var.functions) : contains(["stream", "snapshot", "backfill-wave", "seed", "maintain", "apply", "reconcile"], k)])
+    error_message = "functions keys must be among stream, snapshot, backfill-wave, seed, maintain, apply and reconcile (the directories under functions/)."
   }
   validation {
     condition     = alltrue([for f in values(var.functions) : f.memory_size == null ? true : (f.memory_size >= 128 && f.memory_size <= 10240)])
@@ -446,6 +473,7 @@ variable "role_arns" {
     lambda    = optional(string)
     maintain  = optional(string)
     apply     = optional(string)
+    reconcile = optional(string)
     states    = optional(string)
     scheduler = optional(string)
   })
@@ -687,6 +715,23 @@ variable "apply_schedule_expression" {
     condition     = can(regex("^(rate|cron)\\(.+\\)$", var.apply_schedule_expression))
     error_message = "apply_schedule_expression must be an EventBridge Scheduler rate(...) or cron(...) expression, e.g. rate(15 minutes)."
   }
+}
+
+variable "reconcile_schedule_expression" {
+  description = "When the reconcile function (deployed with spec.reconcile) compares silver with the source: an EventBridge Scheduler rate() or cron() expression, in UTC. Each run scans the table's key on the server once."
+  type        = string
+  default     = "rate(1 day)"
+
+  validation {
+    condition     = can(regex("^(rate|cron)\\(.+\\)$", var.reconcile_schedule_expression))
+    error_message = "reconcile_schedule_expression must be an EventBridge Scheduler rate(...) or cron(...) expression, e.g. rate(1 day)."
+  }
+}
+
+variable "reconcile_schedule_enabled" {
+  description = "Whether the reconcile schedule runs (with spec.reconcile)."
+  type        = bool
+  default     = true
 }
 
 variable "apply_schedule_enabled" {
