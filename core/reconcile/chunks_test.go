@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
@@ -20,6 +23,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
@@ -304,4 +310,46 @@ func shift(t *testing.T, bound string, d int64) string {
 		t.Fatalf("bound %q: %v", bound, err)
 	}
 	return fmt.Sprintf("[%d]", v[0]+d)
+}
+
+// A chunk whose rows bronze holds twice (a wave's rows appended again under another txn,
+// as a buggy writer would) is CHUNK_ROWS on that chunk, found from bronze itself with the
+// records untouched; nothing else is flagged.
+func TestChunkChecksFindAChunkTwiceInBronze(t *testing.T) {
+	ctx := context.Background()
+	c := newChunkedLake(t)
+	bt := c.lake.Table(c.spec.Bronze)
+	snap, err := bt.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := snap.ArrowSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{Filter: deltalog.And(deltalog.Eq(bronze.ColChunk, int32(2)), deltalog.Eq(bronze.ColOperation, bronze.OpSnapshot))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ingest.NewWriter(bt.Store(), sc, parquetio.WriterOptions{})
+	n := int64(0)
+	if err := parquetio.Drain(ctx, it, func(rec arrow.RecordBatch) error { n += rec.NumRows(); return w.Write(ctx, rec) }); err != nil {
+		t.Fatal(err)
+	}
+	files, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest.Append(ctx, bt, nil, ingest.Commit{AppID: "planted", Version: 1, Schema: sc, Files: files}); err != nil || n == 0 {
+		t.Fatalf("plant %d rows of chunk 2: %v", n, err)
+	}
+	res := c.run(t, c.records(t))
+	if got := chunkKinds(res); !slices.Equal(got, []string{"CHUNK_ROWS@2"}) {
+		t.Fatalf("found %v, want [CHUNK_ROWS@2]", got)
+	}
+	for _, r := range res.Rows {
+		if r.Kind == reconcile.ChunkRows && (r.TargetRows != 2*r.SourceRows || r.TargetRows != 2*n) {
+			t.Errorf("CHUNK_ROWS row %+v: want bronze's count twice the recorded %d", r, n)
+		}
+	}
 }
