@@ -23,6 +23,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/functions/apply"
 	backfillwave "github.com/mssqlcdc/mssqlcdc/functions/backfill-wave"
 	"github.com/mssqlcdc/mssqlcdc/functions/maintain"
+	"github.com/mssqlcdc/mssqlcdc/functions/reconcile"
 	"github.com/mssqlcdc/mssqlcdc/functions/seed"
 	"github.com/mssqlcdc/mssqlcdc/functions/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/functions/stream"
@@ -33,19 +34,19 @@ import (
 func init() {
 	register(command{
 		name:    "invoke",
-		summary: "run one Lambda handler (snapshot, stream, seed, backfill-wave, maintain, apply) on an event JSON from stdin, as Lambda runs it",
+		summary: "run one Lambda handler (snapshot, stream, seed, backfill-wave, maintain, apply, reconcile) on an event JSON from stdin, as Lambda runs it",
 		run:     runInvoke,
 	})
 }
 
-const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|backfill-wave|maintain|apply < event.json
+const invokeUsageText = `Usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|backfill-wave|maintain|apply|reconcile < event.json
        mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]
 
 Runs the Lambda handlers of functions/snapshot, functions/stream, functions/seed,
-functions/backfill-wave, functions/maintain and functions/apply through aws-lambda-go's own runtime loop, as Lambda
-runs them (docs/handlers.md). The first form reads one event from stdin (empty: {}) and
-prints the output, or {"errorMessage", "errorType"} and exits 1.
-With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"seed"|"backfill-wave"|"maintain"|"apply",
+functions/backfill-wave, functions/maintain, functions/apply and functions/reconcile
+through aws-lambda-go's own runtime loop, as Lambda runs them (docs/handlers.md). The
+first form reads one event from stdin (empty: {}) and prints the output, or {"errorMessage", "errorType"} and exits 1.
+With --serve, each stdin line is a request {"id": n, "function": "snapshot"|"stream"|"seed"|"backfill-wave"|"maintain"|"apply"|"reconcile",
 "event": {...}}, answered by one line {"id", "output"} or {"id", "errorType",
 "errorMessage"}, concurrently, until stdin closes. Logs and metrics go to stderr.
 `
@@ -67,7 +68,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !handlerFunctions[fs.Arg(0)])) {
-		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|backfill-wave|maintain|apply < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
+		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|backfill-wave|maintain|apply|reconcile < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
 	}
 	var spec *config.Spec
 	var err error
@@ -114,7 +115,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // handlerFunctions are the functions invoke runs, by the names of functions/<name>.
-var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "seed": true, "backfill-wave": true, "maintain": true, "apply": true}
+var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "seed": true, "backfill-wave": true, "maintain": true, "apply": true, "reconcile": true}
 
 // invoker runs the real handlers against one opened source, as a warm Lambda execution
 // environment does: each is registered once on a local Runtime API and runs under
@@ -167,6 +168,15 @@ func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *d
 	if err := rt.Register("apply", ap.Handle, lambda.WithContext(ctx)); err != nil {
 		return nil, err
 	}
+	rc := reconcile.New(spec, func(ctx context.Context, s *config.Spec) (reconcile.Tables, error) {
+		t, err := reconcile.OpenLake(ctx, s)
+		t.Source = src
+		return t, err
+	}, log)
+	rc.Metrics = logs
+	if err := rt.Register("reconcile", rc.Handle, lambda.WithContext(ctx)); err != nil {
+		return nil, err
+	}
 	sd := seed.New(spec, func(ctx context.Context, s *config.Spec, _ string) (coreseed.Deps, func(), error) {
 		deps, err := connect.SeedDeps(ctx, s, src)
 		return deps, func() {}, err
@@ -197,7 +207,7 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (ru
 		return runtimeapi.Result{Output: b}, err
 	}
 	if !handlerFunctions[function] {
-		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, seed, backfill-wave, maintain, apply)", function)}
+		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, seed, backfill-wave, maintain, apply, reconcile)", function)}
 	}
 	if inv.ds != nil && inv.simSteps > 0 && (function == "snapshot" || function == "seed" || function == "backfill-wave") {
 		inv.mu.Lock()

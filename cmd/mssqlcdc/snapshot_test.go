@@ -187,7 +187,7 @@ func TestInvokeCommand(t *testing.T) {
 		}
 	})
 	errOut.Reset()
-	if code := run(ctx, []string{"invoke", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "snapshot|stream|seed|backfill-wave|maintain|apply < event.json") || !strings.Contains(errOut.String(), "--serve") {
+	if code := run(ctx, []string{"invoke", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "snapshot|stream|seed|backfill-wave|maintain|apply|reconcile < event.json") || !strings.Contains(errOut.String(), "--serve") {
 		t.Fatalf("invoke -h: exit %d, %q", code, errOut.String())
 	}
 }

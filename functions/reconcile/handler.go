@@ -13,7 +13,8 @@
 // gives one report: the scheduled time the schedule passes ("run") keys it.
 //
 // The Lambda's main (functions/reconcile/lambda) only calls lambda.Start(Lambda().Handle);
-// `mssqlcdc reconcile` runs the same comparison (core/reconcile.Job) from a shell.
+// `mssqlcdc invoke reconcile` runs the same handler through aws-lambda-go, and
+// `mssqlcdc reconcile` the same comparison (core/reconcile.Job) from a shell.
 package reconcile
 
 import (
@@ -126,9 +127,24 @@ func Lambda() *Handler {
 }
 
 // OpenTables opens SQL Server and the spec's silver, bronze, facts, plans and report
-// tables with the spec's storage settings. A spec without a reconcile or silver section is
-// a *config.ConfigError.
+// tables with the spec's storage settings (OpenLake). A spec without a reconcile or silver
+// section is a *config.ConfigError.
 func OpenTables(ctx context.Context, spec *config.Spec) (Tables, error) {
+	t, err := OpenLake(ctx, spec)
+	if err != nil {
+		return Tables{}, err
+	}
+	db, err := connect.SQLServer(ctx, spec, os.Getenv, nil)
+	if err != nil {
+		return Tables{}, err
+	}
+	t.Source, t.Close = db, func() { db.Close() }
+	return t, nil
+}
+
+// OpenLake opens the spec's silver, bronze, facts, plans and report tables (no network
+// I/O), leaving Source to the caller (`mssqlcdc invoke` hands in its own).
+func OpenLake(ctx context.Context, spec *config.Spec) (Tables, error) {
 	if err := sections(spec); err != nil {
 		return Tables{}, err
 	}
@@ -147,11 +163,6 @@ func OpenTables(ctx context.Context, spec *config.Spec) (Tables, error) {
 		}
 		*o.to = tbl
 	}
-	db, err := connect.SQLServer(ctx, spec, os.Getenv, nil)
-	if err != nil {
-		return Tables{}, err
-	}
-	t.Source, t.Close = db, func() { db.Close() }
 	return t, nil
 }
 
