@@ -137,3 +137,24 @@ func SnapshotEvents(ctx context.Context, t *deltalog.Table, appID string) ([]Row
 func SnapshotEventsIn(ctx context.Context, snap *deltalog.Snapshot, appID string) ([]Row, error) {
 	return ReadEvents(ctx, snap, appID, EventSnapshotOpen, EventBootstrap, EventResnapshot)
 }
+
+// CompletedSnapshots lists the LSNs ("0x…") of the complete snapshots of bronze table
+// target in the facts table at snap: the max_lsn of its bootstrap and resnapshot rows, of
+// every app_id and generation (docs/bronze.md "The current table"). A chunked snapshot is
+// complete only once that row exists, and an empty table's snapshot is found only by it.
+// None when the table does not exist yet.
+func CompletedSnapshots(ctx context.Context, snap *deltalog.Snapshot, target string) ([]string, error) {
+	var out []string
+	for _, ev := range []string{EventBootstrap, EventResnapshot} {
+		rows, err := scan(ctx, snap, deltalog.And(deltalog.Eq(ColEvent, ev), deltalog.Eq(ColTarget, target)))
+		if err != nil {
+			return nil, fmt.Errorf("read %s rows: %w", ev, err)
+		}
+		for _, r := range rows {
+			if r.MaxLSN != "" {
+				out = append(out, r.MaxLSN)
+			}
+		}
+	}
+	return out, nil
+}

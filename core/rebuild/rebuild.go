@@ -183,23 +183,10 @@ func wholeSnapshots(rec arrow.RecordBatch, found map[string]int64) {
 	}
 }
 
-// FactsCompleted lists the LSNs of the complete snapshots of bronze table target in the
-// facts table at snap: the max_lsn of its bootstrap and resnapshot rows, of every app_id
-// and generation (docs/bronze.md "The current table"). Opts.Completed of Rebuild.
+// FactsCompleted is facts.CompletedSnapshots: the LSNs of the complete snapshots of bronze
+// table target in the facts table at snap, Opts.Completed of Rebuild.
 func FactsCompleted(ctx context.Context, snap *deltalog.Snapshot, target string) ([]string, error) {
-	var out []string
-	for _, ev := range []string{facts.EventBootstrap, facts.EventResnapshot} {
-		rows, err := facts.ReadRowsWhere(ctx, snap, deltalog.And(deltalog.Eq(facts.ColEvent, ev), deltalog.Eq(facts.ColTarget, target)))
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			if r.MaxLSN != "" {
-				out = append(out, r.MaxLSN)
-			}
-		}
-	}
-	return out, nil
+	return facts.CompletedSnapshots(ctx, snap, target)
 }
 
 func fold(rec arrow.RecordBatch, cols, keys []string, latest map[string]*image, seen map[string]bool, lg *Log) error {

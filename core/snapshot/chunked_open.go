@@ -66,14 +66,11 @@ func OpenChunked(ctx context.Context, d Deps) (lsn.Offset, error) {
 			return lsn.Offset{}, err
 		}
 	}
-	s, err := lsn.Parse(prow.Snapshot)
-	if err != nil {
-		return lsn.Offset{}, fmt.Errorf("plans table: open row's snapshot %q: %w", prow.Snapshot, err)
-	}
-	off, err := stampOffset(ctx, d.Source, s)
+	off, err := openOffset(ctx, d.Source, prow)
 	if err != nil {
 		return lsn.Offset{}, err
 	}
+	s := off.LSN
 	var keys []string
 	_ = json.Unmarshal([]byte(prow.Keys), &keys)
 	plan, _ := json.Marshal(struct {
@@ -159,10 +156,27 @@ func (d Deps) openRow(ctx context.Context) (PlanRow, bool, error) {
 	return PlanRow{}, false, nil
 }
 
-// recordOpen stamps S, reads the key's extent after it and appends the plans table's open
-// row; when another attempt's open row won, that one is returned.
+// openOffset is the open row's S with the commit time the row recorded; an open row
+// written before the plans table had snapshot_commit_ts reads it from the source.
+func openOffset(ctx context.Context, src source.Source, prow PlanRow) (lsn.Offset, error) {
+	s, err := lsn.Parse(prow.Snapshot)
+	if err != nil {
+		return lsn.Offset{}, fmt.Errorf("plans table: open row's snapshot %q: %w", prow.Snapshot, err)
+	}
+	if prow.SnapshotTS != nil {
+		return lsn.At(s, *prow.SnapshotTS), nil
+	}
+	return stampOffset(ctx, src, s)
+}
+
+// recordOpen stamps S, reads its commit time and the key's extent after it and appends the
+// plans table's open row; when another attempt's open row won, that one is returned.
 func (d Deps) recordOpen(ctx context.Context, ci source.CaptureInstance) (PlanRow, error) {
 	s, err := StampLSN(ctx, d.Source, ci)
+	if err != nil {
+		return PlanRow{}, err
+	}
+	off, err := stampOffset(ctx, d.Source, s)
 	if err != nil {
 		return PlanRow{}, err
 	}
@@ -176,7 +190,7 @@ func (d Deps) recordOpen(ctx context.Context, ci source.CaptureInstance) (PlanRo
 	}
 	now := d.now()
 	row := PlanRow{AppID: d.Spec.AppID, Snapshot: s.String(), Generation: generation, Event: PlanEventOpen,
-		Lo: boundText(ext.Min), Hi: boundText(ext.Max), Keys: string(keys), Kind: ext.Kind, Rows: &ext.Rows, PlannedAt: &now}
+		Lo: boundText(ext.Min), Hi: boundText(ext.Max), Keys: string(keys), Kind: ext.Kind, Rows: &ext.Rows, PlannedAt: &now, SnapshotTS: off.CommitTime()}
 	res, err := appendPlanRows(ctx, d, facts.TxnSnapshots(d.Spec.AppID), generation, []PlanRow{row})
 	if err != nil {
 		return PlanRow{}, err

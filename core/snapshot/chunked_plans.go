@@ -22,8 +22,10 @@ import (
 // carries key values, which the facts table never holds (docs/design.md §4.3). Three kinds
 // of rows, told apart by event:
 //
-//	open   one per generation: S, the key columns, the plan kind and the key's extent at
-//	       the open (lo = MIN for an integer key, hi = MAX), rows = the row estimate
+//	open   one per generation: S and its commit time (snapshot_commit_ts, NULL when S is a
+//	       capture instance's start LSN − 1, no commit's), the key columns, the plan kind and
+//	       the key's extent at the open (lo = MIN for an integer key, hi = MAX), rows = the
+//	       row estimate
 //	plan   one per planned chunk: chunk, [lo, hi), last, kind, keys, chunk_rows, rows (the
 //	       planned count of an integer plan)
 //	chunk  one per chunk read: the plan row's keys plus wave, the stamp L, high_lsn (max_lsn
@@ -70,6 +72,9 @@ type PlanRow struct {
 	WaveRounds *int32
 	PlannedAt  *time.Time
 	ReadAt     *time.Time
+	// SnapshotTS is S's commit time (open rows only; nil when S is no commit's, or on an
+	// open row written before the column existed).
+	SnapshotTS *time.Time
 }
 
 var (
@@ -96,6 +101,7 @@ var (
 		{Name: "wave_rounds", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
 		{Name: "planned_at", Type: tsType, Nullable: true},
 		{Name: "read_at", Type: tsType, Nullable: true},
+		{Name: "snapshot_commit_ts", Type: tsType, Nullable: true},
 	}, nil)
 )
 
@@ -168,6 +174,7 @@ func planRecord(rows []PlanRow) arrow.RecordBatch {
 		i32(18, r.WaveRounds)
 		ts(19, r.PlannedAt)
 		ts(20, r.ReadAt)
+		ts(21, r.SnapshotTS)
 	}
 	return b.NewRecordBatch()
 }
@@ -228,6 +235,7 @@ func planRowsFrom(rec arrow.RecordBatch) ([]PlanRow, error) {
 	each("wave_rounds", func(i int, a arrow.Array) { out[i].WaveRounds = p32(a, i) })
 	each("planned_at", func(i int, a arrow.Array) { out[i].PlannedAt = pt(a, i) })
 	each("read_at", func(i int, a arrow.Array) { out[i].ReadAt = pt(a, i) })
+	each("snapshot_commit_ts", func(i int, a arrow.Array) { out[i].SnapshotTS = pt(a, i) })
 	return out, err
 }
 

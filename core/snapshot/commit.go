@@ -124,7 +124,7 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 // commitFound handles a snapshot Open found in bronze: nothing to commit; the bootstrap
 // row is offered (a crash between a snapshot's commit and its row only delays the row).
 func commitFound(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) {
-	o, ok, err := Find(ctx, d.Source, d.Bronze, d.Spec.Source.CaptureInstance)
+	o, ok, err := Find(ctx, d.Source, d.Bronze, d.Facts, d.Spec.Bronze, d.Spec.Source.CaptureInstance)
 	if err != nil {
 		return CommitResult{}, err
 	}

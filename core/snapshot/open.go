@@ -29,7 +29,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 		return OpenResult{}, err
 	}
 	if !d.Options.resnapshot() {
-		if o, ok, err := find(ctx, d.Source, d.Bronze, names, nil); err != nil {
+		if o, ok, err := find(ctx, d.Source, d.Bronze, d.Facts, d.Spec.Bronze, names, nil); err != nil {
 			return OpenResult{}, err
 		} else if ok {
 			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
@@ -53,7 +53,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 	}
 	if d.Options.resnapshot() {
 		// Nothing committed since a snapshot bronze holds: the table at l is already there.
-		if o, ok, err := find(ctx, d.Source, d.Bronze, names, &l); err != nil {
+		if o, ok, err := find(ctx, d.Source, d.Bronze, d.Facts, d.Spec.Bronze, names, &l); err != nil {
 			return OpenResult{}, err
 		} else if ok {
 			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
@@ -138,33 +138,45 @@ func resumeOffset(ctx context.Context, d Deps) (lsn.Offset, bool, error) {
 	return lsn.Offset{}, false, nil
 }
 
-// Find returns the newest whole snapshot of the table of captureInstance in bronze, under
-// any of the table's capture instances (names ignoring case): operation-0 rows without a
-// _chunk, or an empty table's snapshot commit. The stream calls it on a fresh checkpoint
-// with bootstrap=true and starts after the snapshot's LSN.
-func Find(ctx context.Context, src source.Source, bronze *deltalog.Table, captureInstance string) (lsn.Offset, bool, error) {
+// Find returns the newest complete snapshot of the table of captureInstance: a whole
+// snapshot in bronze, under any of the table's capture instances (names ignoring case):
+// operation-0 rows without a _chunk, or an empty table's snapshot commit; or, given the
+// facts table factsT (nil: none), a bootstrap or resnapshot row of bronze table target
+// there, which is where a chunked snapshot is complete (its waves carry a _chunk, and an
+// empty table's has no rows at all; docs/bronze.md "The current table"). The stream calls
+// it on a fresh checkpoint with bootstrap=true and starts after the snapshot's LSN; a full
+// snapshot's Open returns it instead of reading the table again.
+func Find(ctx context.Context, src source.Source, bronze, factsT *deltalog.Table, target, captureInstance string) (lsn.Offset, bool, error) {
 	_, names, err := instances(ctx, src, captureInstance)
 	if err != nil {
 		return lsn.Offset{}, false, err
 	}
-	return find(ctx, src, bronze, names, nil)
+	return find(ctx, src, bronze, factsT, target, names, nil)
 }
 
-// find returns the newest whole snapshot bronze holds under the instances names, or with
-// at the one at exactly *at, if any. Its commit time is its rows' newest _commit_ts, else
-// (an empty table's snapshot, recorded by its txn alone) the source's commit time of its
-// LSN.
-func find(ctx context.Context, src source.Source, bronze *deltalog.Table, names []string, at *lsn.LSN) (lsn.Offset, bool, error) {
+// find returns the newest complete snapshot (Find), or with at the one at exactly *at, if
+// any. Its commit time is its rows' newest _commit_ts, else (an empty table's snapshot, a
+// chunked one) the source's commit time of its LSN.
+func find(ctx context.Context, src source.Source, bronze, factsT *deltalog.Table, target string, names []string, at *lsn.LSN) (lsn.Offset, bool, error) {
 	found, err := wholeSnapshots(ctx, bronze, names)
 	if err != nil {
 		return lsn.Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
+	}
+	if factsT != nil {
+		done, err := completedSnapshots(ctx, factsT, target)
+		if err != nil {
+			return lsn.Offset{}, false, err
+		}
+		for _, l := range done {
+			found = append(found, WholeSnapshot{LSN: l})
+		}
 	}
 	var best *WholeSnapshot
 	for i, f := range found {
 		if at != nil && f.LSN != *at {
 			continue
 		}
-		if best == nil || best.LSN.Less(f.LSN) {
+		if best == nil || best.LSN.Less(f.LSN) || (best.LSN == f.LSN && best.CommitTS == nil) {
 			best = &found[i]
 		}
 	}
@@ -179,4 +191,26 @@ func find(ctx context.Context, src source.Source, bronze *deltalog.Table, names 
 		return lsn.Offset{}, false, err
 	}
 	return off, true, nil
+}
+
+// completedSnapshots are the LSNs of target's complete snapshots in the facts table
+// (facts.CompletedSnapshots).
+func completedSnapshots(ctx context.Context, factsT *deltalog.Table, target string) ([]lsn.LSN, error) {
+	snap, err := factsT.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the facts table: %w", err)
+	}
+	texts, err := facts.CompletedSnapshots(ctx, snap, target)
+	if err != nil {
+		return nil, fmt.Errorf("look for a complete snapshot in the facts table: %w", err)
+	}
+	out := make([]lsn.LSN, 0, len(texts))
+	for _, t := range texts {
+		l, err := lsn.Parse(t)
+		if err != nil {
+			return nil, fmt.Errorf("facts table: snapshot LSN %q: %w", t, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
 }

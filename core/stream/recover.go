@@ -136,7 +136,7 @@ func RecoverOpen(ctx context.Context, d snapshot.Deps, req RecoverRequest) (Reco
 	if err != nil {
 		return res, err
 	}
-	if o, ok, err := snapshot.Find(ctx, d.Source, d.Bronze, d.Spec.Source.CaptureInstance); err != nil {
+	if o, ok, err := snapshot.Find(ctx, d.Source, d.Bronze, d.Facts, d.Spec.Bronze, d.Spec.Source.CaptureInstance); err != nil {
 		return res, err
 	} else if ok && a.From.LSN.Less(o.LSN) {
 		p, err := purged(ctx, d.Source, insts, o.LSN)

@@ -418,7 +418,7 @@ func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
 		}
 	}
 	if !found {
-		off, ok, err := snapshot.Find(ctx, r.src, r.deps.Bronze, r.spec.Source.CaptureInstance)
+		off, ok, err := snapshot.Find(ctx, r.src, r.deps.Bronze, r.deps.Facts, r.spec.Bronze, r.spec.Source.CaptureInstance)
 		if err != nil {
 			return lsn.Offset{}, err
 		}
