@@ -169,13 +169,17 @@ func (e *KeysChangedError) Error() string {
 
 // backfill is one call's state.
 type backfill struct {
-	d      Deps
-	p      BackfillParams
-	ci     source.CaptureInstance
-	cols   []source.Column
-	keys   []source.Column
-	t      source.Table
-	s      lsn.Offset
+	d    Deps
+	p    BackfillParams
+	ci   source.CaptureInstance
+	cols []source.Column
+	keys []source.Column
+	t    source.Table
+	s    lsn.Offset
+	// g is the generation of the snapshot (the newest the plans table holds an open of);
+	// open its facts row.
+	g      chunkedGen
+	open   facts.OpenSnapshot
 	ext    extent
 	stop   time.Time // zero: unbounded
 	began  time.Time
@@ -234,18 +238,21 @@ func (b *backfill) run(ctx context.Context) (BackfillStatus, error) {
 	if b.ci, _, err = instances(ctx, d.Source, d.Spec.Source.CaptureInstance); err != nil {
 		return BackfillStatus{}, err
 	}
-	rows, err := facts.SnapshotEvents(ctx, d.Facts, d.Spec.AppID)
+	if b.g, err = d.liveGen(ctx); err != nil {
+		return BackfillStatus{}, err
+	}
+	rows, err := facts.SnapshotEvents(ctx, d.Facts, b.g.App)
 	if err != nil {
 		return BackfillStatus{}, fmt.Errorf("read open snapshots: %w", err)
 	}
-	open, err := d.chunkedLock(ctx, b.ci, rows)
+	open, err := d.chunkedLock(ctx, b.ci, rows, b.g)
 	if err != nil {
 		return BackfillStatus{}, err
 	}
 	if open == nil {
 		return b.noOpen(ctx, rows)
 	}
-	b.s = recordedS(*open)
+	b.s, b.open = recordedS(*open), *open
 	b.status.Snapshot = open.S.String()
 	if err := b.load(ctx); err != nil {
 		return BackfillStatus{}, err
@@ -312,7 +319,7 @@ func (b *backfill) running(reason string) BackfillStatus {
 // noOpen is the status when no chunked snapshot is open: done when the newest chunked
 // snapshot of the stream is complete, else no_snapshot.
 func (b *backfill) noOpen(ctx context.Context, rows []facts.Row) (BackfillStatus, error) {
-	appID := b.d.Spec.AppID
+	appID := b.g.App
 	var newest lsn.LSN
 	found := false
 	for _, r := range rows {
@@ -331,7 +338,7 @@ func (b *backfill) noOpen(ctx context.Context, rows []facts.Row) (BackfillStatus
 	}
 	if found {
 		if closed, ok := facts.LatestSnapshotLSN(rows, appID); ok && !closed.Less(newest) {
-			plan, err := readPlanRows(ctx, b.d, appID, newest.String(), PlanEventPlan)
+			plan, err := readPlanRows(ctx, b.d, b.g.Root, newest.String(), PlanEventPlan)
 			if err != nil {
 				return BackfillStatus{}, err
 			}
@@ -347,7 +354,7 @@ func (b *backfill) noOpen(ctx context.Context, rows []facts.Row) (BackfillStatus
 // the open's keys.
 func (b *backfill) load(ctx context.Context) error {
 	d := b.d
-	prow, ok, err := d.openRow(ctx)
+	prow, ok, err := d.openRow(ctx, b.g)
 	if err != nil {
 		return err
 	}
@@ -391,14 +398,16 @@ func (b *backfill) throttle(ctx context.Context) (state, reason string, err erro
 	if err != nil {
 		return "", "", fmt.Errorf("read the facts table: %w", err)
 	}
-	rows, err := facts.ReadRows(ctx, snap, b.d.Spec.AppID)
+	// The stream of the snapshot's generation writes its batch rows under that
+	// generation's app_id.
+	rows, err := facts.ReadRows(ctx, snap, b.g.App)
 	if err != nil {
 		return "", "", err
 	}
-	last, ok := facts.LastBatch(rows, b.d.Spec.AppID)
+	last, ok := facts.LastBatch(rows, b.g.App)
 	if !ok || last.RetentionHeadroomHours == nil {
 		return StateWaitingMetrics, fmt.Sprintf("the stream of app_id %s has written no batch facts row with a retention headroom yet; "+
-			"min_headroom_hours (%g) waits for one", b.d.Spec.AppID, min), nil
+			"min_headroom_hours (%g) waits for one", b.g.App, min), nil
 	}
 	age := b.d.now().Sub(last.WrittenAt).Hours()
 	left := *last.RetentionHeadroomHours - max(age, 0)

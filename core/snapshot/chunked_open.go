@@ -8,61 +8,115 @@ import (
 	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
-// generation is the snapshot generation chunked snapshots are opened in. Re-snapshots after
-// data loss (generation n > 0, app_id <app_id>.g<n>) are not built yet; every chunked
-// snapshot is the bootstrap's, generation 0.
-const generation = 0
+// chunkedGen is the generation a chunked snapshot belongs to (docs/stream.md
+// "Generations"): generation 0 is the bootstrap's, under the configured app_id; generation
+// n >= 1 is a re-snapshot after data loss, whose facts rows carry <app_id>.g<n>. Every
+// append is keyed under the configured app_id (txn(<app_id>#snapshots, n) for the open,
+// txn(<app_id>#events, n) for the completion), and the plans table's rows carry the
+// configured app_id and n in their generation column.
+type chunkedGen struct {
+	// N is the generation; Root the configured app_id; App the generation's (the facts
+	// rows' app_id).
+	N         int
+	Root, App string
+	// Recovery is the gap a re-snapshot records in its open row (nil for generation 0).
+	Recovery *Recovery
+}
+
+// genOf is generation n of the stream of d.Spec (d.Spec.AppID: the configured app_id).
+func (d Deps) genOf(n int) chunkedGen {
+	return chunkedGen{N: n, Root: d.Spec.AppID, App: checkpoint.GenerationAppID(d.Spec.AppID, n)}
+}
+
+// openGen is the generation OpenChunked opens: Options.Recovery's, else 0.
+func (d Deps) openGen() chunkedGen {
+	if rc := d.Options.Recovery; rc != nil {
+		g := d.genOf(rc.Generation)
+		g.Recovery = rc
+		return g
+	}
+	return d.genOf(0)
+}
+
+// kind is the snapshot's kind: bootstrap in generation 0, resnapshot after.
+func (g chunkedGen) kind() string {
+	if g.N > 0 {
+		return facts.KindResnapshot
+	}
+	return facts.KindBootstrap
+}
+
+// liveGen is the newest generation the plans table holds a chunked open of (the open with
+// the largest S wins: a loss while one is open opens a newer one in the next generation,
+// and the older is abandoned), 0 when it holds none.
+func (d Deps) liveGen(ctx context.Context) (chunkedGen, error) {
+	rows, err := readPlanRows(ctx, d, d.Spec.AppID, "", PlanEventOpen)
+	if err != nil {
+		return chunkedGen{}, err
+	}
+	n := 0
+	for _, r := range rows {
+		n = max(n, int(r.Generation))
+	}
+	return d.genOf(n), nil
+}
 
 // OpenChunked opens the chunked snapshot of the stream at S, or returns the one already
 // open (docs/snapshots.md "Chunked snapshots"; docs/design.md §6.3). The stream calls it on
-// a fresh checkpoint with bootstrap=true and snapshot "chunked", and starts at S at once:
+// a fresh checkpoint with bootstrap=true and snapshot "chunked" (generation 0), and, with
+// Options.Recovery, when a loss opens generation n (a chunked re-snapshot, docs/stream.md
+// "Data loss"); it starts at S at once:
 //
-//  1. The mode lock: a full snapshot of the stream still open (a run may still be reading
-//     it: CDC cleanup has not passed its LSN) refuses it (*ModeLockError).
-//  2. An open chunked snapshot of the stream (its snapshot_open facts row with no
-//     bootstrap row at or after S) is returned; nothing is read or written.
+//  1. The mode lock: a full snapshot of the generation still open (a run may still be
+//     reading it: CDC cleanup has not passed its LSN) refuses it (*ModeLockError). Opens of
+//     earlier generations do not count: the new generation supersedes them.
+//  2. An open chunked snapshot of the generation (its snapshot_open facts row with no
+//     completion row at or after S) is returned; nothing is read or written.
 //  3. Else S is stamped (as a full snapshot's L: max_lsn, or a capture instance's start
-//     LSN − 1), then the key's extent is read — MIN and MAX of one integer key, the MAX of
-//     any other, and the row estimate (sys.sp_spaceused) — and recorded in the plans table
-//     (its open row, txn(<app_id>#snapshots, generation)), then the snapshot_open facts
-//     row (mode chunked, keyed the same). Nothing else is read from the table.
+//     LSN − 1) with its commit time, then the key's extent is read — MIN and MAX of one
+//     integer key, the MAX of any other, and the row estimate (sys.sp_spaceused) — and
+//     recorded in the plans table (its open row, txn(<app_id>#snapshots, generation)),
+//     then the snapshot_open facts row (mode chunked, kind bootstrap or resnapshot with the
+//     gap, app_id the generation's, keyed the same). Nothing else is read from the table.
 //
 // A crash between the plans table's open row and the facts row is resumed from the open
-// row: the same S, no second stamp. The facts row holds no key values: its detail has the
-// key column names and the plan kind. Needs the facts table and the plans table.
+// row: the same S and commit time, no second stamp. The facts row holds no key values: its
+// detail has the key column names and the plan kind. Needs the facts table and the plans
+// table.
 func OpenChunked(ctx context.Context, d Deps) (lsn.Offset, error) {
 	if d.Facts == nil || d.Plans == nil {
 		return lsn.Offset{}, &config.ConfigError{Problems: []config.Problem{{Field: "facts_table",
 			Reason: "a chunked snapshot keeps its state in the facts table and the plans table next to bronze: set facts_table"}}}
 	}
-	appID := d.Spec.AppID
+	g := d.openGen()
 	ci, _, err := instances(ctx, d.Source, d.Spec.Source.CaptureInstance)
 	if err != nil {
 		return lsn.Offset{}, err
 	}
-	rows, err := facts.SnapshotEvents(ctx, d.Facts, appID)
+	rows, err := facts.SnapshotEvents(ctx, d.Facts, g.App)
 	if err != nil {
 		return lsn.Offset{}, fmt.Errorf("read open snapshots: %w", err)
 	}
-	open, err := d.chunkedLock(ctx, ci, rows)
+	open, err := d.chunkedLock(ctx, ci, rows, g)
 	if err != nil {
 		return lsn.Offset{}, err
 	}
 	if open != nil {
-		return stampOffset(ctx, d.Source, open.S)
+		return recordedS(*open), nil
 	}
-	prow, found, err := d.openRow(ctx)
+	prow, found, err := d.openRow(ctx, g)
 	if err != nil {
 		return lsn.Offset{}, err
 	}
 	if !found {
-		if prow, err = d.recordOpen(ctx, ci); err != nil {
+		if prow, err = d.recordOpen(ctx, ci, g); err != nil {
 			return lsn.Offset{}, err
 		}
 	}
@@ -77,28 +131,34 @@ func OpenChunked(ctx context.Context, d Deps) (lsn.Offset, error) {
 		Kind string `json:"kind"`
 		Rows *int64 `json:"rows"`
 	}{prow.Kind, prow.Rows})
-	r := facts.SnapshotRow(appID, d.Spec.Bronze, facts.EventSnapshotOpen, off)
-	r.Detail = facts.OpenDetail{Mode: facts.ModeChunked, Kind: facts.KindBootstrap, Generation: generation, Keys: keys, Plan: plan}.String()
+	r := facts.SnapshotRow(g.App, d.Spec.Bronze, facts.EventSnapshotOpen, off)
+	det := facts.OpenDetail{Mode: facts.ModeChunked, Kind: g.kind(), Generation: g.N, Keys: keys, Plan: plan}
+	if rc := g.Recovery; rc != nil {
+		det.LostFromTS, det.LostToTS = facts.TimeText(rc.LostFromTS), facts.TimeText(rc.LostToTS)
+		r.LostFromTS, r.LostToTS = rc.LostFromTS, rc.LostToTS
+	}
+	r.Detail = det.String()
 	r.WrittenAt = d.now()
-	if _, err := facts.Append(ctx, d.Facts, facts.TxnSnapshots(appID), generation, []facts.Row{r}, d.Options.Writer); err != nil {
+	if _, err := facts.Append(ctx, d.Facts, facts.TxnSnapshots(g.Root), int64(g.N), []facts.Row{r}, d.Options.Writer); err != nil {
 		return lsn.Offset{}, fmt.Errorf("write snapshot_open row: %w", err)
 	}
 	// The stored open wins: an earlier attempt's row when this one was replayed.
-	if rows, err = facts.SnapshotEvents(ctx, d.Facts, appID); err != nil {
+	if rows, err = facts.SnapshotEvents(ctx, d.Facts, g.App); err != nil {
 		return lsn.Offset{}, fmt.Errorf("read open snapshots: %w", err)
 	}
-	if o, ok := newestChunked(rows, appID); ok && o.S != s {
-		return stampOffset(ctx, d.Source, o.S)
+	if o, ok := newestChunked(rows, g.App); ok && o.S != s {
+		return recordedS(o), nil
 	}
 	return off, nil
 }
 
-// chunkedLock is the mode lock of a chunked snapshot (docs/snapshots.md "One mode per
-// run"): a full snapshot of the stream that is still open refuses it, unless CDC cleanup
+// chunkedLock is the mode lock of a chunked snapshot of generation g (docs/snapshots.md
+// "One mode per run"): a full snapshot of the generation that is still open refuses it, unless CDC cleanup
 // has passed its LSN (the changes right after it are purged, so it can never complete and
-// no run can still be reading it). It returns the stream's open chunked snapshot, if any.
-func (d Deps) chunkedLock(ctx context.Context, ci source.CaptureInstance, rows []facts.Row) (*facts.OpenSnapshot, error) {
-	opens := facts.OpenSnapshots(rows, d.Spec.AppID, lsn.Zero)
+// no run can still be reading it). It returns the generation's open chunked snapshot, if
+// any. rows are the facts rows of g.App.
+func (d Deps) chunkedLock(ctx context.Context, ci source.CaptureInstance, rows []facts.Row, g chunkedGen) (*facts.OpenSnapshot, error) {
+	opens := facts.OpenSnapshots(rows, g.App, lsn.Zero)
 	var chunked *facts.OpenSnapshot
 	for i, o := range opens {
 		if o.Mode == facts.ModeChunked {
@@ -110,7 +170,7 @@ func (d Deps) chunkedLock(ctx context.Context, ci source.CaptureInstance, rows [
 			return nil, err
 		}
 		if !lost {
-			return nil, &ModeLockError{AppID: d.Spec.AppID, Snapshot: o.S, Mode: o.Mode, Generation: o.Detail.Generation, Refused: facts.ModeChunked}
+			return nil, &ModeLockError{AppID: g.App, Snapshot: o.S, Mode: o.Mode, Generation: o.Detail.Generation, Refused: facts.ModeChunked}
 		}
 	}
 	return chunked, nil
@@ -142,14 +202,14 @@ func newestChunked(rows []facts.Row, appID string) (facts.OpenSnapshot, bool) {
 	return best, found
 }
 
-// openRow is the plans table's open row of this stream's generation.
-func (d Deps) openRow(ctx context.Context) (PlanRow, bool, error) {
-	rows, err := readPlanRows(ctx, d, d.Spec.AppID, "", PlanEventOpen)
+// openRow is the plans table's open row of generation g.
+func (d Deps) openRow(ctx context.Context, g chunkedGen) (PlanRow, bool, error) {
+	rows, err := readPlanRows(ctx, d, g.Root, "", PlanEventOpen)
 	if err != nil {
 		return PlanRow{}, false, err
 	}
 	for _, r := range rows {
-		if r.Generation == generation {
+		if int(r.Generation) == g.N {
 			return r, true, nil
 		}
 	}
@@ -171,7 +231,7 @@ func openOffset(ctx context.Context, src source.Source, prow PlanRow) (lsn.Offse
 
 // recordOpen stamps S, reads its commit time and the key's extent after it and appends the
 // plans table's open row; when another attempt's open row won, that one is returned.
-func (d Deps) recordOpen(ctx context.Context, ci source.CaptureInstance) (PlanRow, error) {
+func (d Deps) recordOpen(ctx context.Context, ci source.CaptureInstance, g chunkedGen) (PlanRow, error) {
 	s, err := StampLSN(ctx, d.Source, ci)
 	if err != nil {
 		return PlanRow{}, err
@@ -189,14 +249,14 @@ func (d Deps) recordOpen(ctx context.Context, ci source.CaptureInstance) (PlanRo
 		keys = []byte("[]")
 	}
 	now := d.now()
-	row := PlanRow{AppID: d.Spec.AppID, Snapshot: s.String(), Generation: generation, Event: PlanEventOpen,
+	row := PlanRow{AppID: g.Root, Snapshot: s.String(), Generation: int32(g.N), Event: PlanEventOpen,
 		Lo: boundText(ext.Min), Hi: boundText(ext.Max), Keys: string(keys), Kind: ext.Kind, Rows: &ext.Rows, PlannedAt: &now, SnapshotTS: off.CommitTime()}
-	res, err := appendPlanRows(ctx, d, facts.TxnSnapshots(d.Spec.AppID), generation, []PlanRow{row})
+	res, err := appendPlanRows(ctx, d, facts.TxnSnapshots(g.Root), int64(g.N), []PlanRow{row})
 	if err != nil {
 		return PlanRow{}, err
 	}
 	if res.Replayed {
-		stored, ok, err := d.openRow(ctx)
+		stored, ok, err := d.openRow(ctx, g)
 		if err != nil {
 			return PlanRow{}, err
 		}

@@ -63,7 +63,7 @@ func (b *backfill) plan(ctx context.Context, make bool) ([]chunk, error) {
 		cr := b.p.ChunkRows
 		for _, c := range chunks {
 			i, last := int32(c.Index), c.Last
-			rows = append(rows, PlanRow{AppID: appID, Snapshot: s, Generation: generation, Event: PlanEventPlan, Chunk: &i,
+			rows = append(rows, PlanRow{AppID: appID, Snapshot: s, Generation: int32(b.g.N), Event: PlanEventPlan, Chunk: &i,
 				Lo: boundText(c.Lo), Hi: boundText(c.Hi), Last: &last, Keys: string(keys), Kind: b.ext.Kind, ChunkRows: &cr,
 				Rows: c.Rows, PlannedAt: &started})
 		}
@@ -137,7 +137,7 @@ func (b *backfill) planFacts(ctx context.Context, rows []PlanRow, dur *int64) er
 		ChunkRows int64    `json:"chunk_rows"`
 		Chunks    int      `json:"chunks"`
 	}{s, rows[0].Kind, b.ext.Keys, cr, len(rows)})
-	r := facts.SnapshotRow(appID, d.Spec.Bronze, facts.EventSnapshotPlan, b.s)
+	r := facts.SnapshotRow(b.g.App, d.Spec.Bronze, facts.EventSnapshotPlan, b.s)
 	r.Detail = string(detail)
 	r.StartedAt, r.DurationMs = rows[0].PlannedAt, dur
 	r.WrittenAt = d.now()
@@ -321,8 +321,10 @@ func chunkRowsInBronze(ctx context.Context, snap *deltalog.Snapshot, s lsn.LSN, 
 }
 
 // complete writes the snapshot's completion row once every chunk is in bronze: bootstrap
-// (generation 0) keyed txn(<app_id>#events, generation), min = max = S, the rows of every
-// chunk, started at the open, and a detail with the chunk count and the last wave's stamp.
+// in generation 0, resnapshot in generation n >= 1 (the open's kind), of the generation's
+// app_id, keyed txn(<app_id>#events, n); min = max = S, the rows of every chunk, started at
+// the open, the gap (lost_from_ts, lost_to_ts) copied from the open row, and a detail with
+// the chunk count and the last wave's stamp.
 func (b *backfill) complete(ctx context.Context, done []PlanRow) error {
 	d := b.d
 	var rows int64
@@ -333,9 +335,14 @@ func (b *backfill) complete(ctx context.Context, done []PlanRow) error {
 		}
 		last = max(last, r.Stamp)
 	}
-	r := facts.SnapshotRow(d.Spec.AppID, d.Spec.Bronze, facts.EventBootstrap, b.s)
+	event := facts.EventBootstrap
+	if b.open.Detail.Kind == facts.KindResnapshot || (b.open.Detail.Kind == "" && b.g.N > 0) {
+		event = facts.EventResnapshot
+	}
+	r := facts.SnapshotRow(b.g.App, d.Spec.Bronze, event, b.s)
 	r.Rows = &rows
-	if prow, ok, err := d.openRow(ctx); err == nil && ok && prow.PlannedAt != nil {
+	r.LostFromTS, r.LostToTS = b.open.Row.LostFromTS, b.open.Row.LostToTS
+	if prow, ok, err := d.openRow(ctx, b.g); err == nil && ok && prow.PlannedAt != nil {
 		r.StartedAt = prow.PlannedAt
 		r.DurationMs = facts.Int64(d.now().Sub(*prow.PlannedAt).Milliseconds())
 	} else if err != nil {
@@ -349,8 +356,8 @@ func (b *backfill) complete(ctx context.Context, done []PlanRow) error {
 	}{b.s.LSN.String(), len(done), rows, last})
 	r.Detail = string(detail)
 	r.WrittenAt = d.now()
-	if _, err := facts.Append(ctx, d.Facts, facts.TxnEvents(d.Spec.AppID), generation, []facts.Row{r}, d.Options.Writer); err != nil {
-		return fmt.Errorf("write bootstrap row: %w", err)
+	if _, err := facts.Append(ctx, d.Facts, facts.TxnEvents(b.g.Root), int64(b.g.N), []facts.Row{r}, d.Options.Writer); err != nil {
+		return fmt.Errorf("write %s row: %w", event, err)
 	}
 	return nil
 }

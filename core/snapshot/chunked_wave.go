@@ -281,7 +281,7 @@ func tagRows(b *backfill, tag waveTag) []PlanRow {
 	w, secs, rounds, at := tag.Wave, tag.Seconds, tag.Rounds, tag.ReadAt
 	for _, c := range tag.Chunks {
 		rows, last, n := c.Rows, c.Last, c.Chunk
-		r := PlanRow{AppID: b.d.Spec.AppID, Snapshot: b.s.LSN.String(), Generation: generation, Event: PlanEventChunk,
+		r := PlanRow{AppID: b.d.Spec.AppID, Snapshot: b.s.LSN.String(), Generation: int32(b.g.N), Event: PlanEventChunk,
 			Chunk: &n, Lo: boundText(c.Lo), Hi: boundText(c.Hi), Last: &last, Kind: b.ext.Kind, Rows: &rows, Wave: &w,
 			Stamp: tag.LSN, HighLSN: tag.HighLSN, ReadSecs: c.ReadSeconds, ReadMB: c.ReadMB}
 		if secs > 0 || rounds > 0 {
@@ -344,7 +344,7 @@ func (b *backfill) chunkFacts(ctx context.Context, w int64, rows []PlanRow) erro
 		if err != nil {
 			return err
 		}
-		row := facts.SnapshotRow(appID, d.Spec.Bronze, facts.EventSnapshotChunk, lsn.Offset{LSN: l})
+		row := facts.SnapshotRow(b.g.App, d.Spec.Bronze, facts.EventSnapshotChunk, lsn.Offset{LSN: l})
 		row.MinCommitTS, row.MaxCommitTS, row.EndCommitTS = lt, lt, lt
 		if r.HighLSN != "" {
 			_, ht, err := timeOf(r.HighLSN)

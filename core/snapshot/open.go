@@ -104,19 +104,26 @@ func openRow(ctx context.Context, d Deps, off lsn.Offset) error {
 	return nil
 }
 
-// modeLock refuses a full snapshot while a chunked one of the stream is open
-// (docs/design.md §5 invariant 7; docs/snapshots.md).
+// modeLock refuses a full snapshot while a chunked one of its generation is open
+// (docs/design.md §5 invariant 7; docs/snapshots.md "One mode per run"): the bootstrap's
+// generation 0, or the generation a re-snapshot (Options.Recovery) opens, whose app_id is
+// <app_id>.g<n>. A chunked snapshot of an earlier generation does not count: the loss that
+// opens the new generation abandoned it.
 func modeLock(ctx context.Context, d Deps) error {
 	if d.Facts == nil {
 		return nil
 	}
-	rows, err := facts.SnapshotEvents(ctx, d.Facts, d.Spec.AppID)
+	appID := d.Spec.AppID
+	if rc := d.Options.Recovery; rc != nil {
+		appID = rc.AppID
+	}
+	rows, err := facts.SnapshotEvents(ctx, d.Facts, appID)
 	if err != nil {
 		return fmt.Errorf("read open snapshots: %w", err)
 	}
-	for _, o := range facts.OpenSnapshots(rows, d.Spec.AppID, lsn.Zero) {
+	for _, o := range facts.OpenSnapshots(rows, appID, lsn.Zero) {
 		if o.Mode != facts.ModeFull {
-			return &ModeLockError{AppID: d.Spec.AppID, Snapshot: o.S, Mode: o.Mode, Generation: o.Detail.Generation, Refused: facts.ModeFull}
+			return &ModeLockError{AppID: appID, Snapshot: o.S, Mode: o.Mode, Generation: o.Detail.Generation, Refused: facts.ModeFull}
 		}
 	}
 	return nil

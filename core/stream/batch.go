@@ -19,7 +19,7 @@ import (
 // batch runs one planned batch to its commits/<n> (docs/design.md §6.1).
 func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance) (BatchReport, error) {
 	startedAt := r.opts.Now().UTC()
-	rep := BatchReport{Batch: b.ID, Start: b.Start, End: b.End}
+	rep := BatchReport{Batch: b.ID, Generation: r.gens.Live.Generation, Start: b.Start, End: b.End}
 	log := r.log.With("batch", b.ID, "start_lsn", b.Start.LSN.String(), "end_lsn", b.End.LSN.String())
 
 	sp := spans(insts, b.Start.LSN.Next(), b.End.LSN)

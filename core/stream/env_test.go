@@ -69,6 +69,7 @@ func (e *env) deps() Deps {
 		Source:     e.lake.Source(e.db),
 		Bronze:     e.lake.Table(e.spec.Bronze),
 		Facts:      e.lake.Table(e.spec.FactsTable),
+		Plans:      e.lake.Table(e.spec.PlansTable()),
 		Checkpoint: checkpoint.New(e.lake.Store(e.spec.Checkpoint), e.spec.AppID),
 	}
 }

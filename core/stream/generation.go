@@ -8,6 +8,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 )
 
 // OutcomeResnapshotRequired is Result.Outcome when a full re-snapshot must open the next
@@ -43,12 +44,23 @@ func recoveryOf(a checkpoint.Attempt) *Recovery {
 
 // useGeneration reads the generations under the configured checkpoint and points the run
 // at the live one: its checkpoint (generations/<n>/) and app_id (<app_id>.g<n>). With
-// on_data_loss "resnapshot" and an attempt to open the next generation still open in full
-// mode, the invocation stops there (stop true) with the outcome that hands it to the
+// on_data_loss "resnapshot" and an attempt to open the next generation still open in
+// chunked mode, the chunked re-snapshot is opened and the generation committed first
+// (openChunkedGeneration); in full mode, the invocation stops there (stop true) with the outcome that hands it to the
 // recover steps: the stream reads nothing until the re-snapshot is committed.
 func (r *run) useGeneration(ctx context.Context, res *Result) (stop bool, err error) {
 	if r.gens, err = r.root.Generations(ctx); err != nil {
 		return false, err
+	}
+	if open := r.gens.Open(); open != nil && r.spec.Resnapshots() && open.Mode == checkpoint.ModeChunked {
+		// A chunked re-snapshot a crash left between its attempt and its generation's
+		// commit: finish it (the same open, no second stamp), then run the new generation.
+		if err := r.openChunkedGeneration(ctx, *open); err != nil {
+			return false, err
+		}
+		if r.gens, err = r.root.Generations(ctx); err != nil {
+			return false, err
+		}
 	}
 	n := r.gens.Live.Generation
 	res.Generation = n
@@ -93,7 +105,9 @@ func (r *run) batchFailed(ctx context.Context, res Result, b checkpoint.Batch, e
 // are committed, then the attempt to open generation n+1 is recorded under the
 // checkpoint (once: a rerun finds it open), with the gap: from b's start, the last offset
 // processed, to the retention watermark. A full re-snapshot is the recover steps' work:
-// the invocation returns OutcomeResnapshotRequired.
+// the invocation returns OutcomeResnapshotRequired. A chunked one is opened here at once
+// (openChunkedGeneration: nothing is read from the table) and the invocation goes on
+// streaming in the new generation, from S (nextGeneration); the backfill completes it.
 func (r *run) recoverLoss(ctx context.Context, res Result, b checkpoint.Batch, dl *DataLossError) (Result, error) {
 	now := r.opts.Now().UTC()
 	if kind, gen, att, at, ok := r.gens.Last(); ok {
@@ -117,7 +131,71 @@ func (r *run) recoverLoss(ctx context.Context, res Result, b checkpoint.Batch, d
 	r.log.Warn("data loss: changes the stream had not read were purged; opening the next generation with a re-snapshot",
 		"open_generation", a.Generation, "attempt", a.Attempt, "mode", a.Mode, "capture_instance", dl.CaptureInstance,
 		"from", a.From.LSN.String(), "min_lsn", dl.MinLSN.String())
+	if a.Mode == checkpoint.ModeChunked {
+		if err := r.openChunkedGeneration(ctx, a); err != nil {
+			return res, err
+		}
+		return r.nextGeneration(ctx, res)
+	}
 	res.Offset = a.From
 	res.Outcome, res.Recovery = OutcomeResnapshotRequired, recoveryOf(a)
+	return res, nil
+}
+
+// openChunkedGeneration takes attempt a, a chunked re-snapshot, to its commit point
+// (docs/stream.md "Data loss"; docs/reference/original-library.md §7.4, chunked mode): the
+// chunked open of generation a.Generation at S (snapshot.OpenChunked with the gap:
+// the plans table's open row, then the snapshot_open facts row, kind resnapshot, app_id
+// <app_id>.g<n>; nothing else is read from the table), then generations/<n>/generation.json
+// with S, the commit point. A crash in between is resumed from the open already recorded
+// (the same S). An open chunked snapshot of an earlier generation is abandoned: the
+// backfill works on the newest generation's, and downstream never counts one without its
+// completion row. The resnapshot facts row is the backfill's, at completion.
+func (r *run) openChunkedGeneration(ctx context.Context, a checkpoint.Attempt) error {
+	d := withRecovery(snapshot.Deps{Spec: r.rootSpec, Source: r.src, Bronze: r.deps.Bronze, Facts: r.deps.Facts, Plans: r.deps.Plans,
+		Options: snapshot.Options{Now: r.opts.Now, Writer: r.opts.Writer, Logger: r.log}}, a)
+	off, err := snapshot.OpenChunked(ctx, d)
+	if err != nil {
+		return fmt.Errorf("open the chunked re-snapshot of generation %d: %w", a.Generation, err)
+	}
+	genApp := checkpoint.GenerationAppID(r.rootSpec.AppID, a.Generation)
+	st := checkpoint.GenerationState{Generation: a.Generation, Attempt: a.Attempt, AppID: genApp, Mode: checkpoint.ModeChunked,
+		Snapshot: off, From: a.From, LostFromTS: a.LostFromTS(), LostToTS: a.LostToTS, At: r.opts.Now().UTC()}
+	if err := r.root.CommitGeneration(ctx, st); err != nil {
+		return err
+	}
+	r.log.Warn("data loss: generation opened with a chunked re-snapshot; the stream starts at its S, the backfill reads the table",
+		"generation", a.Generation, "generation_app_id", genApp, "snapshot", off.LSN.String(), "from", a.From.LSN.String(),
+		"lost_from_ts", a.LostFromTS(), "lost_to_ts", a.LostToTS)
+	return nil
+}
+
+// nextGeneration goes on streaming in the generation just committed, within the same
+// invocation and budget (max_seconds from the invocation's start, MaxBatches less those
+// done): res's batches and rows are added to what the new generation does.
+func (r *run) nextGeneration(ctx context.Context, res Result) (Result, error) {
+	opts := r.opts
+	if opts.MaxBatches > 0 {
+		if res.Batches >= opts.MaxBatches {
+			return r.stoppedAtGeneration(ctx, res)
+		}
+		opts.MaxBatches -= res.Batches
+	}
+	nr := &run{spec: r.rootSpec, deps: r.rootDeps, rootSpec: r.rootSpec, rootDeps: r.rootDeps, root: r.root, src: r.src, opts: opts,
+		log: opts.Logger.With("app_id", r.rootSpec.AppID), began: r.began}
+	more, err := nr.invoke(ctx)
+	more.Batches += res.Batches
+	more.Rows += res.Rows
+	return more, err
+}
+
+// stoppedAtGeneration is res for an invocation whose batch budget ended with the commit of
+// a new generation: it reports that generation, at its start.
+func (r *run) stoppedAtGeneration(ctx context.Context, res Result) (Result, error) {
+	g, err := r.root.Generations(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Generation, res.Offset = g.Live.Generation, g.Live.Snapshot
 	return res, nil
 }

@@ -143,7 +143,9 @@ type Result struct {
 
 // BatchReport describes one committed batch (for progress lines, logs and metrics).
 type BatchReport struct {
-	Batch      int64
+	Batch int64
+	// Generation is the generation the batch belongs to (its checkpoint, its app_id).
+	Generation int
 	Start, End lsn.Offset
 	Rows       int64
 	// Bytes is the Arrow size of the change rows read.
@@ -166,17 +168,24 @@ type run struct {
 	// lives under it), gens what it says.
 	spec *config.Spec
 	deps Deps
-	root *checkpoint.Checkpoint
-	gens checkpoint.Generations
-	src  source.Source
-	opts Options
-	log  *slog.Logger
+	// rootSpec and rootDeps are the spec and connections as configured (generation 0's
+	// app_id and checkpoint), for a run of the next generation (nextGeneration).
+	rootSpec *config.Spec
+	rootDeps Deps
+	root     *checkpoint.Checkpoint
+	gens     checkpoint.Generations
+	src      source.Source
+	opts     Options
+	log      *slog.Logger
 
 	// facts is what the invocation knows of the facts rows not yet committed.
 	facts pendingFacts
 	// factsSnap is the facts table as checkNotRewound read it (nil when it did not), which
 	// bootstrapOffset reads too rather than asking the log again in the same invocation.
 	factsSnap *deltalog.Snapshot
+	// began is when the invocation started (max_seconds counts from it, across
+	// generations).
+	began time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -211,8 +220,8 @@ func (o Options) withDefaults() Options {
 // recorded on, checked before anything is planned) and *source.CommandIDMissingError.
 func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Result, error) {
 	opts = opts.withDefaults()
-	r := &run{spec: spec, deps: deps, root: deps.Checkpoint, src: deps.Source, opts: opts,
-		log: opts.Logger.With("app_id", spec.AppID)}
+	r := &run{spec: spec, deps: deps, rootSpec: spec, rootDeps: deps, root: deps.Checkpoint, src: deps.Source, opts: opts,
+		log: opts.Logger.With("app_id", spec.AppID), began: opts.Now()}
 	res, err := r.invoke(ctx)
 	if err == nil && res.Outcome == "" && r.spec.SnapshotOnSwitch {
 		err = r.switchOutcome(ctx, &res)
@@ -222,7 +231,7 @@ func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Resul
 
 func (r *run) invoke(ctx context.Context) (Result, error) {
 	var res Result
-	began := r.opts.Now()
+	began := r.began
 	stopAt := r.stopTime(ctx, began)
 	if stop, err := r.useGeneration(ctx, &res); stop || err != nil {
 		return res, err
