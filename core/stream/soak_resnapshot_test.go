@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
@@ -46,6 +48,8 @@ func (st *soakStream) checkResnapshotted() {
 	from := st.snap.String()
 	if g.Live.Generation > 0 {
 		from = g.Live.Snapshot.LSN.String()
+	} else if s0, ok := st.chunkedOpen(0); ok {
+		from = s0 // generation 0's chunked bootstrap: the stream started at its S
 	}
 	for id, want := range st.truth {
 		gr, ok := got[id]
@@ -174,7 +178,10 @@ func (st *soakStream) checkResnapshotted() {
 				t.Errorf("%s: %s batch %d has %d facts rows (batches 0..%d)", st.table, app, b, batches[b], top)
 			}
 		}
-		if n > 0 && (len(resnaps) != 1 || resnaps[0].LostToTS == nil || resnaps[0].MaxLSN == "") {
+		switch {
+		case st.soak.chunked:
+			st.checkChunkedGeneration(n, g.Live.Generation, all, resnaps)
+		case n > 0 && (len(resnaps) != 1 || resnaps[0].LostToTS == nil || resnaps[0].MaxLSN == ""):
 			t.Errorf("%s: generation %d has resnapshot rows %+v, want one with its gap", st.table, n, resnaps)
 		}
 		if n == 0 && len(resnaps) != 0 {
@@ -196,4 +203,119 @@ func (st *soakStream) checkResnapshotted() {
 		}
 	}
 	t.Logf("%s: generation %d, %d attempts open or failed", st.table, g.Live.Generation, len(g.Attempts))
+}
+
+// chunkedOpen is S of generation n's chunked snapshot (the plans table's open row), if any.
+func (st *soakStream) chunkedOpen(n int) (string, bool) {
+	rows, err := snapshot.PlanRows(st.t.Context(), st.lake.RawTable(st.spec.PlansTable()), st.spec.AppID, snapshot.PlanEventOpen)
+	if err != nil {
+		st.t.Fatal(err)
+	}
+	for _, r := range rows {
+		if int(r.Generation) == n {
+			return r.Snapshot, true
+		}
+	}
+	return "", false
+}
+
+// checkChunkedGeneration checks generation n of a chunked stream whose live generation is
+// live (the backfill run to done): every generation after 0 has one chunked snapshot_open
+// row, kind resnapshot, with its gap, at the S of its plans table open row and of its
+// generation state; the live one's snapshot is complete (one completion row at S, with the
+// gap after 0), an earlier one's complete or superseded (no completion row); and a complete
+// one's facts hold one snapshot_chunk row per planned chunk, whose rows add up to the
+// completion row's.
+func (st *soakStream) checkChunkedGeneration(n, live int, all []facts.Row, resnaps []facts.Row) {
+	t := st.t
+	app := checkpoint.GenerationAppID(st.spec.AppID, n)
+	s, opened := st.chunkedOpen(n)
+	var opens, done, chunks []facts.Row
+	for _, r := range all {
+		if r.AppID != app {
+			continue
+		}
+		switch r.Event {
+		case facts.EventSnapshotOpen:
+			opens = append(opens, r)
+		case facts.EventBootstrap, facts.EventResnapshot:
+			done = append(done, r)
+		case facts.EventSnapshotChunk:
+			chunks = append(chunks, r)
+		}
+	}
+	if n == 0 && !opened {
+		if len(opens)+len(done)+len(chunks) != 0 {
+			t.Errorf("%s: generation 0 without a chunked open has snapshot rows %+v %+v %+v", st.table, opens, done, chunks)
+		}
+		return
+	}
+	if !opened {
+		t.Errorf("%s: generation %d has no open row in the plans table", st.table, n)
+		return
+	}
+	if n > 0 {
+		gs, err := st.checkpointRaw().Generations(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == gs.Live.Generation && gs.Live.Snapshot.LSN.String() != s {
+			t.Errorf("%s: generation %d starts at %s, its chunked open is at %s", st.table, n, gs.Live.Snapshot.LSN, s)
+		}
+	}
+	kind := facts.KindBootstrap
+	if n > 0 {
+		kind = facts.KindResnapshot
+	}
+	if len(opens) != 1 || opens[0].MaxLSN != s || !strings.Contains(opens[0].Detail, `"mode":"chunked"`) ||
+		!strings.Contains(opens[0].Detail, `"kind":"`+kind+`"`) || (n > 0 && opens[0].LostToTS == nil) {
+		t.Errorf("%s: generation %d's snapshot_open rows %+v, want one chunked %s at %s", st.table, n, opens, kind, s)
+	}
+	if len(done) > 1 || (n == live && len(done) != 1) {
+		t.Errorf("%s: generation %d (live %d) has completion rows %+v", st.table, n, live, done)
+		return
+	}
+	if len(done) == 0 {
+		st.soak.superseded++ // a loss superseded it before it completed
+		return
+	}
+	c := done[0]
+	if c.MaxLSN != s || c.MinLSN != s || (n > 0 && (c.Event != facts.EventResnapshot || c.LostToTS == nil)) || (n == 0 && c.Event != facts.EventBootstrap) {
+		t.Errorf("%s: generation %d's completion row %+v, want %s at %s", st.table, n, c, kind, s)
+	}
+	if n > 0 && (len(resnaps) != 1 || resnaps[0].MaxLSN != s) {
+		t.Errorf("%s: generation %d's resnapshot rows %+v", st.table, n, resnaps)
+	}
+	plan, err := snapshot.PlanRows(t.Context(), st.lake.RawTable(st.spec.PlansTable()), st.spec.AppID, snapshot.PlanEventPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := 0
+	for _, r := range plan {
+		if r.Snapshot == s {
+			planned++
+		}
+	}
+	var rows int64
+	seen := map[string]int{}
+	for _, r := range chunks {
+		var det struct {
+			Snapshot string `json:"snapshot"`
+			Chunk    int32  `json:"chunk"`
+		}
+		if err := json.Unmarshal([]byte(r.Detail), &det); err != nil || det.Snapshot != s {
+			t.Errorf("%s: generation %d's snapshot_chunk row of another snapshot: %q", st.table, n, r.Detail)
+			continue
+		}
+		seen[strconv.Itoa(int(det.Chunk))]++
+		if r.Rows != nil {
+			rows += *r.Rows
+		}
+	}
+	if planned == 0 || len(seen) != planned || len(chunks) != planned {
+		t.Errorf("%s: generation %d's snapshot %s: %d chunks planned, %d snapshot_chunk rows over %d chunks", st.table, n, s, planned, len(chunks), len(seen))
+	}
+	if c.Rows == nil || *c.Rows != rows {
+		t.Errorf("%s: generation %d's completion row counts %v rows, its snapshot_chunk rows %d", st.table, n, c.Rows, rows)
+	}
 }

@@ -33,6 +33,7 @@ const (
 	soakSeedsAWS        = 1
 	soakSeedsPurge      = 2
 	soakSeedsResnapshot = 2
+	soakSeedsChunked    = 2
 )
 
 // seeds is how many seeds a soak test runs: -soak.seeds, else def, else 1 with -short.
@@ -101,6 +102,25 @@ func TestSoakPurgeAheadResnapshots(t *testing.T) {
 	}
 }
 
+// The same with snapshot "chunked": each loss opens the next generation with a chunked
+// open at S in the stream (killed at a random external call like every invocation), the
+// stream goes on from S at once, and backfill calls, killed at a random external call
+// too, read the snapshot in waves between the invocations; a loss while a chunked
+// snapshot is open supersedes it. Even seeds start with a chunked bootstrap, odd ones from
+// earliest. After a clean drain and a backfill to done, bronze rebuilds from the live
+// generation's completed snapshot to the table, and each generation's facts are complete
+// (checkResnapshotted).
+func TestSoakPurgeAheadResnapshotsChunked(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(seeds(soakSeedsChunked)); seed++ {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runSoakMode(t, testlake.Local, seed, soakResnapshotChunked)
+			if t.Failed() {
+				t.Logf("replay: go test ./core/stream -run 'TestSoakPurgeAheadResnapshotsChunked/seed=%d$' -v", seed)
+			}
+		})
+	}
+}
+
 func runSoakSeeds(t *testing.T, backend testlake.Backend, n int) {
 	for seed := uint64(1); seed <= uint64(seeds(n)); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -130,8 +150,12 @@ type soak struct {
 	openFor int
 	openKey int64
 	// purgeAhead makes some cleanups underneath an invocation purge unread changes;
-	// resnapshot recovers from them (on_data_loss "resnapshot") instead of stopping.
-	purgeAhead, resnapshot bool
+	// resnapshot recovers from them (on_data_loss "resnapshot") instead of stopping;
+	// chunked takes the snapshots in chunked mode.
+	purgeAhead, resnapshot, chunked bool
+	// superseded counts the chunked snapshots a loss superseded before they completed
+	// (checkChunkedGeneration).
+	superseded int
 }
 
 // soakMode is what a soak does about data loss.
@@ -144,12 +168,15 @@ const (
 	soakPurgeAhead
 	// soakResnapshot purges some; the stream re-snapshots (on_data_loss "resnapshot").
 	soakResnapshot
+	// soakResnapshotChunked is soakResnapshot with snapshot "chunked".
+	soakResnapshotChunked
 )
 
 // soakStats counts what a seed did (logged, and checked so the test cannot go idle).
 type soakStats struct {
 	Invocations, Kills, Cleanups, Idles, Bursts, Switches, Disables, LongTxns, CleanupsUnderneath, DataLoss int
 	PurgesAhead, Resnapshots, RecoverKills                                                                  int
+	Backfills, BackfillKills                                                                                int
 }
 
 // soakStream is one table's stream and the truth it is checked against.
@@ -172,7 +199,9 @@ type soakStream struct {
 	// recovery, to draw kill points from.
 	resnapshot   bool
 	recoverCalls int
-	soak         *soak
+	// backfillCalls is the external calls of the last backfill call (chunked).
+	backfillCalls int
+	soak          *soak
 }
 
 func runSoak(t *testing.T, backend testlake.Backend, seed uint64, purgeAhead bool) {
@@ -184,7 +213,8 @@ func runSoak(t *testing.T, backend testlake.Backend, seed uint64, purgeAhead boo
 }
 
 func runSoakMode(t *testing.T, backend testlake.Backend, seed uint64, mode soakMode) {
-	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4)), purgeAhead: mode != soakNoLoss, resnapshot: mode == soakResnapshot}
+	s := &soak{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x50a4)), purgeAhead: mode != soakNoLoss,
+		resnapshot: mode == soakResnapshot || mode == soakResnapshotChunked, chunked: mode == soakResnapshotChunked}
 	s.db = cdcsim.New(cdcsim.Config{Seed: seed})
 	s.gen = workload.New(s.db, workload.Config{Seed: seed, TxnSize: 1 + s.rng.IntN(6)})
 	defs := []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()}
@@ -197,7 +227,7 @@ func runSoakMode(t *testing.T, backend testlake.Backend, seed uint64, mode soakM
 		s.streams = append(s.streams, s.newStream(lake, d, withSnapshot))
 	}
 	s.step(20 + s.rng.IntN(60))
-	if withSnapshot {
+	if withSnapshot && !s.chunked { // a chunked bootstrap is the stream's first run
 		for _, st := range s.streams {
 			// A standalone snapshot of an empty table is not found by the stream
 			// (TestSoakRegressionEmptyStandaloneSnapshot, soak_bugs_test.go): keep a row.
@@ -221,12 +251,23 @@ func runSoakMode(t *testing.T, backend testlake.Backend, seed uint64, mode soakM
 	if !s.purgeAhead && (s.stats.Kills == 0 || s.stats.Invocations < 5) || s.stats.Invocations == 0 {
 		t.Errorf("seed %d exercised too little: %+v", seed, s.stats)
 	}
-	if s.resnapshot && s.stats.Resnapshots == 0 {
+	if s.resnapshot && !s.chunked && s.stats.Resnapshots == 0 {
 		t.Errorf("seed %d recovered from no loss: %+v", seed, s.stats)
 	}
 	if s.open != nil {
 		s.openFor = 1
 		s.longTxn()
+	}
+	if s.chunked {
+		// One more loss, found by the drain, so that every seed recovers at least once.
+		st := s.streams[s.rng.IntN(len(s.streams))]
+		m, err := s.db.MaxLSN(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.step(5)
+		st.cleanupAt(m)
+		s.stats.PurgesAhead++
 	}
 	for _, st := range s.streams {
 		st.lake.Faults, st.lake.WrapSource = nil, nil
@@ -241,6 +282,18 @@ func runSoakMode(t *testing.T, backend testlake.Backend, seed uint64, mode soakM
 		if t.Failed() {
 			t.Fatalf("seed %d: stream of %s did not converge (%d steps)", seed, st.table, s.steps)
 		}
+	}
+	if s.chunked {
+		// A loss an invocation's cleanup underneath left may be found by the drain.
+		gens := 0
+		for _, st := range s.streams {
+			gens += st.liveCheckpointGeneration()
+		}
+		if gens == 0 {
+			t.Errorf("seed %d recovered from no loss: %+v", seed, s.stats)
+		}
+		t.Logf("seed %d: %d generations opened in all, %d while the stream ran, %d chunked snapshots superseded before they completed",
+			seed, gens, s.stats.Resnapshots, s.superseded)
 	}
 }
 
@@ -259,13 +312,21 @@ func (s *soak) newStream(lake *testlake.Lake, d workload.TableDef, withSnapshot 
 		zero := 0.0
 		spec.OnDataLoss, spec.ResnapshotIntervalDays = config.OnDataLossResnapshot, &zero
 	}
+	if s.chunked {
+		// Small chunks, one round a wave, no throttle; SNAPSHOT isolation, since a chunked
+		// open's key seeks and the waves would wait (READ COMMITTED) for the transaction
+		// this goroutine holds open.
+		cr, zero := int64(20+s.rng.IntN(60)), 0.0
+		spec.Snapshot, spec.ChunkRows, spec.MinHeadroomHours, spec.TargetWaveSeconds = config.SnapshotChunked, &cr, &zero, &zero
+		spec.Isolation = config.IsolationSnapshot
+	}
 	spec.Defaults()
 	if err := spec.Validate(); err != nil {
 		s.t.Fatal(err)
 	}
 	e := &env{t: s.t, db: s.db, spec: spec, lake: lake}
 	return &soakStream{env: e, purgeAhead: s.purgeAhead && !s.resnapshot, resnapshot: s.resnapshot, soak: s,
-		table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40, recoverCalls: 80}
+		table: name, keys: d.Spec.Key, truth: map[string]changeRow{}, lastCalls: 40, recoverCalls: 80, backfillCalls: 60}
 }
 
 // snapshot takes a standalone snapshot of the stream's table into bronze.
@@ -293,6 +354,10 @@ func (s *soak) round() {
 	st := s.streams[s.rng.IntN(len(s.streams))]
 	if s.rng.IntN(3) == 0 && st.switchInstance(true) == "disable" {
 		s.stats.Disables++
+		return
+	}
+	if s.chunked && s.rng.IntN(4) == 0 {
+		st.backfillKilled() // the backfill machine, beside the stream
 		return
 	}
 	switch r := s.rng.IntN(100); {
@@ -413,8 +478,12 @@ func (s *soak) invoke(st *soakStream) {
 			}}
 		}
 	}
+	genBefore := st.liveCheckpointGeneration()
 	res, err := st.run(opts)
 	s.stats.Invocations++
+	if s.chunked {
+		s.stats.Resnapshots += st.liveCheckpointGeneration() - genBefore
+	}
 	if f.Killed() {
 		s.stats.Kills++
 	}
@@ -437,8 +506,8 @@ func (s *soak) invoke(st *soakStream) {
 	case !f.Killed() && err != nil:
 		s.t.Errorf("%s: %v", what, err)
 	case err == nil && res.Outcome == OutcomeResnapshotRequired:
-		if !s.resnapshot {
-			s.t.Errorf("%s: outcome %s without on_data_loss resnapshot", what, res.Outcome)
+		if !s.resnapshot || s.chunked {
+			s.t.Errorf("%s: outcome %s without on_data_loss resnapshot and full snapshots", what, res.Outcome)
 		}
 		st.recoverKilled()
 	}
@@ -481,8 +550,80 @@ func (st *soakStream) recoverKilled() {
 	s.stats.Resnapshots++
 }
 
-// drain runs clean invocations until caught up; DataLossError stops a purgeAhead stream.
+// backfillKilled is one backfill call of a chunked stream (1 to 3 waves), mostly killed at
+// a random external call (before it lands or after); the next call is its rerun.
+func (st *soakStream) backfillKilled() {
+	s := st.soak
+	p := snapshot.ParamsOf(st.spec)
+	p.MaxWaves = 1 + s.rng.IntN(3)
+	f := &deltatest.Faults{}
+	if s.rng.IntN(3) > 0 {
+		f.KillAt = 1 + s.rng.IntN(st.backfillCalls+st.backfillCalls/2+1)
+		f.After = s.rng.IntN(2) == 0
+	}
+	st.lake.Faults = f
+	bs, err := snapshot.Backfill(st.t.Context(), st.backfillDeps(), p)
+	st.lake.Faults = nil
+	s.stats.Backfills++
+	what := fmt.Sprintf("seed %d step %d: %s backfill (kill at %d of %d calls, after=%v)", s.seed, s.steps, st.table, f.KillAt, f.Calls(), f.After)
+	switch {
+	case f.Killed() && err == nil:
+		st.t.Errorf("%s: the kill went unnoticed", what)
+	case f.Killed() && !errors.Is(err, deltatest.ErrKilled):
+		st.t.Errorf("%s: killed, but the error does not say so: %v", what, err)
+	case f.Killed():
+		s.stats.BackfillKills++
+	case err != nil:
+		st.t.Errorf("%s: %v", what, err)
+	default:
+		switch bs.State {
+		case snapshot.StateDone, snapshot.StateRunning, snapshot.StateNoSnapshot:
+		default:
+			st.t.Errorf("%s: state %s (%s)", what, bs.State, bs.Reason)
+		}
+		st.backfillCalls = max(f.Calls(), 10)
+	}
+}
+
+// backfillDone calls the backfill of a chunked stream until done (or no_snapshot: no
+// chunked snapshot was ever opened).
+func (st *soakStream) backfillDone() {
+	for range 1000 {
+		bs, err := snapshot.Backfill(st.t.Context(), st.backfillDeps(), snapshot.ParamsOf(st.spec))
+		if err != nil {
+			st.t.Fatalf("backfill of %s: %v", st.table, err)
+		}
+		switch bs.State {
+		case snapshot.StateDone, snapshot.StateNoSnapshot:
+			return
+		case snapshot.StateRunning:
+		default:
+			st.t.Fatalf("backfill of %s: %s (%s)", st.table, bs.State, bs.Reason)
+		}
+	}
+	st.t.Fatalf("the backfill of %s never completed", st.table)
+}
+
+// liveCheckpointGeneration is the stream's live generation.
+func (st *soakStream) liveCheckpointGeneration() int {
+	g, err := st.checkpointRaw().Generations(st.t.Context())
+	if err != nil {
+		st.t.Fatalf("generations of %s: %v", st.table, err)
+	}
+	return g.Live.Generation
+}
+
+// drain runs clean invocations until caught up; DataLossError stops a purgeAhead stream. A
+// chunked stream's backfill is then called until done, and the stream drained again.
 func (st *soakStream) drain() {
+	if st.soak.chunked {
+		st.drainStream()
+		st.backfillDone()
+	}
+	st.drainStream()
+}
+
+func (st *soakStream) drainStream() {
 	for i := 0; i < 1000 && !st.lost; i++ {
 		res, err := st.run(Options{})
 		var dl *DataLossError
