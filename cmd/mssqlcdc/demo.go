@@ -84,9 +84,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) || o.MinBatches < 0 || o.MinBatches > demoMaxBatches ||
-		(o.Bootstrap != "snapshot" && o.Bootstrap != config.SnapshotFull && o.Bootstrap != config.SnapshotChunked && o.Bootstrap != "seed") ||
-		(o.DataLoss && o.Bootstrap == config.SnapshotChunked) {
-		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss] [--bootstrap full|chunked|seed] (--data-loss not with chunked)"}
+		(o.Bootstrap != "snapshot" && o.Bootstrap != config.SnapshotFull && o.Bootstrap != config.SnapshotChunked && o.Bootstrap != "seed") {
+		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss] [--bootstrap full|chunked|seed]"}
 	}
 	sum, err := demo(ctx, o, stdout)
 	if err != nil {
@@ -162,8 +161,10 @@ func demo(ctx context.Context, o demoOptions, out io.Writer) (demoSummary, error
 	if err != nil {
 		return sum, err
 	}
+	// --data-loss passes only when the loss happened and the stream recovered from it.
+	sum.DataLoss = sum.DataLoss || o.DataLoss
 	if spec.Snapshot == config.SnapshotChunked {
-		if sum.Chunked, err = verifyChunked(ctx, spec, ds.snapshot); err != nil {
+		if sum.Chunked, err = verifyChunked(ctx, spec, ds.snapshot, ds.generation); err != nil {
 			return sum, err
 		}
 	}
@@ -287,12 +288,25 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 	}
 	batches := 0
 	var rows int64
+	rowsOf := map[int]int64{} // change rows per generation
+	announced := 0            // the newest generation printed
+	announce := func(gen int) {
+		if bf != nil && gen > announced {
+			// A chunked re-snapshot: the stream opened the generation by itself.
+			if err := printChunkedGeneration(ctx, deps.Checkpoint, out); err != nil {
+				fmt.Fprintf(out, "generation %d: %v\n", gen, err)
+			}
+			announced = gen
+		}
+	}
 	opts := stream.Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnBatch: func(r stream.BatchReport) {
+			announce(r.Generation)
 			batches++
 			committed.Add(1)
 			rows += r.Rows
+			rowsOf[r.Generation] += r.Rows
 			recordDone(ctx, "batch %d (offset %s)", r.Batch, r.End.LSN)
 			printBatch(out, r)
 		},
@@ -330,7 +344,8 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 			default:
 			}
 		}
-		if !purged && (batches >= 2 || !writing) {
+		// A chunked snapshot is opened by the stream's first run: purge only after it.
+		if !purged && (batches >= 2 || !writing) && (bf == nil || batches > 0) {
 			if err := demoPurge(ctx, ds, writing, out); err != nil {
 				return batches, err
 			}
@@ -339,6 +354,26 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 		res, err := stream.Run(ctx, spec, deps, opts)
 		if err != nil {
 			return batches, err
+		}
+		if bf != nil && res.Generation > ds.generation {
+			// A chunked re-snapshot: the stream opened the generation by itself and went
+			// on from its S; the backfill now reads that snapshot (the older one, if still
+			// open, is abandoned).
+			announce(res.Generation)
+			ds.generation, bf.done = res.Generation, false
+			ds.lostRows = 0
+			for g, n := range rowsOf {
+				if g < res.Generation {
+					ds.lostRows += n
+				}
+			}
+			if !writing {
+				// Changes while the backfill reads: the workload has stopped, so commit
+				// some here (the generator is this goroutine's once the workload ended).
+				if err := ds.gen.Step(40); err != nil {
+					return batches, fmt.Errorf("workload: %w", err)
+				}
+			}
 		}
 		if res.Outcome == stream.OutcomeResnapshotRequired {
 			if err := recoverInProcess(ctx, res, lo, out); err != nil {
@@ -375,6 +410,20 @@ func runDemoPipeline(ctx context.Context, o demoOptions, ds *demoSource, spec *c
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// printChunkedGeneration says which generation a chunked re-snapshot opened, at which S,
+// and the lost window.
+func printChunkedGeneration(ctx context.Context, root *checkpoint.Checkpoint, out io.Writer) error {
+	g, err := root.Generations(ctx)
+	if err != nil {
+		return err
+	}
+	l := g.Live
+	fmt.Fprintf(out, "data loss: changes after %s were purged by CDC cleanup before the stream read them (lost window %s .. %s); "+
+		"generation %d opened with a chunked re-snapshot at %s: the stream goes on from there, the backfill reads the table\n",
+		l.From.LSN, timeText(l.LostFromTS), timeText(l.LostToTS), l.Generation, l.Snapshot.LSN)
+	return nil
 }
 
 // demoPurge pauses the stream while the workload writes (or commits some transactions
@@ -439,7 +488,21 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	if err != nil {
 		return sum, err
 	}
-	got, lg, err := rebuild.FromBronze(ctx, snap, []string{"id"})
+	factsT, err := connect.Table(ctx, spec.FactsTable, cfg)
+	if err != nil {
+		return sum, err
+	}
+	fsnap, err := factsT.Snapshot(ctx)
+	if err != nil {
+		return sum, err
+	}
+	// From the newest complete snapshot: bronze's whole ones and the facts' completion rows
+	// (a chunked one is complete only at its row; docs/bronze.md "The current table").
+	done, err := rebuild.FactsCompleted(ctx, fsnap, spec.Bronze)
+	if err != nil {
+		return sum, err
+	}
+	got, lg, err := rebuild.Rebuild(ctx, snap, []string{"id"}, rebuild.Options{Completed: done})
 	if err != nil {
 		return sum, fmt.Errorf("rebuild from bronze: %w", err)
 	}
@@ -460,14 +523,6 @@ func verifyDemo(ctx context.Context, ds *demoSource, spec *config.Spec) (demoSum
 	sum.Diffs = rebuild.Diff(want, got, 20)
 	sum.want = want
 	if sum.SourceChanges, err = countChanges(ctx, ds.db, "dbo_orders", ds.snapshot); err != nil {
-		return sum, err
-	}
-	factsT, err := connect.Table(ctx, spec.FactsTable, cfg)
-	if err != nil {
-		return sum, err
-	}
-	fsnap, err := factsT.Snapshot(ctx)
-	if err != nil {
 		return sum, err
 	}
 	apps := []string{spec.AppID}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -75,8 +77,9 @@ func (c chunkedCheck) ok() bool {
 }
 
 // verifyChunked reads the plans table, the facts table and bronze's snapshot rows of the
-// chunked snapshot s.
-func verifyChunked(ctx context.Context, spec *config.Spec, s lsn.LSN) (*chunkedCheck, error) {
+// chunked snapshot s of generation gen (its facts rows carry the generation's app_id, and
+// its completion row is resnapshot after generation 0).
+func verifyChunked(ctx context.Context, spec *config.Spec, s lsn.LSN, gen int) (*chunkedCheck, error) {
 	c := &chunkedCheck{Snapshot: s.String()}
 	cfg := connect.Location(spec)
 	plans, err := connect.Table(ctx, spec.PlansTable(), cfg)
@@ -105,16 +108,20 @@ func verifyChunked(ctx context.Context, spec *config.Spec, s lsn.LSN) (*chunkedC
 	if err != nil {
 		return nil, err
 	}
-	frows, err := facts.ReadRows(ctx, fsnap, spec.AppID)
+	frows, err := facts.ReadRows(ctx, fsnap, checkpoint.GenerationAppID(spec.AppID, gen))
 	if err != nil {
 		return nil, err
 	}
+	completion := facts.EventBootstrap
+	if gen > 0 {
+		completion = facts.EventResnapshot
+	}
 	for _, r := range frows {
 		switch {
-		case r.Event == facts.EventSnapshotChunk && r.Rows != nil:
+		case r.Event == facts.EventSnapshotChunk && r.Rows != nil && strings.Contains(r.Detail, `"snapshot":"`+c.Snapshot+`"`):
 			c.FactsChunks++
 			c.FactsRows += *r.Rows
-		case r.Event == facts.EventBootstrap && r.MaxLSN == c.Snapshot && r.Rows != nil:
+		case r.Event == completion && r.MaxLSN == c.Snapshot && r.Rows != nil:
 			c.Bootstrap, c.BootstrapRows = true, *r.Rows
 		}
 	}
