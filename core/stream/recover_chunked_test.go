@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -343,4 +344,44 @@ func TestChunkedRecoveryKilledAtEveryCallConverges(t *testing.T) {
 			t.Fatalf("kill at call %d (after=%v, %s) did not converge", f.KillAt, f.After, what())
 		}
 	}
+}
+
+// The anti-loop interval holds for chunked re-snapshots too: a second loss within
+// resnapshot_interval_days of generation 1's commit is a DataLossError naming it, with no
+// generation 2 opened and nothing written; a week later the same loss opens generation 2,
+// which supersedes generation 1's snapshot if still open, and the backfill completes it.
+func TestChunkedResnapshotInterval(t *testing.T) {
+	e, _ := chunkedResnapshotEnv(t, testlake.Local, 54, -1, 8)
+	e.purgeGap()
+	if res, err := e.run(Options{}); err != nil || res.Generation != 1 {
+		t.Fatalf("first loss: %+v, %v", res, err)
+	}
+	e.exec(insert(8, 8))
+	e.mustDrain(Options{})
+	e.exec(insert(9, 9))
+	max, _ := e.db.MaxLSN(context.Background())
+	if err := e.db.Cleanup("dbo_orders", max); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(insert(10, 10))
+	opens := len(e.plansRows(snapshot.PlanEventOpen))
+	_, err := e.run(Options{})
+	var dl *DataLossError
+	if !errors.As(err, &dl) || dl.Previous == nil || dl.Previous.Kind != "resnapshot" || dl.Previous.Generation != 1 {
+		t.Fatalf("second loss within the interval: %v, want DataLossError naming generation 1", err)
+	}
+	if g := e.liveGeneration(); g.Generation != 1 || len(e.plansRows(snapshot.PlanEventOpen)) != opens {
+		t.Fatalf("the refused loss opened something: generation %d, %d open rows (was %d)", g.Generation, len(e.plansRows(snapshot.PlanEventOpen)), opens)
+	}
+	e.db.Advance(7*24*time.Hour + time.Minute)
+	res, err := e.run(Options{})
+	if err != nil || res.Generation != 2 {
+		t.Fatalf("after the interval: %+v, %v", res, err)
+	}
+	s2 := e.liveGeneration().Snapshot.LSN
+	if st := e.backfillDone(); st.Snapshot != s2.String() {
+		t.Fatalf("backfill completed %s, want generation 2's %s", st.Snapshot, s2)
+	}
+	e.mustDrain(Options{})
+	e.assertChunkedRecovered(2, s2)
 }
