@@ -52,6 +52,9 @@ const (
 
 // PlanRow is one row of the plans table; nil and "" are NULL.
 type PlanRow struct {
+	// AppID is the stream's configured app_id in every generation; Generation the
+	// snapshot's (0: the bootstrap's; n >= 1: the re-snapshot whose facts rows carry
+	// <app_id>.g<n>, docs/stream.md "Generations").
 	AppID      string
 	Snapshot   string
 	Generation int32
