@@ -16,8 +16,12 @@ func Close(open OpenResult) lsn.Offset { return open.Snapshot }
 // Run takes (or finds) the snapshot in-process, as the bootstrap state machine does:
 // Open, then Plan, Read of every range (numPartitions at once) and Commit when it opened
 // a snapshot, Commit alone when it found one, and Close. Each step is the same as the
-// machine's, so a Run after a failed one converges on the same tables.
+// machine's, so a Run after a failed one converges on the same tables. The steps of one Run
+// read each staging file from the store at most once (runStaging).
 func Run(ctx context.Context, d Deps) (lsn.Offset, error) {
+	if d.Staging != nil {
+		d.Staging = newRunStaging(d.Staging)
+	}
 	open, err := Open(ctx, d)
 	if err != nil {
 		return lsn.Offset{}, err

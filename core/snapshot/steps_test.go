@@ -18,6 +18,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 )
 
 // version is bronze's version (-1 before its first commit).
@@ -336,5 +337,42 @@ func TestReadOfARangeOutsideThePlanIsAnEventError(t *testing.T) {
 		if !errors.As(err, &ee) || !strings.Contains(err.Error(), "ranges 0..2") {
 			t.Fatalf("read of range %d: %v, want an EventError naming ranges 0..2", i, err)
 		}
+	}
+}
+
+// One in-process Run reads no staging file back from the store: each step finds what an
+// earlier step of the same Run wrote in memory (runStaging). Every file is still written,
+// once, so the machine's steps run alone, and a Run after a failed one, read them.
+func TestRunReadsItsStagingFromMemory(t *testing.T) {
+	e := newEnv(t, keyCases[0], 100)
+	e.spec.Options.NumPartitions = 4
+	f := &deltatest.Faults{}
+	e.lake.Faults = f
+	if _, err := e.run(); err != nil {
+		t.Fatal(err)
+	}
+	puts := map[string]int{}
+	for _, op := range f.Ops() {
+		verb, key, _ := strings.Cut(op, " ")
+		if !strings.HasPrefix(key, "snapshots/") {
+			continue
+		}
+		switch verb {
+		case "store.Put":
+			puts[key]++
+		case "store.Get", "store.GetRange":
+			t.Errorf("the run read %s back from the store", key)
+		}
+	}
+	if len(puts) != 6 { // open.json, plan.json, 4 range manifests
+		t.Errorf("staging files written: %v, want open, plan and 4 manifests", puts)
+	}
+	for k, n := range puts {
+		if n != 1 {
+			t.Errorf("%s written %d times", k, n)
+		}
+	}
+	if reads := e.db.Calls("ReadTable"); reads != 4 {
+		t.Fatalf("reads %d, want 4", reads)
 	}
 }

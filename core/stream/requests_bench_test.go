@@ -41,8 +41,9 @@ import (
 // after a warm-up of the same length that creates the tables. Reported per batch: s3-req
 // and ddb-req (means), max-req (the most requests, S3 and DynamoDB together, of one
 // batch), cycle1-req and cycle2-req (the mean of each checkpoint cycle, S3 and DynamoDB
-// together: equal when the cost is flat), cpu-ms and alloc-MB (the process: the stream, cdcsim, and on the emulator
-// backends gofakes3 too).
+// together: equal when the cost is flat), cpu-ms and alloc-MB (the process while the stream
+// runs: the stream, cdcsim's reads, and on the emulator backends gofakes3 too; the
+// workload's transactions are committed to cdcsim between the measured intervals).
 //
 //	scripts/with-dynalite.sh go test ./core/stream -run '^$' -bench BatchRequests -benchtime 1x
 func BenchmarkBatchRequests(b *testing.B) {
@@ -187,10 +188,10 @@ func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool, fac
 			}
 			e.invoke(e.deps, 1)
 		}
-		var ms0, ms1 runtime.MemStats
 		runtime.GC()
-		runtime.ReadMemStats(&ms0)
-		cpu0 := benchmetrics.CPUTime()
+		// The meter runs only while the stream does: the workload's transactions are
+		// committed to cdcsim outside it.
+		var m benchmetrics.Intervals
 		s3, ddb := e.counts()
 		prev := [2]int{s3, ddb}
 		if oneInvocation {
@@ -199,27 +200,30 @@ func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool, fac
 			if err := e.gen.Step(txnsPerBatch * batchesMeasured); err != nil {
 				b.Fatal(err)
 			}
+			m.Resume()
 			marks := e.invoke(e.deps, batchesMeasured)
+			m.Pause()
 			s3, ddb := e.counts() // what the invocation did after its last batch
 			marks[len(marks)-1] = [2]int{s3, ddb}
-			for _, m := range marks {
-				st.add(prev, m)
-				prev = m
+			for _, mk := range marks {
+				st.add(prev, mk)
+				prev = mk
 			}
 		} else {
 			for range batchesMeasured {
 				if err := e.gen.Step(txnsPerBatch); err != nil {
 					b.Fatal(err)
 				}
+				m.Resume()
 				e.invoke(e.deps, 1)
+				m.Pause()
 				s3, ddb := e.counts()
 				st.add(prev, [2]int{s3, ddb})
 				prev = [2]int{s3, ddb}
 			}
 		}
-		cpu += (benchmetrics.CPUTime() - cpu0).Seconds()
-		runtime.ReadMemStats(&ms1)
-		alloc += ms1.TotalAlloc - ms0.TotalAlloc
+		cpu += m.CPU.Seconds()
+		alloc += m.Alloc
 	}
 	st.report(b, "")
 	n := float64(b.N * batchesMeasured)

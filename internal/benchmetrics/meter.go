@@ -59,3 +59,32 @@ func ArrowBytes(rec arrow.RecordBatch) int64 {
 
 // CPU is the process CPU time since Start, for a benchmark's own rates.
 func (m Meter) CPU() time.Duration { return CPUTime() - m.cpu0 }
+
+// Intervals sums the process CPU time and heap bytes allocated over the intervals between
+// Resume and Pause, for a benchmark whose set-up runs between measured parts (a workload
+// committed to the simulator before each batch). The zero value is paused, with nothing
+// measured.
+type Intervals struct {
+	// CPU and Alloc are the totals of the intervals ended so far.
+	CPU   time.Duration
+	Alloc uint64
+
+	cpu0   time.Duration
+	alloc0 uint64
+}
+
+// Resume starts an interval.
+func (m *Intervals) Resume() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m.alloc0 = ms.TotalAlloc
+	m.cpu0 = CPUTime()
+}
+
+// Pause ends the interval Resume started and adds it to the totals.
+func (m *Intervals) Pause() {
+	m.CPU += CPUTime() - m.cpu0
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m.Alloc += ms.TotalAlloc - m.alloc0
+}
