@@ -84,7 +84,7 @@
 //
 // The protocol is checked before the rest of a snapshot is trusted. Reading refuses, with
 // *UnsupportedFeatureError naming the feature, any reader feature outside timestampNtz,
-// deletionVectors, v2Checkpoint, columnMapping and vacuumProtocolCheck, then any
+// deletionVectors, v2Checkpoint, columnMapping, vacuumProtocolCheck and typeWidening, then any
 // minReaderVersion above 3 (*UnsupportedVersionError). Deletion vectors are honoured:
 // Scan never returns a row a DV marks deleted, and Add.LiveRecords counts live rows
 // (deletion_vector.go, roaring.go). v2 checkpoints are read: UUID-named ones in JSON or
@@ -104,7 +104,12 @@
 // timestamp_ntz (ProtocolFor, UpgradeProtocol). Deletion vectors are written too: a commit
 // removes a file and adds it again with Add.WithDeletionVector (the DV inline or in a file
 // WriteDeletionVectorFile wrote), on a table listing the feature (EnableFeatures); VACUUM
-// keeps the DV files that live files and unexpired removes name.
+// keeps the DV files that live files and unexpired removes name. Type widening
+// (widening.go): on a table with delta.enableTypeWidening "true", SetSchema widens a
+// column as the protocol allows (Widens), records the change in the column's
+// delta.typeChanges and lists typeWidening in the protocol; Scan casts older files'
+// narrower columns to the table's type, and CanReadData refuses a recorded change that is
+// not such a widening.
 //
 // # Checkpoints (checkpoint_write.go)
 //

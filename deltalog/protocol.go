@@ -40,7 +40,9 @@ const (
 
 // readerFeatures are the reader features the log reader handles. v2Checkpoint: UUID-named
 // checkpoints (JSON or Parquet) and their sidecars are read. deletionVectors: file
-// identity includes the DV id and Scan never returns deleted rows. columnMapping is
+// identity includes the DV id and Scan never returns deleted rows. typeWidening: Scan
+// converts a file's narrower column to the table's type, and CanReadData checks every
+// recorded type change (widening.go). columnMapping is
 // understood by the log (schemas keep their column-mapping metadata) but not by data
 // scans: Snapshot.CanReadData refuses it when active. vacuumProtocolCheck only concerns
 // VACUUM.
@@ -50,6 +52,7 @@ var readerFeatures = map[string]bool{
 	FeatureDeletionVectors:     true,
 	FeatureColumnMapping:       true,
 	FeatureVacuumProtocolCheck: true,
+	FeatureTypeWidening:        true,
 }
 
 // writerFeatures are the writer features a writer of appends can honour. Some are
@@ -60,7 +63,8 @@ var readerFeatures = map[string]bool{
 // VACUUM (CanWrite is that check). deletionVectors: Scan never returns a deleted row, a
 // removed or re-added file keeps its DV (Add.RemoveAction), an add with a DV is checked at
 // Commit (Add.WithDeletionVector), and VACUUM counts DV files as referenced; an appender
-// writes no DV.
+// writes no DV. typeWidening: SetSchema widens a column only with delta.enableTypeWidening
+// and records the change in its delta.typeChanges, which later schema changes keep.
 var writerFeatures = map[string]bool{
 	FeatureDeletionVectors:     true,
 	FeatureAppendOnly:          true,
@@ -73,6 +77,7 @@ var writerFeatures = map[string]bool{
 	FeatureTimestampNTZ:        true,
 	FeatureDomainMetadata:      true,
 	FeatureVacuumProtocolCheck: true,
+	FeatureTypeWidening:        true,
 }
 
 // legacyWriterFeatures are the features each legacy writer version implies, cumulatively

@@ -168,10 +168,19 @@ func (s *Snapshot) CanWrite() error {
 // CanReadData checks that the live files' rows can be read as the table defines them: it
 // refuses with *UnsupportedFeatureError{Reader: true} a table that uses column mapping
 // (data files use physical column names). Deletion vectors are honoured by Scan: the rows
-// they mark deleted are never returned. The log itself (Files, stats) is readable either way.
+// they mark deleted are never returned. With typeWidening, a column's delta.typeChanges
+// naming a change that is not a widening this package converts is a *SchemaError. The log
+// itself (Files, stats) is readable either way.
 func (s *Snapshot) CanReadData() error {
 	if mode := s.metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
 		return &UnsupportedFeatureError{Feature: FeatureColumnMapping, Reader: true}
+	}
+	if s.protocol.HasReaderFeature(FeatureTypeWidening) {
+		st, err := s.Schema()
+		if err != nil {
+			return err
+		}
+		return checkTypeChanges(st)
 	}
 	return nil
 }

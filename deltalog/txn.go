@@ -267,10 +267,14 @@ func (tx *Transaction) SetOperationMetrics(m map[string]string) {
 //   - when schema adds columns, which must all be nullable, the commit carries a new
 //     metaData with the caller's column order, the existing fields keeping their
 //     definitions (metadata included); a protocol upgrade (timestampNtz) goes with it
-//     (UpgradeProtocol).
+//     (UpgradeProtocol);
+//   - when the table property delta.enableTypeWidening is "true" and schema widens a
+//     column's type as the typeWidening feature allows (Widens), the new metaData retypes
+//     it and appends the change to its delta.typeChanges, and the protocol lists
+//     typeWidening (docs/reference/delta-protocol.md §6.6).
 //
-// Anything else is a *SchemaChangeError naming the column: a dropped column, a type or
-// nullability change, a column whose name differs only in case, a new non-nullable column.
+// Anything else is a *SchemaChangeError naming the column: a dropped column, a type
+// change other than such a widening (or one without the property), a nullability change, a column whose name differs only in case, a new non-nullable column.
 // Calling SetSchema again replaces the earlier decision.
 func (tx *Transaction) SetSchema(schema *arrow.Schema) error {
 	tx.metadata, tx.protocol = nil, nil
@@ -299,7 +303,8 @@ func (tx *Transaction) SetSchema(schema *arrow.Schema) error {
 	if err != nil {
 		return err
 	}
-	merged, changed, err := evolveSchema(cur, next)
+	widen := tx.snap.Metadata().Configuration[PropEnableTypeWidening] == "true"
+	merged, changed, widened, err := evolveSchema(cur, next, widen)
 	if err != nil || !changed {
 		return err
 	}
@@ -308,46 +313,72 @@ func (tx *Transaction) SetSchema(schema *arrow.Schema) error {
 	md.Configuration = maps.Clone(md.Configuration)
 	md.PartitionColumns = slices.Clone(md.PartitionColumns)
 	tx.metadata = &md
-	if p, up := UpgradeProtocol(tx.snap.Protocol(), merged); up {
+	p, up := UpgradeProtocol(tx.snap.Protocol(), merged)
+	if widened {
+		var w bool
+		if p, w = withFeatures(p, FeatureTypeWidening); w {
+			up = true
+		}
+	}
+	if up {
 		tx.protocol = &p
 	}
 	return nil
 }
 
-// evolveSchema checks that next only adds nullable top-level columns to cur and returns
-// the schema to write: next's column order, with cur's field definitions for the columns
-// cur has. changed is false when next adds nothing.
-func evolveSchema(cur, next *StructType) (*StructType, bool, error) {
+// evolveSchema checks that next only adds nullable top-level columns to cur, or, with
+// widen, also widens a column's type as the typeWidening feature allows (Widens), and
+// returns the schema to write: next's column order, with cur's field definitions for the
+// columns cur has (a widened one retyped, the change recorded in its delta.typeChanges).
+// changed is false when next adds and widens nothing; widened is true when a type was
+// widened.
+func evolveSchema(cur, next *StructType, widen bool) (out *StructType, changed, widened bool, err error) {
+	retyped := map[string]StructField{}
 	for _, old := range cur.Fields {
 		nf, ok := next.Field(old.Name)
 		if !ok {
-			return nil, false, &SchemaChangeError{Column: old.Name, Reason: "column dropped (only adding nullable columns is allowed)"}
+			return nil, false, false, &SchemaChangeError{Column: old.Name, Reason: "column dropped (only adding nullable columns is allowed)"}
 		}
 		if nf.Name != old.Name {
-			return nil, false, &SchemaChangeError{Column: old.Name, Reason: fmt.Sprintf("renamed to %q (case differs)", nf.Name)}
+			return nil, false, false, &SchemaChangeError{Column: old.Name, Reason: fmt.Sprintf("renamed to %q (case differs)", nf.Name)}
 		}
 		if a, b := typeString(old.Type), typeString(nf.Type); a != b {
-			return nil, false, &SchemaChangeError{Column: old.Name, Reason: fmt.Sprintf("type changed from %s to %s", a, b)}
+			switch {
+			case !Widens(old.Type, nf.Type):
+				return nil, false, false, &SchemaChangeError{Column: old.Name, Reason: fmt.Sprintf("type changed from %s to %s", a, b)}
+			case !widen:
+				return nil, false, false, &SchemaChangeError{Column: old.Name, Reason: fmt.Sprintf(
+					"type changed from %s to %s, a widening the typeWidening feature allows, but the table property %s is not true", a, b, PropEnableTypeWidening)}
+			}
+			w, err := widenField(old, nf.Type)
+			if err != nil {
+				return nil, false, false, err
+			}
+			retyped[old.Name] = w
 		}
 		if old.Nullable != nf.Nullable {
-			return nil, false, &SchemaChangeError{Column: old.Name, Reason: fmt.Sprintf("nullability changed from %t to %t", old.Nullable, nf.Nullable)}
+			return nil, false, false, &SchemaChangeError{Column: old.Name, Reason: fmt.Sprintf("nullability changed from %t to %t", old.Nullable, nf.Nullable)}
 		}
 	}
-	if len(next.Fields) == len(cur.Fields) {
-		return cur, false, nil
+	if len(next.Fields) == len(cur.Fields) && len(retyped) == 0 {
+		return cur, false, false, nil
 	}
-	out := &StructType{Fields: make([]StructField, 0, len(next.Fields))}
+	out = &StructType{Fields: make([]StructField, 0, len(next.Fields))}
 	for _, nf := range next.Fields {
+		if w, ok := retyped[nf.Name]; ok {
+			out.Fields = append(out.Fields, w)
+			continue
+		}
 		if old, ok := cur.Field(nf.Name); ok {
 			out.Fields = append(out.Fields, old)
 			continue
 		}
 		if !nf.Nullable {
-			return nil, false, &SchemaChangeError{Column: nf.Name, Reason: "a new column must be nullable (existing rows have no value)"}
+			return nil, false, false, &SchemaChangeError{Column: nf.Name, Reason: "a new column must be nullable (existing rows have no value)"}
 		}
 		out.Fields = append(out.Fields, nf)
 	}
-	return out, true, nil
+	return out, true, len(retyped) > 0, nil
 }
 
 // typeString is a data type's JSON form, for comparing types.

@@ -49,41 +49,6 @@ func Holds(have, got arrow.DataType) bool {
 	return false
 }
 
-// DeltaWidens reports whether the Delta protocol's typeWidening feature allows changing a
-// column from type from to type to (docs/reference/delta-protocol.md §6.6): byte → short →
-// int → long; float → double; byte, short or int → double; date → timestamp_ntz;
-// decimal(p,s) → decimal(p+k1, s+k2) with k1 >= k2 >= 0; byte, short or int →
-// decimal(10+k1, k2); long → decimal(20+k1, k2), with k1 >= k2 >= 0. Equal types are no
-// change (false).
-func DeltaWidens(from, to arrow.DataType) bool {
-	if arrow.TypeEqual(from, to) {
-		return false
-	}
-	intDigits := map[arrow.Type]int32{arrow.INT8: 10, arrow.INT16: 10, arrow.INT32: 10, arrow.INT64: 20}
-	rank := map[arrow.Type]int{arrow.INT8: 1, arrow.INT16: 2, arrow.INT32: 3, arrow.INT64: 4}
-	switch t := to.(type) {
-	case *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type:
-		r, ok := rank[from.ID()]
-		return ok && r < rank[to.ID()]
-	case *arrow.Float64Type:
-		switch from.ID() {
-		case arrow.FLOAT32, arrow.INT8, arrow.INT16, arrow.INT32:
-			return true
-		}
-	case *arrow.Decimal128Type:
-		if f, ok := from.(*arrow.Decimal128Type); ok {
-			k1, k2 := t.Precision-f.Precision, t.Scale-f.Scale
-			return k1 >= k2 && k2 >= 0
-		}
-		if d, ok := intDigits[from.ID()]; ok {
-			return t.Precision-t.Scale >= d
-		}
-	case *arrow.TimestampType:
-		return from.ID() == arrow.DATE32 && arrow.TypeEqual(to, CommitTSType)
-	}
-	return false
-}
-
 // AsType is c as a column to read as bronze type t (a type that Holds c's type), so that a
 // read returns t: source reads convert as SQL Server's CAST would. Types with no narrower
 // source type to stand for (strings, binary, bool) leave c as it is.

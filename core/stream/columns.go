@@ -97,9 +97,10 @@ func (r *run) declared() map[string]bool {
 // one the spans' instances lack is read as NULL, with a warning). Then bronze's schema: a
 // captured column bronze lacks is appended as a nullable column (older rows read NULL); one
 // whose type bronze's holds is read as bronze's type (bronze.Holds: a narrowing ALTER
-// COLUMN goes on); one it does not hold is a *SchemaChangedError before anything is read
-// (bronze's writer does not widen a column yet, even where Delta's typeWidening would
-// allow it: docs/stream.md "Schema changes").
+// COLUMN goes on); one whose new type Delta's typeWidening allows, on a bronze table with
+// delta.enableTypeWidening "true", is read as the new type and widened in bronze by the
+// batch's commit (with a warning); any other is a *SchemaChangedError before anything is
+// read (docs/stream.md "Schema changes").
 func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, insts []source.CaptureInstance) ([]source.Column, *arrow.Schema, []string, error) {
 	keep := r.declared()
 	var spanInsts []source.CaptureInstance
@@ -135,6 +136,7 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 		return u.cols, sc, warnings, err
 	}
 	fields := append([]arrow.Field(nil), cur.Fields()...)
+	widens := snap.Metadata().Configuration[deltalog.PropEnableTypeWidening] == "true"
 	cols := make([]source.Column, len(u.cols))
 	for i, c := range u.cols {
 		cols[i] = c
@@ -147,12 +149,19 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 			continue
 		}
 		have := fields[j].Type
+		widenable := deltaWidens(have, u.types[i])
 		switch {
 		case bronze.Holds(have, u.types[i]):
 			cols[i] = bronze.AsType(c, have) // read as bronze's type
+		case widenable && widens:
+			// Read as the new type; the batch's bronze commit widens the column
+			// (deltalog.Transaction.SetSchema: metaData, typeChanges, typeWidening).
+			fields[j].Type = u.types[i]
+			warnings = append(warnings, fmt.Sprintf("bronze column %s widened from %s to %s (delta.enableTypeWidening)", fields[j].Name, have, u.types[i]))
+			r.log.Warn("widening a bronze column (delta.enableTypeWidening)", "column", fields[j].Name, "was", have.String(), "now", u.types[i].String())
 		default:
 			return nil, nil, nil, &SchemaChangedError{Kind: SchemaTypeChanged, CaptureInstance: u.owner[i], Column: c.Name,
-				Was: have.String(), Now: u.types[i].String(), Widenable: bronze.DeltaWidens(have, u.types[i])}
+				Was: have.String(), Now: u.types[i].String(), Widenable: widenable, WideningEnabled: widens}
 		}
 	}
 	md := cur.Metadata()
@@ -222,6 +231,21 @@ func (r *run) checkDeclared(ctx context.Context, u *captured, cur *arrow.Schema,
 		warnings = append(warnings, fmt.Sprintf("declared column %s is not captured by %s: read as NULL", col.Name, strings.Join(names, ", ")))
 	}
 	return warnings, nil
+}
+
+// deltaWidens reports whether the Delta protocol's typeWidening feature allows changing a
+// bronze column from type from to type to (deltalog.Widens, on the Delta types the Arrow
+// types map to: docs/reference/delta-protocol.md §6.6). Equal types are no change (false).
+func deltaWidens(from, to arrow.DataType) bool {
+	f, err := deltalog.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "c", Type: from}}, nil))
+	if err != nil {
+		return false
+	}
+	t, err := deltalog.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "c", Type: to}}, nil))
+	if err != nil {
+		return false
+	}
+	return deltalog.Widens(f.Fields[0].Type, t.Fields[0].Type)
 }
 
 // fieldIndexFold is the index of the field named name (exactly, else ignoring case), or -1.

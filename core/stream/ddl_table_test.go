@@ -10,6 +10,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
 // ddlKind is one row of the DDL table of docs/stream.md "Schema changes": the DDL, run on
@@ -115,9 +116,20 @@ func ddlKinds() []ddlKind {
 			if _, lg := e.bronzeState(); lg.ChangeRows() != 1 {
 				t.Errorf("bronze holds %d change rows: the batch must fail at planning, before reading", lg.ChangeRows())
 			}
+			if !strings.Contains(err.Error(), deltalog.PropEnableTypeWidening) {
+				t.Errorf("the advice %q does not name %s (Delta allows this widening)", err, deltalog.PropEnableTypeWidening)
+			}
 			// The rerun fails the same way (nothing was checkpointed past the DDL).
 			if _, err := e.run(Options{}); !errors.As(err, &sc) {
 				t.Errorf("rerun: %v", err)
+			}
+			// With the property the advice names, the stream widens bronze's column and
+			// goes on.
+			e.setBronzeProperty(deltalog.PropEnableTypeWidening, "true")
+			_, err = e.run(Options{})
+			goesOn(t, e, err)
+			if typ := e.bronzeColumnType("amount"); typ != "decimal(20,4)" {
+				t.Errorf("bronze amount is %s after the widening, want decimal(20,4)", typ)
 			}
 		},
 	}, {

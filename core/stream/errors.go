@@ -84,9 +84,10 @@ func days(d time.Duration) string {
 // says which:
 //
 //   - SchemaTypeChanged: a captured column's type is one bronze's column does not hold (a
-//     widening ALTER COLUMN, or two capture instances typing it differently). Nothing is
-//     read. Write to a new bronze table (bronze's writer does not widen a column yet,
-//     even where Delta's typeWidening would allow it; Widenable says so).
+//     widening ALTER COLUMN, or two capture instances typing it differently), and bronze
+//     cannot widen to it: Delta's typeWidening does not allow the change, or bronze lacks
+//     the table property delta.enableTypeWidening (Widenable says which). Nothing is read.
+//     Set the property and rerun (Widenable), else write to a new bronze table.
 //   - SchemaDDLPolicy: schemaChangePolicy is "fail" and the batch holds DDL at At; the
 //     replay holds the same DDL, so run once with "classify" to go on.
 //   - SchemaInstancesConflict: two capture instances of the table type a column
@@ -102,8 +103,9 @@ type SchemaChangedError struct {
 	At lsn.LSN
 	// Command is the DDL statement (SchemaDDLPolicy).
 	Command string
-	// Widenable is true when Delta's typeWidening allows the change (SchemaTypeChanged).
-	Widenable bool
+	// Widenable is true when Delta's typeWidening allows the change (SchemaTypeChanged);
+	// WideningEnabled when bronze has delta.enableTypeWidening "true".
+	Widenable, WideningEnabled bool
 }
 
 // Kinds of SchemaChangedError.
@@ -126,9 +128,11 @@ func (e *SchemaChangedError) Error() string {
 		return fmt.Sprintf("capture instances %s capture column %s as %s and %s: the newer type does not hold the older's values; "+
 			"capture it with a type that does, or leave it out with options.columns", e.CaptureInstance, e.Column, e.Was, e.Now)
 	}
-	advice := "write to a new bronze table (new bronze, app_id and checkpoint) or rewrite it"
-	if e.Widenable {
-		advice = "Delta's typeWidening allows this widening, but this writer does not widen bronze's columns yet: " + advice
+	advice := "Delta's typeWidening does not allow this change either: write to a new bronze table (new bronze, app_id and checkpoint) or rewrite it"
+	if e.Widenable && !e.WideningEnabled {
+		advice = "Delta's typeWidening allows this widening: set the table property delta.enableTypeWidening = 'true' on bronze " +
+			"(ALTER TABLE ... SET TBLPROPERTIES, docs/stream.md \"Schema changes\") and rerun, and the stream widens the column in place; " +
+			"or write to a new bronze table (new bronze, app_id and checkpoint)"
 	}
 	return fmt.Sprintf("%s: the type of captured column %s changed%s (bronze has %s, the source now %s), and bronze's type does not hold the new one: "+
 		"nothing of the batch was read; %s", e.CaptureInstance, e.Column, at, e.Was, e.Now, advice)

@@ -305,6 +305,10 @@ func convertValue(from, to source.Column, v any) (any, error) {
 		return normalize(to, v)
 	case fk == kindInt && (tk == kindFloat || tk == kindDecimal):
 		return normalize(to, v)
+	case fk == kindDate && tk == kindDateTime:
+		// A date converts to midnight of that day (SQL Server's implicit date conversion to
+		// datetime, datetime2, smalldatetime or datetimeoffset, +00:00).
+		return normalize(to, v)
 	case fk == kindDecimal && tk == kindFloat:
 		var f float64
 		if _, err := fmt.Sscan(v.(string), &f); err != nil {
