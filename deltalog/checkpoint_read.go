@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -46,18 +47,63 @@ const SidecarDir = LogDir + "_sidecars/"
 // The add actions of Parquet files come without their stats (add.stats, or
 // add.stats_parsed): the returned lazyStats reads them from the same bytes when first
 // needed, so an open pays only for paths, sizes and partition values (issue: a 100k-file
-// checkpoint is mostly stats).
-func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, *lazyStats, error) {
+// checkpoint is mostly stats). The remove actions (tombstones) of Parquet files are not
+// returned at all: the returned lazyTombstones decodes them from the same bytes when first
+// needed (a checkpoint written after compaction holds a week of them, which reading or
+// appending never uses; docs/decisions/0014-checkpoint-tombstones.md).
+func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, *lazyStats, *lazyTombstones, error) {
 	lazy := &lazyStats{}
-	out, err := readCheckpointParts(ctx, store, keys, lazy)
+	tombs := &lazyTombstones{}
+	out, err := readCheckpointParts(ctx, store, keys, lazy, tombs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(lazy.parts) == 0 {
 		lazy = nil
 	}
-	return out, lazy, nil
+	if len(tombs.parts) == 0 {
+		tombs = nil
+	}
+	return out, lazy, tombs, nil
 }
+
+// lazyTombstones holds the Parquet bytes of the checkpoint files that have remove rows,
+// and decodes those rows once, when first needed (Snapshot.Tombstones: checkpoint writing,
+// VACUUM). Snapshots derived from one read share it. A nil *lazyTombstones has none.
+type lazyTombstones struct {
+	once    sync.Once
+	parts   [][]byte
+	removes []*Remove
+	err     error
+	done    atomic.Bool // load ran
+}
+
+// load decodes the remove rows (once) and returns them.
+func (l *lazyTombstones) load() ([]*Remove, error) {
+	if l == nil {
+		return nil, nil
+	}
+	l.once.Do(func() {
+		for _, data := range l.parts {
+			acts, err := decodeCheckpointLeaves(context.Background(), data, nil, memory.DefaultAllocator, onlyRemoves)
+			if err != nil {
+				l.err, l.removes = err, nil
+				break
+			}
+			for _, a := range acts {
+				if a.Remove != nil {
+					l.removes = append(l.removes, a.Remove)
+				}
+			}
+		}
+		l.parts = nil
+		l.done.Store(true)
+	})
+	return l.removes, l.err
+}
+
+// decoded reports whether load has run (tests: opening must not decode tombstones).
+func (l *lazyTombstones) decoded() bool { return l != nil && l.done.Load() }
 
 // lazyStats holds what is needed to fill in the stats of a checkpoint's add actions
 // later: the Parquet bytes of each file that had add rows and those adds, in row order.
@@ -84,7 +130,7 @@ func (l *lazyStats) load() {
 	})
 }
 
-func readCheckpointParts(ctx context.Context, store storage.Store, keys []string, lazy *lazyStats) ([]Action, error) {
+func readCheckpointParts(ctx context.Context, store storage.Store, keys []string, lazy *lazyStats, tombs *lazyTombstones) ([]Action, error) {
 	var out []Action
 	for _, key := range keys {
 		data, err := store.GetRange(ctx, key, 0, -1)
@@ -100,10 +146,11 @@ func readCheckpointParts(ctx context.Context, store storage.Store, keys []string
 			continue
 		}
 		n := len(out)
-		if out, err = decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator, false); err != nil {
+		if out, err = decodeCheckpointLeaves(ctx, data, out, memory.DefaultAllocator, forOpen); err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 		lazy.add(data, out[n:])
+		tombs.add(data)
 	}
 	var sidecars []Sidecar
 	for _, a := range out {
@@ -121,12 +168,39 @@ func readCheckpointParts(ctx context.Context, store storage.Store, keys []string
 			return nil, fmt.Errorf("sidecar: %w", err)
 		}
 		n := len(out)
-		if out, err = decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator, false); err != nil {
+		if out, err = decodeCheckpointLeaves(ctx, data, out, memory.DefaultAllocator, forOpen); err != nil {
 			return nil, fmt.Errorf("sidecar %s: %w", key, err)
 		}
 		lazy.add(data, out[n:])
+		tombs.add(data)
 	}
 	return out, nil
+}
+
+// add keeps data when it may hold remove rows: its remove column has a value in some row
+// group, or the file has no statistics to tell.
+func (l *lazyTombstones) add(data []byte) {
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return // it decoded a moment ago; an error here leaves nothing to keep
+	}
+	defer pf.Close()
+	sc := pf.MetaData().Schema
+	var leaves []int
+	for i := 0; i < sc.NumColumns(); i++ {
+		if p := sc.Column(i).ColumnPath(); len(p) > 0 && p[0] == "remove" {
+			leaves = append(leaves, i)
+		}
+	}
+	if len(leaves) == 0 {
+		return
+	}
+	for rg := range pf.NumRowGroups() {
+		if len(presentLeaves(pf, rg, leaves)) > 0 {
+			l.parts = append(l.parts, data)
+			return
+		}
+	}
 }
 
 // add records the adds among acts, decoded from data without stats.
@@ -243,6 +317,42 @@ func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action,
 // decodeCheckpointWith is decodeCheckpoint with an allocator, reading the adds' stats
 // only when withStats (else decodeStats fills them in later).
 func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem memory.Allocator, withStats bool) ([]Action, error) {
+	if withStats {
+		return decodeCheckpointLeaves(ctx, data, out, mem, allLeaves)
+	}
+	return decodeCheckpointLeaves(ctx, data, out, mem, func(p []string, hasStats bool) bool {
+		return allLeaves(p, hasStats) && !isAddStats(p)
+	})
+}
+
+// A leafFilter says whether decodeCheckpointLeaves reads the leaf column at path p
+// (top-level column first); hasStats is whether the file has an add.stats column.
+type leafFilter func(p []string, hasStats bool) bool
+
+// allLeaves reads every column replay needs; add.stats_parsed only from a file without
+// add.stats.
+func allLeaves(p []string, hasStats bool) bool {
+	if len(p) == 0 || !checkpointColumns[p[0]] {
+		return false
+	}
+	return !(p[0] == "add" && len(p) > 1 && skippedAddFields[p[1]] && (hasStats || p[1] != "stats_parsed"))
+}
+
+func isAddStats(p []string) bool {
+	return p[0] == "add" && len(p) > 1 && (p[1] == "stats" || p[1] == "stats_parsed")
+}
+
+// forOpen is what an open reads: everything but the adds' stats and the removes.
+func forOpen(p []string, hasStats bool) bool {
+	return allLeaves(p, hasStats) && !isAddStats(p) && p[0] != "remove"
+}
+
+// onlyRemoves reads the remove rows alone (lazyTombstones).
+func onlyRemoves(p []string, _ bool) bool { return len(p) > 0 && p[0] == "remove" }
+
+// decodeCheckpointLeaves appends to out the actions of one checkpoint Parquet file that
+// the leaf columns keep selects hold (decodeCheckpoint).
+func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, mem memory.Allocator, keep leafFilter) ([]Action, error) {
 	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, err
@@ -261,17 +371,9 @@ func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem me
 		}
 	}
 	for i := 0; i < sc.NumColumns(); i++ {
-		p := sc.Column(i).ColumnPath()
-		if len(p) == 0 || !checkpointColumns[p[0]] {
-			continue
+		if keep(sc.Column(i).ColumnPath(), hasStats) {
+			leaves = append(leaves, i)
 		}
-		if p[0] == "add" && len(p) > 1 && skippedAddFields[p[1]] && (hasStats || p[1] != "stats_parsed") {
-			continue
-		}
-		if !withStats && p[0] == "add" && len(p) > 1 && (p[1] == "stats" || p[1] == "stats_parsed") {
-			continue
-		}
-		leaves = append(leaves, i)
 	}
 	if len(leaves) == 0 {
 		return out, nil

@@ -94,7 +94,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Fatalf("snapshot built from checkpoint %d, want 6", after.CheckpointVersion())
 	}
 	assertSameState(t, before, after)
-	tomb := after.Tombstones()
+	tomb := tombstonesOf(t, after)
 	if len(tomb) != 1 || tomb[0].Path != lgAdd(2).Path || tomb[0].Stats != "" {
 		t.Errorf("tombstones after checkpoint = %+v, want only the recent one, without stats", tomb)
 	}

@@ -140,7 +140,10 @@ func writeCheckpoint(ctx context.Context, snap *Snapshot) (cutoff int64, err err
 }
 
 func putCheckpoint(ctx context.Context, snap *Snapshot, cutoff int64) error {
-	actions := checkpointActions(snap, cutoff)
+	actions, err := checkpointActions(snap, cutoff)
+	if err != nil {
+		return fmt.Errorf("checkpoint %d: %w", snap.Version(), err)
+	}
 	data, err := encodeCheckpoint(actions)
 	if err != nil {
 		return fmt.Errorf("encode checkpoint %d: %w", snap.Version(), err)
@@ -185,7 +188,11 @@ func tombstoneRetention(m Metadata) (time.Duration, error) {
 // checkpointActions lists what a checkpoint of snap carries: protocol, metadata, txns,
 // domains, live files, and tombstones deleted after cutoff (ms since the epoch; a remove
 // without deletionTimestamp counts as deleted at 0, as Spark treats it).
-func checkpointActions(snap *Snapshot, cutoff int64) []Action {
+func checkpointActions(snap *Snapshot, cutoff int64) ([]Action, error) {
+	tombstones, err := snap.Tombstones()
+	if err != nil {
+		return nil, err
+	}
 	p, m := snap.Protocol(), snap.Metadata()
 	out := []Action{{Protocol: &p}, {MetaData: &m}}
 	for _, t := range snap.Txns() {
@@ -198,13 +205,13 @@ func checkpointActions(snap *Snapshot, cutoff int64) []Action {
 	for i := range files {
 		out = append(out, Action{Add: &files[i]})
 	}
-	for _, r := range snap.Tombstones() {
+	for _, r := range tombstones {
 		if !tombstoneExpired(r, cutoff) {
 			r.Stats, r.Tags = "", nil // never in checkpoints
 			out = append(out, Action{Remove: &r})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // tombstoneExpired reports whether remove r was deleted at or before cutoff (ms since the
@@ -225,10 +232,14 @@ func (s *Snapshot) dropExpiredTombstones(cutoff int64) {
 	for _, k := range expired {
 		s.tombstones.Delete(k)
 	}
+	s.tombCutoff = max(s.tombCutoff, cutoff) // the checkpoint's own, still undecoded
 }
 
 // encodeCheckpoint writes actions as one checkpoint Parquet file (Snappy, data page V1,
-// as Spark writes them).
+// as Spark writes them). The remove actions go into row groups of their own, after the
+// others: a reader that skips the columns that are all null in a row group (this
+// package's open, which leaves tombstones undecoded) then skips them whole, and the
+// other row groups' remove columns cost nothing to skip (docs/decisions/0014-checkpoint-tombstones.md).
 func encodeCheckpoint(actions []Action) ([]byte, error) {
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(
@@ -239,27 +250,43 @@ func encodeCheckpoint(actions []Action) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for start := 0; start < len(actions) || start == 0; start += checkpointBatchRows {
-		end := min(start+checkpointBatchRows, len(actions))
-		rec, err := checkpointRecord(actions[start:end])
-		if err != nil {
+	others := make([]Action, 0, len(actions))
+	var removes []Action
+	for _, a := range actions {
+		if a.Remove != nil {
+			removes = append(removes, a)
+		} else {
+			others = append(others, a)
+		}
+	}
+	for _, group := range [][]Action{others, removes} {
+		for start := 0; start < len(group); start += checkpointBatchRows {
+			if err := writeCheckpointRows(fw, group[start:min(start+checkpointBatchRows, len(group))]); err != nil {
+				fw.Close()
+				return nil, err
+			}
+		}
+	}
+	if len(actions) == 0 {
+		if err := writeCheckpointRows(fw, nil); err != nil { // one empty row group, as before
 			fw.Close()
 			return nil, err
-		}
-		err = fw.Write(rec)
-		rec.Release()
-		if err != nil {
-			fw.Close()
-			return nil, err
-		}
-		if end == len(actions) {
-			break
 		}
 	}
 	if err := fw.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// writeCheckpointRows writes actions as one row group.
+func writeCheckpointRows(fw *pqarrow.FileWriter, actions []Action) error {
+	rec, err := checkpointRecord(actions)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	return fw.Write(rec)
 }
 
 // checkpointRecord builds one record batch, one action per row.

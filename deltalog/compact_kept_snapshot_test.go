@@ -97,7 +97,7 @@ func checkCompactedState(t *testing.T, tbl *Table, s *Snapshot, small, compacted
 	t.Helper()
 	live := livePaths(s)
 	tombs := map[string]Remove{}
-	for _, r := range s.Tombstones() {
+	for _, r := range tombstonesOf(t, s) {
 		tombs[r.Path] = r
 	}
 	for _, p := range small {
@@ -127,7 +127,7 @@ func checkCompactedState(t *testing.T, tbl *Table, s *Snapshot, small, compacted
 	if g, w := snapState(t, s), snapState(t, fresh); g != w {
 		t.Fatalf("kept\n%s\nfresh read\n%s", g, w)
 	}
-	if g, w := tombstonePaths(s.Tombstones()), tombstonePaths(fresh.Tombstones()); !slices.Equal(g, w) {
+	if g, w := tombstonePaths(tombstonesOf(t, s)), tombstonePaths(tombstonesOf(t, fresh)); !slices.Equal(g, w) {
 		t.Fatalf("kept tombstones %v, fresh read's %v", g, w)
 	}
 }

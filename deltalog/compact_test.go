@@ -411,12 +411,12 @@ func TestCompactDropsDeletedRows(t *testing.T) {
 	// The remove names the logical file (path, DV); Spark's own earlier remove of the file
 	// without a DV stays a separate tombstone.
 	var found bool
-	for _, r := range after.Tombstones() {
+	for _, r := range tombstonesOf(t, after) {
 		if r.DeletionVector != nil {
 			found = r.DeletionVector.UniqueID() == dvFile.DeletionVector.UniqueID() && !r.DataChange && r.Path == dvFile.Path
 		}
 	}
 	if !found {
-		t.Fatalf("tombstones %+v", after.Tombstones())
+		t.Fatalf("tombstones %+v", tombstonesOf(t, after))
 	}
 }

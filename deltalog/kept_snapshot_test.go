@@ -183,7 +183,7 @@ func TestConcurrentWritersKeepSnapshots(t *testing.T) {
 
 // readCheckpointSnapshot is the number of live files in the checkpoint of version v.
 func readCheckpointSnapshot(ctx context.Context, s *memStore, v int64) (int, error) {
-	acts, _, err := readCheckpoint(ctx, s, []string{CheckpointFileKey(v)})
+	acts, _, _, err := readCheckpoint(ctx, s, []string{CheckpointFileKey(v)})
 	if err != nil {
 		return 0, err
 	}
@@ -299,7 +299,7 @@ func TestKeptSnapshotDropsExpiredTombstones(t *testing.T) {
 	if kept.Version() != 5 || kept.CheckpointVersion() != 5 {
 		t.Fatalf("kept version %d, checkpoint %d; want 5 and 5", kept.Version(), kept.CheckpointVersion())
 	}
-	got, want := tombstonePaths(kept.Tombstones()), tombstonePaths(snapshot(t, reopen(tbl)).Tombstones())
+	got, want := tombstonePaths(tombstonesOf(t, kept)), tombstonePaths(tombstonesOf(t, snapshot(t, reopen(tbl))))
 	if !slices.Equal(got, []string{testAdd("b").Path}) || !slices.Equal(got, want) {
 		t.Fatalf("kept tombstones %v, a read from the checkpoint %v; want only b's", got, want)
 	}

@@ -62,3 +62,13 @@ func openDir(t testing.TB, dir string) *Table {
 // reopen is a new Table on tbl's store and log store: a reader that knows nothing of the
 // table yet (a Table keeps the newest snapshot it read or committed).
 func reopen(tbl *Table) *Table { return Open(tbl.store, tbl.logs, tbl.opts) }
+
+// tombstonesOf is s.Tombstones(), failing the test on an error.
+func tombstonesOf(t testing.TB, s *Snapshot) []Remove {
+	t.Helper()
+	r, err := s.Tombstones()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

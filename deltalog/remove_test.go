@@ -45,7 +45,7 @@ func TestRemoveRewritesFiles(t *testing.T) {
 	if got := livePaths(s1); !slices.Equal(got, []string{"part-1.parquet"}) {
 		t.Fatalf("live files %v", got)
 	}
-	ts := s1.Tombstones()
+	ts := tombstonesOf(t, s1)
 	if len(ts) != 1 || ts[0].Path != "part-0.parquet" || *ts[0].Size != 100 || ts[0].Tags["k"] != "v" ||
 		!*ts[0].ExtendedFileMetadata || *ts[0].DeletionTimestamp != 1700000000999 || !ts[0].DataChange {
 		t.Fatalf("tombstone %+v", ts)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"strings"
 	"sync"
 
@@ -162,7 +163,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 func (t *Table) emptySnapshot() *Snapshot {
 	return &Snapshot{
 		table: t, version: -1, checkpoint: -1,
-		files: newFileSet[Add](0), tombstones: newFileSet[Remove](0),
+		files: newFileSet[Add](0), tombstones: newFileSet[Remove](0), tombCutoff: math.MinInt64,
 		txns: map[string]Txn{}, domains: map[string]DomainMetadata{},
 		commitInfos: map[int64]CommitInfo{},
 	}
@@ -290,11 +291,11 @@ func (t *Table) build(ctx context.Context, cp *checkpointRef, target, latest int
 	var proto *Protocol
 	var meta *Metadata
 	if cp != nil {
-		cpState, lazy, err := readCheckpoint(ctx, t.store, cp.keys)
+		cpState, lazy, tombs, err := readCheckpoint(ctx, t.store, cp.keys)
 		if err != nil {
 			return nil, &checkpointError{version: cp.version, err: err}
 		}
-		s.lazy = lazy
+		s.lazy, s.cpTombstones = lazy, tombs
 		s.files = newFileSet[Add](len(cpState)) // sized once, not grown 17 times at 100k files
 		for _, a := range cpState {
 			s.applyAction(a, &proto, &meta)

@@ -76,7 +76,7 @@ func TestReconciliation(t *testing.T) {
 	if s.Metadata().Configuration["k"] != "v" || len(s.Metadata().Configuration) != 1 {
 		t.Errorf("metadata %+v", s.Metadata())
 	}
-	tomb := s.Tombstones()
+	tomb := tombstonesOf(t, s)
 	if len(tomb) != 1 || tomb[0].Path != lgAdd(2).Path {
 		t.Errorf("tombstones %+v: want only the DV-less %s (file 1 was re-added)", tomb, lgAdd(2).Path)
 	}

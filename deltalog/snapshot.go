@@ -1,6 +1,7 @@
 package deltalog
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -24,10 +25,16 @@ type Snapshot struct {
 	protocol Protocol
 	metadata Metadata
 
-	files      fileSet[Add]
-	tombstones fileSet[Remove]
-	txns       map[string]Txn
-	domains    map[string]DomainMetadata
+	files fileSet[Add]
+	// tombstones are the removes replayed from JSON commits (after the checkpoint);
+	// cpTombstones those of the checkpoint, decoded only when Tombstones needs them. A
+	// checkpoint tombstone counts unless its file is live again, a newer remove of it is in
+	// tombstones, or it was deleted at or before tombCutoff (ms since the epoch).
+	tombstones   fileSet[Remove]
+	cpTombstones *lazyTombstones
+	tombCutoff   int64
+	txns         map[string]Txn
+	domains      map[string]DomainMetadata
 
 	// commitInfos holds the commitInfo of the versions replayed from JSON commits (those
 	// after the checkpoint the snapshot started from); checkpoints carry none.
@@ -76,15 +83,39 @@ func (s *Snapshot) Files() []Add {
 func (s *Snapshot) NumFiles() int { return s.files.Len() }
 
 // Tombstones are the remove actions still known to the snapshot: every remove replayed
-// from JSON, plus the unexpired ones its checkpoint carried. Ordered by path.
-func (s *Snapshot) Tombstones() []Remove {
-	keys := slices.SortedFunc(s.tombstones.Keys(), compareKeys)
-	out := make([]Remove, len(keys))
-	for i, k := range keys {
-		r, _ := s.tombstones.Get(k)
-		out[i] = *r
+// from JSON, plus the unexpired ones its checkpoint carried. Ordered by path. The
+// checkpoint's are decoded on the first call (from the bytes the open kept: no I/O), so an
+// open never pays for them; an error says they could not be decoded (VACUUM must then not
+// run: it would delete files they still protect).
+func (s *Snapshot) Tombstones() ([]Remove, error) {
+	fromCheckpoint, err := s.cpTombstones.load()
+	if err != nil {
+		return nil, fmt.Errorf("decode the tombstones of checkpoint %d: %w", s.checkpoint, err)
 	}
-	return out
+	type keyed struct {
+		k fileKey
+		r *Remove
+	}
+	all := make([]keyed, 0, s.tombstones.Len()+len(fromCheckpoint))
+	for k, r := range s.tombstones.All() {
+		all = append(all, keyed{k, r})
+	}
+	for _, r := range fromCheckpoint {
+		k := fileKey{path: r.DecodedPath(), dvID: r.DeletionVector.UniqueID()}
+		if _, live := s.files.Get(k); live {
+			continue
+		}
+		if _, newer := s.tombstones.Get(k); newer || tombstoneExpired(*r, s.tombCutoff) {
+			continue
+		}
+		all = append(all, keyed{k, r})
+	}
+	slices.SortFunc(all, func(a, b keyed) int { return compareKeys(a.k, b.k) })
+	out := make([]Remove, len(all))
+	for i, e := range all {
+		out[i] = *e.r
+	}
+	return out, nil
 }
 
 // TxnVersion is the latest txn version recorded for appID (docs/reference/delta-protocol.md
@@ -192,6 +223,7 @@ func (s *Snapshot) successor() *Snapshot {
 	n := &Snapshot{
 		table: s.table, version: s.version, protocol: s.protocol, metadata: s.metadata,
 		files: s.files.derive(), tombstones: s.tombstones.derive(),
+		cpTombstones: s.cpTombstones, tombCutoff: s.tombCutoff,
 		txns: maps.Clone(s.txns), domains: maps.Clone(s.domains), commitInfos: maps.Clone(s.commitInfos),
 		checkpoint: s.checkpoint, lazy: s.lazy,
 	}

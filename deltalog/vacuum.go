@@ -102,7 +102,11 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		reference(snap.Files()[i].Path)
 		referenceDV(snap.Files()[i].DeletionVector)
 	}
-	for _, r := range snap.Tombstones() {
+	tombstones, err := snap.Tombstones()
+	if err != nil {
+		return res, fmt.Errorf("vacuum: %w", err)
+	}
+	for _, r := range tombstones {
 		if r.DeletionTimestamp == nil || *r.DeletionTimestamp > cutoff.UnixMilli() {
 			// A remove without a timestamp is kept: its age is unknown.
 			reference(r.Path)
