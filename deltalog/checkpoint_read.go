@@ -76,6 +76,31 @@ type lazyTombstones struct {
 	removes []*Remove
 	err     error
 	done    atomic.Bool // load ran
+	// base is the checkpoint file as a base a later checkpoint copies the remove row
+	// groups of (checkpoint_carry.go), when it is one file whose removes have row groups
+	// of their own; nil otherwise.
+	base *tombstoneBase
+}
+
+// writtenTombstones is the lazyTombstones of a checkpoint this package just wrote, b: its
+// removes are known, nothing is left to decode.
+func writtenTombstones(b *tombstoneBase) *lazyTombstones {
+	if b == nil {
+		return nil
+	}
+	l := &lazyTombstones{removes: b.removes, base: b}
+	l.once.Do(func() {})
+	l.done.Store(true)
+	return l
+}
+
+// carryBase is the base a checkpoint of a snapshot with these tombstones may copy from
+// (after load), or nil.
+func (l *lazyTombstones) carryBase() *tombstoneBase {
+	if l == nil || !l.done.Load() {
+		return nil
+	}
+	return l.base
 }
 
 // load decodes the remove rows (once) and returns them.
@@ -95,6 +120,9 @@ func (l *lazyTombstones) load() ([]*Remove, error) {
 					l.removes = append(l.removes, a.Remove)
 				}
 			}
+		}
+		if l.err == nil && len(l.parts) == 1 {
+			l.base = newTombstoneBase(l.parts[0], l.removes)
 		}
 		l.parts = nil
 		l.done.Store(true)

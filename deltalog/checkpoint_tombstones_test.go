@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/parquet-go/parquet-go"
 )
 
 // A checkpoint written after a compaction holds every tombstone the compaction left that
@@ -40,7 +41,7 @@ func TestCheckpointCarriesTombstonesUndecoded(t *testing.T) {
 	slices.Sort(want)
 	lgCommit(t, tbl, 21, compaction...)
 	writeCheckpointAt(t, tbl, 21)
-	if got := checkpointRemoves(t, tbl, 21); !slices.Equal(got, want) {
+	if got := removesInCheckpoint(t, tbl, 21); !slices.Equal(got, want) {
 		t.Fatalf("checkpoint 21 tombstones %v, want %v", got, want)
 	}
 
@@ -68,19 +69,67 @@ func TestCheckpointCarriesTombstonesUndecoded(t *testing.T) {
 		t.Fatal("the checkpoint was written without the previous checkpoint's tombstones")
 	}
 	wantAfter := slices.DeleteFunc(slices.Clone(want), func(p string) bool { return p == lgAdd(3).Path })
-	if got := checkpointRemoves(t, tbl, 30); !slices.Equal(got, wantAfter) {
+	if got := removesInCheckpoint(t, tbl, 30); !slices.Equal(got, wantAfter) {
 		t.Fatalf("checkpoint 30 tombstones %v, want %v", got, wantAfter)
 	}
 	if got := tombstonePaths(tombstonesOf(t, snapshot(t, reopen(tbl)))); !slices.Equal(got, wantAfter) {
 		t.Fatalf("tombstones read from checkpoint 30: %v, want %v", got, wantAfter)
 	}
 
-	// A week later they have all expired: the next checkpoint has none.
-	c.t = c.t.Add(7 * 24 * time.Hour)
+	// A checkpoint written from a snapshot read from checkpoint 30 (which this package
+	// wrote, removes in row groups of their own) copies those row groups instead of
+	// encoding the tombstones again; a second, independent Parquet reader reads it whole.
 	lgCommit(t, tbl, 31, Action{Add: lgAdd(200)})
 	writeCheckpointAt(t, tbl, 31)
-	if got := checkpointRemoves(t, tbl, 31); len(got) != 0 {
-		t.Fatalf("checkpoint 31 still has tombstones %v", got)
+	if got := removesInCheckpoint(t, tbl, 31); !slices.Equal(got, wantAfter) {
+		t.Fatalf("checkpoint 31 tombstones %v, want %v", got, wantAfter)
+	}
+	data31 := checkpointBytes(t, tbl, 31)
+	if g := lastRowGroupBytes(t, checkpointBytes(t, tbl, 30)); !bytes.Contains(data31, g) {
+		t.Error("checkpoint 31 did not copy checkpoint 30's remove row group")
+	}
+	type removeRow struct {
+		Path              string `parquet:"path"`
+		DeletionTimestamp *int64 `parquet:"deletionTimestamp,optional"`
+	}
+	type addRow struct {
+		Path string `parquet:"path"`
+	}
+	type row struct {
+		Add    *addRow    `parquet:"add,optional"`
+		Remove *removeRow `parquet:"remove,optional"`
+	}
+	rows, err := parquet.Read[row](bytes.NewReader(data31), int64(len(data31)))
+	if err != nil {
+		t.Fatalf("parquet-go reads checkpoint 31: %v", err)
+	}
+	var adds, removes []string
+	for _, r := range rows {
+		if r.Add != nil {
+			adds = append(adds, r.Add.Path)
+		}
+		if r.Remove != nil && r.Remove.DeletionTimestamp != nil {
+			removes = append(removes, r.Remove.Path)
+		}
+	}
+	slices.Sort(removes)
+	if len(adds) != 11 || !slices.Equal(removes, wantAfter) {
+		t.Fatalf("parquet-go read %d adds and removes %v; want 11 and %v", len(adds), removes, wantAfter)
+	}
+
+	// A week later they have expired: copies may carry them for carrySlack more (harmless:
+	// VACUUM and readers check deletionTimestamp), after that a checkpoint has none.
+	c.t = c.t.Add(7 * 24 * time.Hour)
+	lgCommit(t, tbl, 32, Action{Add: lgAdd(201)})
+	writeCheckpointAt(t, tbl, 32)
+	if got := removesInCheckpoint(t, tbl, 32); !slices.Equal(got, wantAfter) {
+		t.Fatalf("checkpoint 32 tombstones %v, want the %d carried", got, len(wantAfter))
+	}
+	c.t = c.t.Add(carrySlack)
+	lgCommit(t, tbl, 33, Action{Add: lgAdd(202)})
+	writeCheckpointAt(t, tbl, 33)
+	if got := removesInCheckpoint(t, tbl, 33); len(got) != 0 {
+		t.Fatalf("checkpoint 33 still has tombstones %v", got)
 	}
 }
 
@@ -95,14 +144,11 @@ func writeCheckpointAt(t *testing.T, tbl *Table, v int64) {
 	}
 }
 
-// checkpointRemoves decodes checkpoint v in full and returns its remove paths, sorted. It
+// removesInCheckpoint decodes checkpoint v in full and returns its remove paths, sorted. It
 // fails the test when a row group holds removes and any other action.
-func checkpointRemoves(t *testing.T, tbl *Table, v int64) []string {
+func removesInCheckpoint(t *testing.T, tbl *Table, v int64) []string {
 	t.Helper()
-	data, err := tbl.Store().GetRange(context.Background(), CheckpointFileKey(v), 0, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := checkpointBytes(t, tbl, v)
 	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
@@ -133,4 +179,37 @@ func checkpointRemoves(t *testing.T, tbl *Table, v int64) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func checkpointBytes(t *testing.T, tbl *Table, v int64) []byte {
+	t.Helper()
+	data, err := tbl.Store().GetRange(context.Background(), CheckpointFileKey(v), 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// lastRowGroupBytes are the column chunks of data's last row group.
+func lastRowGroupBytes(t *testing.T, data []byte) []byte {
+	t.Helper()
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	rg := pf.MetaData().RowGroup(pf.NumRowGroups() - 1)
+	start, stop := int64(len(data)), int64(0)
+	for i := range rg.NumColumns() {
+		cc, err := rg.ColumnChunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := cc.DataPageOffset()
+		if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 {
+			first = min(first, cc.DictionaryPageOffset())
+		}
+		start, stop = min(start, first), max(stop, first+cc.TotalCompressedSize())
+	}
+	return data[start:stop]
 }

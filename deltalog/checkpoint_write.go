@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -122,32 +123,69 @@ func WriteCheckpoint(ctx context.Context, snap *Snapshot) error {
 	return err
 }
 
-// writeCheckpoint is WriteCheckpoint, also returning the tombstone cut-off it used (ms
-// since the epoch: the tombstones deleted at or before it were left out).
-func writeCheckpoint(ctx context.Context, snap *Snapshot) (cutoff int64, err error) {
+// writeCheckpoint is WriteCheckpoint, also returning what the checkpoint holds as a base
+// for the next one (nil when it has no tombstones).
+func writeCheckpoint(ctx context.Context, snap *Snapshot) (*tombstoneBase, error) {
 	if snap.Version() < 0 {
-		return 0, ErrNoTable
+		return nil, ErrNoTable
 	}
 	if err := snap.CanWrite(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	retention, err := tombstoneRetention(snap.Metadata())
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	cutoff = snap.Table().Options().now().Add(-retention).UnixMilli()
-	return cutoff, putCheckpoint(ctx, snap, cutoff)
+	cutoff := snap.Table().Options().now().Add(-retention).UnixMilli()
+	return putCheckpoint(ctx, snap, cutoff)
 }
 
-func putCheckpoint(ctx context.Context, snap *Snapshot, cutoff int64) error {
-	actions, err := checkpointActions(snap, cutoff)
+// buildCheckpoint encodes the checkpoint of snap (tombstones deleted at or before cutoff
+// left out, or carried within carrySlack), returning it, its row count and its base.
+func buildCheckpoint(snap *Snapshot, cutoff int64) ([]byte, int64, *tombstoneBase, error) {
+	if _, err := snap.cpTombstones.load(); err != nil {
+		return nil, 0, nil, err
+	}
+	others := checkpointOthers(snap)
+	if b := snap.cpTombstones.carryBase(); b != nil && b.carries(snap, cutoff) {
+		if data, rows, next, err := carriedCheckpoint(snap, others, cutoff, b); err == nil {
+			return data, rows, next, nil
+		}
+		// A base that cannot be copied: encode everything, as without one.
+	}
+	removes, err := checkpointRemoves(snap, cutoff)
 	if err != nil {
-		return fmt.Errorf("checkpoint %d: %w", snap.Version(), err)
+		return nil, 0, nil, err
+	}
+	actions := slices.Clip(others)
+	for _, r := range removes {
+		actions = append(actions, Action{Remove: r})
 	}
 	data, err := encodeCheckpoint(actions)
 	if err != nil {
-		return fmt.Errorf("encode checkpoint %d: %w", snap.Version(), err)
+		return nil, 0, nil, err
 	}
+	var next *tombstoneBase
+	if len(removes) > 0 {
+		first := (len(others) + checkpointBatchRows - 1) / checkpointBatchRows
+		next = &tombstoneBase{data: data, removes: removes, keys: keysOf(removes, nil), oldest: oldestDeletion(removes, 1<<62)}
+		for g := first; g < first+(len(removes)+checkpointBatchRows-1)/checkpointBatchRows; g++ {
+			next.groups = append(next.groups, g)
+		}
+	}
+	return data, int64(len(actions)), next, nil
+}
+
+func putCheckpoint(ctx context.Context, snap *Snapshot, cutoff int64) (*tombstoneBase, error) {
+	data, rows, next, err := buildCheckpoint(snap, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %d: %w", snap.Version(), err)
+	}
+	return next, publishCheckpoint(ctx, snap, data, rows)
+}
+
+// publishCheckpoint writes data as snap's checkpoint and points _last_checkpoint at it.
+func publishCheckpoint(ctx context.Context, snap *Snapshot, data []byte, rows int64) error {
 	store := snap.Table().Store()
 	key := CheckpointFileKey(snap.Version())
 	if err := store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
@@ -158,7 +196,7 @@ func putCheckpoint(ctx context.Context, snap *Snapshot, cutoff int64) error {
 	}
 	lc := LastCheckpoint{
 		Version:       snap.Version(),
-		Size:          int64(len(actions)),
+		Size:          rows,
 		SizeInBytes:   int64(len(data)),
 		NumOfAddFiles: int64(len(snap.Files())),
 	}
@@ -189,10 +227,19 @@ func tombstoneRetention(m Metadata) (time.Duration, error) {
 // domains, live files, and tombstones deleted after cutoff (ms since the epoch; a remove
 // without deletionTimestamp counts as deleted at 0, as Spark treats it).
 func checkpointActions(snap *Snapshot, cutoff int64) ([]Action, error) {
-	tombstones, err := snap.Tombstones()
+	removes, err := checkpointRemoves(snap, cutoff)
 	if err != nil {
 		return nil, err
 	}
+	out := checkpointOthers(snap)
+	for _, r := range removes {
+		out = append(out, Action{Remove: r})
+	}
+	return out, nil
+}
+
+// checkpointOthers are the actions of snap's checkpoint but the removes.
+func checkpointOthers(snap *Snapshot) []Action {
 	p, m := snap.Protocol(), snap.Metadata()
 	out := []Action{{Protocol: &p}, {MetaData: &m}}
 	for _, t := range snap.Txns() {
@@ -205,10 +252,20 @@ func checkpointActions(snap *Snapshot, cutoff int64) ([]Action, error) {
 	for i := range files {
 		out = append(out, Action{Add: &files[i]})
 	}
-	for _, r := range tombstones {
-		if !tombstoneExpired(r, cutoff) {
+	return out
+}
+
+// checkpointRemoves are the tombstones of snap deleted after cutoff, without stats or tags.
+func checkpointRemoves(snap *Snapshot, cutoff int64) ([]*Remove, error) {
+	tombstones, err := snap.Tombstones()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Remove
+	for i := range tombstones {
+		if r := &tombstones[i]; !tombstoneExpired(*r, cutoff) {
 			r.Stats, r.Tags = "", nil // never in checkpoints
-			out = append(out, Action{Remove: &r})
+			out = append(out, r)
 		}
 	}
 	return out, nil
@@ -220,19 +277,12 @@ func tombstoneExpired(r Remove, cutoff int64) bool {
 	return r.DeletionTimestamp == nil || *r.DeletionTimestamp <= cutoff
 }
 
-// dropExpiredTombstones removes from s the tombstones expired at cutoff: after a
-// checkpoint that left them out, s is what a read from it gives. s must not be shared yet.
-func (s *Snapshot) dropExpiredTombstones(cutoff int64) {
-	var expired []fileKey
-	for k, r := range s.tombstones.All() {
-		if tombstoneExpired(*r, cutoff) {
-			expired = append(expired, k)
-		}
-	}
-	for _, k := range expired {
-		s.tombstones.Delete(k)
-	}
-	s.tombCutoff = max(s.tombCutoff, cutoff) // the checkpoint's own, still undecoded
+// rebaseTombstones makes s's tombstones those of the checkpoint it was just written to,
+// b (nil: none): after it, s is what a read from that checkpoint gives, and the next
+// checkpoint copies b's remove row groups. s must not be shared yet.
+func (s *Snapshot) rebaseTombstones(b *tombstoneBase) {
+	s.tombstones = newFileSet[Remove](0)
+	s.cpTombstones = writtenTombstones(b)
 }
 
 // encodeCheckpoint writes actions as one checkpoint Parquet file (Snappy, data page V1,

@@ -418,14 +418,15 @@ func (tx *Transaction) maybeCheckpoint(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if cutoff, err := writeCheckpoint(ctx, snap); err == nil && snap != tx.snap {
+	if base, err := writeCheckpoint(ctx, snap); err == nil && snap != tx.snap {
 		// The next snapshot is now what a read from this checkpoint gives: a chained
-		// writer's next commit measures the interval from here, and the tombstones the
-		// checkpoint left out as expired are dropped (a Table that keeps its snapshot
-		// would otherwise carry every remove it ever saw into each checkpoint it writes).
+		// writer's next commit measures the interval from here, and its tombstones are the
+		// checkpoint's (those left out as expired are gone; a Table that keeps its
+		// snapshot would otherwise carry every remove it ever saw into each checkpoint it
+		// writes), whose row groups the next checkpoint copies.
 		snap.checkpoint = version
 		maps.DeleteFunc(snap.commitInfos, func(v int64, _ CommitInfo) bool { return v <= version })
-		snap.dropExpiredTombstones(cutoff)
+		snap.rebaseTombstones(base)
 	}
 }
 

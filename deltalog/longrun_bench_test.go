@@ -41,7 +41,8 @@ import (
 // allocation (the CPU includes the garbage collector, whose work grows with the in-memory
 // store's heap: several GB of log by day 30, which a Lambda does not hold), and the cold
 // open of bronze once an hour, before maintenance runs (a new Table: Snapshot and the file
-// list, as a Lambda cold start does; the fastest of three, wall time, and requests);
+// list, as a Lambda cold start does; the fastest of three, wall time, and the requests and
+// allocation of one);
 // bronze's live files and tombstones at the day's last open. The per-day table is logged
 // with -v. Each table is independent of the
 // others (a facts table per source table), so one stands for each of a hundred; the CDC
@@ -68,6 +69,7 @@ func BenchmarkThirtyDays(b *testing.B) {
 			b.ReportMetric(m.s.allocPerBatch(), m.name+"alloc-KB/batch")
 			b.ReportMetric(m.s.openReqs(), m.name+"open-req")
 			b.ReportMetric(m.s.openMs(), m.name+"open-ms")
+			b.ReportMetric(m.s.openKB(), m.name+"open-alloc-KB")
 			b.ReportMetric(float64(m.s.liveFiles), m.name+"live-files")
 			b.ReportMetric(float64(m.s.tombstones), m.name+"tombstones")
 		}
@@ -95,6 +97,7 @@ type dayStats struct {
 	// count; the files, tombstones and objects at the last one.
 	opens, openReq        int
 	open                  time.Duration
+	openAlloc             uint64 // bytes allocated by the opens (one of each three)
 	liveFiles, tombstones int
 	logFiles, dataFiles   int
 }
@@ -104,6 +107,9 @@ func (d dayStats) openMs() float64 {
 	return float64(d.open.Microseconds()) / 1000 / float64(max(d.opens, 1))
 }
 func (d dayStats) openReqs() float64 { return float64(d.openReq) / float64(max(d.opens, 1)) }
+func (d dayStats) openKB() float64 {
+	return float64(d.openAlloc) / 1024 / float64(max(d.opens, 1))
+}
 
 func (d dayStats) reqPerBatch() float64   { return float64(d.requests) / float64(d.batches) }
 func (d dayStats) allocPerBatch() float64 { return float64(d.alloc) / 1024 / float64(d.batches) }
@@ -216,13 +222,20 @@ func (t *longRunTable) coldOpen(b *testing.B, c *clock, d *dayStats) {
 	var snap *Snapshot
 	var fastest time.Duration
 	var requests int
+	var ms runtime.MemStats
 	for i := range 3 {
 		before := t.counter.Total()
+		runtime.ReadMemStats(&ms)
+		alloc0 := ms.TotalAlloc
 		t0 := time.Now()
 		snap = snapshotB(b, t.open(c))
 		d.liveFiles = len(snap.Files())
 		if el := time.Since(t0); i == 0 || el < fastest {
 			fastest = el
+		}
+		runtime.ReadMemStats(&ms)
+		if i == 0 {
+			d.openAlloc += ms.TotalAlloc - alloc0
 		}
 		requests = t.counter.Total() - before
 	}
@@ -278,8 +291,8 @@ func runDays(b *testing.B, days, perDay int) []dayStats {
 			}
 		}
 		stats = append(stats, d)
-		b.Logf("day %2d: %5.2f req/batch, %6.0f µs CPU/batch, %5.0f KB/batch; cold open %5.2f req, %6.2f ms; %4d live files, %6d tombstones; %6d log files, %6d data files",
-			day+1, d.reqPerBatch(), d.cpuPerBatch(), d.allocPerBatch(), d.openReqs(), d.openMs(), d.liveFiles, d.tombstones, d.logFiles, d.dataFiles)
+		b.Logf("day %2d: %5.2f req/batch, %6.0f µs CPU/batch, %5.0f KB/batch; cold open %5.2f req, %6.2f ms, %5.0f KB; %4d live files, %6d tombstones; %6d log files, %6d data files",
+			day+1, d.reqPerBatch(), d.cpuPerBatch(), d.allocPerBatch(), d.openReqs(), d.openMs(), d.openKB(), d.liveFiles, d.tombstones, d.logFiles, d.dataFiles)
 	}
 	return stats
 }

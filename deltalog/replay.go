@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"strings"
 	"sync"
 
@@ -163,7 +162,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 func (t *Table) emptySnapshot() *Snapshot {
 	return &Snapshot{
 		table: t, version: -1, checkpoint: -1,
-		files: newFileSet[Add](0), tombstones: newFileSet[Remove](0), tombCutoff: math.MinInt64,
+		files: newFileSet[Add](0), tombstones: newFileSet[Remove](0),
 		txns: map[string]Txn{}, domains: map[string]DomainMetadata{},
 		commitInfos: map[int64]CommitInfo{},
 	}

@@ -28,11 +28,10 @@ type Snapshot struct {
 	files fileSet[Add]
 	// tombstones are the removes replayed from JSON commits (after the checkpoint);
 	// cpTombstones those of the checkpoint, decoded only when Tombstones needs them. A
-	// checkpoint tombstone counts unless its file is live again, a newer remove of it is in
-	// tombstones, or it was deleted at or before tombCutoff (ms since the epoch).
+	// checkpoint tombstone counts unless its file is live again or a newer remove of it is
+	// in tombstones.
 	tombstones   fileSet[Remove]
 	cpTombstones *lazyTombstones
-	tombCutoff   int64
 	txns         map[string]Txn
 	domains      map[string]DomainMetadata
 
@@ -105,7 +104,7 @@ func (s *Snapshot) Tombstones() ([]Remove, error) {
 		if _, live := s.files.Get(k); live {
 			continue
 		}
-		if _, newer := s.tombstones.Get(k); newer || tombstoneExpired(*r, s.tombCutoff) {
+		if _, newer := s.tombstones.Get(k); newer {
 			continue
 		}
 		all = append(all, keyed{k, r})
@@ -223,8 +222,8 @@ func (s *Snapshot) successor() *Snapshot {
 	n := &Snapshot{
 		table: s.table, version: s.version, protocol: s.protocol, metadata: s.metadata,
 		files: s.files.derive(), tombstones: s.tombstones.derive(),
-		cpTombstones: s.cpTombstones, tombCutoff: s.tombCutoff,
-		txns: maps.Clone(s.txns), domains: maps.Clone(s.domains), commitInfos: maps.Clone(s.commitInfos),
+		cpTombstones: s.cpTombstones,
+		txns:         maps.Clone(s.txns), domains: maps.Clone(s.domains), commitInfos: maps.Clone(s.commitInfos),
 		checkpoint: s.checkpoint, lazy: s.lazy,
 	}
 	if n.txns == nil {
