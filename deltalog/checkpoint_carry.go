@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // A checkpoint must hold every unexpired tombstone (docs/reference/delta-protocol.md §7.1),
@@ -32,13 +34,25 @@ const maxCarriedGroups = 24
 // how many.
 const carrySlack = 24 * time.Hour
 
-// tombstoneBase is a checkpoint file whose remove row groups a later checkpoint can copy.
+// tombstoneBase is the tombstones of a checkpoint whose remove row groups a later
+// checkpoint can copy.
 type tombstoneBase struct {
-	data    []byte
-	groups  []int     // the row groups that hold only removes, ascending; they hold them all
-	removes []*Remove // their rows
-	keys    *keyChain // the keys of removes
-	oldest  int64     // the earliest deletionTimestamp (ms), 0 when one has none
+	groups  []carriedGroup // they hold the removes, and nothing else
+	removes []*Remove      // their rows
+	keys    *keyChain      // the keys of removes
+	oldest  int64          // the earliest deletionTimestamp (ms), 0 when one has none
+}
+
+// carriedGroup is one remove row group: its column chunks' bytes as written, and the
+// footer that lists it (offsets in the frame of the file it was written to, in which its
+// chunks began at start). A copy moves the offsets by where the chunks land minus start,
+// so a group keeps pointing at the footer and bytes it was first written with, however
+// many checkpoints copy it.
+type carriedGroup struct {
+	meta   *metadata.FileMetaData
+	index  int
+	chunks []byte
+	start  int64
 }
 
 // keyChain is a set of file keys as a short chain of maps, newest first, so extending a
@@ -89,12 +103,13 @@ func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
 		return nil
 	}
 	defer pf.Close()
-	sc := pf.MetaData().Schema
+	md := pf.MetaData()
+	sc := md.Schema
 	leaves := make([]int, sc.NumColumns())
 	for i := range leaves {
 		leaves[i] = i
 	}
-	var groups []int
+	b := &tombstoneBase{removes: removes, keys: keysOf(removes, nil), oldest: oldestDeletion(removes, 1<<62)}
 	for rg := range pf.NumRowGroups() {
 		withRemoves, others := false, false
 		for _, l := range presentLeaves(pf, rg, leaves) {
@@ -108,11 +123,41 @@ func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
 		case withRemoves && others:
 			return nil
 		case withRemoves:
-			groups = append(groups, rg)
+			g, err := groupOf(md, rg, data)
+			if err != nil {
+				return nil
+			}
+			b.groups = append(b.groups, g)
 		}
 	}
-	return &tombstoneBase{data: data, groups: groups, removes: removes,
-		keys: keysOf(removes, nil), oldest: oldestDeletion(removes, 1<<62)}
+	return b
+}
+
+// groupOf is row group rg of the Parquet file data, whose footer is md.
+func groupOf(md *metadata.FileMetaData, rg int, data []byte) (carriedGroup, error) {
+	if rg < 0 || rg >= len(md.RowGroups) {
+		return carriedGroup{}, fmt.Errorf("no row group %d", rg)
+	}
+	start, stop := int64(-1), int64(0)
+	var total int64
+	for _, c := range md.RowGroups[rg].Columns {
+		if c.MetaData == nil || c.FilePath != nil || c.CryptoMetadata != nil {
+			return carriedGroup{}, errors.New("a column chunk without metadata, elsewhere or encrypted")
+		}
+		first := c.MetaData.DataPageOffset
+		if d := c.MetaData.DictionaryPageOffset; d != nil && *d > 0 && *d < first {
+			first = *d
+		}
+		if start < 0 || first < start {
+			start = first
+		}
+		stop = max(stop, first+c.MetaData.TotalCompressedSize)
+		total += c.MetaData.TotalCompressedSize
+	}
+	if start < 4 || stop > int64(len(data)) || stop-start != total {
+		return carriedGroup{}, fmt.Errorf("row group %d is not one contiguous run of column chunks", rg)
+	}
+	return carriedGroup{meta: md, index: rg, chunks: data[start:stop], start: start}, nil
 }
 
 // carries reports whether a checkpoint of snap may copy b's remove row groups: there are
@@ -137,9 +182,10 @@ func (b *tombstoneBase) carries(snap *Snapshot, cutoff int64) bool {
 }
 
 // carriedCheckpoint encodes others and the unexpired tombstones snap replayed from JSON,
-// then appends b's remove row groups. It returns the checkpoint, its row count and the
-// base it makes for the next one.
-func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombstoneBase) ([]byte, int64, *tombstoneBase, error) {
+// then appends b's remove row groups. It returns the checkpoint's parts (to be written one
+// after the other: the copied row groups are never gathered into one buffer), its size and
+// row count, and the base it makes for the next one.
+func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombstoneBase) ([][]byte, int64, int64, *tombstoneBase, error) {
 	var fresh []*Remove
 	for _, r := range snap.tombstones.All() {
 		if !tombstoneExpired(*r, cutoff) {
@@ -155,84 +201,60 @@ func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombsto
 	}
 	head, err := encodeCheckpoint(acts)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, 0, nil, err
 	}
-	data, err := appendRowGroups(head, b.data, b.groups)
+	parts, size, md, err := appendRowGroups(head, b.groups)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, 0, nil, err
 	}
-	// The new file's remove groups: the fresh ones after the others', then the copies.
+	next := &tombstoneBase{removes: b.removes, keys: b.keys, oldest: b.oldest}
+	// The fresh removes' row groups follow the others' in head.
 	first := (len(others) + checkpointBatchRows - 1) / checkpointBatchRows
-	n := first + (len(fresh)+checkpointBatchRows-1)/checkpointBatchRows + len(b.groups)
-	next := &tombstoneBase{data: data, removes: b.removes, keys: b.keys, oldest: b.oldest}
-	for g := first; g < n; g++ {
-		next.groups = append(next.groups, g)
+	for g := first; g < first+(len(fresh)+checkpointBatchRows-1)/checkpointBatchRows; g++ {
+		cg, err := groupOf(md, g, head)
+		if err != nil {
+			return nil, 0, 0, nil, err
+		}
+		next.groups = append(next.groups, cg)
 	}
+	next.groups = append(next.groups, b.groups...)
 	if len(fresh) > 0 {
 		next.removes = append(slices.Clip(b.removes), fresh...)
 		next.keys = keysOf(fresh, b.keys)
 		next.oldest = oldestDeletion(fresh, b.oldest)
 	}
-	return data, int64(len(others) + len(next.removes)), next, nil
+	return parts, size, int64(len(others) + len(next.removes)), next, nil
 }
 
-// appendRowGroups appends row groups of the Parquet file src to the Parquet file dst, which
-// has the same schema: their column chunks are copied as they are (pages, dictionaries,
-// statistics), and a new footer lists dst's row groups, then the copies with their offsets
-// moved to where they now are. Page indexes and bloom filters of the copies are left out
-// (this package writes neither).
-func appendRowGroups(dst, src []byte, groups []int) ([]byte, error) {
+// appendRowGroups appends row groups copied from other Parquet files with the same schema
+// to the Parquet file dst: their column chunks are copied as they are (pages,
+// dictionaries, statistics), and a new footer lists dst's row groups, then the copies with
+// their offsets moved to where they now are. Page indexes and bloom filters of the copies
+// are left out (this package writes neither). It returns the new file as parts to write in
+// order, its size, and dst's footer (as read; its first row groups are dst's own).
+func appendRowGroups(dst []byte, groups []carriedGroup) ([][]byte, int64, *metadata.FileMetaData, error) {
 	pd, err := file.NewParquetReader(bytes.NewReader(dst))
 	if err != nil {
-		return nil, err
+		return nil, 0, nil, err
 	}
 	defer pd.Close()
-	ps, err := file.NewParquetReader(bytes.NewReader(src))
-	if err != nil {
-		return nil, err
-	}
-	defer ps.Close()
-	md, ms := pd.MetaData(), ps.MetaData()
-	if !md.Schema.Equals(ms.Schema) {
-		return nil, errors.New("append row groups: the schemas differ")
-	}
-	if len(dst) < 12 {
-		return nil, errors.New("append row groups: not a Parquet file")
-	}
+	md := pd.MetaData()
+	own := len(md.RowGroups)
 	footer := int(binary.LittleEndian.Uint32(dst[len(dst)-8:]))
 	end := len(dst) - 8 - footer
 	if end < 4 {
-		return nil, errors.New("append row groups: bad footer length")
+		return nil, 0, nil, errors.New("append row groups: bad footer length")
 	}
-	var out bytes.Buffer
-	out.Grow(end + len(src))
-	out.Write(dst[:end])
+	parts := [][]byte{dst[:end]}
+	pos := int64(end)
 	for _, g := range groups {
-		if g < 0 || g >= len(ms.RowGroups) {
-			return nil, fmt.Errorf("append row groups: no row group %d", g)
+		if !md.Schema.Equals(g.meta.Schema) {
+			return nil, 0, nil, errors.New("append row groups: the schemas differ")
 		}
-		rg := ms.RowGroups[g]
-		start, stop := int64(-1), int64(0)
-		var total int64
-		for _, c := range rg.Columns {
-			if c.MetaData == nil || c.FilePath != nil || c.CryptoMetadata != nil {
-				return nil, errors.New("append row groups: a column chunk without metadata, elsewhere or encrypted")
-			}
-			first := c.MetaData.DataPageOffset
-			if d := c.MetaData.DictionaryPageOffset; d != nil && *d > 0 && *d < first {
-				first = *d
-			}
-			if start < 0 || first < start {
-				start = first
-			}
-			stop = max(stop, first+c.MetaData.TotalCompressedSize)
-			total += c.MetaData.TotalCompressedSize
-		}
-		if start < 4 || stop > int64(len(src)) || stop-start != total {
-			return nil, fmt.Errorf("append row groups: row group %d is not one contiguous run of column chunks", g)
-		}
-		delta := int64(out.Len()) - start
-		out.Write(src[start:stop])
+		rg := g.meta.RowGroups[g.index]
+		delta := pos - g.start
+		parts = append(parts, g.chunks)
+		pos += int64(len(g.chunks))
 		moved := *rg
 		moved.Columns = slices.Clone(rg.Columns)
 		for i, c := range rg.Columns {
@@ -255,13 +277,15 @@ func appendRowGroups(dst, src []byte, groups []int) ([]byte, error) {
 		md.NumRows += moved.NumRows
 	}
 	var tail bytes.Buffer
-	if _, err := md.WriteTo(&tail, nil); err != nil {
-		return nil, err
+	_, err = md.WriteTo(&tail, nil)
+	md.RowGroups = md.RowGroups[:own:own] // the caller reads dst's own groups
+	if err != nil {
+		return nil, 0, nil, err
 	}
-	out.Write(tail.Bytes())
-	out.Write(binary.LittleEndian.AppendUint32(nil, uint32(tail.Len())))
-	out.WriteString("PAR1")
-	return out.Bytes(), nil
+	tail.Write(binary.LittleEndian.AppendUint32(nil, uint32(tail.Len())))
+	tail.WriteString("PAR1")
+	parts = append(parts, tail.Bytes())
+	return parts, pos + int64(tail.Len()), md, nil
 }
 
 func shifted(p *int64, delta int64) *int64 {
@@ -270,4 +294,50 @@ func shifted(p *int64, delta int64) *int64 {
 	}
 	v := *p + delta
 	return &v
+}
+
+// partsReader reads byte slices one after the other as one seekable stream, so that a
+// store that needs a seekable body (S3's PutObject) sends the parts without gathering them.
+type partsReader struct {
+	parts [][]byte
+	size  int64
+	off   int64
+}
+
+func newPartsReader(parts [][]byte) *partsReader {
+	r := &partsReader{parts: parts}
+	for _, p := range parts {
+		r.size += int64(len(p))
+	}
+	return r
+}
+
+func (r *partsReader) Read(b []byte) (int, error) {
+	if r.off >= r.size {
+		return 0, io.EOF
+	}
+	n, at := 0, int64(0)
+	for _, p := range r.parts {
+		if end := at + int64(len(p)); r.off < end && n < len(b) {
+			c := copy(b[n:], p[r.off-at:])
+			n += c
+			r.off += int64(c)
+		}
+		at += int64(len(p))
+	}
+	return n, nil
+}
+
+func (r *partsReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		offset += r.off
+	case io.SeekEnd:
+		offset += r.size
+	}
+	if offset < 0 {
+		return 0, errors.New("partsReader: seek before the start")
+	}
+	r.off = offset
+	return offset, nil
 }

@@ -3,6 +3,7 @@ package deltalog
 import (
 	"bytes"
 	"context"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -212,4 +213,109 @@ func lastRowGroupBytes(t *testing.T, data []byte) []byte {
 		start, stop = min(start, first), max(stop, first+cc.TotalCompressedSize())
 	}
 	return data[start:stop]
+}
+
+// A writer that keeps its Table (a warm stream) checkpoints every few commits while files
+// are removed now and then (compactions): each checkpoint copies the previous one's remove
+// row groups, also those it copied itself, and holds every tombstone; a fresh read of the
+// newest checkpoint, and parquet-go, agree with the kept state.
+func TestKeptWriterCarriesTombstones(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.UnixMilli(1800000000000)}
+	s := newMemStore()
+	tbl := Open(s, &memLogStore{s: s}, Options{CheckpointInterval: 3, Now: c.now, RetryBaseDelay: 1})
+	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	var removed []string
+	for i := 1; i <= 39; i++ {
+		c.t = c.t.Add(time.Minute)
+		snap := snapshot(t, tbl)
+		_, err := commitAt(t, tbl, snap, func(tx *Transaction) {
+			tx.Add(*lgAdd(i))
+			if i%5 == 0 { // remove the two oldest live files
+				for _, a := range snap.Files()[:2] {
+					tx.Remove(Remove{Path: a.Path, DeletionTimestamp: lgPtr(c.t.UnixMilli()), DataChange: false})
+					removed = append(removed, a.Path)
+				}
+			}
+		})
+		if err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	slices.Sort(removed)
+	kept := snapshot(t, tbl)
+	if kept.Version() != 39 || kept.CheckpointVersion() != 39 {
+		t.Fatalf("kept version %d, checkpoint %d; want 39 and 39", kept.Version(), kept.CheckpointVersion())
+	}
+	if got := tombstonePaths(tombstonesOf(t, kept)); !slices.Equal(got, removed) {
+		t.Fatalf("kept tombstones %v, want %v", got, removed)
+	}
+	fresh := snapshot(t, reopen(tbl))
+	if fresh.CheckpointVersion() != 39 || len(fresh.Files()) != len(kept.Files()) {
+		t.Fatalf("fresh read from checkpoint %d with %d files, want 39 and %d", fresh.CheckpointVersion(), len(fresh.Files()), len(kept.Files()))
+	}
+	if got := tombstonePaths(tombstonesOf(t, fresh)); !slices.Equal(got, removed) {
+		t.Fatalf("tombstones read from checkpoint 39: %v, want %v", got, removed)
+	}
+	data := checkpointBytes(t, tbl, 39)
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := pf.NumRowGroups()
+	pf.Close()
+	if groups < 5 {
+		t.Errorf("checkpoint 39 has %d row groups: its removes were not carried from earlier checkpoints", groups)
+	}
+	type row struct {
+		Remove *struct {
+			Path string `parquet:"path"`
+		} `parquet:"remove,optional"`
+	}
+	rows, err := parquet.Read[row](bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatalf("parquet-go reads checkpoint 39: %v", err)
+	}
+	var got []string
+	for _, r := range rows {
+		if r.Remove != nil {
+			got = append(got, r.Remove.Path)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, removed) {
+		t.Fatalf("parquet-go read removes %v, want %v", got, removed)
+	}
+	lc, ok, err := ReadLastCheckpoint(ctx, s)
+	if err != nil || !ok || lc.Version != 39 || lc.SizeInBytes != int64(len(data)) || lc.Size != int64(len(rows)) {
+		t.Fatalf("_last_checkpoint %+v %v %v; want version 39, %d bytes, %d rows", lc, ok, err, len(data), len(rows))
+	}
+}
+
+// partsReader reads its parts as one stream, in reads of any size, from any offset.
+func TestPartsReader(t *testing.T) {
+	parts := [][]byte{[]byte("ab"), nil, []byte("cde"), []byte("f")}
+	r := newPartsReader(parts)
+	var got []byte
+	buf := make([]byte, 2)
+	for {
+		n, err := r.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if string(got) != "abcdef" {
+		t.Fatalf("read %q", got)
+	}
+	if _, err := r.Seek(3, 0); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(r)
+	if string(rest) != "def" {
+		t.Fatalf("after seek to 3: %q", rest)
+	}
+	if off, _ := r.Seek(-1, io.SeekEnd); off != 5 {
+		t.Fatalf("seek from the end: %d", off)
+	}
 }

@@ -141,21 +141,22 @@ func writeCheckpoint(ctx context.Context, snap *Snapshot) (*tombstoneBase, error
 }
 
 // buildCheckpoint encodes the checkpoint of snap (tombstones deleted at or before cutoff
-// left out, or carried within carrySlack), returning it, its row count and its base.
-func buildCheckpoint(snap *Snapshot, cutoff int64) ([]byte, int64, *tombstoneBase, error) {
+// left out, or carried within carrySlack), returning its parts (to write in order), its
+// size and row count, and its base.
+func buildCheckpoint(snap *Snapshot, cutoff int64) ([][]byte, int64, int64, *tombstoneBase, error) {
 	if _, err := snap.cpTombstones.load(); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, 0, nil, err
 	}
 	others := checkpointOthers(snap)
 	if b := snap.cpTombstones.carryBase(); b != nil && b.carries(snap, cutoff) {
-		if data, rows, next, err := carriedCheckpoint(snap, others, cutoff, b); err == nil {
-			return data, rows, next, nil
+		if parts, size, rows, next, err := carriedCheckpoint(snap, others, cutoff, b); err == nil {
+			return parts, size, rows, next, nil
 		}
 		// A base that cannot be copied: encode everything, as without one.
 	}
 	removes, err := checkpointRemoves(snap, cutoff)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, 0, nil, err
 	}
 	actions := slices.Clip(others)
 	for _, r := range removes {
@@ -163,32 +164,29 @@ func buildCheckpoint(snap *Snapshot, cutoff int64) ([]byte, int64, *tombstoneBas
 	}
 	data, err := encodeCheckpoint(actions)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, 0, nil, err
 	}
 	var next *tombstoneBase
 	if len(removes) > 0 {
-		first := (len(others) + checkpointBatchRows - 1) / checkpointBatchRows
-		next = &tombstoneBase{data: data, removes: removes, keys: keysOf(removes, nil), oldest: oldestDeletion(removes, 1<<62)}
-		for g := first; g < first+(len(removes)+checkpointBatchRows-1)/checkpointBatchRows; g++ {
-			next.groups = append(next.groups, g)
-		}
+		next = newTombstoneBase(data, removes)
 	}
-	return data, int64(len(actions)), next, nil
+	return [][]byte{data}, int64(len(data)), int64(len(actions)), next, nil
 }
 
 func putCheckpoint(ctx context.Context, snap *Snapshot, cutoff int64) (*tombstoneBase, error) {
-	data, rows, next, err := buildCheckpoint(snap, cutoff)
+	parts, size, rows, next, err := buildCheckpoint(snap, cutoff)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %d: %w", snap.Version(), err)
 	}
-	return next, publishCheckpoint(ctx, snap, data, rows)
+	return next, publishCheckpoint(ctx, snap, parts, size, rows)
 }
 
-// publishCheckpoint writes data as snap's checkpoint and points _last_checkpoint at it.
-func publishCheckpoint(ctx context.Context, snap *Snapshot, data []byte, rows int64) error {
+// publishCheckpoint writes parts, one after the other, as snap's checkpoint (size bytes,
+// rows actions) and points _last_checkpoint at it.
+func publishCheckpoint(ctx context.Context, snap *Snapshot, parts [][]byte, size, rows int64) error {
 	store := snap.Table().Store()
 	key := CheckpointFileKey(snap.Version())
-	if err := store.Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := store.Put(ctx, key, newPartsReader(parts), size); err != nil {
 		return fmt.Errorf("write checkpoint %d: %w", snap.Version(), err)
 	}
 	if cur, ok, err := ReadLastCheckpoint(ctx, store); err == nil && ok && cur.Version > snap.Version() {
@@ -197,7 +195,7 @@ func publishCheckpoint(ctx context.Context, snap *Snapshot, data []byte, rows in
 	lc := LastCheckpoint{
 		Version:       snap.Version(),
 		Size:          rows,
-		SizeInBytes:   int64(len(data)),
+		SizeInBytes:   size,
 		NumOfAddFiles: int64(len(snap.Files())),
 	}
 	hint, err := json.Marshal(lc)
