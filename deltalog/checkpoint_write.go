@@ -221,22 +221,8 @@ func tombstoneRetention(m Metadata) (time.Duration, error) {
 	return d, nil
 }
 
-// checkpointActions lists what a checkpoint of snap carries: protocol, metadata, txns,
-// domains, live files, and tombstones deleted after cutoff (ms since the epoch; a remove
-// without deletionTimestamp counts as deleted at 0, as Spark treats it).
-func checkpointActions(snap *Snapshot, cutoff int64) ([]Action, error) {
-	removes, err := checkpointRemoves(snap, cutoff)
-	if err != nil {
-		return nil, err
-	}
-	out := checkpointOthers(snap)
-	for _, r := range removes {
-		out = append(out, Action{Remove: r})
-	}
-	return out, nil
-}
-
-// checkpointOthers are the actions of snap's checkpoint but the removes.
+// checkpointOthers are the actions of snap's checkpoint but the removes: protocol,
+// metadata, txns, domains and live files.
 func checkpointOthers(snap *Snapshot) []Action {
 	p, m := snap.Protocol(), snap.Metadata()
 	out := []Action{{Protocol: &p}, {MetaData: &m}}
@@ -253,7 +239,9 @@ func checkpointOthers(snap *Snapshot) []Action {
 	return out
 }
 
-// checkpointRemoves are the tombstones of snap deleted after cutoff, without stats or tags.
+// checkpointRemoves are the tombstones of snap deleted after cutoff (ms since the epoch; a
+// remove without deletionTimestamp counts as deleted at 0, as Spark treats it), without
+// stats or tags.
 func checkpointRemoves(snap *Snapshot, cutoff int64) ([]*Remove, error) {
 	tombstones, err := snap.Tombstones()
 	if err != nil {
