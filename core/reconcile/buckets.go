@@ -21,10 +21,13 @@ type arrowField = arrow.Field
 
 // bucket is one tier-1 bucket: the keys in [lo, hi) of an integer key, or of a date key's
 // days since 1970-01-01 (nil: open), or the whole table for another key; counts and key
-// sums on each side.
+// sums on each side; or a tile of another key: the keys in [keyLo, keyHi) in SQL Server's
+// order (nil: open), every true when every tile is read.
 type bucket struct {
 	lo, hi         *int64
 	date           bool
+	tile, every    bool
+	keyLo, keyHi   source.Key
 	src, dst       int64
 	srcSum, dstSum string
 	kind           Kind

@@ -131,14 +131,19 @@ type Row struct {
 type Result struct {
 	// MaxLSN is the source's max LSN read at the start; AppliedLSN silver's position.
 	MaxLSN, AppliedLSN lsn.LSN
-	// Rows are the report rows: every bucket, then every key that differs.
+	// Rows are the report rows: every bucket, then every tile tier 2 read, then every key
+	// that differs.
 	Rows []Row
 	// Counts are the rows per kind.
 	Counts map[Kind]int
-	// Tier2Buckets is how many buckets tier 2 read; Tier2Skipped says why it read none
-	// where it should have ("" when it did).
+	// Tier2Buckets is how many buckets (or tiles) tier 2 read; Tier2Skipped says why it
+	// read none where it should have ("" when it did).
 	Tier2Buckets int
 	Tier2Skipped string
+	// Tiles is how many tiles the key space of a key that is not one integer or date
+	// column was cut into when the table holds more than BucketRows rows (0: not tiled,
+	// or no tile was to be read); TilesSampled how many of them tier 2 read.
+	Tiles, TilesSampled int
 	// ChunkedSnapshot is the S of the chunked snapshot whose chunks were checked ("" none).
 	ChunkedSnapshot string
 }
@@ -225,16 +230,23 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 		}
 		res.add(b.row())
 	}
-	if !intKey && len(tier2) > 0 && max64(buckets[0].src, buckets[0].dst) > o.BucketRows {
-		// Another key's whole table is one bucket: read row by row only when it is small.
-		res.Tier2Skipped = fmt.Sprintf("the key is not one integer column and the table holds more than %d rows", o.BucketRows)
-		tier2 = nil
+	if !intKey && max64(buckets[0].src, buckets[0].dst) > o.BucketRows {
+		// Another key's table above BucketRows: tier 2 reads tiles of the key, cut by the
+		// server in its key order, every one when the table's counts differ.
+		tier2, res.Tiles, err = keyTiles(ctx, d.Source, o, buckets[0], buckets[0].kind != Match, rng)
+		if err != nil {
+			return Result{}, err
+		}
+		res.TilesSampled = len(tier2)
 	}
 	if len(tier2) > 0 {
 		res.Tier2Buckets = len(tier2)
-		keys, err := compareRows(ctx, d, o, cols, tier2, intKey, moved)
+		tiles, keys, err := compareRows(ctx, d, o, cols, tier2, intKey, moved)
 		if err != nil {
 			return Result{}, err
+		}
+		for _, t := range tiles {
+			res.add(t)
 		}
 		for _, k := range keys {
 			res.add(k)

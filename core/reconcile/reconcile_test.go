@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -268,13 +269,136 @@ func TestChangesInFlightAreNotMismatches(t *testing.T) {
 	}
 }
 
-// Another key's table larger than BucketRows is counted, not read row by row, and the
-// result says so.
-func TestOtherKeysLargeTableSkipsTier2(t *testing.T) {
-	e := newEnv(t, workload.OrderLines(), 600)
-	res := e.run(e.silver(), 1, 100)
-	if res.Tier2Buckets != 0 || !strings.Contains(res.Tier2Skipped, "more than 100 rows") || res.Counts[reconcile.Match] != 1 {
-		t.Errorf("tier 2 read %d buckets, skipped %q, counts %v", res.Tier2Buckets, res.Tier2Skipped, res.Counts)
+// Another key's table larger than BucketRows is cut into tiles of the server's key order;
+// with sample 1 tier 2 reads every tile, each MATCH in a synced table, and together they
+// hold every row once. With sample 0 and equal counts tier 2 reads nothing: no KeyTiles, no
+// ranged read.
+func TestOtherKeysSyncedTilesMatch(t *testing.T) {
+	for _, def := range []workload.TableDef{workload.Customers(), workload.OrderLines()} {
+		t.Run(def.Spec.Name, func(t *testing.T) {
+			e := newEnv(t, def, 2000)
+			silver := e.silver()
+			res := e.run(silver, 1, 200)
+			if res.Tiles < 5 || res.TilesSampled != res.Tiles || res.Tier2Buckets != res.Tiles {
+				t.Fatalf("tiles %d, sampled %d, tier 2 buckets %d: want about 10, all read", res.Tiles, res.TilesSampled, res.Tier2Buckets)
+			}
+			var tiles, rows int64
+			for _, r := range res.Rows {
+				if r.Scope != "tile" {
+					continue
+				}
+				tiles++
+				rows += r.SourceRows
+				if r.Kind != reconcile.Match || r.SourceRows != r.TargetRows || r.SourceRows == 0 || r.SourceRows > 400 {
+					t.Errorf("tile %+v: want MATCH with equal counts of about 200", r)
+				}
+			}
+			whole := res.Rows[0]
+			if tiles != int64(res.Tiles) || rows != whole.SourceRows || len(keyRows(res)) != 0 || !res.OK() {
+				t.Errorf("%d tile rows holding %d rows (table %d), key rows %v, counts %v", tiles, rows, whole.SourceRows, keyRows(res), res.Counts)
+			}
+
+			tilesBefore, readsBefore := e.db.Calls("KeyTiles"), e.db.Calls("ReadTable")
+			res = e.run(silver, 0, 200)
+			if n := e.db.Calls("KeyTiles") - tilesBefore; n != 0 {
+				t.Errorf("sample 0 with equal counts called KeyTiles %d times", n)
+			}
+			if n := e.db.Calls("ReadTable") - readsBefore; n != 1 { // tier 1's count only
+				t.Errorf("sample 0 with equal counts read the table %d times, want 1 (the count)", n)
+			}
+			if res.Tier2Buckets != 0 || res.TilesSampled != 0 || len(res.Rows) != 1 || res.Counts[reconcile.Match] != 1 {
+				t.Errorf("sample 0: tier 2 buckets %d, tiles sampled %d, rows %+v", res.Tier2Buckets, res.TilesSampled, res.Rows)
+			}
+		})
+	}
+}
+
+// Planted differences in a tiled table: a row silver lacks, one it still holds and a
+// changed value are found by key in the tiles tier 2 reads. With equal counts only
+// sampled tiles are read (sample 1: all); with counts that differ every tile is read
+// even at sample 0. A partial sample reports no key it did not see differ.
+func TestOtherKeysPlantedDifferencesInTiles(t *testing.T) {
+	for _, tc := range []struct {
+		def    workload.TableDef
+		insert cdcsim.Row
+		newKey string
+		set    cdcsim.Row
+		column string
+		// insert2 makes the counts differ.
+		insert2 cdcsim.Row
+		newKey2 string
+	}{
+		{workload.Customers(), cdcsim.Row{"code": "ZZ-PLANTED", "name": "new"}, "ZZ-PLANTED", cdcsim.Row{"name": "changed"}, "name",
+			cdcsim.Row{"code": "ZZ-PLANTED-2"}, "ZZ-PLANTED-2"},
+		{workload.OrderLines(), cdcsim.Row{"order_id": int64(9_999_999), "line": int64(1), "sku": "new"}, "9999999,1", cdcsim.Row{"sku": "changed"}, "sku",
+			cdcsim.Row{"order_id": int64(9_999_998), "line": int64(2)}, "9999998,2"},
+	} {
+		name := tc.def.Spec.Name
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, tc.def, 2000)
+			silver := e.silver()
+			gone, _, err := e.db.RandomKey(name, func(n int) int { return n / 3 })
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed, _, err := e.db.RandomKey(name, func(n int) int { return 2 * n / 3 })
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := func(k []any) string {
+				s := make([]string, len(k))
+				for i, v := range k {
+					s[i] = fmt.Sprint(v)
+				}
+				return strings.Join(s, ",")
+			}
+			e.lose(func(tx *cdcsim.Txn) error {
+				if err := tx.Delete(name, gone); err != nil { // silver keeps it: MISSING_SOURCE
+					return err
+				}
+				if _, err := tx.Insert(name, tc.insert); err != nil { // MISSING_TARGET
+					return err
+				}
+				return tx.Update(name, changed, tc.set) // RECORD_DIFF
+			})
+			want := map[string]reconcile.Kind{
+				text(gone):    reconcile.MissingSource,
+				tc.newKey:     reconcile.MissingTarget,
+				text(changed): reconcile.RecordDiff,
+			}
+			res := e.run(silver, 1, 200)
+			if got := keyRows(res); !maps.Equal(got, want) {
+				t.Errorf("sample 1: key rows %v, want %v", got, want)
+			}
+			if res.Counts[reconcile.Match] != 1+res.Tiles-2 || res.Counts[reconcile.Mismatch] != 2 || res.OK() {
+				t.Errorf("sample 1: counts %v over %d tiles: want the table MATCH (equal counts) and the 2 tiles of the new and the changed key MISMATCH", res.Counts, res.Tiles)
+			}
+			for _, r := range res.Rows {
+				if r.Kind == reconcile.RecordDiff && (strings.Join(r.Columns, ",") != tc.column || r.TargetLSN == "") {
+					t.Errorf("RECORD_DIFF %+v: want %s named and silver's _start_lsn", r, tc.column)
+				}
+			}
+
+			res = e.run(silver, 0.5, 200)
+			if res.TilesSampled == 0 || res.TilesSampled == res.Tiles {
+				t.Errorf("sample 0.5 read %d of %d tiles", res.TilesSampled, res.Tiles)
+			}
+			for k, kind := range keyRows(res) {
+				if want[k] != kind {
+					t.Errorf("sample 0.5: key %s %s, want only planted keys", k, kind)
+				}
+			}
+
+			e.lose(func(tx *cdcsim.Txn) error { _, err := tx.Insert(name, tc.insert2); return err })
+			want[tc.newKey2] = reconcile.MissingTarget
+			res = e.run(silver, 0, 200)
+			if res.TilesSampled != res.Tiles || res.Rows[0].Kind != reconcile.Mismatch {
+				t.Errorf("counts differ, sample 0: read %d of %d tiles, table %s; want every tile", res.TilesSampled, res.Tiles, res.Rows[0].Kind)
+			}
+			if got := keyRows(res); !maps.Equal(got, want) {
+				t.Errorf("counts differ, sample 0: key rows %v, want %v", got, want)
+			}
+		})
 	}
 }
 

@@ -73,8 +73,10 @@ func digestOf(rec arrow.RecordBatch, cols []int, i int) digest {
 
 // compareRows is tier 2: the rows of buckets on both sides, digested and joined on the
 // key. A key only one side has, or whose digests differ, is a row of the report; one a
-// change in flight touched is IN_FLIGHT.
-func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, buckets []bucket, intKey bool, mv moved) ([]Row, error) {
+// change in flight touched is IN_FLIGHT. For tiles (keyTiles) it also returns a row per
+// tile; silver's rows of a tile are those whose key the source's read of the tile returned,
+// and, when every tile is read, every other silver row too (the tiles cover the key space).
+func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, buckets []bucket, intKey bool, mv moved) (tiles, keys []Row, err error) {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name
@@ -86,7 +88,8 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 	all := seq(len(cols))
 
 	src := map[string]digest{}
-	for _, b := range buckets {
+	tileOf := map[string]int{}
+	for bi, b := range buckets {
 		r := source.TableRead{Table: o.Table, Columns: cols, ReadOptions: o.Read}
 		if intKey {
 			r.Keys = o.Keys
@@ -97,9 +100,13 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 				r.Range.Hi = source.Key{b.bound(*b.hi)}
 			}
 		}
+		if b.tile {
+			r.Keys = o.Keys
+			r.Range = source.KeyRange{Lo: b.keyLo, Hi: b.keyHi}
+		}
 		rows, err := d.Source.ReadTable(ctx, r)
 		if err != nil {
-			return nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
+			return nil, nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
 		}
 		err = parquetio.Drain(ctx, rows, func(rec arrow.RecordBatch) error {
 			for i := 0; i < int(rec.NumRows()); i++ {
@@ -107,16 +114,26 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 				dg := digestOf(rec, all, i)
 				dg.key = k.vals
 				src[k.text] = dg
+				if b.tile {
+					tileOf[k.text] = bi
+				}
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
+			return nil, nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
 		}
 	}
 
-	slices.SortFunc(buckets, func(a, b bucket) int { return cmpInt(int64Or(a.lo, minInt64), int64Or(b.lo, minInt64)) })
+	tiled := len(buckets) > 0 && buckets[0].tile
+	if !tiled {
+		slices.SortFunc(buckets, func(a, b bucket) int { return cmpInt(int64Or(a.lo, minInt64), int64Or(b.lo, minInt64)) })
+	}
 	inBuckets := func(k key) bool {
+		if tiled && !buckets[0].every {
+			_, ok := src[k.text]
+			return ok
+		}
 		if !intKey {
 			return true
 		}
@@ -130,7 +147,7 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		return i >= 0 && buckets[i].holds(k.int)
 	}
 	dst := map[string]digest{}
-	err := scan(ctx, "silver", d.Silver, append(slices.Clone(names), startLSN), func(rec arrow.RecordBatch) error {
+	err = scan(ctx, "silver", d.Silver, append(slices.Clone(names), startLSN), func(rec arrow.RecordBatch) error {
 		lsns := rec.Column(len(names))
 		for i := 0; i < int(rec.NumRows()); i++ {
 			k := keyOf(rec, keyCols, i)
@@ -147,7 +164,7 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	var out []Row
@@ -178,7 +195,10 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		}
 	}
 	slices.SortFunc(out, func(a, b Row) int { return strings.Compare(strings.Join(a.Key, "\x1f"), strings.Join(b.Key, "\x1f")) })
-	return out, nil
+	if tiled {
+		tiles = tileRows(buckets, tileOf, dst, out, func(v []string) string { return strings.Join(v, "\x1f") })
+	}
+	return tiles, out, nil
 }
 
 func fieldIndex(sc *arrow.Schema, name string) int {
