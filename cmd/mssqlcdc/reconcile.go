@@ -93,8 +93,8 @@ func printReconcile(out io.Writer, res reconcile.JobResult, verbose bool) {
 			continue
 		}
 		switch r.Scope {
-		case "bucket":
-			fmt.Fprintf(out, "%-14s bucket [%s, %s)  source %d rows, silver %d\n", r.Kind, r.Lo, r.Hi, r.SourceRows, r.TargetRows)
+		case "bucket", "tile":
+			fmt.Fprintf(out, "%-14s %s [%s, %s)  source %d rows, silver %d\n", r.Kind, r.Scope, r.Lo, r.Hi, r.SourceRows, r.TargetRows)
 		case "chunk":
 			fmt.Fprintf(out, "%-14s chunk %d  recorded %d rows, bronze %d", r.Kind, r.Chunk, r.SourceRows, r.TargetRows)
 			if r.Detail != "" {
@@ -118,8 +118,8 @@ func printReconcile(out io.Writer, res reconcile.JobResult, verbose bool) {
 	if res.ChunkedSnapshot != "" {
 		fmt.Fprintf(out, "; chunks of snapshot %s checked", res.ChunkedSnapshot)
 	}
-	if res.Tier2Skipped != "" {
-		fmt.Fprintf(out, "; tier 2 skipped: %s", res.Tier2Skipped)
+	if res.Tiles > 0 {
+		fmt.Fprintf(out, "; %d of %d key tiles sampled", res.TilesSampled, res.Tiles)
 	}
 	if res.Run > 0 {
 		fmt.Fprintf(out, "; report run %d", res.Run)

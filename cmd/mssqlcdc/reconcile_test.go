@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/reconcile"
 )
 
 // With silver and reconcile sections in the spec, `mssqlcdc invoke reconcile` runs the
@@ -55,6 +58,21 @@ func TestInvokeReconcile(t *testing.T) {
 		}
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.OK || res.Run != 1 || res.Counts["MATCH"] == 0 || res.Replayed != want {
 			t.Fatalf("invoke reconcile output %q: %v; want ok, run 1, replayed %v", out.String(), err, want)
+		}
+	}
+}
+
+// A tiled run prints its differing tiles with their bounds and says in the summary how
+// many of the key's tiles tier 2 sampled.
+func TestPrintReconcileTiles(t *testing.T) {
+	res := reconcile.JobResult{Result: reconcile.Result{Tiles: 11, TilesSampled: 3, Tier2Buckets: 3,
+		Counts: map[reconcile.Kind]int{reconcile.Mismatch: 1},
+		Rows:   []reconcile.Row{{Kind: reconcile.Mismatch, Scope: "tile", Lo: `["cust-0200"]`, Hi: `["cust-0400"]`, SourceRows: 200, TargetRows: 199}}}}
+	var out bytes.Buffer
+	printReconcile(&out, res, false)
+	for _, want := range []string{`MISMATCH       tile [["cust-0200"], ["cust-0400"])  source 200 rows, silver 199`, "; 3 of 11 key tiles sampled"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printed %q, want %q in it", out.String(), want)
 		}
 	}
 }

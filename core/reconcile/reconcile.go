@@ -136,10 +136,8 @@ type Result struct {
 	Rows []Row
 	// Counts are the rows per kind.
 	Counts map[Kind]int
-	// Tier2Buckets is how many buckets (or tiles) tier 2 read; Tier2Skipped says why it
-	// read none where it should have ("" when it did).
+	// Tier2Buckets is how many buckets (or tiles) tier 2 read.
 	Tier2Buckets int
-	Tier2Skipped string
 	// Tiles is how many tiles the key space of a key that is not one integer or date
 	// column was cut into when the table holds more than BucketRows rows (0: not tiled,
 	// or no tile was to be read); TilesSampled how many of them tier 2 read.

@@ -80,7 +80,8 @@ type Output struct {
 	MaxLSN          string         `json:"max_lsn"`
 	AppliedLSN      string         `json:"applied_lsn"`
 	Tier2Buckets    int            `json:"tier2_buckets"`
-	Tier2Skipped    string         `json:"tier2_skipped,omitempty"`
+	Tiles           int            `json:"tiles,omitempty"`
+	TilesSampled    int            `json:"tiles_sampled,omitempty"`
 	ChunkedSnapshot string         `json:"chunked_snapshot,omitempty"`
 	Replayed        bool           `json:"replayed,omitempty"`
 }
@@ -211,7 +212,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Output, error) {
 		return Output{}, lambdaerr.Named(err)
 	}
 	out := Output{Run: res.Run, OK: res.OK(), Counts: map[string]int{}, MaxLSN: res.MaxLSN.String(), AppliedLSN: res.AppliedLSN.String(),
-		Tier2Buckets: res.Tier2Buckets, Tier2Skipped: res.Tier2Skipped, ChunkedSnapshot: res.ChunkedSnapshot, Replayed: res.Replayed}
+		Tier2Buckets: res.Tier2Buckets, Tiles: res.Tiles, TilesSampled: res.TilesSampled, ChunkedSnapshot: res.ChunkedSnapshot, Replayed: res.Replayed}
 	for k, n := range res.Counts {
 		out.Counts[string(k)] = n
 		if k != corereconcile.Match && k != corereconcile.InFlight {
