@@ -12,7 +12,9 @@
 //     with another key is one bucket, counted on both sides.
 //   - Tier 2 reads the rows of every mismatched bucket and of a sample of the matching
 //     ones on both sides and compares them row by row: a SHA-256 of each row's captured
-//     columns (computed columns left out), joined on the key.
+//     columns (computed columns left out), joined on the key. Another key's table above
+//     BucketRows is read in key tiles the server cuts in its own order (Source.KeyTiles):
+//     a sample of them, every one when the table's counts differ.
 //
 // A difference that a change not yet in silver explains is IN_FLIGHT, not a mismatch: the
 // keys bronze changed after silver's position, and the keys the change table holds after
