@@ -598,3 +598,27 @@ func TestDateKeyBucketsCountAndSumDays(t *testing.T) {
 		t.Fatalf("key rows %v, want %v", got, want)
 	}
 }
+
+// A failing KeyTiles or tile read fails the run with the source's typed error (a rerun
+// compares again: reconcile writes nothing before its report), and the next run matches.
+func TestOtherKeysTileFaults(t *testing.T) {
+	e := newEnv(t, workload.Customers(), 1000)
+	silver := e.silver()
+	for _, f := range []cdcsim.Fault{
+		{Method: "KeyTiles", Kind: cdcsim.FaultTransient},
+		{Method: "ReadTable", Call: 3, Kind: cdcsim.FaultTransient}, // the count, tile 1, tile 2
+		{Method: "ReadTable", Call: 2, Kind: cdcsim.FaultLockTimeout},
+	} {
+		e.db.Inject(f)
+		_, err := reconcile.Run(context.Background(), reconcile.Deps{Source: e.db, Silver: silver},
+			reconcile.Options{Table: e.table(), Columns: e.cols, Keys: e.keys(), CaptureInstance: e.ci, Sample: 1, BucketRows: 200, Seed: 1})
+		var transient *source.TransientError
+		var lock *source.LockTimeoutError
+		if !errors.As(err, &transient) && !errors.As(err, &lock) {
+			t.Errorf("fault %+v: err %v, want the source's typed error", f, err)
+		}
+		if res := e.run(silver, 1, 200); !res.OK() || res.TilesSampled != res.Tiles || res.Tiles < 3 {
+			t.Errorf("rerun after %+v: counts %v, %d of %d tiles", f, res.Counts, res.TilesSampled, res.Tiles)
+		}
+	}
+}
