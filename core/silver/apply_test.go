@@ -19,19 +19,7 @@ import (
 // source table after every apply, for an int, a composite and a case-insensitive string
 // key, on local disk and on the emulators, and stays clustered by key.
 func TestApplyFollowsTheSource(t *testing.T) {
-	type world struct {
-		backend testlake.Backend
-		def     workload.TableDef
-		split   bool
-	}
-	var worlds []world
-	for _, def := range []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()} {
-		for _, split := range []bool{false, true} {
-			worlds = append(worlds, world{testlake.Local, def, split})
-		}
-	}
-	worlds = append(worlds, world{testlake.AWS, workload.Orders(), false}, world{testlake.AWS, workload.OrderLines(), true})
-	for _, w := range worlds {
+	for _, w := range worldsWith(world{testlake.AWS, workload.Orders(), false}, world{testlake.AWS, workload.OrderLines(), true}) {
 		def, split := w.def, w.split
 		{
 			t.Run(fmt.Sprintf("%s/%s/keyUpdateAsDeleteInsert=%v", w.backend, def.Spec.Name, split), func(t *testing.T) {

@@ -316,3 +316,23 @@ func (e *env) silverVersions() []int64 {
 	}
 	return out
 }
+
+// world is one case of the live-workload tests: a backend, a table and which of SQL
+// Server's two key-update shapes the simulator writes (split: a delete and an insert).
+type world struct {
+	backend testlake.Backend
+	def     workload.TableDef
+	split   bool
+}
+
+// worldsWith is every table (an int, a composite and a case-insensitive string key) in both
+// key-update shapes on local disk, then the emulator cases given.
+func worldsWith(aws ...world) []world {
+	var out []world
+	for _, def := range []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()} {
+		for _, split := range []bool{false, true} {
+			out = append(out, world{testlake.Local, def, split})
+		}
+	}
+	return append(out, aws...)
+}

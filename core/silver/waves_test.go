@@ -269,19 +269,7 @@ func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 // case-insensitive string key (whose chunks' ranges silver cannot order: no range
 // deletes), on local disk and on the emulators.
 func TestApplyFollowsChunkedWaves(t *testing.T) {
-	type world struct {
-		backend testlake.Backend
-		def     workload.TableDef
-		split   bool
-	}
-	var worlds []world
-	for _, def := range []workload.TableDef{workload.Orders(), workload.OrderLines(), workload.Customers()} {
-		for _, split := range []bool{false, true} {
-			worlds = append(worlds, world{testlake.Local, def, split})
-		}
-	}
-	worlds = append(worlds, world{testlake.AWS, workload.Orders(), true}, world{testlake.AWS, workload.OrderLines(), false})
-	for _, w := range worlds {
+	for _, w := range worldsWith(world{testlake.AWS, workload.Orders(), true}, world{testlake.AWS, workload.OrderLines(), false}) {
 		t.Run(fmt.Sprintf("%s/%s/keyUpdateAsDeleteInsert=%v", w.backend, w.def.Spec.Name, w.split), func(t *testing.T) {
 			e := newEnv(t, w.backend, cdcsim.Config{Seed: 21, KeyUpdateAsDeleteInsert: w.split}, w.def, 240)
 			e.chunked(30)
