@@ -74,9 +74,10 @@ type Spec struct {
 	ResnapshotIntervalDays *float64 `json:"resnapshot_interval_days"`
 	// SnapshotOnSwitch appends a whole snapshot after the first batch that reads a newer
 	// capture instance, so rows unchanged since its start carry its new columns
-	// (docs/stream.md "Schema changes"): the stream returns
-	// stream.OutcomeSwitchSnapshotRequired and the recover steps take it. Full snapshots
-	// only: with snapshot "chunked" it is a *ConfigError.
+	// (docs/stream.md "Schema changes"): with snapshot "full" the stream returns
+	// stream.OutcomeSwitchSnapshotRequired and the recover steps take it; with snapshot
+	// "chunked" the stream opens a chunked snapshot of kind switch and the backfill reads
+	// it.
 	SnapshotOnSwitch bool `json:"snapshot_on_switch"`
 
 	// Storage is how the tables' URLs are reached (S3 endpoint, DynamoDB log table).

@@ -29,13 +29,17 @@ func TestRecoveryAndSchemaOptions(t *testing.T) {
 	if s, err := Parse([]byte(strings.Replace(minimal(), `"bronze"`, `"snapshot_on_switch":true,"bronze"`, 1))); err != nil || !s.SnapshotOnSwitch {
 		t.Errorf("snapshot_on_switch with full snapshots: %v, %v", s, err)
 	}
+	// Chunked: the stream opens a chunked switch snapshot the backfill reads.
+	if s, err := Parse([]byte(strings.Replace(minimal(), `"bronze"`, `"snapshot_on_switch":true,"snapshot":"chunked","bronze"`, 1))); err != nil ||
+		!s.SnapshotOnSwitch || s.Snapshot != SnapshotChunked {
+		t.Errorf("snapshot_on_switch with chunked snapshots: %v, %v", s, err)
+	}
 	zero := `"resnapshot_interval_days":0,"bronze"`
 	if s, err := Parse([]byte(strings.Replace(minimal(), `"bronze"`, zero, 1))); err != nil || s.ResnapshotInterval() != 0 {
 		t.Errorf("interval 0: %v, %v", s, err)
 	}
 	for _, c := range []struct{ doc, field, says string }{
 		{`"on_data_loss":"skip"`, "on_data_loss", `want "fail"`},
-		{`"snapshot_on_switch":true,"snapshot":"chunked"`, "snapshot_on_switch", "taken whole only"},
 		{`"on_data_loss":"resnapshot","options":{"failOnDataLoss":false}`, "on_data_loss", "failOnDataLoss"},
 		{`"resnapshot_interval_days":-1`, "resnapshot_interval_days", "days"},
 		{`"resnapshot_interval_days":400`, "resnapshot_interval_days", "366"},

@@ -255,12 +255,6 @@ func (s *Spec) validateRecovery(ps *problems) {
 	if d := s.ResnapshotIntervalDays; d != nil {
 		validateSeconds(ps, "resnapshot_interval_days", *d*24*3600, "0 allows an immediate retry")
 	}
-	if s.SnapshotOnSwitch && s.Snapshot == SnapshotChunked {
-		// A chunked snapshot after a switch is not built; accepted without effect it would
-		// look like it worked (docs/stream.md "Schema changes").
-		ps.add("snapshot_on_switch", "true with snapshot \"chunked\": the snapshot after a switch to a newer capture instance is taken whole only; "+
-			"use snapshot \"full\", or leave snapshot_on_switch out (rows unchanged since the switch read NULL for the new columns until they change)")
-	}
 }
 
 func validateAppID(ps *problems, id string) {

@@ -82,6 +82,14 @@ type OpenDetail struct {
 	LostToTS   *string         `json:"lost_to_ts"`
 	Keys       []string        `json:"keys,omitempty"`
 	Plan       json.RawMessage `json:"plan,omitempty"`
+	// Switch ("<old> -> <new>"), S (the newer instance's start LSN) and CaptureInstance
+	// (the newer instance, whose columns the chunks read) are set on a chunked snapshot of
+	// kind switch (snapshot_on_switch with snapshot "chunked", docs/stream.md "Schema
+	// changes"): the backfill reads them to read the right instance and to write the
+	// completion row.
+	Switch          string `json:"switch,omitempty"`
+	S               string `json:"s,omitempty"`
+	CaptureInstance string `json:"capture_instance,omitempty"`
 }
 
 // Modes and kinds of a snapshot_open row's detail.
@@ -98,8 +106,11 @@ const (
 // String is the detail's JSON, e.g. {"mode":"full","kind":"bootstrap","generation":0,
 // "lost_from_ts":null,"lost_to_ts":null}.
 func (d OpenDetail) String() string {
-	b, _ := json.Marshal(d)
-	return string(b)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // a switch's "->" as written, as capture_instance_switched's detail
+	_ = enc.Encode(d)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // WarningsDetail is a micro-batch row's detail: {"warnings": [...]}, or "" for none.

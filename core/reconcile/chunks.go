@@ -101,8 +101,8 @@ func checkChunks(ctx context.Context, bsnap *deltalog.Snapshot, rec *ChunkRecord
 	}
 	var open *snapshot.PlanRow
 	for i, r := range rec.Plans {
-		if r.Event != snapshot.PlanEventOpen {
-			continue
+		if r.Event != snapshot.PlanEventOpen && r.Event != snapshot.PlanEventSwitchOpen {
+			continue // a switch snapshot's open (snapshot_on_switch) is newer than its generation's
 		}
 		if open == nil || r.Generation > open.Generation || (r.Generation == open.Generation && r.Snapshot > open.Snapshot) {
 			open = &rec.Plans[i]

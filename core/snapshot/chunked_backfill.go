@@ -254,6 +254,12 @@ func (b *backfill) run(ctx context.Context) (BackfillStatus, error) {
 	}
 	b.s, b.open = recordedS(*open), *open
 	b.status.Snapshot = open.S.String()
+	if name := open.Detail.CaptureInstance; open.Detail.Kind == facts.KindSwitch && name != "" {
+		// A switch snapshot reads the newer instance's columns, whatever the spec names.
+		if b.ci, _, err = instances(ctx, d.Source, name); err != nil {
+			return BackfillStatus{}, err
+		}
+	}
 	if err := b.load(ctx); err != nil {
 		return BackfillStatus{}, err
 	}
@@ -354,11 +360,11 @@ func (b *backfill) noOpen(ctx context.Context, rows []facts.Row) (BackfillStatus
 // the open's keys.
 func (b *backfill) load(ctx context.Context) error {
 	d := b.d
-	prow, ok, err := d.openRow(ctx, b.g)
+	prow, ok, err := d.openRowAt(ctx, b.g, b.s.LSN.String())
 	if err != nil {
 		return err
 	}
-	if !ok || prow.Snapshot != b.s.LSN.String() {
+	if !ok {
 		return &PlanNotFoundError{Snapshot: b.s.LSN}
 	}
 	if b.ext, err = extentOf(prow); err != nil {

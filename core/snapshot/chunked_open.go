@@ -28,6 +28,10 @@ type chunkedGen struct {
 	Root, App string
 	// Recovery is the gap a re-snapshot records in its open row (nil for generation 0).
 	Recovery *Recovery
+	// Switch is set for a chunked switch snapshot (Options.Switch): a second open in
+	// generation N, at the stamp the stream chose once, with its own open row
+	// (PlanEventSwitchOpen) and txn keys.
+	Switch *Switch
 }
 
 // genOf is generation n of the stream of d.Spec (d.Spec.AppID: the configured app_id).
@@ -35,8 +39,14 @@ func (d Deps) genOf(n int) chunkedGen {
 	return chunkedGen{N: n, Root: d.Spec.AppID, App: checkpoint.GenerationAppID(d.Spec.AppID, n)}
 }
 
-// openGen is the generation OpenChunked opens: Options.Recovery's, else 0.
+// openGen is the generation OpenChunked opens: Options.Switch's (the live one),
+// Options.Recovery's, else 0.
 func (d Deps) openGen() chunkedGen {
+	if sw := d.Options.Switch; sw != nil {
+		g := d.genOf(sw.Generation)
+		g.Switch = sw
+		return g
+	}
 	if rc := d.Options.Recovery; rc != nil {
 		g := d.genOf(rc.Generation)
 		g.Recovery = rc
@@ -45,8 +55,12 @@ func (d Deps) openGen() chunkedGen {
 	return d.genOf(0)
 }
 
-// kind is the snapshot's kind: bootstrap in generation 0, resnapshot after.
+// kind is the snapshot's kind: switch for a switch snapshot, else bootstrap in generation
+// 0, resnapshot after.
 func (g chunkedGen) kind() string {
+	if g.Switch != nil {
+		return facts.KindSwitch
+	}
 	if g.N > 0 {
 		return facts.KindResnapshot
 	}
@@ -57,7 +71,7 @@ func (g chunkedGen) kind() string {
 // the largest S wins: a loss while one is open opens a newer one in the next generation,
 // and the older is abandoned), 0 when it holds none.
 func (d Deps) liveGen(ctx context.Context) (chunkedGen, error) {
-	rows, err := readPlanRows(ctx, d, d.Spec.AppID, "", PlanEventOpen)
+	rows, err := readPlanRows(ctx, d, d.Spec.AppID, "", PlanEventOpen, PlanEventSwitchOpen)
 	if err != nil {
 		return chunkedGen{}, err
 	}
@@ -90,13 +104,26 @@ func (d Deps) liveGen(ctx context.Context) (chunkedGen, error) {
 // row: the same S and commit time, no second stamp. The facts row holds no key values: its
 // detail has the key column names and the plan kind. Needs the facts table and the plans
 // table.
+//
+// With Options.Switch (snapshot_on_switch, docs/stream.md "Schema changes") it opens the
+// live generation's switch snapshot instead: S is the spec's snapshotLsn (the stamp the
+// stream chose once, checked not above max_lsn), the capture instance the newer one; the
+// mode lock as above on the generation's app_id; an open chunked snapshot of the
+// generation at another S is superseded, not returned (the newest open is the one the
+// backfill reads); the plans table's row is a PlanEventSwitchOpen row and the facts row
+// has kind switch, with the switch, S and the newer instance in its detail; both are keyed
+// txn(<generation app_id>#open.<S>, 0).
 func OpenChunked(ctx context.Context, d Deps) (lsn.Offset, error) {
 	if d.Facts == nil || d.Plans == nil {
 		return lsn.Offset{}, &config.ConfigError{Problems: []config.Problem{{Field: "facts_table",
 			Reason: "a chunked snapshot keeps its state in the facts table and the plans table next to bronze: set facts_table"}}}
 	}
 	g := d.openGen()
-	ci, _, err := instances(ctx, d.Source, d.Spec.Source.CaptureInstance)
+	name := d.Spec.Source.CaptureInstance
+	if g.Switch != nil {
+		name = g.Switch.CaptureInstance
+	}
+	ci, _, err := instances(ctx, d.Source, name)
 	if err != nil {
 		return lsn.Offset{}, err
 	}
@@ -108,10 +135,19 @@ func OpenChunked(ctx context.Context, d Deps) (lsn.Offset, error) {
 	if err != nil {
 		return lsn.Offset{}, err
 	}
-	if open != nil {
+	if open != nil && (g.Switch == nil || open.S == d.givenStamp()) {
 		return recordedS(*open), nil
 	}
-	prow, found, err := d.openRow(ctx, g)
+	var prow PlanRow
+	var found bool
+	if g.Switch != nil {
+		if d.givenStamp().IsZero() {
+			return lsn.Offset{}, fmt.Errorf("open the chunked switch snapshot: no stamp given (snapshotLsn)")
+		}
+		prow, found, err = d.openRowAt(ctx, g, d.givenStamp().String())
+	} else {
+		prow, found, err = d.openRow(ctx, g)
+	}
 	if err != nil {
 		return lsn.Offset{}, err
 	}
@@ -137,10 +173,17 @@ func OpenChunked(ctx context.Context, d Deps) (lsn.Offset, error) {
 		det.LostFromTS, det.LostToTS = facts.TimeText(rc.LostFromTS), facts.TimeText(rc.LostToTS)
 		r.LostFromTS, r.LostToTS = rc.LostFromTS, rc.LostToTS
 	}
+	if sw := g.Switch; sw != nil {
+		det.Switch, det.S, det.CaptureInstance = sw.From+" -> "+sw.CaptureInstance, sw.S.String(), ci.Name
+	}
 	r.Detail = det.String()
 	r.WrittenAt = d.now()
-	if _, err := facts.Append(ctx, d.Facts, facts.TxnSnapshots(g.Root), int64(g.N), []facts.Row{r}, d.Options.Writer); err != nil {
+	txn, ver := g.openTxn(s)
+	if _, err := facts.Append(ctx, d.Facts, txn, ver, []facts.Row{r}, d.Options.Writer); err != nil {
 		return lsn.Offset{}, fmt.Errorf("write snapshot_open row: %w", err)
+	}
+	if g.Switch != nil {
+		return off, nil // keyed by S: the row stored is this one
 	}
 	// The stored open wins: an earlier attempt's row when this one was replayed.
 	if rows, err = facts.SnapshotEvents(ctx, d.Facts, g.App); err != nil {
@@ -202,7 +245,33 @@ func newestChunked(rows []facts.Row, appID string) (facts.OpenSnapshot, bool) {
 	return best, found
 }
 
-// openRow is the plans table's open row of generation g.
+// openTxn is the txn key of the open rows of g's snapshot at s, in the plans table and
+// the facts table: txn(<app_id>#snapshots, n) for a generation's own open, once per
+// generation; txn(<generation app_id>#open.<S>, 0) for a switch snapshot's.
+func (g chunkedGen) openTxn(s lsn.LSN) (string, int64) {
+	if g.Switch != nil {
+		return facts.TxnOpen(g.App, s), 0
+	}
+	return facts.TxnSnapshots(g.Root), int64(g.N)
+}
+
+// openRowAt is the plans table's open row (the generation's own, or a switch snapshot's)
+// of generation g at S s.
+func (d Deps) openRowAt(ctx context.Context, g chunkedGen, s string) (PlanRow, bool, error) {
+	rows, err := readPlanRows(ctx, d, g.Root, s, PlanEventOpen, PlanEventSwitchOpen)
+	if err != nil {
+		return PlanRow{}, false, err
+	}
+	for _, r := range rows {
+		if int(r.Generation) == g.N {
+			return r, true, nil
+		}
+	}
+	return PlanRow{}, false, nil
+}
+
+// openRow is the plans table's open row of generation g (its own open, not a switch
+// snapshot's).
 func (d Deps) openRow(ctx context.Context, g chunkedGen) (PlanRow, bool, error) {
 	rows, err := readPlanRows(ctx, d, g.Root, "", PlanEventOpen)
 	if err != nil {
@@ -232,7 +301,14 @@ func openOffset(ctx context.Context, src source.Source, prow PlanRow) (lsn.Offse
 // recordOpen stamps S, reads its commit time and the key's extent after it and appends the
 // plans table's open row; when another attempt's open row won, that one is returned.
 func (d Deps) recordOpen(ctx context.Context, ci source.CaptureInstance, g chunkedGen) (PlanRow, error) {
-	s, err := StampLSN(ctx, d.Source, ci)
+	var s lsn.LSN
+	var err error
+	if g.Switch != nil {
+		s = d.givenStamp()
+		err = checkGivenStamp(ctx, d.Source, ci, s)
+	} else {
+		s, err = StampLSN(ctx, d.Source, ci)
+	}
 	if err != nil {
 		return PlanRow{}, err
 	}
@@ -249,14 +325,22 @@ func (d Deps) recordOpen(ctx context.Context, ci source.CaptureInstance, g chunk
 		keys = []byte("[]")
 	}
 	now := d.now()
-	row := PlanRow{AppID: g.Root, Snapshot: s.String(), Generation: int32(g.N), Event: PlanEventOpen,
+	event := PlanEventOpen
+	if g.Switch != nil {
+		event = PlanEventSwitchOpen
+	}
+	row := PlanRow{AppID: g.Root, Snapshot: s.String(), Generation: int32(g.N), Event: event,
 		Lo: boundText(ext.Min), Hi: boundText(ext.Max), Keys: string(keys), Kind: ext.Kind, Rows: &ext.Rows, PlannedAt: &now, SnapshotTS: off.CommitTime()}
-	res, err := appendPlanRows(ctx, d, facts.TxnSnapshots(g.Root), int64(g.N), []PlanRow{row})
+	txn, ver := g.openTxn(s)
+	res, err := appendPlanRows(ctx, d, txn, ver, []PlanRow{row})
 	if err != nil {
 		return PlanRow{}, err
 	}
 	if res.Replayed {
 		stored, ok, err := d.openRow(ctx, g)
+		if g.Switch != nil {
+			stored, ok, err = d.openRowAt(ctx, g, s.String())
+		}
 		if err != nil {
 			return PlanRow{}, err
 		}

@@ -22,7 +22,8 @@ import (
 // carries key values, which the facts table never holds (docs/design.md §4.3). Three kinds
 // of rows, told apart by event:
 //
-//	open   one per generation: S and its commit time (snapshot_commit_ts, NULL when S is a
+//	open   one per generation (switch_open: one per chunked switch snapshot, see
+//	       PlanEventSwitchOpen): S and its commit time (snapshot_commit_ts, NULL when S is a
 //	       capture instance's start LSN − 1, no commit's), the key columns, the plan kind and
 //	       the key's extent at the open (lo = MIN for an integer key, hi = MAX), rows = the
 //	       row estimate
@@ -40,6 +41,11 @@ const (
 	PlanEventOpen  = "open"
 	PlanEventPlan  = "plan"
 	PlanEventChunk = "chunk"
+	// PlanEventSwitchOpen is the open row of a chunked switch snapshot (snapshot_on_switch
+	// with snapshot "chunked", docs/stream.md "Schema changes"): an open row as above, of
+	// the live generation, which already has its own open; keyed txn(<app_id>#open.<S>, 0)
+	// with the generation's app_id, so written once per stamp.
+	PlanEventSwitchOpen = "switch_open"
 )
 
 // Plan kinds: one integer key cut by row counts per slice, any other key by keyset seeks,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -324,7 +325,9 @@ func chunkRowsInBronze(ctx context.Context, snap *deltalog.Snapshot, s lsn.LSN, 
 // in generation 0, resnapshot in generation n >= 1 (the open's kind), of the generation's
 // app_id, keyed txn(<app_id>#events, n); min = max = S, the rows of every chunk, started at
 // the open, the gap (lost_from_ts, lost_to_ts) copied from the open row, and a detail with
-// the chunk count and the last wave's stamp.
+// the chunk count and the last wave's stamp. A switch snapshot's (kind switch) is a
+// bootstrap row whose detail adds the switch and its S, keyed
+// txn(<generation app_id>#switch.<S>, 0) as the full one's (docs/facts.md).
 func (b *backfill) complete(ctx context.Context, done []PlanRow) error {
 	d := b.d
 	var rows int64
@@ -342,21 +345,37 @@ func (b *backfill) complete(ctx context.Context, done []PlanRow) error {
 	r := facts.SnapshotRow(b.g.App, d.Spec.Bronze, event, b.s)
 	r.Rows = &rows
 	r.LostFromTS, r.LostToTS = b.open.Row.LostFromTS, b.open.Row.LostToTS
-	if prow, ok, err := d.openRow(ctx, b.g); err == nil && ok && prow.PlannedAt != nil {
+	if prow, ok, err := d.openRowAt(ctx, b.g, b.s.LSN.String()); err == nil && ok && prow.PlannedAt != nil {
 		r.StartedAt = prow.PlannedAt
 		r.DurationMs = facts.Int64(d.now().Sub(*prow.PlannedAt).Milliseconds())
 	} else if err != nil {
 		return err
 	}
-	detail, _ := json.Marshal(struct {
+	txn, ver := facts.TxnEvents(b.g.Root), int64(b.g.N)
+	var sw lsn.LSN
+	if b.open.Detail.Kind == facts.KindSwitch {
+		// A switch snapshot completes as the full one does: a bootstrap row naming the
+		// switch, keyed by it (docs/facts.md), beside the generation's own completion.
+		var err error
+		if sw, err = lsn.Parse(b.open.Detail.S); err != nil {
+			return fmt.Errorf("switch snapshot %s: its open row's s %q: %w", b.s.LSN, b.open.Detail.S, err)
+		}
+		txn, ver = facts.TxnSwitch(b.g.App, sw), 0
+	}
+	var detail strings.Builder
+	enc := json.NewEncoder(&detail)
+	enc.SetEscapeHTML(false) // a switch's "->" as written
+	_ = enc.Encode(struct {
+		Switch   string `json:"switch,omitempty"`
+		S        string `json:"s,omitempty"`
 		Snapshot string `json:"snapshot"`
 		Chunks   int    `json:"chunks"`
 		Rows     int64  `json:"rows"`
 		LastLSN  string `json:"last_lsn"`
-	}{b.s.LSN.String(), len(done), rows, last})
-	r.Detail = string(detail)
+	}{b.open.Detail.Switch, b.open.Detail.S, b.s.LSN.String(), len(done), rows, last})
+	r.Detail = strings.TrimSpace(detail.String())
 	r.WrittenAt = d.now()
-	if _, err := facts.Append(ctx, d.Facts, facts.TxnEvents(b.g.Root), int64(b.g.N), []facts.Row{r}, d.Options.Writer); err != nil {
+	if _, err := facts.Append(ctx, d.Facts, txn, ver, []facts.Row{r}, d.Options.Writer); err != nil {
 		return fmt.Errorf("write %s row: %w", event, err)
 	}
 	return nil

@@ -63,7 +63,9 @@ type Options struct {
 	// snapshot as Resnapshot does, of capture instance Switch.CaptureInstance, at the
 	// spec's snapshotLsn (the stamp the steps chose once), and its snapshot_open row is kind
 	// switch, of Switch.AppID; Commit writes no event row (the steps write its bootstrap
-	// row once the snapshot is committed).
+	// row once the snapshot is committed). With snapshot "chunked" the stream passes it
+	// to OpenChunked instead: a chunked open of kind switch at that stamp, in the live
+	// generation, which the backfill completes.
 	Switch *Switch
 	// MaxRangeRows cuts the table into more ranges than numPartitions when its row
 	// estimate (sys.sp_spaceused) divided by numPartitions exceeds it, so that each read
@@ -111,8 +113,12 @@ type Recovery struct {
 
 // Switch describes a snapshot after a switch to a newer capture instance (Options.Switch).
 type Switch struct {
-	// CaptureInstance is the newer instance, whose columns the snapshot reads.
+	// CaptureInstance is the newer instance, whose columns the snapshot reads; From the
+	// older one and S the newer one's start LSN (a chunked switch snapshot records them in
+	// its open row for the backfill's completion row).
 	CaptureInstance string
+	From            string
+	S               lsn.LSN
 	// Generation and AppID are the stream's live generation and its app_id.
 	Generation int
 	AppID      string

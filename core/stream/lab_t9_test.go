@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
@@ -36,8 +37,9 @@ import (
 // bootstrap (the snapshot), one schema_change naming the added column and one
 // capture_instance_switched at S.
 //
-// TestLabT9SnapshotOnSwitch runs it with snapshot_on_switch.
-func TestLabT9CaptureInstanceSwitch(t *testing.T) { labT9(t, false) }
+// TestLabT9SnapshotOnSwitch runs it with snapshot_on_switch, TestLabT9ChunkedSnapshotOnSwitch
+// with chunked snapshots too.
+func TestLabT9CaptureInstanceSwitch(t *testing.T) { labT9(t, false, config.SnapshotFull) }
 
 // The lab's t9 with snapshot_on_switch: the stream that switched asks for the switch
 // snapshot (OutcomeSwitchSnapshotRequired, while streaming on), the recover steps append a
@@ -45,13 +47,34 @@ func TestLabT9CaptureInstanceSwitch(t *testing.T) { labT9(t, false) }
 // including the new column of rows unchanged since before S. The facts events are
 // snapshot_open and bootstrap twice (the bootstrap's, and the switch snapshot's, kind
 // switch), one schema_change and one capture_instance_switched.
-func TestLabT9SnapshotOnSwitch(t *testing.T) { labT9(t, true) }
+func TestLabT9SnapshotOnSwitch(t *testing.T) { labT9(t, true, config.SnapshotFull) }
 
-func labT9(t *testing.T, onSwitch bool) {
+// The lab's t9 with snapshot_on_switch and snapshot "chunked": the bootstrap is a chunked
+// snapshot the backfill completes; the invocation that switches opens a chunked snapshot
+// of kind switch itself (no outcome, nothing read from the table) and streams on; the
+// backfill's waves read the new instance's columns and complete it with a bootstrap row of
+// the switch. The rebuild (from the facts' completed snapshots) equals the table, including
+// the new column of rows unchanged since before S; the facts events are those of
+// TestLabT9SnapshotOnSwitch, besides the chunked snapshots' snapshot_plan and
+// snapshot_chunk progress rows.
+func TestLabT9ChunkedSnapshotOnSwitch(t *testing.T) { labT9(t, true, config.SnapshotChunked) }
+
+func labT9(t *testing.T, onSwitch bool, mode string) {
 	ctx := context.Background()
 	e := newEnv(t, cdcsim.Config{Seed: 9})
 	e.spec.Bootstrap, e.spec.Options.StartingLsn = true, ""
 	e.spec.SnapshotOnSwitch = onSwitch
+	chunked := mode == config.SnapshotChunked
+	if chunked {
+		e.spec.Snapshot = config.SnapshotChunked
+		cr, zero, one := int64(4), 0.0, 1
+		e.spec.ChunkRows, e.spec.MinHeadroomHours, e.spec.TargetWaveSeconds, e.spec.MaxWaves = &cr, &zero, &zero, &one
+		e.spec.Options.NumPartitions = 1
+		e.spec.Defaults()
+		if err := e.spec.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	next, region := 1, false
 	// last is the LSN of each key's last change, for keys whose region has a value.
 	last := map[int]lsn.LSN{}
@@ -87,13 +110,26 @@ func labT9(t *testing.T, onSwitch bool) {
 	for i := 0; i < 8; i++ {
 		write()
 	}
-	snapDeps := snapshot.Deps{Spec: e.spec, Source: e.db, Bronze: e.lake.RawTable(e.spec.Bronze), Facts: e.lake.RawTable(e.spec.FactsTable),
-		Staging: e.lake.RawStore(e.spec.Checkpoint), Options: snapshot.Options{Now: e.db.Now}}
-	snap, err := snapshot.Run(ctx, snapDeps)
-	if err != nil {
-		t.Fatalf("bootstrap: %v", err)
+	var stamp lsn.LSN
+	if chunked {
+		// The stream's first run opens the chunked bootstrap at S0; the backfill reads it
+		// while the writer goes on.
+		e.mustDrain(Options{})
+		write()
+		st := e.backfillDone()
+		var err error
+		if stamp, err = lsn.Parse(st.Snapshot); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		snapDeps := snapshot.Deps{Spec: e.spec, Source: e.db, Bronze: e.lake.RawTable(e.spec.Bronze), Facts: e.lake.RawTable(e.spec.FactsTable),
+			Staging: e.lake.RawStore(e.spec.Checkpoint), Options: snapshot.Options{Now: e.db.Now}}
+		snap, err := snapshot.Run(ctx, snapDeps)
+		if err != nil {
+			t.Fatalf("bootstrap: %v", err)
+		}
+		stamp = snap.LSN
 	}
-	stamp := snap.LSN
 	write()
 	e.mustDrain(Options{})
 	write()
@@ -137,7 +173,28 @@ func labT9(t *testing.T, onSwitch bool) {
 		t.Fatal("no capture_instance_switched row after the stream passed S")
 	}
 	var switchSnap lsn.LSN
-	if onSwitch {
+	wholes := 1 // the bootstrap's, in bronze; chunked snapshots are whole only by their facts row
+	if chunked {
+		wholes = 0
+	}
+	if onSwitch && chunked {
+		// The invocation that switched opened the chunked switch snapshot; it asks for
+		// nothing, streams on, and the backfill reads the snapshot in waves beside it.
+		switchSnap = e.assertChunkedSwitchOpen(S)
+		write()
+		res, err := e.run(Options{})
+		if err != nil || res.Outcome != "" || res.Batches == 0 {
+			t.Fatalf("stream after the switch: %+v, %v; want it to stream with no outcome", res, err)
+		}
+		if st := e.backfill(); st.State != snapshot.StateRunning || st.Snapshot != switchSnap.String() {
+			t.Fatalf("first wave of the switch snapshot: %+v", st)
+		}
+		write()
+		e.mustDrain(Options{})
+		if st := e.backfillDone(); st.Snapshot != switchSnap.String() {
+			t.Fatalf("backfill completed %s, want the switch snapshot %s", st.Snapshot, switchSnap)
+		}
+	} else if onSwitch {
 		// The stream asks for the switch snapshot on every invocation until it is
 		// committed, streaming as usual; the recover steps take it.
 		write()
@@ -157,9 +214,10 @@ func labT9(t *testing.T, onSwitch bool) {
 		if res, err := e.run(Options{}); err != nil || res.Outcome != "" {
 			t.Fatalf("stream after the switch snapshot: %+v, %v", res, err)
 		}
-		if n := e.wholeSnapshots(); n != 2 {
-			t.Errorf("bronze holds %d whole snapshots, want the bootstrap and the switch snapshot", n)
-		}
+		wholes = 2
+	}
+	if n := e.wholeSnapshots(); n != wholes {
+		t.Errorf("bronze holds %d whole snapshots, want %d", n, wholes)
 	}
 	// 4. One more batch, then 5. disable the old instance; the stream keeps going.
 	write()
@@ -184,7 +242,10 @@ func labT9(t *testing.T, onSwitch bool) {
 	if below != oldBelowS || from != newFromS || below == 0 || from == 0 {
 		t.Errorf("bronze change rows below S %d, from S %d; change tables: dbo_orders %d, dbo_orders_v2 %d", below, from, oldBelowS, newFromS)
 	}
-	st, _ := e.bronzeState()
+	st, lg := e.rebuilt() // from the newest complete snapshot, the facts' included (docs/bronze.md)
+	if onSwitch && lg.Newest != switchSnap.String() {
+		t.Errorf("rebuild point %s, want the switch snapshot's %s", lg.Newest, switchSnap)
+	}
 	if columnIndex(st.Columns, "region") < 0 {
 		t.Fatalf("bronze columns %v lack the new column", st.Columns)
 	}
@@ -208,8 +269,13 @@ func labT9(t *testing.T, onSwitch bool) {
 		t.Errorf("rebuilt state differs from the table:\n%s\nwant only the rows last changed between ADD COLUMN and S, in region:\n%s", joinLines(d), joinLines(unfilled))
 	}
 	var events []string
+	progress := map[string]int{}
 	for _, r := range e.factsRows() {
 		if r.Event == "" {
+			continue
+		}
+		if r.Event == facts.EventSnapshotPlan || r.Event == facts.EventSnapshotChunk {
+			progress[r.MaxLSN]++ // a chunked snapshot's progress rows
 			continue
 		}
 		events = append(events, r.Event)
@@ -224,7 +290,7 @@ func labT9(t *testing.T, onSwitch bool) {
 			}
 		case facts.EventBootstrap, facts.EventSnapshotOpen:
 			if r.MaxLSN == switchSnap.String() {
-				want := `{"switch":"dbo_orders -> dbo_orders_v2","s":"` + S.String() + `"}`
+				want := `"switch":"dbo_orders -> dbo_orders_v2","s":"` + S.String() + `"`
 				if r.Event == facts.EventSnapshotOpen {
 					want = `"kind":"switch"`
 				}
@@ -242,6 +308,9 @@ func labT9(t *testing.T, onSwitch bool) {
 	sort.Strings(want)
 	if strings.Join(events, ",") != strings.Join(want, ",") {
 		t.Errorf("facts events %v, want exactly %v", events, want)
+	}
+	if chunked && (progress[stamp.String()] == 0 || onSwitch && progress[switchSnap.String()] == 0) || !chunked && len(progress) > 0 {
+		t.Errorf("snapshot_plan and snapshot_chunk rows by snapshot: %v (bootstrap %s, switch %s)", progress, stamp, switchSnap)
 	}
 }
 

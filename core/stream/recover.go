@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
@@ -114,6 +115,10 @@ func RecoverOpen(ctx context.Context, d snapshot.Deps, req RecoverRequest) (Reco
 	}
 	a := g.Open()
 	if a == nil {
+		if d.Spec.Snapshot == config.SnapshotChunked {
+			// A chunked switch snapshot is opened by the stream (switchOpenChunked).
+			return RecoverOpenResult{Status: RecoverNone, Generation: g.Live.Generation}, nil
+		}
 		// No re-snapshot after data loss: a switch snapshot, if one is pending.
 		return switchOpen(ctx, d, g.Live.Generation, req)
 	}

@@ -21,19 +21,32 @@ package stream
 //     bootstrap facts row (txn <app_id>#switch.<S>), then switches/<S>/done.json.
 //
 // A crash anywhere repeats the steps from what the checkpoint and the tables hold, with
-// one stamp, one bronze commit and one row of each kind. Full snapshots only: with
-// snapshot "chunked" the option is refused (core/config), so that no whole table is ever
-// read in one piece by a table configured to read it in chunks.
+// one stamp, one bronze commit and one row of each kind.
+//
+// With snapshot "chunked" nothing waits for a table read, so the stream takes it all
+// itself, at the end of every invocation while the switch is pending (switchOpenChunked),
+// as it opens a chunked re-snapshot after data loss: the stamp L chosen once
+// (switches/<S>/stamp.json), the chunked open of kind switch at L in the live generation
+// (snapshot.OpenChunked with Options.Switch: the mode lock on the generation's app_id, the
+// plans table's switch_open row, the snapshot_open row; nothing read from the table), then
+// switches/<S>/done.json: the switch is handed to the backfill. The stream has read up to
+// at most L and goes on from where it is, so every change after L reaches bronze; the
+// backfill's waves read the newer instance's columns and, at the last chunk, write the
+// bootstrap row of the switch (txn <app_id>#switch.<S>). Until then the rebuild point
+// stays the previous complete snapshot (docs/bronze.md). No recover machine takes part.
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
 // OutcomeSwitchSnapshotRequired is Result.Outcome while the whole snapshot
@@ -57,8 +70,12 @@ type SwitchSnapshot struct {
 }
 
 // switchOutcome sets res's outcome when a switch snapshot of the live generation is
-// pending (see the top of this file).
+// pending (see the top of this file); with snapshot "chunked" it opens it instead
+// (switchOpenChunked) and sets none.
 func (r *run) switchOutcome(ctx context.Context, res *Result) error {
+	if r.rootSpec.Snapshot == config.SnapshotChunked {
+		return r.switchOpenChunked(ctx, res.Generation)
+	}
 	sw, err := r.deps.Checkpoint.PendingSwitch(ctx)
 	if err != nil || sw == nil {
 		return err
@@ -77,12 +94,57 @@ func (r *run) switchOutcome(ctx context.Context, res *Result) error {
 	return nil
 }
 
+// switchOpenChunked opens the pending switch snapshot of generation n, if any, in chunked
+// mode (see the top of this file). A crash anywhere is finished by the next invocation:
+// the stamp is read back, the open rows are keyed by it, done.json is written once.
+func (r *run) switchOpenChunked(ctx context.Context, n int) error {
+	cp := r.root.Generation(n)
+	sw, err := cp.PendingSwitch(ctx)
+	if err != nil || sw == nil {
+		return err
+	}
+	st, err := switchStamp(ctx, cp, r.src, *sw, r.opts.Now().UTC())
+	if err != nil {
+		return err
+	}
+	d := withSwitch(snapshot.Deps{Spec: r.rootSpec, Source: r.src, Bronze: r.rootDeps.Bronze, Facts: r.rootDeps.Facts, Plans: r.rootDeps.Plans,
+		Options: snapshot.Options{Now: r.opts.Now, Writer: r.opts.Writer, Logger: r.log}}, n, *sw, st.Snapshot)
+	off, err := snapshot.OpenChunked(ctx, d)
+	if err != nil {
+		return fmt.Errorf("open the chunked switch snapshot after the switch at %s: %w", sw.S, err)
+	}
+	if err := cp.CommitSwitch(ctx, sw.S, checkpoint.SwitchDone{Snapshot: off, At: r.opts.Now().UTC()}); err != nil {
+		return err
+	}
+	r.log.Warn("snapshot_on_switch: a chunked snapshot with the newer capture instance's columns is open; the backfill reads it",
+		"s", sw.S.String(), "from", sw.From, "to", sw.To, "snapshot", off.LSN.String(), "generation", n)
+	return nil
+}
+
+// switchStamp is the stamp of the switch snapshot sw under cp: the one recorded, else the
+// newer instance's stamp LSN now, recorded once (a rerun reads the same).
+func switchStamp(ctx context.Context, cp *checkpoint.Checkpoint, src source.Source, sw checkpoint.Switch, now time.Time) (checkpoint.SwitchStamp, error) {
+	st, ok, err := cp.SwitchStampOf(ctx, sw.S)
+	if err != nil || ok {
+		return st, err
+	}
+	insts, err := TableInstances(ctx, src, sw.To)
+	if err != nil {
+		return st, err
+	}
+	l, err := snapshot.StampLSN(ctx, src, insts[len(insts)-1])
+	if err != nil {
+		return st, err
+	}
+	return cp.StampSwitch(ctx, sw.S, checkpoint.SwitchStamp{Snapshot: l, At: now})
+}
+
 // withSwitch is d with the options of the switch snapshot sw of generation n at stamp l.
 func withSwitch(d snapshot.Deps, n int, sw checkpoint.Switch, l lsn.LSN) snapshot.Deps {
 	spec := *d.Spec
 	spec.Options.SnapshotLsn = l.String()
 	d.Spec = &spec
-	d.Options.Switch = &snapshot.Switch{CaptureInstance: sw.To, Generation: n,
+	d.Options.Switch = &snapshot.Switch{CaptureInstance: sw.To, From: sw.From, S: sw.S, Generation: n,
 		AppID: checkpoint.GenerationAppID(d.Spec.AppID, n)}
 	return d
 }
@@ -108,22 +170,9 @@ func switchOpen(ctx context.Context, d snapshot.Deps, n int, req RecoverRequest)
 			return res, nil
 		}
 	}
-	st, ok, err := cp.SwitchStampOf(ctx, s)
+	st, err := switchStamp(ctx, cp, d.Source, *sw, recoveryNow(d))
 	if err != nil {
 		return res, err
-	}
-	if !ok {
-		insts, err := TableInstances(ctx, d.Source, sw.To)
-		if err != nil {
-			return res, err
-		}
-		l, err := snapshot.StampLSN(ctx, d.Source, insts[len(insts)-1])
-		if err != nil {
-			return res, err
-		}
-		if st, err = cp.StampSwitch(ctx, s, checkpoint.SwitchStamp{Snapshot: l, At: recoveryNow(d)}); err != nil {
-			return res, err
-		}
 	}
 	op, err := snapshot.Open(ctx, withSwitch(d, n, *sw, st.Snapshot))
 	if err != nil {

@@ -97,3 +97,21 @@ func TestSwitchSnapshotWiring(t *testing.T) {
 		t.Errorf("the rule's role may not start the recover machine")
 	}
 }
+
+// snapshot_on_switch with chunked snapshots is accepted, and deploys no recover machine
+// and no rule: the stream opens the chunked switch snapshot itself, the backfill machine
+// reads it.
+func TestChunkedSwitchSnapshotWiring(t *testing.T) {
+	spec := with(hclValue(t, minimalSpec), "snapshot", cty.StringVal("chunked"))
+	spec = with(spec, "snapshot_on_switch", cty.True)
+	e := tableEvaluator(t, map[string]cty.Value{"spec": spec}).withResources()
+	if failed := e.failedValidations("spec"); len(failed) > 0 {
+		t.Fatalf("chunked spec with snapshot_on_switch refused: %q", failed)
+	}
+	if e.local("state_machines").HasElement(cty.StringVal("recover")).True() || !e.local("state_machines").HasElement(cty.StringVal("backfill")).True() {
+		t.Errorf("state machines %#v, want backfill and no recover", e.local("state_machines"))
+	}
+	if n := num(t, e.attr("aws_cloudwatch_event_rule.resnapshot_required", "count")); n != 0 {
+		t.Errorf("resnapshot_required rule count %d, want 0", n)
+	}
+}

@@ -8,15 +8,17 @@
 # on every run until an execution claims the attempt (a lost event is asked for again; a
 # second execution finds the claim and ends). An alarm fires on every committed
 # re-snapshot (the Resnapshots metric the recover_commit step writes, one per generation).
-# With spec.snapshot_on_switch the same machine and rule take the whole snapshot the stream
-# asks for after switching to a newer capture instance ({"outcome":
-# "switch_snapshot_required"}), claimed and asked for again the same way.
+# With spec.snapshot_on_switch and full snapshots the same machine and rule take the whole
+# snapshot the stream asks for after switching to a newer capture instance ({"outcome":
+# "switch_snapshot_required"}), claimed and asked for again the same way. With chunked
+# snapshots the stream opens the switch snapshot itself and the backfill machine reads it.
 
 locals {
   resnapshots = var.spec.on_data_loss == "resnapshot"
-  # snapshot_on_switch: the switch snapshot is taken by the same machine, on outcome
-  # switch_snapshot_required (docs/stream.md "Schema changes").
-  recovers = local.resnapshots || coalesce(var.spec.snapshot_on_switch, false)
+  # snapshot_on_switch with full snapshots: the switch snapshot is taken by the same
+  # machine, on outcome switch_snapshot_required (docs/stream.md "Schema changes"); with
+  # chunked ones the stream opens it and the backfill machine reads it.
+  recovers = local.resnapshots || (coalesce(var.spec.snapshot_on_switch, false) && var.spec.snapshot != "chunked")
   # The recover machine is deployed with on_data_loss = "resnapshot" (both snapshot modes:
   # a chunked re-snapshot needs no machine, but one left open from full mode still does).
   # backfill runs a chunked snapshot's waves; seed appends a copy (seed_copies).

@@ -237,11 +237,6 @@ variable "spec" {
     error_message = "spec.resnapshot_interval_days must be 0 to 366 days (0 allows an immediate retry)."
   }
   validation {
-    # core/config refuses it with chunked snapshots: the switch snapshot is taken whole only.
-    condition     = var.spec.snapshot_on_switch != true || var.spec.snapshot != "chunked"
-    error_message = "spec.snapshot_on_switch = true needs snapshot = \"full\" (the snapshot after a switch is taken whole only)."
-  }
-  validation {
     condition     = var.spec.options.schemaChangePolicy == null ? true : contains(["classify", "fail"], var.spec.options.schemaChangePolicy)
     error_message = "spec.options.schemaChangePolicy must be classify (the default) or fail."
   }
