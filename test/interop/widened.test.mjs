@@ -2,8 +2,8 @@
 // docs/stream.md "Schema changes") with DuckDB and the Delta log reader written here from
 // the protocol (delta.mjs), none of mssqlcdc's Go code: the Go helper widenedbronze writes
 // the table (its doc lists the rows). DuckDB's own Delta extension is not available
-// offline, so the test does what a Delta reader does (docs/reference/delta-protocol.md,
-// typeWidening): it takes the live files from the log and up-casts each file's columns to
+// offline, so the test does what a Delta reader does (docs/reference/delta-protocol.md
+// §6.6, typeWidening): it takes the live files from the log and up-casts each file's columns to
 // the table's current types. Both the files written before the widening (narrow Parquet
 // types) and after (wide ones) must read back the values the source held.
 
@@ -38,7 +38,7 @@ after(() => {
 });
 
 // widened are the columns widened: Delta type before and after, and the DuckDB type of
-// each (docs/reference/delta-protocol.md: integer INTEGER, long BIGINT, ...).
+// each (integer INTEGER, long BIGINT, ...).
 const widened = {
   qty: { from: 'integer', to: 'long', narrow: 'INTEGER', wide: 'BIGINT' },
   small: { from: 'short', to: 'integer', narrow: 'SMALLINT', wide: 'INTEGER' },
@@ -48,8 +48,8 @@ const widened = {
 };
 
 test('the log declares the widening as the Delta protocol says: typeWidening feature, delta.typeChanges, the property', () => {
-  // Reader 3 / writer 7 with typeWidening among both feature lists (PROTOCOL.md § Type
-  // Widening: a reader-writer feature), beside bronze's timestampNtz.
+  // Reader 3 / writer 7 with typeWidening among both feature lists (a reader-writer
+  // feature, docs/reference/delta-protocol.md §6.6), beside bronze's timestampNtz.
   assert.equal(snap.protocol.minReaderVersion, 3);
   assert.equal(snap.protocol.minWriterVersion, 7);
   assert.deepEqual([...snap.protocol.readerFeatures].sort(), ['timestampNtz', 'typeWidening']);
