@@ -10,6 +10,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
+	"github.com/mssqlcdc/mssqlcdc/core/reconcile"
+	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
@@ -180,6 +182,35 @@ func TestChunkedSwitchSnapshot(t *testing.T) {
 		e.assertChunkedSwitch(s, l)
 		if again := e.backfill(); again.State != snapshot.StateDone || again.Snapshot != l.String() {
 			t.Errorf("a backfill call after completion: %+v", again)
+		}
+		// Silver applied from bronze equals the table, and reconcile's chunk checks take the
+		// switch snapshot, the newest chunked one: every chunk MATCH.
+		ctx := t.Context()
+		silverT := e.lake.RawTable(e.lake.URL("silver"))
+		if _, err := silver.Apply(ctx, silver.Tables{Bronze: e.lake.RawTable(e.spec.Bronze), Silver: silverT},
+			silver.Options{AppID: e.spec.AppID, Keys: []string{"id"}, Now: e.db.Now}); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := reconcile.Job{Spec: e.spec, Source: e.db, Silver: silverT, Bronze: e.lake.RawTable(e.spec.Bronze),
+			Facts: e.lake.RawTable(e.spec.FactsTable), Plans: e.lake.RawTable(e.spec.PlansTable()), Sample: 1}.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks := 0
+		for _, r := range rec.Rows {
+			if r.Scope == "chunk" {
+				chunks++
+			}
+		}
+		plan, _ := snapshot.PlanRows(ctx, e.lake.RawTable(e.spec.PlansTable()), e.spec.AppID, snapshot.PlanEventPlan)
+		var planned int
+		for _, p := range plan {
+			if p.Snapshot == l.String() {
+				planned++
+			}
+		}
+		if !rec.OK() || rec.ChunkedSnapshot != l.String() || chunks != planned || planned == 0 {
+			t.Errorf("reconcile: counts %v, chunked snapshot %s (want %s), %d chunk rows for %d chunks", rec.Counts, rec.ChunkedSnapshot, l, chunks, planned)
 		}
 		// The recover steps have nothing to take.
 		if open, err := RecoverOpen(t.Context(), e.recoverDeps(), RecoverRequest{Execution: "x"}); err != nil || open.Status != RecoverNone {
