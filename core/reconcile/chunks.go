@@ -78,7 +78,7 @@ func (c *chunkCheck) flag(kind Kind, i int32, lo, hi string, recorded *int64, de
 	c.bad[i] = true
 }
 
-// checkChunks checks the newest chunked snapshot the records hold against bronze
+// checkChunks checks the newest chunked snapshot the records hold (a switch snapshot's open included) against bronze
 // (docs/reconcile.md § Chunk checks), one report row per chunk (MATCH, IN_FLIGHT for a
 // chunk an open snapshot has not read yet) plus one per problem found:
 //
