@@ -353,3 +353,39 @@ func TestChunkedSwitchSnapshotKilledAtEveryCallConverges(t *testing.T) {
 		}
 	}
 }
+
+// The chunked switch open takes the mode lock on its generation's app_id, as the recovery
+// opens do (docs/snapshots.md "One mode per run"): while a full snapshot of the generation
+// is open (a run may still be reading it), the invocation that switched streams its
+// batches but fails with a *ModeLockError naming it, opens nothing and leaves the switch
+// pending, so that a later invocation opens it once the lock is gone.
+func TestChunkedSwitchOpenTakesTheModeLock(t *testing.T) {
+	e, s := chunkedSwitchEnv(t, testlake.Local, 65)
+	ctx := t.Context()
+	full := *e.spec
+	full.Snapshot, full.ChunkRows, full.MinHeadroomHours, full.TargetWaveSeconds, full.MaxWaves = config.SnapshotFull, nil, nil, nil, nil
+	fd := snapshot.Deps{Spec: &full, Source: e.db, Bronze: e.lake.RawTable(e.spec.Bronze), Facts: e.lake.RawTable(e.spec.FactsTable),
+		Staging: e.lake.RawStore(e.lake.URL("staging")), Options: snapshot.Options{Resnapshot: true, Now: e.db.Now}}
+	op, err := snapshot.Open(ctx, fd)
+	if err != nil || op.Status != snapshot.Opened {
+		t.Fatalf("a full snapshot of generation 0: %+v, %v", op, err)
+	}
+	res, err := e.run(Options{})
+	var ml *snapshot.ModeLockError
+	if !errors.As(err, &ml) || ml.Snapshot != op.Snapshot.LSN || ml.Mode != facts.ModeFull || ml.AppID != e.spec.AppID || res.Batches == 0 {
+		t.Fatalf("switching invocation with a full snapshot open: %+v, %v; want its batches and a ModeLockError naming %s", res, err, op.Snapshot.LSN)
+	}
+	if n := len(e.plansRows(snapshot.PlanEventSwitchOpen)); n != 0 {
+		t.Fatalf("%d switch_open rows under the mode lock", n)
+	}
+	if opens, _ := e.switchOpens(s); len(opens) != 0 {
+		t.Fatalf("snapshot_open rows of the switch under the mode lock: %+v", opens)
+	}
+	// A rerun is refused the same way, the switch still pending.
+	if _, err := e.run(Options{}); !errors.As(err, &ml) {
+		t.Fatalf("rerun with the full snapshot still open: %v, want a ModeLockError", err)
+	}
+	if sw, err := e.checkpointRaw().PendingSwitch(ctx); err != nil || sw == nil || sw.S != s {
+		t.Fatalf("pending switch %+v, %v; want the switch at %s still pending", sw, err, s)
+	}
+}
