@@ -25,6 +25,9 @@ type ConvertResult struct {
 	// Written and Bytes are the bronze Parquet files written and their size.
 	Written int   `json:"written"`
 	Bytes   int64 `json:"bytes"`
+	// CopiedChunks is the copy's column chunks written into bronze as they are, without
+	// decoding (docs/seed.md § Conversion).
+	CopiedChunks int `json:"copied_chunks"`
 }
 
 // Convert reads file group g of plan id of seed seedLSN from the copy and writes its rows
@@ -55,12 +58,31 @@ func Convert(ctx context.Context, d Deps, seed lsn.Offset, id string, g Group) (
 	}
 	cv := &converter{plan: st.Columns, schema: schema, stamp: st.stamp()}
 	files := st.Groups[g.Index]
-	w := ingest.NewWriter(d.Bronze.Store(), schema, d.Options.Writer)
+	opts := ingest.Options(d.Options.Writer)
+	w := ingest.NewWriter(d.Bronze.Store(), schema, opts)
+	sw := parquetio.NewSpliceWriter(d.Bronze.Store(), schema, opts)
+	codec := opts.Codec
+	if codec == "" {
+		codec = parquetio.Snappy
+	}
+	sp, err := newSplicer(cv, sw, codec)
+	if err != nil {
+		return ConvertResult{}, err
+	}
+	defer sp.release()
 	out := ConvertResult{Group: g.Index, Files: len(files)}
 	for _, f := range files {
-		n, err := convertFile(ctx, cd, f, cv, w)
+		var n int64
+		var spliced bool
+		if !d.Options.DecodeAll {
+			n, spliced, err = sp.convert(ctx, cd, f)
+		}
+		if err == nil && !spliced {
+			n, err = convertFile(ctx, cd, f, cv, w)
+		}
 		if err != nil {
 			w.Abort(ctx)
+			_ = sw.Abort(context.WithoutCancel(ctx))
 			return ConvertResult{}, err
 		}
 		out.Rows += n
@@ -68,8 +90,15 @@ func Convert(ctx context.Context, d Deps, seed lsn.Offset, id string, g Group) (
 	}
 	written, err := w.Close(ctx)
 	if err != nil {
+		_ = sw.Abort(context.WithoutCancel(ctx))
 		return ConvertResult{}, err
 	}
+	splicedFiles, err := sw.Close(ctx)
+	if err != nil {
+		return ConvertResult{}, fmt.Errorf("write data file: %w", err)
+	}
+	written.Add(ingest.FilesOf(splicedFiles))
+	out.CopiedChunks = sp.copied
 	if err := ingest.Stage(ctx, d.Staging, groupKey(seed.LSN, id, g.Index), written); err != nil {
 		return ConvertResult{}, err
 	}

@@ -51,6 +51,10 @@ type Options struct {
 	Parallelism int
 	// Writer tunes the bronze Parquet files; zero fields take ingest.Options' defaults.
 	Writer parquetio.WriterOptions
+	// DecodeAll converts every column by decoding and encoding it again: no column chunk
+	// of the copy is written into bronze as it is (docs/seed.md § Conversion), so every
+	// bronze file has the writer's own codec and encodings.
+	DecodeAll bool
 	// Now is the clock (started_at, written_at); time.Now when nil.
 	Now func() time.Time
 	// Progress, when set, is told of each file group Run converts (the CLI prints it).

@@ -76,13 +76,19 @@ func (w *Writer) Close(ctx context.Context) (Files, error) {
 	if err != nil {
 		return Files{}, fmt.Errorf("write data file: %w", err)
 	}
+	return FilesOf(files), nil
+}
+
+// FilesOf are the add actions of data files written by a parquetio writer (Writer or
+// SpliceWriter), with their rows and bytes.
+func FilesOf(files []parquetio.File) Files {
 	out := Files{Adds: make([]deltalog.Add, 0, len(files))}
 	for _, f := range files {
 		out.Adds = append(out.Adds, deltalog.AddFromParquet(f))
 		out.Rows += f.NumRecords
 		out.Bytes += f.Size
 	}
-	return out, nil
+	return out
 }
 
 // Abort drops what is buffered and deletes the files already uploaded, best effort (a

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -73,24 +74,9 @@ func ReadFile(ctx context.Context, store storage.Store, key string, columns []st
 // size), which saves the HEAD: a file of at most SmallFileBytes costs exactly one GET.
 // size < 0 means unknown.
 func ReadFileSized(ctx context.Context, store storage.Store, key string, size int64, columns []string) (RecordIterator, error) {
-	if size < 0 {
-		info, err := store.Head(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("read parquet %s: %w", key, err)
-		}
-		size = info.Size
-	}
-	src := &rangeReader{ctx: ctx, store: store, key: key, size: size}
-	if size <= SmallFileBytes {
-		data, err := store.GetRange(ctx, key, 0, -1)
-		if err != nil {
-			return nil, fmt.Errorf("read parquet %s: %w", key, err)
-		}
-		src.buf, src.size = data, int64(len(data))
-	}
-	pf, err := file.NewParquetReader(src)
+	src, pf, err := openSized(ctx, store, key, size)
 	if err != nil {
-		return nil, fmt.Errorf("read parquet %s: %w", key, err)
+		return nil, err
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: ReadBatchRows}, memory.DefaultAllocator)
 	if err != nil {
@@ -203,6 +189,66 @@ func (it *countIterator) Close() error { return nil }
 
 // rangeReader is an io.ReaderAt and io.Seeker over an object, by ranged gets, or over
 // its bytes when buf holds the whole object.
+// openSized opens the Parquet file at key of size bytes (< 0: HEAD it): one GET for a
+// file of at most SmallFileBytes, else ranged GETs as the reader asks.
+func openSized(ctx context.Context, store storage.Store, key string, size int64) (*rangeReader, *file.Reader, error) {
+	if size < 0 {
+		info, err := store.Head(ctx, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read parquet %s: %w", key, err)
+		}
+		size = info.Size
+	}
+	src := &rangeReader{ctx: ctx, store: store, key: key, size: size}
+	if size <= SmallFileBytes {
+		data, err := store.GetRange(ctx, key, 0, -1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read parquet %s: %w", key, err)
+		}
+		src.buf, src.size = data, int64(len(data))
+	}
+	pf, err := file.NewParquetReader(src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read parquet %s: %w", key, err)
+	}
+	return src, pf, nil
+}
+
+// Source is a Parquet file opened for reading column chunk by column chunk (OpenSource):
+// its footer, its pages through Reader, a chunk's bytes as they lie (ChunkBytes).
+type Source struct {
+	*file.Reader
+	src *rangeReader
+}
+
+// OpenSource opens the Parquet file at key, of size bytes (< 0: unknown, HEAD it); a
+// file of at most SmallFileBytes is read with one GET. Close it.
+func OpenSource(ctx context.Context, store storage.Store, key string, size int64) (*Source, error) {
+	src, pf, err := openSized(ctx, store, key, size)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{Reader: pf, src: src}, nil
+}
+
+// ChunkBytes reads column chunk m of the file as it lies (its pages with their headers),
+// with the offset it starts at: a Chunk for SpliceWriter.
+func (s *Source) ChunkBytes(m *metadata.ColumnChunkMetaData) ([]byte, int64, error) {
+	start := ChunkStart(m)
+	n := m.TotalCompressedSize()
+	if start < 0 || n < 0 || start+n > s.src.size {
+		return nil, 0, fmt.Errorf("read parquet %s: column chunk at %d of %d bytes is outside the file's %d", s.src.key, start, n, s.src.size)
+	}
+	if s.src.buf != nil {
+		return s.src.buf[start : start+n], start, nil
+	}
+	b, err := s.src.store.GetRange(s.src.ctx, s.src.key, start, n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read parquet %s: %w", s.src.key, err)
+	}
+	return b, start, nil
+}
+
 type rangeReader struct {
 	ctx   context.Context
 	store storage.Store

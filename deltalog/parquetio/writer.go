@@ -300,13 +300,7 @@ func (w *Writer) openFile(first arrow.RecordBatch) error {
 //     column of unique values builds a dictionary until DictionaryPageSizeLimit (1 MiB)
 //     in each row group (docs/performance.md).
 func (w *Writer) writerProperties(encs []colEncoding) (*parquet.WriterProperties, error) {
-	opts := []parquet.WriterProperty{
-		parquet.WithCompression(w.opts.Codec.compression()),
-		parquet.WithStoreDecimalAsInteger(true), // INT32/INT64 up to precision 18, as Spark
-		parquet.WithDataPageVersion(parquet.DataPageV1),
-		parquet.WithStats(true),
-		parquet.WithAllocator(memory.DefaultAllocator),
-	}
+	opts := baseProperties(w.opts.Codec)
 	if w.pqSchema == nil {
 		sc, err := pqarrow.ToParquet(w.schema, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
 		if err != nil {
