@@ -39,6 +39,10 @@ import (
 //   - copy-MB is the copy's Parquet bytes on disk (what a user's copy measures); MB the
 //     Arrow size of its captured columns as read (docs/performance.md's MB). Both per
 //     CPU-second of the process (user + system, every goroutine and the GC).
+//   - impl=seed converts as the seed does: the chunks bronze can take as they are copied
+//     (county, state, fips, cases, deaths), the date texts decoded as their dictionaries;
+//     impl=seed-decode-all decodes and encodes every column (Options.DecodeAll, the
+//     conversion before chunks were copied). bronze-MB is the bronze file written.
 //   - impl=pqarrow-rewrite is the peer: the same files read with pqarrow and written again
 //     with pqarrow (Snappy), no casts, no stamp columns, no Delta: what reading and
 //     rewriting Parquet costs at all.
@@ -119,21 +123,27 @@ func BenchmarkSeedConvert(b *testing.B) {
 	ctx := context.Background()
 	copyDir := testfiles.DeltaTable(b, "COVID-19_NYT")
 	rows, arrowBytes := covidArrowBytes(b, copyDir)
-	b.Run("impl=seed", func(b *testing.B) {
-		d := benchDeps(b, b.TempDir(), nil)
-		plan, err := seed.Plan(ctx, d, seed.Request{Copy: copyDir, AsOf: mustMax(b, d.Source).String()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		m := benchmetrics.Start()
-		for b.Loop() {
-			r, err := seed.Convert(ctx, d, plan.Seed, plan.Plan, plan.Groups[0])
-			if err != nil || r.Rows != rows {
-				b.Fatalf("convert: %+v %v", r, err)
+	for _, impl := range []string{"seed", "seed-decode-all"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			d := benchDeps(b, b.TempDir(), nil)
+			d.Options.DecodeAll = impl == "seed-decode-all"
+			plan, err := seed.Plan(ctx, d, seed.Request{Copy: copyDir, AsOf: mustMax(b, d.Source).String()})
+			if err != nil {
+				b.Fatal(err)
 			}
-		}
-		report(b, m, rows, arrowBytes, plan.Bytes)
-	})
+			var bronzeBytes int64
+			m := benchmetrics.Start()
+			for b.Loop() {
+				r, err := seed.Convert(ctx, d, plan.Seed, plan.Plan, plan.Groups[0])
+				if err != nil || r.Rows != rows {
+					b.Fatalf("convert: %+v %v", r, err)
+				}
+				bronzeBytes = r.Bytes
+			}
+			report(b, m, rows, arrowBytes, plan.Bytes)
+			b.ReportMetric(float64(bronzeBytes)/1e6, "bronze-MB")
+		})
+	}
 	b.Run("impl=pqarrow-rewrite", func(b *testing.B) {
 		files, err := filepath.Glob(filepath.Join(copyDir, "*.parquet"))
 		if err != nil || len(files) != 8 {

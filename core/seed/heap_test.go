@@ -30,7 +30,9 @@ import (
 // heap is sampled (livePeak). The peak above the baseline stays under a fixed bound (one
 // bronze row group, one row group of the copy being read, the encoder's buffers) and the
 // larger copy's peak is within a margin of the smaller's. Memory, not time: the figures do
-// not depend on the machine's load. BenchmarkSeedConvertHeap measures the same at the
+// not depend on the machine's load. Both ways of converting are measured: copying the
+// chunks bronze takes as they are (each copy row group a bronze row group), and decoding
+// every column (Options.DecodeAll). BenchmarkSeedConvertHeap measures the same at the
 // default row group on a real-world copy.
 func TestConvertHeapFlatInCopySize(t *testing.T) {
 	if testing.Short() {
@@ -38,35 +40,43 @@ func TestConvertHeapFlatInCopySize(t *testing.T) {
 	}
 	const rows, bound, margin = 40_000, 16 << 20, 2 << 20
 	ctx := context.Background()
-	peaks := map[int]uint64{}
-	for _, files := range []int{1, 10} {
-		dir := t.TempDir()
-		cp := filepath.Join(dir, "copy")
-		for i := range files {
-			writeCovidCopyFile(t, filepath.Join(cp, fmt.Sprintf("part-%03d.parquet", i)), i*rows, rows)
-		}
-		d := benchDeps(t, dir, nil)
-		d.Options.Writer.RowGroupBytes, d.Options.Writer.TargetFileSize = 1<<20, 512<<10
-		plan, err := seed.Plan(ctx, d, seed.Request{Copy: cp, AsOf: mustMax(t, d.Source).String()})
-		if err != nil || len(plan.Groups) != 1 {
-			t.Fatalf("plan %+v %v", plan, err)
-		}
-		var r seed.ConvertResult
-		peak := livePeak(func() {
-			r, err = seed.Convert(ctx, d, plan.Seed, plan.Plan, plan.Groups[0])
+	for _, decodeAll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("decode-all=%v", decodeAll), func(t *testing.T) {
+			peaks := map[int]uint64{}
+			for _, files := range []int{1, 10} {
+				dir := t.TempDir()
+				cp := filepath.Join(dir, "copy")
+				for i := range files {
+					writeCovidCopyFile(t, filepath.Join(cp, fmt.Sprintf("part-%03d.parquet", i)), i*rows, rows)
+				}
+				d := benchDeps(t, dir, nil)
+				d.Options.Writer.RowGroupBytes, d.Options.Writer.TargetFileSize = 1<<20, 512<<10
+				d.Options.DecodeAll = decodeAll
+				plan, err := seed.Plan(ctx, d, seed.Request{Copy: cp, AsOf: mustMax(t, d.Source).String()})
+				if err != nil || len(plan.Groups) != 1 {
+					t.Fatalf("plan %+v %v", plan, err)
+				}
+				var r seed.ConvertResult
+				peak := livePeak(func() {
+					r, err = seed.Convert(ctx, d, plan.Seed, plan.Plan, plan.Groups[0])
+				})
+				if err != nil || r.Rows != int64(files)*rows {
+					t.Fatalf("convert: %+v %v", r, err)
+				}
+				if copied := r.CopiedChunks > 0; copied == decodeAll {
+					t.Fatalf("decode-all %v copied %d chunks", decodeAll, r.CopiedChunks)
+				}
+				peaks[files] = peak
+				t.Logf("%d files, %.1f MB of copy, %d rows, %d chunks copied: peak live heap %.1f MiB", files, float64(r.CopyBytes)/1e6, r.Rows, r.CopiedChunks, float64(peak)/(1<<20))
+				if peak > bound {
+					t.Errorf("%d files: peak live heap %.1f MiB, over the bound of %d MiB", files, float64(peak)/(1<<20), bound>>20)
+				}
+			}
+			if peaks[10] > peaks[1]+margin {
+				t.Errorf("the peak live heap grew with the copy: %.1f MiB for 1 file, %.1f MiB for 10 (margin %d MiB)",
+					float64(peaks[1])/(1<<20), float64(peaks[10])/(1<<20), margin>>20)
+			}
 		})
-		if err != nil || r.Rows != int64(files)*rows {
-			t.Fatalf("convert: %+v %v", r, err)
-		}
-		peaks[files] = peak
-		t.Logf("%d files, %.1f MB of copy, %d rows: peak live heap %.1f MiB", files, float64(r.CopyBytes)/1e6, r.Rows, float64(peak)/(1<<20))
-		if peak > bound {
-			t.Errorf("%d files: peak live heap %.1f MiB, over the bound of %d MiB", files, float64(peak)/(1<<20), bound>>20)
-		}
-	}
-	if peaks[10] > peaks[1]+margin {
-		t.Errorf("the peak live heap grew with the copy: %.1f MiB for 1 file, %.1f MiB for 10 (margin %d MiB)",
-			float64(peaks[1])/(1<<20), float64(peaks[10])/(1<<20), margin>>20)
 	}
 }
 

@@ -245,6 +245,11 @@ func (f *splicedFile) writeChunk(b *metadata.ColumnChunkMetaDataBuilder, c Chunk
 	cm := b.Contents().MetaData
 	setEnum(&cm.Codec, int64(m.Compression()))
 	cm.Encodings = encodingsOf(cm.Encodings, m.Encodings())
+	if len(m.EncodingStats()) == 0 {
+		// Unknown stays unset: an empty list would tell parquet-mr's dictionary filter
+		// that no page is plain-encoded, and it would skip row groups by the dictionary.
+		cm.EncodingStats = nil
+	}
 	return nil
 }
 
