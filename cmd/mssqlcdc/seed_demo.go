@@ -44,7 +44,10 @@ func demoCopyDir(spec *config.Spec) string {
 // exportCopy writes dbo.orders of src into Parquet files under dir (created, emptied
 // first): ids split at bounds into len(bounds)+1 key ranges, one file each, with pause
 // between two reads (between, when not nil, runs there instead of sleeping). The files hold
-// the table's columns as the source reads them (Snappy, as Spark writes them). It returns
+// the table's columns as the source reads them, zstd-compressed (as Databricks and
+// DuckDB exports often are): the seed copies the chunks bronze takes as they are, so the
+// demo's bronze mixes zstd chunks with its own Snappy ones (docs/seed.md § Conversion),
+// which every reader of the demo's tables must read. It returns
 // the rows written.
 func exportCopy(ctx context.Context, src source.Source, dir string, bounds []int64, between func() error) (int64, error) {
 	if err := os.RemoveAll(dir); err != nil {
@@ -77,7 +80,7 @@ func exportCopy(ctx context.Context, src source.Source, dir string, bounds []int
 		if i < len(bounds) {
 			r.Range.Hi = source.Key{bounds[i]}
 		}
-		n, err := exportRange(ctx, src, r, filepath.Join(dir, fmt.Sprintf("part-%05d.snappy.parquet", i)))
+		n, err := exportRange(ctx, src, r, filepath.Join(dir, fmt.Sprintf("part-%05d.zstd.parquet", i)))
 		if err != nil {
 			return total, err
 		}
@@ -105,7 +108,7 @@ func exportRange(ctx context.Context, src source.Source, r source.TableRead, pat
 			return n, err
 		}
 		if w == nil {
-			w, err = pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy)),
+			w, err = pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)),
 				pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 			if err != nil {
 				rec.Release()
