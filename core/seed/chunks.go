@@ -1,6 +1,7 @@
 package seed
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -237,7 +238,7 @@ func (s *splicer) rowGroup(ctx context.Context, cd *copyData, f copyFile, src *p
 			if err != nil {
 				return 0, fmt.Errorf("copy %s: %w", cd.url, err)
 			}
-			if ch, ok, err := s.rawChunk(src, g, c, m, rows); err != nil {
+			if ch, ok, err := s.rawChunk(src, c, m, rows); err != nil {
 				return 0, fmt.Errorf("copy %s: %s: %w", cd.url, f.Path, err)
 			} else if ok {
 				raw[c.plan] = ch
@@ -359,9 +360,9 @@ func (s *splicer) rowGroup(ctx context.Context, cd *copyData, f copyFile, src *p
 	return rows, nil
 }
 
-// rawChunk is column chunk m of row group g as it lies, when its metadata proves every
+// rawChunk is column chunk m of a row group of rows rows as it lies, when its metadata proves every
 // value passes column c's cast unchanged (ok false: decode it).
-func (s *splicer) rawChunk(src *parquetio.Source, g int, c spliceColumn, m *metadata.ColumnChunkMetaData, rows int64) (parquetio.Chunk, bool, error) {
+func (s *splicer) rawChunk(src *parquetio.Source, c spliceColumn, m *metadata.ColumnChunkMetaData, rows int64) (parquetio.Chunk, bool, error) {
 	if set, err := m.StatsSet(); err != nil || !set || !rawCodecs[m.Compression()] {
 		return parquetio.Chunk{}, false, nil
 	}
@@ -376,8 +377,15 @@ func (s *splicer) rawChunk(src *parquetio.Source, g int, c spliceColumn, m *meta
 	}
 	nulls := st.NullCount()
 	var values arrow.Array
+	var data []byte
+	var start int64
 	if c.kind == arrow.STRING {
-		if values, err = dictionaryValues(src, g, c.leaf); err != nil || values == nil {
+		// The chunk is read once: its pages are walked for the dictionary in the bytes
+		// that are then copied.
+		if data, start, err = src.ChunkBytes(m); err != nil {
+			return parquetio.Chunk{}, false, err
+		}
+		if values, err = dictionaryValues(data, rows, m.Compression()); err != nil || values == nil {
 			return parquetio.Chunk{}, false, err
 		}
 	} else if nulls < rows {
@@ -405,9 +413,10 @@ func (s *splicer) rawChunk(src *parquetio.Source, g int, c spliceColumn, m *meta
 			return parquetio.Chunk{}, false, nil
 		}
 	}
-	data, start, err := src.ChunkBytes(m)
-	if err != nil {
-		return parquetio.Chunk{}, false, err
+	if data == nil {
+		if data, start, err = src.ChunkBytes(m); err != nil {
+			return parquetio.Chunk{}, false, err
+		}
 	}
 	ch := parquetio.Chunk{Data: data, Meta: m, Start: start, Nulls: nulls}
 	if values != nil {
@@ -452,10 +461,15 @@ func minMaxArray(st metadata.TypedStatistics, t arrow.DataType) arrow.Array {
 	return b.NewArray()
 }
 
-// dictionaryValues is the dictionary of a string column chunk whose data pages are all
-// dictionary-encoded (nil when it is not), read from its pages.
-func dictionaryValues(src *parquetio.Source, g, leaf int) (arrow.Array, error) {
-	pr, err := src.RowGroup(g).GetColumnPageReader(leaf)
+// dictionaryValues is the dictionary of a string column chunk (its bytes, as ChunkBytes
+// reads them, rows values compressed with codec) whose data pages are all
+// dictionary-encoded; nil when they are not.
+func dictionaryValues(data []byte, rows int64, codec compress.Compression) (arrow.Array, error) {
+	stream, err := parquet.NewReaderProperties(memory.DefaultAllocator).GetStream(bytes.NewReader(data), 0, int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	pr, err := file.NewPageReader(stream, rows, codec, memory.DefaultAllocator, nil)
 	if err != nil {
 		return nil, err
 	}
