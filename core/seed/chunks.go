@@ -1,7 +1,6 @@
 package seed
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -238,7 +237,7 @@ func (s *splicer) rowGroup(ctx context.Context, cd *copyData, f copyFile, src *p
 			if err != nil {
 				return 0, fmt.Errorf("copy %s: %w", cd.url, err)
 			}
-			if ch, ok, err := s.rawChunk(src, c, m, rows); err != nil {
+			if ch, ok, err := s.rawChunk(src, g, c, m, rows); err != nil {
 				return 0, fmt.Errorf("copy %s: %s: %w", cd.url, f.Path, err)
 			} else if ok {
 				raw[c.plan] = ch
@@ -360,9 +359,9 @@ func (s *splicer) rowGroup(ctx context.Context, cd *copyData, f copyFile, src *p
 	return rows, nil
 }
 
-// rawChunk is column chunk m of a row group of rows rows as it lies, when its metadata proves every
+// rawChunk is column chunk m of row group g (rows rows) as it lies, when its metadata proves every
 // value passes column c's cast unchanged (ok false: decode it).
-func (s *splicer) rawChunk(src *parquetio.Source, c spliceColumn, m *metadata.ColumnChunkMetaData, rows int64) (parquetio.Chunk, bool, error) {
+func (s *splicer) rawChunk(src *parquetio.Source, g int, c spliceColumn, m *metadata.ColumnChunkMetaData, rows int64) (parquetio.Chunk, bool, error) {
 	if set, err := m.StatsSet(); err != nil || !set || !rawCodecs[m.Compression()] {
 		return parquetio.Chunk{}, false, nil
 	}
@@ -385,7 +384,7 @@ func (s *splicer) rawChunk(src *parquetio.Source, c spliceColumn, m *metadata.Co
 		if data, start, err = src.ChunkBytes(m); err != nil {
 			return parquetio.Chunk{}, false, err
 		}
-		if values, err = dictionaryValues(data, rows, m.Compression()); err != nil || values == nil {
+		if values, err = dictionaryValues(src, g, c.leaf, data, start); err != nil || values == nil {
 			return parquetio.Chunk{}, false, err
 		}
 	} else if nulls < rows {
@@ -461,15 +460,11 @@ func minMaxArray(st metadata.TypedStatistics, t arrow.DataType) arrow.Array {
 	return b.NewArray()
 }
 
-// dictionaryValues is the dictionary of a string column chunk (its bytes, as ChunkBytes
-// reads them, rows values compressed with codec) whose data pages are all
-// dictionary-encoded; nil when they are not.
-func dictionaryValues(data []byte, rows int64, codec compress.Compression) (arrow.Array, error) {
-	stream, err := parquet.NewReaderProperties(memory.DefaultAllocator).GetStream(bytes.NewReader(data), 0, int64(len(data)))
-	if err != nil {
-		return nil, err
-	}
-	pr, err := file.NewPageReader(stream, rows, codec, memory.DefaultAllocator, nil)
+// dictionaryValues is the dictionary of string column leaf of row group g (its bytes data,
+// from start, as ChunkBytes read them) when its data pages are all dictionary-encoded;
+// nil when they are not.
+func dictionaryValues(src *parquetio.Source, g, leaf int, data []byte, start int64) (arrow.Array, error) {
+	pr, err := src.ChunkPages(g, leaf, data, start)
 	if err != nil {
 		return nil, err
 	}

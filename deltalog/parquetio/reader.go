@@ -249,6 +249,31 @@ func (s *Source) ChunkBytes(m *metadata.ColumnChunkMetaData) ([]byte, int64, err
 	return b, start, nil
 }
 
+// ChunkPages reads the pages of column col of row group g from data, the chunk's bytes as
+// ChunkBytes returned them (starting at start): no second read of the file.
+func (s *Source) ChunkPages(g, col int, data []byte, start int64) (file.PageReader, error) {
+	r, err := file.NewParquetReader(&overlayReader{rangeReader: s.src, data: data, start: start}, file.WithMetadata(s.MetaData()))
+	if err != nil {
+		return nil, fmt.Errorf("read parquet %s: %w", s.src.key, err)
+	}
+	return r.RowGroup(g).GetColumnPageReader(col)
+}
+
+// overlayReader serves reads inside [start, start+len(data)) from data, the rest from the
+// file.
+type overlayReader struct {
+	*rangeReader
+	data  []byte
+	start int64
+}
+
+func (o *overlayReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= o.start && off+int64(len(p)) <= o.start+int64(len(o.data)) {
+		return copy(p, o.data[off-o.start:]), nil
+	}
+	return o.rangeReader.ReadAt(p, off)
+}
+
 type rangeReader struct {
 	ctx   context.Context
 	store storage.Store

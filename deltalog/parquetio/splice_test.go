@@ -161,3 +161,76 @@ func TestSpliceWriterMixesCopiedAndEncodedChunks(t *testing.T) {
 		}
 	}
 }
+
+// A chunk of a file read by ranges (over SmallFileBytes) is read once: its pages are
+// walked (ChunkPages) in the bytes ChunkBytes returned.
+func TestChunkPagesReadNoMore(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.DefaultAllocator
+	const rows = 700_000
+	sb, nb := array.NewStringBuilder(mem), array.NewInt64Builder(mem)
+	for i := range rows {
+		sb.Append([]string{"alpha", "beta", "gamma"}[i%3])
+		nb.Append(int64(uint64(i) * 0x9E3779B97F4A7C15)) // incompressible: the file exceeds SmallFileBytes
+	}
+	s, n := sb.NewArray(), nb.NewArray()
+	sb.Release()
+	nb.Release()
+	defer s.Release()
+	defer n.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}, {Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	rec := array.NewRecordBatch(schema, []arrow.Array{s, n}, rows)
+	defer rec.Release()
+	var buf bytes.Buffer
+	fw, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(parquet.WithMaxRowGroupLength(rows)), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() <= SmallFileBytes {
+		t.Fatalf("file of %d bytes, want more than %d", buf.Len(), SmallFileBytes)
+	}
+	local, _ := newStore(t)
+	if err := local.Put(ctx, "big.parquet", bytes.NewReader(buf.Bytes()), int64(buf.Len())); err != nil {
+		t.Fatal(err)
+	}
+	st := &countingStore{Store: local}
+	src, err := OpenSource(ctx, st, "big.parquet", int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m, err := src.MetaData().RowGroup(0).ColumnChunk(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := st.gets.Load()
+	data, start, err := src.ChunkBytes(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := src.ChunkPages(0, 0, data, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages, values int
+	for pr.Next() {
+		pages++
+		values += int(pr.Page().NumValues())
+	}
+	if err := pr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	if got := st.gets.Load() - before; got != 1 {
+		t.Fatalf("%d ranged reads for the chunk, want 1", got)
+	}
+	if pages < 2 || values != rows+3 { // the dictionary page's 3 values and every row's index
+		t.Fatalf("%d pages, %d values", pages, values)
+	}
+}
