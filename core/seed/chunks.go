@@ -40,7 +40,8 @@ import (
 // decoded columns) are converted record batch by record batch (convertFile).
 
 // maxSpliceRows and maxSpliceDecodeBytes bound a copy row group converted as one bronze
-// row group: the decoded columns of the row group are held until it is encoded.
+// row group: the decoded columns of the row group (their Arrow size, estimated from the
+// footer) are held until it is encoded.
 const (
 	maxSpliceRows        = 1 << 21
 	maxSpliceDecodeBytes = 64 << 20
@@ -168,10 +169,17 @@ func (s *splicer) convert(ctx context.Context, cd *copyData, f copyFile) (rows i
 	}
 	for g := 0; g < md.NumRowGroups(); g++ {
 		rg := md.RowGroup(g)
+		// The decoded columns' Arrow size: a fixed width per row, or an index or offset
+		// per row plus the values (at most the chunk's uncompressed size), and the cast's
+		// output as much again.
 		var decode int64
 		for _, c := range cols {
 			if m, err := rg.ColumnChunk(c.leaf); err == nil && !c.raw {
-				decode += m.TotalUncompressedSize()
+				per := int64(4)
+				if fw, ok := fields[c.field].Type.(arrow.FixedWidthDataType); ok {
+					per = int64(max(fw.BitWidth()/8, 1))
+				}
+				decode += 2 * (rg.NumRows()*per + m.TotalUncompressedSize())
 			}
 		}
 		if rg.NumRows() > maxSpliceRows || decode > maxSpliceDecodeBytes {
