@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -60,6 +61,48 @@ func TestChooseEncoding(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 		tc.a.Release()
+	}
+}
+
+// TestChooseEncodingsAllocations: counting distinct values does not allocate per value
+// (fixed-width values are keyed as integers, strings and binaries in place), and the
+// decisions on integer, decimal, binary and timestamp columns are parquet-mr's.
+func TestChooseEncodingsAllocations(t *testing.T) {
+	mem := memory.DefaultAllocator
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "few", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "amount", Type: &arrow.Decimal128Type{Precision: 18, Scale: 2}},
+		{Name: "few_amounts", Type: &arrow.Decimal128Type{Precision: 18, Scale: 2}},
+		{Name: "lsn", Type: arrow.BinaryTypes.Binary},
+		{Name: "op", Type: arrow.BinaryTypes.Binary},
+		{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	defer b.Release()
+	const n = 4000
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i) * 7919)
+		b.Field(1).(*array.Int32Builder).Append(int32(i % 3))
+		b.Field(2).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i) * 101))
+		b.Field(3).(*array.Decimal128Builder).Append(decimal128.FromI64(int64(i % 5)))
+		b.Field(4).(*array.BinaryBuilder).Append([]byte(fmt.Sprintf("%020d", i)))
+		b.Field(5).(*array.BinaryBuilder).Append([]byte{byte(i % 2)})
+		if i%10 == 0 {
+			b.Field(6).(*array.TimestampBuilder).AppendNull()
+		} else {
+			b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(i / 4))
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	want := []colEncoding{encPlain, encDict, encPlain, encDict, encPlain, encOwnDict, encDict}
+	if got := chooseEncodings(rec); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("encodings %v, want %v", got, want)
+	}
+	// The sets grow a few times per column: far below one allocation per value.
+	if allocs := testing.AllocsPerRun(5, func() { chooseEncodings(rec) }); allocs > n/10 {
+		t.Errorf("chooseEncodings allocates %.0f times for %d rows of %d columns", allocs, n, len(want))
 	}
 }
 
