@@ -17,10 +17,6 @@ import (
 // arrays are immutable, a slice holds its own reference to the buffers, and the cache
 // holds one until it drops the array, so a slice stays valid whatever the cache does.
 
-// constCacheRows is the fewest rows a cached constant array holds (the source's default
-// record batch is 10,000 rows); a longer request builds a longer one.
-const constCacheRows = 16 << 10
-
 // constCacheMax bounds the number of cached arrays; the cache is emptied when full (a
 // process writes a handful of distinct constants: capture instances, LSN stamps, batch
 // ids).
@@ -41,21 +37,29 @@ var constCache struct {
 
 // constant returns an array of n rows of one value: the first n rows of a cached array,
 // built by build(rows) when none long enough is cached. The caller releases it.
+//
+// A value's first array holds the rows asked for, and a longer request doubles it: a
+// stream batch's _batch_id is a new value each batch, used for about a thousand rows, and
+// building it at a fixed 16,384 rows had been 128 KiB of a 1,000-row batch's allocation
+// (docs/performance.md § Requests per stream batch).
 func constant(k constKey, n int, build func(rows int) arrow.Array) arrow.Array {
 	constCache.mu.Lock()
 	defer constCache.mu.Unlock()
 	a, ok := constCache.m[k]
 	if !ok || a.Len() < n {
+		rows := n
+		if ok {
+			rows = max(n, 2*a.Len())
+			delete(constCache.m, k)
+			a.Release()
+		}
 		if constCache.m == nil || len(constCache.m) >= constCacheMax {
 			for _, old := range constCache.m {
 				old.Release()
 			}
 			constCache.m = map[constKey]arrow.Array{}
 		}
-		if ok {
-			a.Release()
-		}
-		a = build(max(n, constCacheRows))
+		a = build(rows)
 		constCache.m[k] = a
 	}
 	return array.NewSlice(a, 0, int64(n))
