@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -53,7 +52,8 @@ func (e *SchemaMismatchError) Error() string {
 //
 // Memory: the rows of the open row group, kept as the caller's Arrow batches (retained,
 // not copied) until RowGroupBytes of Arrow data are held; then they are encoded as one row
-// group, one column at a time, into a temporary file and released. The encoder's buffers
+// group, one column at a time, and released. The encoded file is held in memory up to
+// 1 MiB, then in a temporary file behind a 1 MiB buffer (spill.go). The encoder's buffers
 // are one column chunk's. The statistics are a few values per column.
 //
 // Size: a row group is also cut early, and the file rolled after it, when the file's
@@ -77,9 +77,9 @@ type Writer struct {
 
 // openFile is the file being written.
 type openFile struct {
-	name  string
-	tmp   *os.File
-	buf   *bufio.Writer
+	name string
+	// file holds the encoded bytes (spill.go), cw counts them.
+	file  *spillFile
 	cw    *countingWriter
 	fw    *pqarrow.FileWriter
 	stats *fileStats
@@ -254,32 +254,21 @@ func (f *openFile) ownDictionary(i int) bool { return f.encs[i] == encOwnDict }
 
 // openFile opens a file whose first rows are first (they choose its encodings).
 func (w *Writer) openFile(first arrow.RecordBatch) error {
-	tmp, err := os.CreateTemp(w.opts.TempDir, "parquetio-*.parquet")
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	buf := tempBufs.Get().(*bufio.Writer)
-	buf.Reset(tmp)
-	cw := &countingWriter{w: buf}
 	encs := chooseEncodings(first)
 	props, err := w.writerProperties(encs)
 	if err != nil {
-		putTempBuf(buf)
-		tmp.Close()
-		os.Remove(tmp.Name())
 		return err
 	}
+	sf := newSpillFile(w.opts.TempDir)
+	cw := &countingWriter{w: sf}
 	fw, err := pqarrow.NewFileWriter(w.schema, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
 	if err != nil {
-		putTempBuf(buf)
-		tmp.Close()
-		os.Remove(tmp.Name())
+		sf.close()
 		return fmt.Errorf("open parquet writer: %w", err)
 	}
 	w.cur = &openFile{
 		name:  fileName(w.part, w.opts.Codec),
-		tmp:   tmp,
-		buf:   buf,
+		file:  sf,
 		cw:    cw,
 		fw:    fw,
 		stats: newFileStats(w.schema, w.opts.NumIndexedCols, w.opts.StringPrefixLength),
@@ -315,9 +304,7 @@ func (w *Writer) writerProperties(encs []colEncoding) (*parquet.WriterProperties
 // finishFile closes the current file, uploads it and records it.
 func (w *Writer) finishFile(ctx context.Context) error {
 	f := w.cur
-	defer os.Remove(f.tmp.Name())
-	defer f.tmp.Close()
-	defer putTempBuf(f.buf)
+	defer f.file.close()
 	if err := w.flushRowGroup(); err != nil {
 		w.cur = nil
 		return err
@@ -326,13 +313,11 @@ func (w *Writer) finishFile(ctx context.Context) error {
 	if err := f.fw.Close(); err != nil {
 		return fmt.Errorf("close parquet writer: %w", err)
 	}
-	if err := f.buf.Flush(); err != nil {
-		return fmt.Errorf("write temporary file: %w", err)
+	r, err := f.file.reader()
+	if err != nil {
+		return err
 	}
-	if _, err := f.tmp.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("rewind temporary file: %w", err)
-	}
-	if err := w.store.Put(ctx, f.name, f.tmp, f.cw.n); err != nil {
+	if err := w.store.Put(ctx, f.name, r, f.cw.n); err != nil {
 		return fmt.Errorf("upload %s: %w", f.name, err)
 	}
 	w.files = append(w.files, File{
@@ -371,9 +356,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 			r.Release()
 		}
 		_ = f.fw.Close()
-		putTempBuf(f.buf)
-		f.tmp.Close()
-		os.Remove(f.tmp.Name())
+		f.file.close()
 	}
 	var first error
 	for _, f := range w.files {

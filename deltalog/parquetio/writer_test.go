@@ -157,3 +157,60 @@ func TestWriterReportsUploadError(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// TestWriterSpillsLargeFiles: a file is encoded in memory until it passes spillBytes,
+// then in one temporary file; both kinds upload whole, read back, and leave no temporary
+// file after Close or Abort.
+func TestWriterSpillsLargeFiles(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t)
+	s := mustSchema(t, benchColumns)
+	tmp := t.TempDir()
+	temps := func() int {
+		left, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left)
+	}
+	for _, c := range []struct {
+		name  string
+		rows  int
+		spill bool
+		abort bool
+	}{{"small", 2_000, false, false}, {"large", 50_000, true, false}, {"large, aborted", 50_000, true, true}} {
+		w := NewWriter(st, s, WriterOptions{RowGroupBytes: 64 << 10, TempDir: tmp})
+		rec := bronzeRecord(memory.DefaultAllocator, s, c.rows, false)
+		if err := w.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		if w.cur == nil || w.cur.cw.n == 0 {
+			t.Fatalf("%s: no row group encoded yet", c.name)
+		}
+		if spilled := temps() == 1; spilled != c.spill || (w.cur.cw.n > spillBytes) != c.spill {
+			t.Fatalf("%s: %d bytes encoded, %d temporary files", c.name, w.cur.cw.n, temps())
+		}
+		if c.abort {
+			if err := w.Abort(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			files, err := w.Close(ctx)
+			if err != nil || len(files) != 1 {
+				t.Fatalf("%s: %v, %v", c.name, files, err)
+			}
+			got := readAll(t, st, files[0].Path, nil)
+			if got.NumRows() != int64(c.rows) || files[0].NumRecords != int64(c.rows) {
+				t.Errorf("%s: read %d rows, File says %d, wrote %d", c.name, got.NumRows(), files[0].NumRecords, c.rows)
+			}
+			got.Release()
+			if info, err := st.Head(ctx, files[0].Path); err != nil || info.Size != files[0].Size {
+				t.Errorf("%s: uploaded %+v (%v), File says %d bytes", c.name, info, err, files[0].Size)
+			}
+		}
+		if n := temps(); n != 0 {
+			t.Errorf("%s: %d temporary files left", c.name, n)
+		}
+	}
+}
