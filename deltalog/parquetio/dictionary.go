@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -66,7 +67,9 @@ const (
 func chooseEncodings(first arrow.RecordBatch) []colEncoding {
 	out := make([]colEncoding, first.NumCols())
 	n := min(int(first.NumRows()), dictSampleRows)
-	var seen distinctSets
+	seen := distinctPool.Get().(*distinctSets)
+	defer distinctPool.Put(seen)
+	defer seen.clear() // no reference into the record's buffers stays in the pool
 	for i, col := range first.Columns() {
 		sample := array.NewSlice(col, 0, int64(n))
 		out[i] = seen.chooseEncoding(sample)
@@ -74,6 +77,9 @@ func chooseEncodings(first arrow.RecordBatch) []colEncoding {
 	}
 	return out
 }
+
+// distinctPool keeps distinctSets, and the room their maps grew to, for the next file.
+var distinctPool = sync.Pool{New: func() any { return new(distinctSets) }}
 
 // distinctSets are the sets of values chooseEncoding counts a column's distinct values
 // in, kept across the columns of one file (cleared, not reallocated). Values are keyed
@@ -199,6 +205,13 @@ func (s *distinctSets) countFixed(a arrow.Array, values []byte, w int) (nonNull,
 		}
 		return nonNull, len(seen)
 	}
+}
+
+// clear empties the sets, keeping their room.
+func (s *distinctSets) clear() {
+	clear(s.str)
+	clear(s.u64)
+	clear(s.u128)
 }
 
 // strings returns the cleared string set.

@@ -14,8 +14,41 @@ import (
 // writer's memory bound is unchanged.
 const spillBytes = 1 << 20
 
-// memBufs are the in-memory files' buffers, kept for the next file.
-var memBufs = sync.Pool{New: func() any { b := make([]byte, 0, spillBytes); return &b }}
+// memBufs are the in-memory files' buffers, a few kept for the next files. Not a
+// sync.Pool: a pool is emptied by the garbage collector, and a stream batch's process
+// collects often enough that one file in seven allocated (and zeroed) its megabyte
+// afresh.
+var memBufs = bufList{keep: 4}
+
+// bufList keeps up to keep buffers of spillBytes for reuse.
+type bufList struct {
+	mu   sync.Mutex
+	keep int
+	bufs []*[]byte
+}
+
+// get returns an empty buffer of capacity spillBytes.
+func (l *bufList) get() *[]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.bufs); n > 0 {
+		b := l.bufs[n-1]
+		l.bufs = l.bufs[:n-1]
+		return b
+	}
+	b := make([]byte, 0, spillBytes)
+	return &b
+}
+
+// put keeps b for a later get, unless keep buffers are kept already.
+func (l *bufList) put(b *[]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.bufs) < l.keep {
+		*b = (*b)[:0]
+		l.bufs = append(l.bufs, b)
+	}
+}
 
 // spillFile is where a Parquet file is encoded before its upload: in memory up to
 // spillBytes, then in a temporary file in dir (through a tempBufs buffer; the memory is
@@ -31,9 +64,7 @@ type spillFile struct {
 }
 
 func newSpillFile(dir string) *spillFile {
-	mem := memBufs.Get().(*[]byte)
-	*mem = (*mem)[:0]
-	return &spillFile{dir: dir, mem: mem}
+	return &spillFile{dir: dir, mem: memBufs.get()}
 }
 
 func (s *spillFile) Write(p []byte) (int, error) {
@@ -59,7 +90,7 @@ func (s *spillFile) spill() error {
 	if _, err := tmp.Write(*s.mem); err != nil {
 		return fmt.Errorf("write temporary file: %w", err)
 	}
-	memBufs.Put(s.mem)
+	memBufs.put(s.mem)
 	s.mem = nil
 	s.buf = tempBufs.Get().(*bufio.Writer)
 	s.buf.Reset(tmp)
@@ -84,7 +115,7 @@ func (s *spillFile) reader() (io.Reader, error) {
 // The reader is not used after.
 func (s *spillFile) close() {
 	if s.mem != nil {
-		memBufs.Put(s.mem)
+		memBufs.put(s.mem)
 		s.mem = nil
 	}
 	if s.buf != nil {
