@@ -3,7 +3,6 @@ package parquetio
 import (
 	"encoding/binary"
 	"math/bits"
-	"strings"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -263,7 +262,10 @@ func ownDictionary(dt arrow.DataType, pieces []arrow.Array) (arrow.Array, bool) 
 	if nulls > 0 {
 		valid = make([]byte, bitutil.BytesForBits(int64(rows)))
 	}
-	d := dictBuilder{index: map[string]int32{}, last: -1}
+	d := dictBuilders.Get().(*dictBuilder)
+	defer dictBuilders.Put(d)
+	d.reset()
+	defer d.reset() // no reference into the pieces stays in the pool
 	pos := 0
 	for _, p := range pieces {
 		n := p.Len()
@@ -284,7 +286,7 @@ func ownDictionary(dt arrow.DataType, pieces []arrow.Array) (arrow.Array, bool) 
 		case *array.Binary:
 			for i := 0; i < n; i++ {
 				if c.IsValid(i) {
-					idx[pos+i] = d.add(string(c.Value(i)))
+					idx[pos+i] = d.add(c.ValueString(i))
 				}
 			}
 		default:
@@ -328,11 +330,17 @@ func ownDictionary(dt arrow.DataType, pieces []arrow.Array) (arrow.Array, bool) 
 	return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: dt}, indices, dict), true
 }
 
+// dictBuilders keep dictBuilders, and the room their map and values grew to, for the next
+// column: a stream batch's _start_lsn and a string column of a few hundred values grew
+// them afresh in every file, a twentieth of a 1,000-row batch's allocation.
+var dictBuilders = sync.Pool{New: func() any { return &dictBuilder{index: map[string]int32{}} }}
+
 // dictBuilder numbers distinct values in order of first appearance.
 type dictBuilder struct {
 	index map[string]int32
-	// values are the distinct values (copies); bytes their dictionary size (value plus
-	// 4-byte length), raw the plain size of every value added.
+	// values are the distinct values (pointing into the pieces' Arrow buffers, which the
+	// caller holds until the dictionary array is built); bytes their dictionary size
+	// (value plus 4-byte length), raw the plain size of every value added.
 	values     []string
 	bytes, raw int64
 	// lastValue and last are the previous value and its index: runs of one value (a
@@ -341,8 +349,17 @@ type dictBuilder struct {
 	last      int32
 }
 
-// add returns v's index, adding it when new. v may point into an Arrow buffer: a new value
-// is copied.
+// reset empties d, keeping its room.
+func (d *dictBuilder) reset() {
+	clear(d.index)
+	clear(d.values)
+	d.values = d.values[:0]
+	d.bytes, d.raw = 0, 0
+	d.lastValue, d.last = "", -1
+}
+
+// add returns v's index, adding it when new. v may point into an Arrow buffer, which must
+// outlive d's use of it (not copied).
 func (d *dictBuilder) add(v string) int32 {
 	d.raw += int64(len(v)) + 4
 	if d.last >= 0 && v == d.lastValue {
@@ -350,7 +367,6 @@ func (d *dictBuilder) add(v string) int32 {
 	}
 	i, ok := d.index[v]
 	if !ok {
-		v = strings.Clone(v)
 		i = int32(len(d.values))
 		d.index[v] = i
 		d.values = append(d.values, v)
