@@ -272,7 +272,11 @@ func (s *Snapshot) rebaseTombstones(b *tombstoneBase) {
 }
 
 // encodeCheckpoint writes actions as one checkpoint Parquet file (Snappy, data page V1,
-// as Spark writes them). The remove actions go into row groups of their own, after the
+// as Spark writes them; plain encoding, no dictionaries: a checkpoint's leaves are mostly
+// unique (paths, stats, sizes, times), and arrow-go built a dictionary for each leaf
+// until its page limit before falling back, so dictionaries made a 40-file checkpoint
+// 14 % larger, 15 % more allocation and half again the CPU, and one of 10,000 files 24 %
+// larger and twice the CPU; docs/performance.md § Requests per stream batch). The remove actions go into row groups of their own, after the
 // others: a reader that skips the columns that are all null in a row group (this
 // package's open, which leaves tombstones undecoded) then skips them whole, and the
 // other row groups' remove columns cost nothing to skip (docs/decisions/0014-checkpoint-tombstones.md).
@@ -281,6 +285,7 @@ func encodeCheckpoint(actions []Action) ([]byte, error) {
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDataPageVersion(parquet.DataPageV1),
+		parquet.WithDictionaryDefault(false),
 	)
 	fw, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {
