@@ -1,9 +1,14 @@
 package stream
 
 import (
+	"bufio"
 	"context"
+	"flag"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,6 +20,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim/workload"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
@@ -45,8 +51,17 @@ import (
 // runs: the stream, cdcsim's reads, and on the emulator backends gofakes3 too; the
 // workload's transactions are committed to cdcsim between the measured intervals).
 //
+// With -batchreq.s3-process the S3 emulator runs in a child process
+// (internal/emulators/s3server) instead of in this one, so cpu-ms and alloc-MB are the
+// stream's and cdcsim's without the S3 server's work (AWS's, in production) and without
+// its in-memory objects on this process's heap; the S3 client's work stays in.
+//
 //	scripts/with-dynalite.sh go test ./core/stream -run '^$' -bench BatchRequests -benchtime 1x
+//	scripts/with-dynalite.sh go test ./core/stream -run '^$' -bench BatchRequests -benchtime 1x -batchreq.s3-process
 func BenchmarkBatchRequests(b *testing.B) {
+	if *s3Process {
+		b.Setenv(emulators.S3EndpointEnv, startS3Process(b))
+	}
 	for _, lb := range []struct {
 		name    string
 		backend testlake.Backend
@@ -58,6 +73,39 @@ func BenchmarkBatchRequests(b *testing.B) {
 			b.Run("shape=after-bootstrap", func(b *testing.B) { benchAfterBootstrap(b, lb.backend) })
 		})
 	}
+}
+
+var s3Process = flag.Bool("batchreq.s3-process", false, "BenchmarkBatchRequests: run the S3 emulator in a child process, outside the metered one")
+
+// startS3Process builds and starts internal/emulators/s3server, stopped at b's cleanup, and
+// returns its endpoint.
+func startS3Process(b *testing.B) string {
+	bin := filepath.Join(b.TempDir(), "s3server")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mssqlcdc/mssqlcdc/internal/emulators/s3server").CombinedOutput(); err != nil {
+		b.Fatalf("build s3server: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-exit-on-stdin-eof")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("s3server: no endpoint: %v", err)
+	}
+	return strings.TrimSpace(line)
 }
 
 const (

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,12 +32,20 @@ const Region = "us-east-1"
 // Credentials are the static credentials every emulator client uses.
 var Credentials = credentials.NewStaticCredentialsProvider("AKIDEMULATOR", "emulator-secret", "")
 
-// S3Server is a running in-process S3 emulator.
+// S3EndpointEnv names the environment variable that, when set, points StartS3 at an S3
+// emulator already running in another process (internal/emulators/s3server), e.g.
+// "http://127.0.0.1:<port>": a benchmark then meters its own process without the
+// emulator's CPU and memory (core/stream BenchmarkBatchRequests -batchreq.s3-process).
+const S3EndpointEnv = "MSSQLCDC_S3_ENDPOINT"
+
+// S3Server is a running S3 emulator, in process or (S3EndpointEnv) in another one.
 type S3Server struct {
 	// URL is the endpoint, "http://127.0.0.1:<port>".
 	URL     string
 	backend *s3mem.Backend
 	buckets atomic.Int64
+	// external: the server runs in another process, which other test processes may share.
+	external bool
 }
 
 // StartS3 starts gofakes3 for the test and stops it at cleanup.
@@ -46,8 +55,13 @@ type S3Server struct {
 // copies itself: it reads the source from the backend and writes the target with the
 // backend's atomic conditional put, so a conditional copy onto an existing key gets 412
 // PreconditionFailed as from S3.
+//
+// With S3EndpointEnv set, no server is started: the one at that endpoint is used.
 func StartS3(t testing.TB) *S3Server {
 	t.Helper()
+	if ep := os.Getenv(S3EndpointEnv); ep != "" {
+		return &S3Server{URL: ep, external: true}
+	}
 	backend := s3mem.New()
 	srv := httptest.NewServer(s3Handler(backend))
 	t.Cleanup(srv.Close)
@@ -121,6 +135,9 @@ func (s *S3Server) Client() *s3.Client {
 func (s *S3Server) Bucket(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("bucket-%d", s.buckets.Add(1))
+	if s.external {
+		name = UniqueName("bucket-") // the server may serve other processes' tests
+	}
 	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
 		t.Fatalf("create bucket %s: %v", name, err)
 	}
