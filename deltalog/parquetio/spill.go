@@ -86,10 +86,12 @@ func (s *spillFile) spill() error {
 	if err != nil {
 		return fmt.Errorf("create temporary file: %w", err)
 	}
-	s.tmp = tmp
 	if _, err := tmp.Write(*s.mem); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return fmt.Errorf("write temporary file: %w", err)
 	}
+	s.tmp = tmp
 	memBufs.put(s.mem)
 	s.mem = nil
 	s.buf = tempBufs.Get().(*bufio.Writer)

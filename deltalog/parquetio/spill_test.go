@@ -2,7 +2,9 @@ package parquetio
 
 import (
 	"context"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -55,5 +57,45 @@ func TestBufListKeepsAFew(t *testing.T) {
 		if b := l.get(); len(*b) != 0 || cap(*b) != spillBytes {
 			t.Fatalf("got a buffer of %d bytes, capacity %d", len(*b), cap(*b))
 		}
+	}
+}
+
+// TestSpillFailureIsReported: a file that must spill to a temporary directory that
+// cannot hold it fails with the cause, and Abort leaves nothing behind; a small file
+// never needs the directory.
+func TestSpillFailureIsReported(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t)
+	s := mustSchema(t, benchColumns)
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, c := range []struct {
+		rows    int
+		wantErr bool
+	}{{500, false}, {50_000, true}} {
+		w := NewWriter(st, s, WriterOptions{RowGroupBytes: 64 << 10, TempDir: missing})
+		rec := bronzeRecord(memory.DefaultAllocator, s, c.rows, false)
+		err := w.Write(ctx, rec)
+		rec.Release()
+		if err == nil {
+			_, err = w.Close(ctx)
+		}
+		if (err != nil) != c.wantErr || (err != nil && !strings.Contains(err.Error(), "create temporary file")) {
+			t.Fatalf("%d rows: %v", c.rows, err)
+		}
+		if err != nil {
+			if aerr := w.Abort(ctx); aerr != nil {
+				t.Fatal(aerr)
+			}
+		}
+	}
+	n := 0
+	for _, err := range st.List(ctx, "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 1 { // the small file
+		t.Errorf("%d objects in the store, want the small file's", n)
 	}
 }
