@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,25 +20,31 @@ func TestSmallFilesReuseTheirBuffer(t *testing.T) {
 	s := mustSchema(t, benchColumns)
 	rec := bronzeRecord(memory.DefaultAllocator, s, 500, false)
 	defer rec.Release()
-	write := func() uint64 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
+	for i := range 3 {
 		w := NewWriter(st, s, WriterOptions{TempDir: t.TempDir()})
 		if err := w.Write(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
+		var used *[]byte
+		if w.cur != nil {
+			used = w.cur.file.mem
+		}
 		if _, err := w.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
-	write()
-	for i := range 3 {
 		runtime.GC()
 		runtime.GC()
-		if n := write(); n >= spillBytes {
-			t.Fatalf("file %d allocated %d bytes, its buffer's size or more", i+1, n)
+		memBufs.mu.Lock()
+		kept := slices.Contains(memBufs.bufs, used)
+		memBufs.mu.Unlock()
+		if used == nil || !kept {
+			t.Fatalf("file %d: its in-memory buffer (%p) is not kept after two collections", i+1, used)
+		}
+		sf := newSpillFile(t.TempDir())
+		reused := sf.mem == used
+		sf.close()
+		if !reused {
+			t.Fatalf("file %d: the next file does not reuse the kept buffer", i+1)
 		}
 	}
 }
