@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,13 +30,6 @@ var checkpointColumns = map[string]bool{
 	"sidecar": true, "checkpointMetadata": true,
 }
 
-// skippedAddFields are add fields replay does not need: the typed stats and partition
-// values Spark writes when delta.checkpoint.writeStatsAsStruct is true. Reading them would
-// cost time and they are derived from stats and partitionValues. stats_parsed is read
-// only from a checkpoint that has no add.stats column (writeStatsAsJson=false): it is
-// then the only copy of the stats.
-var skippedAddFields = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
-
 // SidecarDir is the directory of v2 checkpoints' sidecar files (docs/delta-reading.md
 // § V2 checkpoints).
 const SidecarDir = LogDir + "_sidecars/"
@@ -51,12 +47,12 @@ const SidecarDir = LogDir + "_sidecars/"
 // returned at all: the returned lazyTombstones decodes them from the same bytes when first
 // needed (a checkpoint written after compaction holds a week of them, which reading or
 // appending never uses; docs/decisions/0014-checkpoint-tombstones.md).
-func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, *lazyStats, *lazyTombstones, error) {
+func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]Action, []*Add, *lazyStats, *lazyTombstones, error) {
 	lazy := &lazyStats{}
 	tombs := &lazyTombstones{}
-	out, err := readCheckpointParts(ctx, store, keys, lazy, tombs)
+	out, adds, err := readCheckpointParts(ctx, store, keys, lazy, tombs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if len(lazy.parts) == 0 {
 		lazy = nil
@@ -64,7 +60,7 @@ func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]
 	if len(tombs.parts) == 0 {
 		tombs = nil
 	}
-	return out, lazy, tombs, nil
+	return out, adds, lazy, tombs, nil
 }
 
 // lazyTombstones holds the Parquet bytes of the checkpoint files that have remove rows,
@@ -110,7 +106,7 @@ func (l *lazyTombstones) load() ([]*Remove, error) {
 	}
 	l.once.Do(func() {
 		for _, data := range l.parts {
-			acts, err := decodeCheckpointLeaves(context.Background(), data, nil, memory.DefaultAllocator, onlyRemoves)
+			acts, err := decodeCheckpointLeaves(context.Background(), data, nil, nil, memory.DefaultAllocator, onlyRemoves)
 			if err != nil {
 				l.err, l.removes = err, nil
 				break
@@ -152,33 +148,42 @@ type lazyStatsPart struct {
 func (l *lazyStats) load() {
 	l.once.Do(func() {
 		for _, p := range l.parts {
-			_ = decodeStats(context.Background(), p.data, p.adds)
+			_ = decodeStats(context.Background(), p.data, p.adds, memory.DefaultAllocator)
 		}
 		l.parts = nil
 	})
 }
 
-func readCheckpointParts(ctx context.Context, store storage.Store, keys []string, lazy *lazyStats, tombs *lazyTombstones) ([]Action, error) {
+func readCheckpointParts(ctx context.Context, store storage.Store, keys []string, lazy *lazyStats, tombs *lazyTombstones) ([]Action, []*Add, error) {
 	var out []Action
+	var adds []*Add
+	// readPart reads one checkpoint Parquet file (a part or a sidecar) into out and adds.
+	readPart := func(data []byte) error {
+		n := len(adds)
+		var err error
+		if out, err = decodeCheckpointLeaves(ctx, data, out, &adds, memory.DefaultAllocator, forOpen); err != nil {
+			return err
+		}
+		lazy.add(data, adds[n:])
+		tombs.add(data)
+		return nil
+	}
 	for _, key := range keys {
 		data, err := store.GetRange(ctx, key, 0, -1)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if strings.HasSuffix(key, ".json") {
 			acts, err := DecodeActions(data)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
+				return nil, nil, fmt.Errorf("%s: %w", key, err)
 			}
 			out = append(out, acts...)
 			continue
 		}
-		n := len(out)
-		if out, err = decodeCheckpointLeaves(ctx, data, out, memory.DefaultAllocator, forOpen); err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
+		if err := readPart(data); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", key, err)
 		}
-		lazy.add(data, out[n:])
-		tombs.add(data)
 	}
 	var sidecars []Sidecar
 	for _, a := range out {
@@ -189,20 +194,17 @@ func readCheckpointParts(ctx context.Context, store storage.Store, keys []string
 	for _, sc := range sidecars {
 		key, err := sidecarKey(store.URL(), sc.Path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data, err := store.GetRange(ctx, key, 0, -1)
 		if err != nil {
-			return nil, fmt.Errorf("sidecar: %w", err)
+			return nil, nil, fmt.Errorf("sidecar: %w", err)
 		}
-		n := len(out)
-		if out, err = decodeCheckpointLeaves(ctx, data, out, memory.DefaultAllocator, forOpen); err != nil {
-			return nil, fmt.Errorf("sidecar %s: %w", key, err)
+		if err := readPart(data); err != nil {
+			return nil, nil, fmt.Errorf("sidecar %s: %w", key, err)
 		}
-		lazy.add(data, out[n:])
-		tombs.add(data)
 	}
-	return out, nil
+	return out, adds, nil
 }
 
 // add keeps data when it may hold remove rows: its remove column has a value in some row
@@ -231,14 +233,9 @@ func (l *lazyTombstones) add(data []byte) {
 	}
 }
 
-// add records the adds among acts, decoded from data without stats.
-func (l *lazyStats) add(data []byte, acts []Action) {
-	var adds []*Add
-	for _, a := range acts {
-		if a.Add != nil {
-			adds = append(adds, a.Add)
-		}
-	}
+// add records adds, the add rows of data in order, decoded without stats. adds is kept,
+// not copied.
+func (l *lazyStats) add(data []byte, adds []*Add) {
 	if len(adds) > 0 {
 		l.parts = append(l.parts, lazyStatsPart{data: data, adds: adds})
 	}
@@ -246,13 +243,16 @@ func (l *lazyStats) add(data []byte, acts []Action) {
 
 // decodeStats reads the add stats of one checkpoint file (add.stats, else
 // add.stats_parsed rendered as JSON) into adds, which are its add rows in order.
-func decodeStats(ctx context.Context, data []byte, adds []*Add) error {
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+func decodeStats(ctx context.Context, data []byte, adds []*Add, mem memory.Allocator) error {
+	if len(adds) == 0 {
+		return nil
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, mem)
 	if err != nil {
 		return err
 	}
@@ -281,6 +281,9 @@ func decodeStats(ctx context.Context, data []byte, adds []*Add) error {
 	leaves = append(path, leaves...)
 	next := 0
 	for rg := range pf.NumRowGroups() {
+		if len(path) > 0 && len(presentLeaves(pf, rg, path)) == 0 {
+			continue // add.path all null: no add rows (a group of removes, say)
+		}
 		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
 		if err != nil {
 			return err
@@ -333,11 +336,11 @@ func sidecarKey(rootURL, p string) (string, error) {
 	return k, nil
 }
 
-// decodeCheckpoint appends the actions of one checkpoint Parquet file to out. Only the
-// leaves of the needed columns are read; a missing column is treated as all-null. Row
-// groups are decoded one at a time, so the Arrow memory held at once is one row group's
-// (Spark writes checkpoints in row groups of its Parquet block size, this package in
-// checkpointBatchRows actions), not the whole file's.
+// decodeCheckpoint appends the actions of one checkpoint Parquet file to out, the adds
+// with their stats. Only the leaves of the needed columns are read; a missing column is
+// treated as all-null. Row groups are decoded one at a time, so the memory held at once
+// for decoding is one row group's (Spark writes checkpoints in row groups of its Parquet
+// block size, this package in checkpointBatchRows actions), not the whole file's.
 func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action, error) {
 	return decodeCheckpointWith(ctx, data, out, memory.DefaultAllocator, true)
 }
@@ -345,51 +348,52 @@ func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action,
 // decodeCheckpointWith is decodeCheckpoint with an allocator, reading the adds' stats
 // only when withStats (else decodeStats fills them in later).
 func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem memory.Allocator, withStats bool) ([]Action, error) {
-	if withStats {
-		return decodeCheckpointLeaves(ctx, data, out, mem, allLeaves)
+	n := len(out)
+	out, err := decodeCheckpointLeaves(ctx, data, out, nil, mem, allLeaves)
+	if err != nil || !withStats {
+		return out, err
 	}
-	return decodeCheckpointLeaves(ctx, data, out, mem, func(p []string, hasStats bool) bool {
-		return allLeaves(p, hasStats) && !isAddStats(p)
-	})
+	var adds []*Add
+	for _, a := range out[n:] {
+		if a.Add != nil {
+			adds = append(adds, a.Add)
+		}
+	}
+	return out, decodeStats(ctx, data, adds, mem)
 }
 
 // A leafFilter says whether decodeCheckpointLeaves reads the leaf column at path p
 // (top-level column first); hasStats is whether the file has an add.stats column.
 type leafFilter func(p []string, hasStats bool) bool
 
-// allLeaves reads every column replay needs; add.stats_parsed only from a file without
-// add.stats.
-func allLeaves(p []string, hasStats bool) bool {
-	if len(p) == 0 || !checkpointColumns[p[0]] {
-		return false
-	}
-	return !(p[0] == "add" && len(p) > 1 && skippedAddFields[p[1]] && (hasStats || p[1] != "stats_parsed"))
+// allLeaves reads every column replay needs but the adds' stats (decodeStats reads those).
+func allLeaves(p []string, _ bool) bool {
+	return len(p) > 0 && checkpointColumns[p[0]] && !isAddStats(p)
 }
 
 func isAddStats(p []string) bool {
-	return p[0] == "add" && len(p) > 1 && (p[1] == "stats" || p[1] == "stats_parsed")
+	return p[0] == "add" && len(p) > 1 && (p[1] == "stats" || p[1] == "stats_parsed" || p[1] == "partitionValues_parsed")
 }
 
 // forOpen is what an open reads: everything but the adds' stats and the removes.
 func forOpen(p []string, hasStats bool) bool {
-	return allLeaves(p, hasStats) && !isAddStats(p) && p[0] != "remove"
+	return allLeaves(p, hasStats) && p[0] != "remove"
 }
 
 // onlyRemoves reads the remove rows alone (lazyTombstones).
 func onlyRemoves(p []string, _ bool) bool { return len(p) > 0 && p[0] == "remove" }
 
 // decodeCheckpointLeaves appends to out the actions of one checkpoint Parquet file that
-// the leaf columns keep selects hold (decodeCheckpoint).
-func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, mem memory.Allocator, keep leafFilter) ([]Action, error) {
+// the leaf columns keep selects hold, the adds without their stats; with adds not nil,
+// the adds are appended there instead, in row order (an open: an Action per add would
+// cost 80 bytes each). The add rows are decoded by decodeAdds, straight from their
+// leaves; the other actions (a few rows, or the removes) through Arrow.
+func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, adds *[]*Add, mem memory.Allocator, keep leafFilter) ([]Action, error) {
 	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, mem)
-	if err != nil {
-		return nil, err
-	}
 	var leaves []int
 	sc := pf.MetaData().Schema
 	hasStats := false
@@ -399,19 +403,69 @@ func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, mem 
 		}
 	}
 	for i := 0; i < sc.NumColumns(); i++ {
-		if keep(sc.Column(i).ColumnPath(), hasStats) {
+		if p := sc.Column(i).ColumnPath(); keep(p, hasStats) && (p[0] != "add" || isAddLeaf(p)) {
 			leaves = append(leaves, i)
 		}
 	}
 	if len(leaves) == 0 {
 		return out, nil
 	}
+	var fr *pqarrow.FileReader
 	for rg := range pf.NumRowGroups() {
 		rgLeaves := presentLeaves(pf, rg, leaves)
 		if len(rgLeaves) == 0 {
 			continue
 		}
-		if out, err = decodeRowGroup(ctx, fr, rgLeaves, rg, out); err != nil {
+		var addLeaves, others []int
+		for _, l := range rgLeaves {
+			if sc.Column(l).ColumnPath()[0] == "add" {
+				addLeaves = append(addLeaves, l)
+			} else {
+				others = append(others, l)
+			}
+		}
+		var rowAdds []*Add
+		if len(addLeaves) > 0 {
+			if rowAdds, err = decodeAdds(pf, rg, addLeaves); err != nil {
+				return nil, err
+			}
+		}
+		if adds != nil {
+			n := 0
+			for _, a := range rowAdds {
+				if a != nil {
+					n++
+				}
+			}
+			*adds = slices.Grow(*adds, n)
+			for _, a := range rowAdds {
+				if a != nil {
+					*adds = append(*adds, a)
+				}
+			}
+			rowAdds = nil
+		}
+		if len(others) == 0 {
+			for _, a := range rowAdds {
+				if a != nil {
+					out = append(out, Action{Add: a})
+				}
+			}
+			continue
+		}
+		if fr == nil {
+			if fr, err = pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, mem); err != nil {
+				return nil, err
+			}
+		}
+		limit := int(pf.MetaData().RowGroup(rg).NumRows())
+		if len(addLeaves) > 0 {
+			// Rows past the last one with another action are adds: Arrow stops there.
+			if limit, err = rowsBefore(pf, rg, others); err != nil {
+				return nil, err
+			}
+		}
+		if out, err = decodeRowGroup(ctx, fr, others, rg, rowAdds, limit, out); err != nil {
 			return nil, err
 		}
 	}
@@ -458,17 +512,20 @@ func presentLeaves(pf *file.Reader, rg int, leaves []int) []int {
 	return out
 }
 
-// decodeRowGroup appends the actions of row group rg, reading the leaf columns leaves.
-func decodeRowGroup(ctx context.Context, fr *pqarrow.FileReader, leaves []int, rg int, out []Action) ([]Action, error) {
-	tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+// decodeRowGroup appends the actions of row group rg, reading the leaf columns leaves
+// (none of add's) through Arrow, up to row limit; adds, when not nil, holds the group's
+// add rows by row (decodeAdds); past limit only those are read.
+func decodeRowGroup(ctx context.Context, fr *pqarrow.FileReader, leaves []int, rg int, adds []*Add, limit int, out []Action) ([]Action, error) {
+	// Batches of at most limit rows: past it only adds are left, which are known.
+	fr.Props.BatchSize = int64(min(64*1024, max(limit, 1)))
+	rr, err := fr.GetRecordReader(ctx, leaves, []int{rg})
 	if err != nil {
 		return nil, err
 	}
-	defer tbl.Release()
-	tr := array.NewTableReader(tbl, 64*1024) // yields record batches aligned across columns
-	defer tr.Release()
-	for tr.Next() {
-		rec := tr.RecordBatch()
+	defer rr.Release()
+	row := 0 // of the row group, at the start of the batch
+	for row < limit && rr.Next() {
+		rec := rr.RecordBatch()
 		chunk := map[string]structCols{}
 		for i, f := range rec.Schema().Fields() {
 			sa, ok := rec.Column(i).(*array.Struct)
@@ -479,8 +536,8 @@ func decodeRowGroup(ctx context.Context, fr *pqarrow.FileReader, leaves []int, r
 		}
 		rows := int(rec.NumRows())
 		for i := range rows {
-			if a, ok := chunk["add"].add(i); ok {
-				out = append(out, Action{Add: a})
+			if row+i < len(adds) && adds[row+i] != nil {
+				out = append(out, Action{Add: adds[row+i]})
 			} else if r, ok := chunk["remove"].remove(i); ok {
 				out = append(out, Action{Remove: r})
 			} else if t, ok := chunk["txn"].txn(i); ok {
@@ -497,9 +554,18 @@ func decodeRowGroup(ctx context.Context, fr *pqarrow.FileReader, leaves []int, r
 				out = append(out, Action{CheckpointMetadata: cm})
 			}
 		}
+		row += rows
 	}
-	if err := tr.Err(); err != nil {
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
+	}
+	if row < limit {
+		return nil, fmt.Errorf("row group %d: read %d of %d rows", rg, row, limit)
+	}
+	for ; row < len(adds); row++ {
+		if adds[row] != nil {
+			out = append(out, Action{Add: adds[row]})
+		}
 	}
 	return out, nil
 }
@@ -664,29 +730,6 @@ func (s structCols) deletionVector(i int) *DeletionVector {
 		d.Offset = &off
 	}
 	return d
-}
-
-func (s structCols) add(i int) (*Add, bool) {
-	if !s.valid(i) {
-		return nil, false
-	}
-	a := &Add{
-		Path:                    s.str("path", i),
-		PartitionValues:         s.strMap("partitionValues", i),
-		Size:                    s.i64("size", i),
-		ModificationTime:        s.i64("modificationTime", i),
-		DataChange:              s.boolean("dataChange", i),
-		Stats:                   s.str("stats", i),
-		Tags:                    s.strMap("tags", i),
-		DeletionVector:          s.deletionVector(i),
-		BaseRowID:               s.i64p("baseRowId", i),
-		DefaultRowCommitVersion: s.i64p("defaultRowCommitVersion", i),
-		ClusteringProvider:      s.str("clusteringProvider", i),
-	}
-	if a.Stats == "" {
-		a.Stats = s.parsedStats(i)
-	}
-	return a, true
 }
 
 // parsedStats renders add.stats_parsed (the typed stats of a checkpoint written with

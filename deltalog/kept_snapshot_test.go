@@ -183,11 +183,11 @@ func TestConcurrentWritersKeepSnapshots(t *testing.T) {
 
 // readCheckpointSnapshot is the number of live files in the checkpoint of version v.
 func readCheckpointSnapshot(ctx context.Context, s *memStore, v int64) (int, error) {
-	acts, _, _, err := readCheckpoint(ctx, s, []string{CheckpointFileKey(v)})
+	acts, adds, _, _, err := readCheckpoint(ctx, s, []string{CheckpointFileKey(v)})
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	n := len(adds)
 	for _, a := range acts {
 		if a.Add != nil {
 			n++

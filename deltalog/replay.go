@@ -290,12 +290,15 @@ func (t *Table) build(ctx context.Context, cp *checkpointRef, target, latest int
 	var proto *Protocol
 	var meta *Metadata
 	if cp != nil {
-		cpState, lazy, tombs, err := readCheckpoint(ctx, t.store, cp.keys)
+		cpState, cpAdds, lazy, tombs, err := readCheckpoint(ctx, t.store, cp.keys)
 		if err != nil {
 			return nil, &checkpointError{version: cp.version, err: err}
 		}
 		s.lazy, s.cpTombstones = lazy, tombs
-		s.files = newFileSet[Add](len(cpState)) // sized once, not grown 17 times at 100k files
+		s.files = newFileSet[Add](len(cpAdds) + len(cpState)) // sized once, not grown 17 times at 100k files
+		for _, a := range cpAdds {
+			s.applyAction(Action{Add: a}, &proto, &meta)
+		}
 		for _, a := range cpState {
 			s.applyAction(a, &proto, &meta)
 		}
