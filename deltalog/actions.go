@@ -533,21 +533,40 @@ func ParseStats(stats string) (st Stats, ok bool, err error) {
 // that begin with numRecords, as Spark's, delta-rs's and this package's do, are read
 // without decoding the rest of the document.
 func (a *Add) NumRecords() (n int64, ok bool) {
-	if a.Stats == "" {
+	return numRecordsIn(a.Stats)
+}
+
+// numRecordsIn reads numRecords from a stats document (docs/reference/delta-protocol.md
+// §4.1): at once when it is the first key and a plain integer, else by decoding the
+// document. ok is false when the document is empty, unparsable or has no numRecords.
+// It takes the bytes of a checkpoint page as well (Snapshot.Totals), without copying
+// them unless they must be decoded.
+func numRecordsIn[S ~string | ~[]byte](stats S) (n int64, ok bool) {
+	if len(stats) == 0 {
 		return 0, false
 	}
-	if rest, found := strings.CutPrefix(a.Stats, `{"numRecords":`); found {
-		end := strings.IndexAny(rest, ",}")
-		if end > 0 {
-			if v, err := strconv.ParseInt(rest[:end], 10, 64); err == nil {
-				return v, true
+	const prefix = `{"numRecords":`
+	if len(stats) > len(prefix) && string(stats[:len(prefix)]) == prefix {
+		i, neg := len(prefix), false
+		if stats[i] == '-' {
+			neg, i = true, i+1
+		}
+		start := i
+		for i < len(stats) && i-start < 18 && stats[i] >= '0' && stats[i] <= '9' {
+			n = n*10 + int64(stats[i]-'0')
+			i++
+		}
+		if i > start && i < len(stats) && (stats[i] == ',' || stats[i] == '}') {
+			if neg {
+				n = -n
 			}
+			return n, true
 		}
 	}
 	var probe struct {
 		NumRecords *int64 `json:"numRecords"`
 	}
-	if json.Unmarshal([]byte(a.Stats), &probe) != nil || probe.NumRecords == nil {
+	if json.Unmarshal([]byte(stats), &probe) != nil || probe.NumRecords == nil {
 		return 0, false
 	}
 	return *probe.NumRecords, true

@@ -133,8 +133,11 @@ func (l *lazyTombstones) decoded() bool { return l != nil && l.done.Load() }
 // later: the Parquet bytes of each file that had add rows and those adds, in row order.
 // Snapshots derived from one read share it; load runs once.
 type lazyStats struct {
-	once  sync.Once
-	parts []lazyStatsPart
+	once sync.Once
+	// mu is held by load while it sets the stats, and by Snapshot.Totals while it reads
+	// the adds without them.
+	mu    sync.Mutex
+	parts []lazyStatsPart // nil once loaded
 }
 
 type lazyStatsPart struct {
@@ -147,6 +150,8 @@ type lazyStatsPart struct {
 // which readers treat as "no statistics", never as "no rows".
 func (l *lazyStats) load() {
 	l.once.Do(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		for _, p := range l.parts {
 			_ = decodeStats(context.Background(), p.data, p.adds, memory.DefaultAllocator)
 		}

@@ -192,3 +192,31 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkFileTotals is what `mssqlcdc inspect` pays for its totals at 10k and 100k
+// live files, side by side: "files" opens the table and sums Files() (every checkpoint
+// add's stats decoded, as inspect did), "totals" opens it and calls Snapshot.Totals
+// (numRecords read in place, no stats decoded). Both report the same totals.
+//
+//	go test ./deltalog/ -run '^$' -bench FileTotals -benchtime 3x -benchmem
+func BenchmarkFileTotals(b *testing.B) {
+	for _, n := range wideSizes {
+		dir := wideTableDir(b, n)
+		var want FileTotals
+		b.Run(fmt.Sprintf("files=%d/files", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				want = totalsFromFiles(openWide(b, dir, n))
+			}
+		})
+		b.Run(fmt.Sprintf("files=%d/totals", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := openWide(b, dir, n).Totals()
+				if err != nil || got != want {
+					b.Fatalf("totals %+v, %v; want %+v", got, err, want)
+				}
+			}
+		})
+	}
+}

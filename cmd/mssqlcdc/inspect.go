@@ -113,7 +113,6 @@ func inspectTable(ctx context.Context, url string, cfg location.Config, version 
 		TableID:          md.ID,
 		PartitionColumns: md.PartitionColumns,
 		Configuration:    md.Configuration,
-		LiveFiles:        len(snap.Files()),
 		TxnVersions:      map[string]int64{},
 	}
 	if rep.PartitionColumns == nil {
@@ -127,20 +126,15 @@ func inspectTable(ctx context.Context, url string, cfg location.Config, version 
 		return nil, err
 	}
 	rep.Schema = json.RawMessage(st.String())
-	var rows int64
-	for _, f := range snap.Files() {
-		rep.SizeBytes += f.Size
-		if f.DeletionVector != nil {
-			rep.DeletedRows += f.DeletionVector.Cardinality
-		}
-		if n, ok := f.LiveRecords(); ok {
-			rows += n
-		} else {
-			rep.FilesWithoutStats++
-		}
+	// Totals reads numRecords without decoding every file's stats (a 100k-file
+	// checkpoint holds some 64 MB of them).
+	tot, err := snap.Totals()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
 	}
+	rep.LiveFiles, rep.SizeBytes, rep.DeletedRows, rep.FilesWithoutStats = tot.Files, tot.Bytes, tot.DeletedRows, tot.FilesWithoutStats
 	if rep.FilesWithoutStats == 0 {
-		rep.Rows = &rows
+		rep.Rows = &tot.Rows
 	}
 	for _, t := range snap.Txns() {
 		rep.TxnVersions[t.AppID] = t.Version

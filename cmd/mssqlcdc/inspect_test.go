@@ -225,3 +225,19 @@ func TestInspectCountsLiveRowsAfterDeletionVectors(t *testing.T) {
 		t.Fatalf("text report:\n%s", text)
 	}
 }
+
+// A checkpoint whose stats are only in stats_parsed (Spark with writeStatsAsJson=false):
+// inspect totals its rows from add.stats_parsed.numRecords.
+func TestInspectStatsParsedOnly(t *testing.T) {
+	out, errOut, code := runCLI(t, "inspect", filepath.Join("..", "..", "deltalog", "testdata", "protocol", "v1-single-part-struct-stats-only"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep inspectReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rows == nil || *rep.Rows != 5 || rep.FilesWithoutStats != 0 || rep.LastCheckpoint == nil {
+		t.Fatalf("rows %v, %d files without stats, checkpoint %v; want 5, 0, read from a checkpoint", rep.Rows, rep.FilesWithoutStats, rep.LastCheckpoint)
+	}
+}
