@@ -55,7 +55,11 @@ func wideStats(i int) string {
 // writeWideTable writes a table whose version 2 has files live files, all in a classic
 // checkpoint at version 1 named by _last_checkpoint (as this package's writer leaves a
 // table: stats as JSON strings, no stats_parsed), then one commit after it.
-func writeWideTable(dir string, files int) error {
+func writeWideTable(dir string, files int) error { return writeWideTableWith(dir, files, 0) }
+
+// writeWideTableWith is writeWideTable whose checkpoint also holds tombstones unexpired
+// removes (in row groups of their own, as encodeCheckpoint lays them out).
+func writeWideTableWith(dir string, files, tombstones int) error {
 	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
 		return err
 	}
@@ -70,6 +74,13 @@ func writeWideTable(dir string, files int) error {
 			ModificationTime: 1700000000000 + int64(i),
 			DataChange:       true,
 			Stats:            wideStats(i),
+		}})
+	}
+	now := time.Now().UnixMilli()
+	for i := range tombstones {
+		cp = append(cp, Action{Remove: &Remove{
+			Path:              fmt.Sprintf("part-%05d-3f0e8a8e-6a55-4c3e-9d57-%012d-c001.zstd.parquet", i%100000, i),
+			DeletionTimestamp: lgPtr(now - int64(i)), DataChange: false, Size: lgPtr(int64(150000 + i)),
 		}})
 	}
 	for v, acts := range [][]Action{{{Protocol: p}, {MetaData: m}}, {{Txn: &Txn{AppID: "stream", Version: 1}}}, {{Txn: &Txn{AppID: "stream", Version: 2}}}} {
@@ -217,6 +228,35 @@ func BenchmarkFileTotals(b *testing.B) {
 					b.Fatalf("totals %+v, %v; want %+v", got, err, want)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkOpenTombstoneBytes is what a checkpoint's tombstones still cost an open that
+// does not decode them (docs/decisions/0014-checkpoint-tombstones.md): the open of a
+// table of 1,000 live files whose checkpoint holds none, or a week of a bronze table's
+// (~11,600), side by side; bytes-read is the checkpoint file an open GETs whole.
+//
+//	go test ./deltalog/ -run '^$' -bench OpenTombstoneBytes -benchtime 20x -benchmem
+func BenchmarkOpenTombstoneBytes(b *testing.B) {
+	for _, tombs := range []int{0, 11_600} {
+		b.Run(fmt.Sprintf("tombstones=%d", tombs), func(b *testing.B) {
+			dir := b.TempDir()
+			if err := writeWideTableWith(dir, 1000, tombs); err != nil {
+				b.Fatal(err)
+			}
+			st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(CheckpointFileKey(1))))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s := openWide(b, dir, 1000)
+				if s.cpTombstones.decoded() || (tombs > 0) != (s.cpTombstones != nil) {
+					b.Fatalf("tombstones decoded %v, kept %v", s.cpTombstones.decoded(), s.cpTombstones != nil)
+				}
+			}
+			b.ReportMetric(float64(st.Size()), "bytes-read/op")
 		})
 	}
 }
