@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/internal/testfiles"
@@ -106,6 +107,19 @@ func TestTotalsMatchFiles(t *testing.T) {
 		n, _ := lgAdd(9000).NumRecords()
 		if want := (FileTotals{Files: 301, Rows: rows + n, FilesWithoutStats: 1}); got.Files != want.Files || got.Rows != want.Rows || got.FilesWithoutStats != want.FilesWithoutStats {
 			t.Errorf("totals %+v, want %+v", got, want)
+		}
+
+		// Totals while another goroutine's Files decodes the stats (go test -race).
+		s, err := openDir(t, dir).Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { s.Files() })
+		again, err := s.Totals()
+		wg.Wait()
+		if err != nil || again != got {
+			t.Errorf("Totals beside Files: %+v, %v; want %+v", again, err, got)
 		}
 	})
 }
