@@ -178,11 +178,10 @@ func compareKeys(a, b fileKey) int {
 
 // sortFiles builds the ordered file list.
 func (s *Snapshot) sortFiles() {
-	keys := slices.SortedFunc(s.files.Keys(), compareKeys)
-	s.sorted = make([]Add, len(keys))
-	for i, k := range keys {
-		a, _ := s.files.Get(k)
-		s.sorted[i] = *a
+	es := s.files.Ordered()
+	s.sorted = make([]Add, len(es))
+	for i, e := range es {
+		s.sorted[i] = *e.v
 	}
 }
 
