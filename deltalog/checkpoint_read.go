@@ -40,8 +40,9 @@ const SidecarDir = LogDir + "_sidecars/"
 // remove actions (docs/delta-reading.md § V2 checkpoints). A missing sidecar makes the checkpoint
 // unreadable (the caller falls back to an older one).
 //
-// The add actions of Parquet files come without their stats (add.stats, or
-// add.stats_parsed): the returned lazyStats reads them from the same bytes when first
+// The add actions of Parquet files are returned apart, as the []*Add (in row order, part
+// by part; a JSON checkpoint's adds are among the actions), and without their stats
+// (add.stats, or add.stats_parsed): the returned lazyStats reads them from the same bytes when first
 // needed, so an open pays only for paths, sizes and partition values (issue: a 100k-file
 // checkpoint is mostly stats). The remove actions (tombstones) of Parquet files are not
 // returned at all: the returned lazyTombstones decodes them from the same bytes when first
