@@ -11,7 +11,7 @@ import (
 
 // A Table's first open through a log store whose Latest is a listing (conditional put,
 // local disk) reads _last_checkpoint once and lists the log once: the latest version comes
-// from its own listing (logstore.Hinter), not from a Latest that would read and list
+// from its own listing (logstore.Lister), not from a Latest that would read and list
 // again. The next open lists from what the first saw, and an empty log, once listed, is
 // listed again without reading _last_checkpoint. Each snapshot equals the one a Table
 // that asks Latest first reads.

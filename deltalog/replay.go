@@ -39,16 +39,20 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 	known := t.known()
 	var pre *preRead
 	var latest int64
-	if h, ok := t.logs.(logstore.Hinter); ok && t.firstOpen() {
-		// A first open through a log store whose Latest is a listing: the open's own
-		// listing gives the latest version, so _last_checkpoint is read and the log
-		// listed once (not once for Latest and again for the checkpoint).
+	if ll, ok := t.logs.(logstore.Lister); ok && t.firstOpen() {
+		// A first open: its own listing gives the log store the latest version
+		// (logstore.Lister), so _last_checkpoint is read and the log listed once, not once
+		// for Latest and again for the checkpoint.
 		var err error
 		if pre, err = t.readAndList(ctx); err != nil {
 			return nil, err
 		}
-		latest = pre.listing.maxCommit
-		h.Hint(max(latest, 0)) // 0: an empty log, listed from its start next time
+		if latest, err = ll.LatestListed(ctx, pre.listing.maxCommit); err != nil {
+			return nil, fmt.Errorf("latest version: %w", err)
+		}
+		if latest != pre.listing.maxCommit {
+			pre = nil // committed since the listing: load reads the log again
+		}
 	} else {
 		var err error
 		if latest, err = t.logs.Latest(ctx); err != nil {

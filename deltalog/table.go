@@ -67,7 +67,7 @@ type Table struct {
 	mu     sync.Mutex
 	latest *Snapshot // the newest snapshot read or committed through this Table; nil: none
 	// listed is true once Snapshot asked the log store for the latest version: its log
-	// store then knows where to list from (logstore.Hinter).
+	// store then knows where to list from (logstore.Lister).
 	listed bool
 }
 

@@ -85,22 +85,28 @@ func (f *Faults) Hit(op string, call func() error) error {
 // Store wraps s so every call except URL goes through Hit.
 func (f *Faults) Store(s storage.Store) storage.Store { return &faultStore{s: s, f: f} }
 
-// LogStore wraps l so every call goes through Hit.
-// The wrapper is a logstore.Hinter when l is (Hint is no external call: it is passed on).
+// LogStore wraps l so every call goes through Hit. The wrapper is a logstore.Lister when
+// l is: LatestListed is passed on without a Hit of its own (conditional put's makes no
+// request; DynamoDB's requests go through the Faults' DynamoDB client).
 func (f *Faults) LogStore(l logstore.LogStore) logstore.LogStore {
 	w := &faultLogStore{l: l, f: f}
-	if h, ok := l.(logstore.Hinter); ok {
-		return &faultHinter{faultLogStore: w, h: h}
+	if ll, ok := l.(logstore.Lister); ok {
+		return &faultLister{faultLogStore: w, ll: ll}
 	}
 	return w
 }
 
-type faultHinter struct {
+type faultLister struct {
 	*faultLogStore
-	h logstore.Hinter
+	ll logstore.Lister
 }
 
-func (w *faultHinter) Hint(version int64) { w.h.Hint(version) }
+func (w *faultLister) LatestListed(ctx context.Context, listed int64) (int64, error) {
+	if w.f.Killed() {
+		return 0, fmt.Errorf("log.LatestListed: %w", ErrKilled)
+	}
+	return w.ll.LatestListed(ctx, listed)
+}
 
 type faultStore struct {
 	s storage.Store

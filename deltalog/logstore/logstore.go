@@ -42,12 +42,15 @@ type LogStore interface {
 	Read(ctx context.Context, version int64) ([]byte, error)
 }
 
-// Hinter is implemented by log stores whose Latest is the newest commit file a listing
-// of the log shows, with nothing to complete (logstore/condput, logstore/localfs). A reader
-// that lists the log itself (a table's first open) takes the latest version from its own
-// listing instead of asking Latest, and passes it on with Hint: a version known to exist,
-// where the log store's next Latest starts listing (0 for an empty log: list from the
-// start, without reading _last_checkpoint).
-type Hinter interface {
-	Hint(version int64)
+// Lister is implemented by log stores that can take the latest version from a reader's own
+// listing of the log, so that a table's first open, which lists the log anyway to find its
+// checkpoint, does not list it a second time through Latest.
+type Lister interface {
+	// LatestListed is Latest for a caller that has just listed the log and found listed
+	// as its newest commit file (-1: none). It completes a half-done newest commit, if
+	// any, and returns the newest version: listed, or a newer one committed (or completed)
+	// since the listing. The log store's next Latest lists from what it learned.
+	// S3 conditional put and local disk make no request (their Latest is a listing);
+	// DynamoDB makes one Query (logstore/dynamo).
+	LatestListed(ctx context.Context, listed int64) (int64, error)
 }

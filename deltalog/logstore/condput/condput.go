@@ -29,7 +29,7 @@ type LogStore struct {
 
 var (
 	_ logstore.LogStore = (*LogStore)(nil)
-	_ logstore.Hinter   = (*LogStore)(nil)
+	_ logstore.Lister   = (*LogStore)(nil)
 )
 
 // New returns a LogStore for the table rooted at store. It does no I/O.
@@ -77,9 +77,13 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// Hint records version as known to exist: the next Latest lists from it unless this
-// LogStore has seen a newer one (logstore.Hinter).
-func (l *LogStore) Hint(version int64) { l.seen(version) }
+// LatestListed is the newest version the caller's listing found (logstore.Lister): the
+// next Latest lists from it (from the log's start when listed is -1, without reading
+// _last_checkpoint). No request.
+func (l *LogStore) LatestListed(_ context.Context, listed int64) (int64, error) {
+	l.seen(max(listed, 0))
+	return listed, nil
+}
 
 // Read returns version v's commit file.
 func (l *LogStore) Read(ctx context.Context, v int64) ([]byte, error) {

@@ -118,13 +118,17 @@ type LogStore struct {
 }
 
 // known is an observation: version Version is committed (its entry complete or gone) and
-// Version+1.json did not exist at At. Version -1 with a zero At means none.
+// Version+1.json did not exist at At. Version -1 with a non-zero At is an empty log seen
+// with no entry; with a zero At, no observation.
 type known struct {
 	Version int64
 	At      time.Time
 }
 
-var _ logstore.LogStore = (*LogStore)(nil)
+var (
+	_ logstore.LogStore = (*LogStore)(nil)
+	_ logstore.Lister   = (*LogStore)(nil)
+)
 
 // New returns a LogStore for the table rooted at store. It does no I/O; the DynamoDB table
 // must exist (see CreateTable).
@@ -163,7 +167,7 @@ func New(ddb Client, store storage.Store, opts Options) (*LogStore, error) {
 // TablePathKey is the tablePath this LogStore keys its entries with.
 func (l *LogStore) TablePathKey() string { return l.tablePath }
 
-// observe records that version v is committed and v+1.json was absent at time at.
+// observe records that version v (-1: none) is committed and v+1.json was absent at time at.
 func (l *LogStore) observe(v int64, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -172,31 +176,44 @@ func (l *LogStore) observe(v int64, at time.Time) {
 	}
 }
 
-// knows reports whether an observation that v is committed and v+1 free is fresh.
+// fresh reports whether the observation is less than KnownFor old. l.mu is held.
+func (l *LogStore) fresh() bool {
+	return l.opts.KnownFor >= 0 && !l.known.At.IsZero() && l.opts.Now().Sub(l.known.At) < l.opts.KnownFor
+}
+
+// knows reports whether an observation that v is committed and v+1 free is fresh (v -1:
+// the log was seen empty, with no entry).
 func (l *LogStore) knows(v int64) bool {
-	if l.opts.KnownFor < 0 {
-		return false
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.known.Version == v && l.opts.Now().Sub(l.known.At) < l.opts.KnownFor
+	return l.known.Version == v && l.fresh()
 }
 
 // knowsUpTo reports whether a fresh observation (less than KnownFor old) names a version
 // at or below v as committed with the next one absent.
 func (l *LogStore) knowsUpTo(v int64) bool {
-	if l.opts.KnownFor < 0 {
-		return false
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.known.Version >= 0 && l.known.Version <= v && l.opts.Now().Sub(l.known.At) < l.opts.KnownFor
+	return l.known.Version <= v && l.fresh()
 }
 
-// hint is a version known to exist, where listing can start (-1 for none).
+// knownLatest is the version of a fresh observation (ok false: none). When the newest-entry
+// Query finds no entry at all, it is the latest version: a commit made since the
+// observation would still have its entry.
+func (l *LogStore) knownLatest() (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.known.Version, l.fresh()
+}
+
+// hint is a version known to exist, where listing can start: -1 for none, 0 when the log
+// was seen empty (list from its start, without reading _last_checkpoint).
 func (l *LogStore) hint() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.known.Version < 0 && !l.known.At.IsZero() {
+		return 0
+	}
 	return l.known.Version
 }
 

@@ -1,13 +1,17 @@
 package dynamo_test
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/dynamotest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
@@ -32,4 +36,53 @@ func TestDeltaFaultCommits(t *testing.T) {
 		}
 		return s, f.LogStore(l)
 	})
+}
+
+// A Table's first open through DynamoDB reads _last_checkpoint once, lists the log once and
+// makes one Query (logstore.Lister), then reads the commits; the next open is one Query.
+// An empty table, once seen, is one Query too, and its first commit makes no pre-check.
+func TestDeltaFirstOpenListsOnce(t *testing.T) {
+	srv := emulators.StartS3(t)
+	e := newEnv(t, srv)
+	ctx := t.Context()
+	c := &storagetest.Counter{}
+	open := func() *deltalog.Table {
+		return deltalog.Open(storagetest.NewCounting(e.store, c), counted(t, e, c), deltalog.Options{})
+	}
+	commit := func(tbl *deltalog.Table, n int64) {
+		t.Helper()
+		snap, err := tbl.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(snap)
+		if err := tx.SetSchema(deltatest.Schema); err != nil {
+			t.Fatal(err)
+		}
+		tx.Add(deltalog.Add{Path: fmt.Sprintf("f%d.parquet", n), Size: 1, ModificationTime: 1700000000000, DataChange: true})
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string, tbl *deltalog.Table, version int64, want map[string]int) {
+		t.Helper()
+		c.Reset()
+		snap, err := tbl.Snapshot(ctx)
+		if err != nil || snap.Version() != version {
+			t.Fatalf("%s: %v, %v; want version %d", step, snap, err, version)
+		}
+		if !maps.Equal(c.Counts(), want) {
+			t.Errorf("%s: %s, want %v", step, summary(c), want)
+		}
+	}
+	first := open()
+	check("first open, empty", first, -1, map[string]int{"Get": 1, "List": 1, "ddb.Query": 1})
+	check("second open, empty", first, -1, map[string]int{"ddb.Query": 1})
+	c.Reset()
+	commit(first, 0)
+	if want := map[string]int{"ddb.Query": 1, "Put": 1, "ddb.PutItem": 1, "CopyIfAbsent": 1, "ddb.UpdateItem": 1}; !maps.Equal(c.Counts(), want) {
+		t.Errorf("first commit: %s, want %v", summary(c), want)
+	}
+	commit(first, 1)
+	check("a new process's first open", open(), 1, map[string]int{"Get": 3, "List": 1, "ddb.Query": 1}) // _last_checkpoint, 0.json, 1.json
 }

@@ -10,14 +10,15 @@ import (
 
 // Latest recovers the newest entry when it is incomplete, then lists the log (from the
 // newest version known) and returns the newest commit, or -1. When no entries exist (TTL
-// removed them) the listing alone decides.
+// removed them, or the log is empty) the listing alone decides.
 //
-// The listing is skipped when the newest entry is complete and this LogStore observed,
-// less than KnownFor ago, a version at or below it committed with the next one absent:
-// every version above the observed one was completed after the observation, so its entry
-// has not expired yet (KnownFor is well under every writer's TTL), and the newest entry is
-// the newest commit. A writer that keeps its LogStore (a warm Lambda, a stream's batches)
-// thus checks for others' commits with one Query.
+// The listing is skipped when this LogStore observed, less than KnownFor ago, a version
+// committed with the next one absent (an empty log counts: version -1), and the newest
+// entry is complete and at or above it, or there is no entry at all: every version above
+// the observed one was completed after the observation, so its entry has not expired yet
+// (KnownFor is well under every writer's TTL), and the newest entry is the newest commit.
+// A writer that keeps its LogStore (a warm Lambda, a stream's batches, the steps of a
+// bootstrap on a table not yet created) thus checks for others' commits with one Query.
 func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	queriedAt := l.opts.Now()
 	e, found, err := l.newestEntry(ctx)
@@ -34,14 +35,53 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		hint = max(hint, e.Version)
+	} else if v, ok := l.knownLatest(); ok {
+		l.observe(v, queriedAt)
+		return v, nil
 	}
 	listedAt := l.opts.Now()
 	v, err := commitlog.Latest(ctx, l.store, hint)
 	if err != nil {
 		return 0, wrap("latest: after", hint, err)
 	}
-	if found && v == e.Version {
-		// Entry v is complete and v+1.json was absent when listed.
+	if !found || v == e.Version {
+		// Entry v is complete (or none is left) and v+1.json was absent when listed.
+		l.observe(v, listedAt)
+	}
+	return v, nil
+}
+
+// LatestListed is Latest for a caller that has just listed the log and found listed (-1:
+// none) as its newest commit (logstore.Lister): one Query instead of a Query and a
+// listing. With no entry, or the newest entry complete at listed, listed is the latest
+// version: a commit made since the listing would have its entry, newer than listed (and it
+// is observed as such). An entry below listed leaves the listing the truth; one above it or
+// incomplete is handled as Latest does (recovered, and the log listed from it).
+func (l *LogStore) LatestListed(ctx context.Context, listed int64) (int64, error) {
+	queriedAt := l.opts.Now()
+	e, found, err := l.newestEntry(ctx)
+	if err != nil {
+		return 0, wrap("latest: query newest entry of", listed+1, err)
+	}
+	switch {
+	case !found || (e.Complete && e.Version == listed):
+		l.observe(listed, queriedAt)
+		return listed, nil
+	case e.Complete && e.Version < listed:
+		return listed, nil
+	}
+	if !e.Complete {
+		if err := l.recover(ctx, e); err != nil {
+			return 0, err
+		}
+	}
+	hint := max(listed, e.Version)
+	listedAt := l.opts.Now()
+	v, err := commitlog.Latest(ctx, l.store, hint)
+	if err != nil {
+		return 0, wrap("latest: after", hint, err)
+	}
+	if v == e.Version {
 		l.observe(v, listedAt)
 	}
 	return v, nil

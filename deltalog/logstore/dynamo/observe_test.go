@@ -1,0 +1,190 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/logstoretest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+)
+
+// A log seen empty, with no entry, is an observation like a seen commit: the next Latest
+// is one Query, and the first Write skips its pre-checks (no HEAD of 0.json, no GetItem),
+// since any commit made since would have its entry. Another writer's commit is still
+// found, and an observation older than KnownFor lists the log again.
+func TestEmptyLogIsKnownAfterOneListing(t *testing.T) {
+	srv := emulators.StartS3(t)
+	e := newEnv(t, srv)
+	c := &storagetest.Counter{}
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	l, err := dynamo.New(countingDDB{e.ddb, c}, storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	latest := func(want int64, wantReqs map[string]int) {
+		t.Helper()
+		c.Reset()
+		if v, err := l.Latest(ctx); err != nil || v != want {
+			t.Fatalf("Latest = %d, %v; want %d", v, err, want)
+		}
+		if !maps.Equal(c.Counts(), wantReqs) {
+			t.Errorf("Latest: %s, want %v", summary(c), wantReqs)
+		}
+	}
+	oneQuery := map[string]int{"ddb.Query": 1}
+	latest(-1, map[string]int{"ddb.Query": 1, "GetRange": 1, "List": 1})
+	latest(-1, oneQuery)
+
+	c.Reset()
+	if err := l.Write(ctx, 0, logstoretest.Commit(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"Put": 1, "ddb.PutItem": 1, "CopyIfAbsent": 1, "ddb.UpdateItem": 1}; !maps.Equal(c.Counts(), want) {
+		t.Errorf("Write(0) on a log seen empty: %s, want %v", summary(c), want)
+	}
+	latest(0, oneQuery)
+
+	// Another writer commits 1.
+	other := counted(t, e, &storagetest.Counter{})
+	if _, err := other.Latest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Write(ctx, 1, logstoretest.Commit(0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	latest(1, oneQuery)
+
+	// Stale after KnownFor: listed again.
+	now = now.Add(dynamo.DefaultKnownFor)
+	latest(1, map[string]int{"ddb.Query": 1, "List": 1})
+}
+
+// A log whose entries are gone (TTL) is listed once; the listing is then an observation,
+// and the next Latest is one Query.
+func TestExpiredEntriesKnownAfterOneListing(t *testing.T) {
+	srv := emulators.StartS3(t)
+	e := newEnv(t, srv)
+	ctx := t.Context()
+	for v := range int64(3) {
+		data := logstoretest.Commit(0, int(v))
+		if err := e.store.Put(ctx, logKey(v), bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &storagetest.Counter{}
+	l := counted(t, e, c)
+	for i, want := range []map[string]int{{"ddb.Query": 1, "GetRange": 1, "List": 1}, {"ddb.Query": 1}} {
+		c.Reset()
+		if v, err := l.Latest(ctx); err != nil || v != 2 {
+			t.Fatalf("Latest %d = %d, %v; want 2", i, v, err)
+		}
+		if !maps.Equal(c.Counts(), want) {
+			t.Errorf("Latest %d: %s, want %v", i, summary(c), want)
+		}
+	}
+	// The observation lets Write(3) skip its pre-checks; 2.json is still never overwritten.
+	if err := l.Write(ctx, 2, []byte("other\n")); !errors.Is(err, logstore.ErrVersionExists) {
+		t.Fatalf("Write(2) over an existing file: %v, want ErrVersionExists", err)
+	}
+	c.Reset()
+	if err := l.Write(ctx, 3, logstoretest.Commit(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Total() != 4 {
+		t.Errorf("Write(3): %s, want 4 requests", summary(c))
+	}
+}
+
+// LatestListed takes the latest version from the caller's listing with one Query, and still
+// finds what the listing missed: a commit made after it, a half-done one (recovered), and
+// stale entries of a re-created table, which leave the next Write(0) refused.
+func TestLatestListed(t *testing.T) {
+	srv := emulators.StartS3(t)
+	ctx := t.Context()
+
+	t.Run("listing current", func(t *testing.T) {
+		e := newEnv(t, srv)
+		w := counted(t, e, &storagetest.Counter{})
+		for v := range int64(2) {
+			if err := w.Write(ctx, v, logstoretest.Commit(0, int(v))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := &storagetest.Counter{}
+		l := counted(t, e, c)
+		if v, err := l.LatestListed(ctx, 1); err != nil || v != 1 {
+			t.Fatalf("LatestListed(1) = %d, %v", v, err)
+		}
+		if want := map[string]int{"ddb.Query": 1}; !maps.Equal(c.Counts(), want) {
+			t.Errorf("LatestListed: %s, want %v", summary(c), want)
+		}
+		c.Reset()
+		if err := l.Write(ctx, 2, logstoretest.Commit(0, 2)); err != nil || c.Total() != 4 {
+			t.Errorf("Write(2) after LatestListed: %v, %s; want 4 requests", err, summary(c))
+		}
+	})
+	t.Run("empty", func(t *testing.T) {
+		e := newEnv(t, srv)
+		c := &storagetest.Counter{}
+		l := counted(t, e, c)
+		if v, err := l.LatestListed(ctx, -1); err != nil || v != -1 {
+			t.Fatalf("LatestListed(-1) = %d, %v", v, err)
+		}
+		c.Reset()
+		if err := l.Write(ctx, 0, logstoretest.Commit(0, 0)); err != nil || c.Total() != 4 {
+			t.Errorf("Write(0) after LatestListed(-1): %v, %s; want 4 requests", err, summary(c))
+		}
+	})
+	t.Run("committed after the listing", func(t *testing.T) {
+		e := newEnv(t, srv)
+		w := counted(t, e, &storagetest.Counter{})
+		for v := range int64(2) {
+			if err := w.Write(ctx, v, logstoretest.Commit(0, int(v))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v, err := counted(t, e, &storagetest.Counter{}).LatestListed(ctx, 0); err != nil || v != 1 {
+			t.Fatalf("LatestListed(0) with 1 committed = %d, %v; want 1", v, err)
+		}
+	})
+	t.Run("half done", func(t *testing.T) {
+		e := newEnv(t, srv)
+		w := counted(t, e, &storagetest.Counter{})
+		if err := w.Write(ctx, 0, logstoretest.Commit(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		claim(t, e, w.TablePathKey(), 1, ".tmp/00000000000000000001.json.dead", logstoretest.Commit(0, 1))
+		if v, err := counted(t, e, &storagetest.Counter{}).LatestListed(ctx, 0); err != nil || v != 1 {
+			t.Fatalf("LatestListed(0) with 1 half done = %d, %v; want 1", v, err)
+		}
+		if _, err := e.store.Head(ctx, logKey(1)); err != nil {
+			t.Errorf("1.json after LatestListed: %v, want recovered", err)
+		}
+	})
+	t.Run("stale entries", func(t *testing.T) {
+		e := newEnv(t, srv)
+		w := counted(t, e, &storagetest.Counter{})
+		if err := w.Write(ctx, 0, []byte("old\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.Delete(ctx, logKey(0)); err != nil { // the table is dropped
+			t.Fatal(err)
+		}
+		l := counted(t, e, &storagetest.Counter{})
+		if v, err := l.LatestListed(ctx, -1); err != nil || v != -1 {
+			t.Fatalf("LatestListed(-1) on a re-created table = %d, %v; want -1", v, err)
+		}
+		var se *dynamo.StaleEntryError
+		if err := l.Write(ctx, 0, []byte("new\n")); !errors.As(err, &se) {
+			t.Fatalf("Write(0): err = %v, want *StaleEntryError", err)
+		}
+	})
+}
