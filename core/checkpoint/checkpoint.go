@@ -160,6 +160,10 @@ type State struct {
 	// Remembered is true when the state came from this Checkpoint's memory of its own
 	// writes (the listing showed nothing newer), not from reading the files.
 	Remembered bool
+	// Start is the newest start a bootstrap handed a fresh checkpoint (StartKey; its
+	// Snapshot holds the LSN only); nil when the checkpoint holds a batch, or no start file
+	// (checkpoints written before they existed, a stream without bootstrap).
+	Start *Start
 }
 
 // Fresh reports whether the checkpoint holds no batch at all.
@@ -169,12 +173,16 @@ func (s State) Fresh() bool { return s.Pending == nil && s.Last == nil }
 // When the highest batch is the one this Checkpoint committed last, its memory answers
 // and the listing is the only request (State.Remembered); otherwise the files are read.
 func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
-	top, ok, err := c.highest(ctx, OffsetsDir)
+	top, ok, start, err := c.highest(ctx, OffsetsDir)
 	if err != nil {
 		return State{}, fmt.Errorf("read checkpoint: %w", err)
 	}
 	if !ok {
-		return State{Next: 0}, nil
+		st := State{Next: 0}
+		if !start.IsZero() {
+			st.Start = &Start{AppID: c.appID, Snapshot: lsn.Offset{LSN: start}}
+		}
+		return st, nil
 	}
 	c.mu.Lock()
 	last := c.last
@@ -422,17 +430,22 @@ func (c *Checkpoint) exists(ctx context.Context, key string) (bool, error) {
 	return err == nil, err
 }
 
-func (c *Checkpoint) highest(ctx context.Context, dir string) (int64, bool, error) {
-	top, found := int64(-1), false
+// highest is the highest batch with a file in dir (found false: none), and the newest
+// LSN of the start files the listing showed (lsn.Zero: none).
+func (c *Checkpoint) highest(ctx context.Context, dir string) (top int64, found bool, start lsn.LSN, err error) {
+	top = -1
 	for info, err := range c.store.List(ctx, dir, "") {
 		if err != nil {
-			return 0, false, err
+			return 0, false, lsn.Zero, err
 		}
 		if n, ok := batchOf(dir, info.Key); ok && n > top {
 			top, found = n, true
 		}
+		if l, ok := startLSN(info.Key); ok && start.Less(l) {
+			start = l
+		}
 	}
-	return top, found, nil
+	return top, found, start, nil
 }
 
 func batchOf(dir, key string) (int64, bool) {

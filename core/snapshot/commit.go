@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -118,6 +119,9 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if err := bootstrapRow(ctx, d, snap, &rows, &st.StartedAt); err != nil {
 		return CommitResult{}, err
 	}
+	if err := handOff(ctx, d, snap, st.CaptureInstance); err != nil {
+		return CommitResult{}, err
+	}
 	return CommitResult{Version: res.Version, Rows: &rows, Skipped: res.Replayed}, nil
 }
 
@@ -134,14 +138,39 @@ func commitFound(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, er
 	if err := bootstrapRow(ctx, d, snap, nil, nil); err != nil {
 		return CommitResult{}, err
 	}
+	if err := handOff(ctx, d, snap, ""); err != nil {
+		return CommitResult{}, err
+	}
 	return CommitResult{Version: -1, Skipped: true}, nil
+}
+
+// handOff hands the stream its start once a bootstrap's snapshot and bootstrap row are
+// committed: offsets/start.json in the checkpoint (checkpoint.Start), from which a fresh
+// checkpoint's batch 0 starts without looking for the snapshot in the facts table
+// (docs/stream.md "Where a fresh checkpoint starts"). Only a bootstrap writes it (the
+// snapshots that write the bootstrap row); a rerun writes it again.
+func handOff(ctx context.Context, d Deps, snap lsn.Offset, captureInstance string) error {
+	if d.Staging == nil || !writesBootstrapRow(d) {
+		return nil
+	}
+	err := checkpoint.New(d.Staging, d.Spec.AppID).WriteStart(ctx, checkpoint.Start{Snapshot: snap, CaptureInstance: captureInstance, WrittenAt: d.now()})
+	if err != nil {
+		return fmt.Errorf("hand the stream its start: %w", err)
+	}
+	return nil
+}
+
+// writesBootstrapRow reports whether the snapshot of d writes the bootstrap facts row: a
+// bootstrap's, not a standalone snapshot, a re-snapshot after data loss or a switch's.
+func writesBootstrapRow(d Deps) bool {
+	return d.Facts != nil && !d.Options.Standalone && d.Options.Recovery == nil && d.Options.Switch == nil
 }
 
 // bootstrapRow writes the bootstrap facts row of snapshot snap, keyed
 // txn(<app_id>#events, 0) so that it is written once whatever the reruns: rows (nil when
 // unknown), started_at and duration_ms from the open's start when known.
 func bootstrapRow(ctx context.Context, d Deps, snap lsn.Offset, rows *int64, started *time.Time) error {
-	if d.Facts == nil || d.Options.Standalone || d.Options.Recovery != nil || d.Options.Switch != nil {
+	if !writesBootstrapRow(d) {
 		return nil
 	}
 	return WriteBootstrapRow(ctx, d.Facts, d.Spec, snap, rows, started, d.now(), d.Options.Writer)

@@ -63,6 +63,13 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 	if err != nil {
 		return OpenResult{}, err
 	}
+	if d.Options.Resnapshot && d.Staging != nil && writesBootstrapRow(d) {
+		// The start an earlier bootstrap handed the stream is older than this snapshot:
+		// until this one hands over its own, the stream finds it in the facts table.
+		if err := checkpoint.New(d.Staging, d.Spec.AppID).DropStarts(ctx); err != nil {
+			return OpenResult{}, err
+		}
+	}
 	if d.Facts != nil && !d.Options.Standalone {
 		if err := openRow(ctx, d, off); err != nil {
 			return OpenResult{}, err

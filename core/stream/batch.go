@@ -32,7 +32,7 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	}
 	events = append(events, ddl...)
 
-	bronzeSnap, err := r.deps.Bronze.Snapshot(ctx)
+	bronzeSnap, err := r.bronze(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("read bronze table: %w", err)
 	}

@@ -177,14 +177,22 @@ func (e *NoSnapshotError) Error() string {
 // app_id, and the batches would be silently skipped by their txn
 // (docs/reference/original-library.md §5.2). Start a new checkpoint with a new app_id.
 type CheckpointRewoundError struct {
-	AppID      string
-	Next       int64
+	AppID string
+	Next  int64
+	// FactsBatch is the newest batch the table holds.
 	FactsBatch int64
+	// Table is the table holding it: "" for the facts table, "bronze" for bronze (which a
+	// fresh checkpoint handed its start by a bootstrap is checked against).
+	Table string
 }
 
 func (e *CheckpointRewoundError) Error() string {
-	return fmt.Sprintf("app_id %s: the checkpoint's next batch is %d but the facts table already has batch %d: "+
-		"the checkpoint was deleted or rewound; a new checkpoint needs a new app_id", e.AppID, e.Next, e.FactsBatch)
+	table := "the facts table"
+	if e.Table != "" {
+		table = e.Table
+	}
+	return fmt.Sprintf("app_id %s: the checkpoint's next batch is %d but %s already has batch %d: "+
+		"the checkpoint was deleted or rewound; a new checkpoint needs a new app_id", e.AppID, e.Next, table, e.FactsBatch)
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }

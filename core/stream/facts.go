@@ -37,11 +37,11 @@ func pendingFromState(st checkpoint.State) pendingFacts {
 }
 
 // due reports whether batch n commits the facts rows: when it has event rows (snapshot
-// and schema bookkeeping is never late), when nothing is known or nothing was ever
-// committed (a new stream shows its first row at once), when FactsEvery batches are
-// pending with it, or when the oldest pending one has waited FactsMaxDelay.
+// and schema bookkeeping is never late), when nothing is known, when FactsEvery batches are
+// pending with it (a new stream's first rows too: batch FactsEvery-1 commits batches
+// 0..FactsEvery-1), or when the oldest pending one has waited FactsMaxDelay.
 func (p pendingFacts) due(n int64, events bool, now time.Time, every int, maxDelay time.Duration) bool {
-	return events || !p.known || p.through < 0 || n-p.through >= int64(every) ||
+	return events || !p.known || n-p.through >= int64(every) ||
 		(p.since != nil && now.Sub(*p.since) >= maxDelay)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
 // startProblem is a *config.ConfigError on options.startingLsn.
@@ -134,4 +135,52 @@ func (r *run) firstCommitted(ctx context.Context) (bool, error) {
 	}
 	_, ok := fs.TxnVersion(facts.TxnFacts(r.spec.AppID))
 	return ok, nil
+}
+
+// handedStart is the start a bootstrap handed st (checkpoint.Start) when the run may take
+// it: a fresh checkpoint of generation 0 with bootstrap=true. nil otherwise: the start is
+// then looked for as before (bootstrapOffset reads the facts table).
+//
+// The file lives in offsets/, so a checkpoint that was reset loses it with its offsets, and
+// a checkpoint that has it and no batch has run no batch since the bootstrap. The
+// rewind check then needs no facts read: a restored copy of the checkpoint from before
+// its first batch is caught by bronze, which the first batch opens anyway and which holds
+// the txn of every batch that appended rows (checkBronzeNotRewound).
+func (r *run) handedStart(st checkpoint.State) *checkpoint.Start {
+	if !st.Fresh() || st.Start == nil || !r.spec.Bootstrap || r.gens.Live.Generation > 0 {
+		return nil
+	}
+	return st.Start
+}
+
+// handedOffset is batch 0's start from the handed start: the snapshot's LSN with its
+// commit time, as bootstrapOffset gives it.
+func (r *run) handedOffset(ctx context.Context) (lsn.Offset, error) {
+	return r.offsetAt(ctx, r.handed.Snapshot.LSN)
+}
+
+// checkBronzeNotRewound is checkNotRewound for a fresh checkpoint handed its start: bronze
+// must hold no batch of the app_id (*CheckpointRewoundError). The snapshot read is kept
+// for the first batch (bronze), so the check costs no request of its own.
+func (r *run) checkBronzeNotRewound(ctx context.Context) error {
+	snap, err := r.deps.Bronze.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("read bronze table: %w", err)
+	}
+	r.bronzeSnap = snap
+	if v, ok := snap.TxnVersion(r.spec.AppID); ok {
+		return &CheckpointRewoundError{AppID: r.spec.AppID, Next: 0, FactsBatch: v, Table: "bronze"}
+	}
+	return nil
+}
+
+// bronze is the bronze snapshot a batch starts from: the one checkBronzeNotRewound read
+// in this invocation (taken once), else the table's latest. A snapshot read moments
+// before is as good a base as a fresh one: the commit detects others' commits since.
+func (r *run) bronze(ctx context.Context) (*deltalog.Snapshot, error) {
+	if s := r.bronzeSnap; s != nil {
+		r.bronzeSnap = nil
+		return s, nil
+	}
+	return r.deps.Bronze.Snapshot(ctx)
 }

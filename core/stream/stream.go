@@ -103,7 +103,7 @@ type Options struct {
 	// FactsEvery is how many batches' facts rows are committed to the facts table
 	// together: a batch's rows wait in its checkpoint commit file until the FactsEvery-th
 	// batch since the last facts commit, or until the oldest has waited FactsMaxDelay;
-	// event rows, and the stream's first batch, are committed at once
+	// event rows are committed at once
 	// (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery when 0; 1 commits
 	// every batch's rows with it; at most checkpoint.DefaultRetain (the commit files kept).
 	FactsEvery int
@@ -183,6 +183,11 @@ type run struct {
 	// factsSnap is the facts table as checkNotRewound read it (nil when it did not), which
 	// bootstrapOffset reads too rather than asking the log again in the same invocation.
 	factsSnap *deltalog.Snapshot
+	// handed is the start a bootstrap handed a fresh checkpoint (nil: none; see
+	// handedStart), and bronzeSnap bronze as checkNotRewound then read it, which the first
+	// batch commits on (nil once taken).
+	handed     *checkpoint.Start
+	bronzeSnap *deltalog.Snapshot
 	// began is when the invocation started (max_seconds counts from it, across
 	// generations).
 	began time.Time
@@ -249,6 +254,7 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	r.handed = r.handedStart(state)
 	// A state the Checkpoint remembers from its own writes was checked when first read.
 	if !state.Remembered {
 		if err := r.checkNotRewound(ctx, state); err != nil {
@@ -377,6 +383,9 @@ func (r *run) stopTime(ctx context.Context, began time.Time) time.Time {
 // (docs/reference/original-library.md §5.2): its batches would be skipped by their txn,
 // silently.
 func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
+	if r.handed != nil {
+		return r.checkBronzeNotRewound(ctx)
+	}
 	snap, err := r.deps.Facts.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("read facts table: %w", err)
@@ -406,6 +415,9 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 // snapshot_open row; nothing else is read from the table), and snapshot "full" is a
 // *NoSnapshotError: the bootstrap machine takes it.
 func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
+	if r.handed != nil {
+		return r.handedOffset(ctx)
+	}
 	var rows []facts.Row
 	var err error
 	if r.factsSnap != nil {
