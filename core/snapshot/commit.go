@@ -96,7 +96,13 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if err != nil {
 		return CommitResult{}, err
 	}
-	schema, err := targetSchema(ctx, d, cols)
+	// One read of bronze serves the schema, the stamp check and the append (which reads
+	// again only after losing a commit race).
+	bsnap, err := d.Bronze.Snapshot(ctx)
+	if err != nil {
+		return CommitResult{}, fmt.Errorf("read bronze: %w", err)
+	}
+	schema, err := schemaOn(bsnap, cols)
 	if err != nil {
 		return CommitResult{}, err
 	}
@@ -105,10 +111,10 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if len(files.Adds) == 0 {
 		txnApp = EmptyTxnAppID(d.Spec.AppID, snap.LSN)
 	}
-	if err := checkStampUnlessCommitted(ctx, d, st.Snapshot, txnApp, 0); err != nil {
+	if err := checkStampUnlessCommittedOn(ctx, d, bsnap, st.Snapshot, txnApp, 0); err != nil {
 		return CommitResult{}, err
 	}
-	res, err := ingest.Append(ctx, d.Bronze, nil, ingest.Commit{AppID: txnApp, Version: 0, Schema: schema, Files: files,
+	res, err := ingest.Append(ctx, d.Bronze, bsnap, ingest.Commit{AppID: txnApp, Version: 0, Schema: schema, Files: files,
 		UserMetadata: string(meta), Operation: "WRITE",
 		OperationParameters: map[string]string{"mode": "Append", "snapshot": snap.LSN.String(),
 			"rows": strconv.FormatInt(files.Rows, 10), "bytes": strconv.FormatInt(files.Bytes, 10)}})
@@ -220,6 +226,11 @@ func checkStampUnlessCommitted(ctx context.Context, d Deps, stamp lsn.Offset, tx
 	if err != nil {
 		return fmt.Errorf("read bronze: %w", err)
 	}
+	return checkStampUnlessCommittedOn(ctx, d, snap, stamp, txnApp, version)
+}
+
+// checkStampUnlessCommittedOn is checkStampUnlessCommitted on bronze as snap holds it.
+func checkStampUnlessCommittedOn(ctx context.Context, d Deps, snap *deltalog.Snapshot, stamp lsn.Offset, txnApp string, version int64) error {
 	if v, done := snap.TxnVersion(txnApp); done && v >= version {
 		return nil
 	}

@@ -41,6 +41,10 @@ type Deps struct {
 	Staging storage.Store
 	// Options tune the run; the zero value is a bootstrap's.
 	Options Options
+
+	// runSchema, set by Run for its reads, is the schema they share (nil: each Read
+	// computes its own, as the machine's invocations do).
+	runSchema *schemaMemo
 }
 
 // Options tune a snapshot. The zero value is the bootstrap machine's.

@@ -17,7 +17,8 @@ import (
 // (Resume); else the stamp L is recorded before anything is read, with a snapshot_open
 // facts row (mode full) and the staging state of L (Opened).
 func Open(ctx context.Context, d Deps) (OpenResult, error) {
-	if err := modeLock(ctx, d); err != nil {
+	fr := newFactsRead(d.Facts) // the facts table, read once for Open's checks and its row
+	if err := modeLock(ctx, d, fr); err != nil {
 		return OpenResult{}, err
 	}
 	name := d.Spec.Source.CaptureInstance
@@ -29,7 +30,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 		return OpenResult{}, err
 	}
 	if !d.Options.resnapshot() {
-		if o, ok, err := find(ctx, d.Source, d.Bronze, d.Facts, d.Spec.Bronze, names, nil); err != nil {
+		if o, ok, err := find(ctx, d.Source, d.Bronze, fr, d.Spec.Bronze, names, nil); err != nil {
 			return OpenResult{}, err
 		} else if ok {
 			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
@@ -53,7 +54,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 	}
 	if d.Options.resnapshot() {
 		// Nothing committed since a snapshot bronze holds: the table at l is already there.
-		if o, ok, err := find(ctx, d.Source, d.Bronze, d.Facts, d.Spec.Bronze, names, &l); err != nil {
+		if o, ok, err := find(ctx, d.Source, d.Bronze, fr, d.Spec.Bronze, names, &l); err != nil {
 			return OpenResult{}, err
 		} else if ok {
 			return OpenResult{Status: Found, Snapshot: o, CaptureInstance: ci.Name}, nil
@@ -71,7 +72,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 		}
 	}
 	if d.Facts != nil && !d.Options.Standalone {
-		if err := openRow(ctx, d, off); err != nil {
+		if err := openRow(ctx, d, fr, off); err != nil {
 			return OpenResult{}, err
 		}
 	}
@@ -86,7 +87,7 @@ func Open(ctx context.Context, d Deps) (OpenResult, error) {
 // full snapshot's open row by nothing (one per run); here it is keyed
 // txn(<app_id>#open.<L>, 0), which is still one per run (each run stamps its own L) and
 // keeps a retried Open from writing two.
-func openRow(ctx context.Context, d Deps, off lsn.Offset) error {
+func openRow(ctx context.Context, d Deps, fr *factsRead, off lsn.Offset) error {
 	kind := facts.KindBootstrap
 	if d.Options.Resnapshot {
 		kind = facts.KindResnapshot
@@ -105,7 +106,11 @@ func openRow(ctx context.Context, d Deps, off lsn.Offset) error {
 	r := facts.SnapshotRow(appID, d.Spec.Bronze, facts.EventSnapshotOpen, off)
 	r.Detail = detail.String()
 	r.WrittenAt = d.now()
-	if _, err := facts.Append(ctx, d.Facts, facts.TxnOpen(appID, off.LSN), 0, []facts.Row{r}, d.Options.Writer); err != nil {
+	snap, err := fr.get(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := facts.AppendOn(ctx, snap, facts.TxnOpen(appID, off.LSN), 0, []facts.Row{r}, d.Options.Writer); err != nil {
 		return fmt.Errorf("write snapshot_open row: %w", err)
 	}
 	return nil
@@ -116,7 +121,7 @@ func openRow(ctx context.Context, d Deps, off lsn.Offset) error {
 // generation 0, or the generation a re-snapshot (Options.Recovery) opens, whose app_id is
 // <app_id>.g<n>. A chunked snapshot of an earlier generation does not count: the loss that
 // opens the new generation abandoned it.
-func modeLock(ctx context.Context, d Deps) error {
+func modeLock(ctx context.Context, d Deps, fr *factsRead) error {
 	if d.Facts == nil {
 		return nil
 	}
@@ -124,7 +129,11 @@ func modeLock(ctx context.Context, d Deps) error {
 	if rc := d.Options.Recovery; rc != nil {
 		appID = rc.AppID
 	}
-	rows, err := facts.SnapshotEvents(ctx, d.Facts, appID)
+	snap, err := fr.get(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := facts.SnapshotEventsIn(ctx, snap, appID)
 	if err != nil {
 		return fmt.Errorf("read open snapshots: %w", err)
 	}
@@ -165,19 +174,19 @@ func Find(ctx context.Context, src source.Source, bronze, factsT *deltalog.Table
 	if err != nil {
 		return lsn.Offset{}, false, err
 	}
-	return find(ctx, src, bronze, factsT, target, names, nil)
+	return find(ctx, src, bronze, newFactsRead(factsT), target, names, nil)
 }
 
 // find returns the newest complete snapshot (Find), or with at the one at exactly *at, if
 // any. Its commit time is its rows' newest _commit_ts, else (an empty table's snapshot, a
 // chunked one) the source's commit time of its LSN.
-func find(ctx context.Context, src source.Source, bronze, factsT *deltalog.Table, target string, names []string, at *lsn.LSN) (lsn.Offset, bool, error) {
+func find(ctx context.Context, src source.Source, bronze *deltalog.Table, fr *factsRead, target string, names []string, at *lsn.LSN) (lsn.Offset, bool, error) {
 	found, err := wholeSnapshots(ctx, bronze, names)
 	if err != nil {
 		return lsn.Offset{}, false, fmt.Errorf("look for a snapshot in bronze: %w", err)
 	}
-	if factsT != nil {
-		done, err := completedSnapshots(ctx, factsT, target)
+	if fr != nil {
+		done, err := completedSnapshots(ctx, fr, target)
 		if err != nil {
 			return lsn.Offset{}, false, err
 		}
@@ -209,10 +218,10 @@ func find(ctx context.Context, src source.Source, bronze, factsT *deltalog.Table
 
 // completedSnapshots are the LSNs of target's complete snapshots in the facts table
 // (facts.CompletedSnapshots).
-func completedSnapshots(ctx context.Context, factsT *deltalog.Table, target string) ([]lsn.LSN, error) {
-	snap, err := factsT.Snapshot(ctx)
+func completedSnapshots(ctx context.Context, fr *factsRead, target string) ([]lsn.LSN, error) {
+	snap, err := fr.get(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the facts table: %w", err)
+		return nil, err
 	}
 	texts, err := facts.CompletedSnapshots(ctx, snap, target)
 	if err != nil {
@@ -227,4 +236,30 @@ func completedSnapshots(ctx context.Context, factsT *deltalog.Table, target stri
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// factsRead is the facts table read at most once, for the checks of one step and the row it
+// appends (an append on a state read moments before still detects others' commits).
+type factsRead struct {
+	t    *deltalog.Table
+	snap *deltalog.Snapshot
+}
+
+// newFactsRead is t read at most once; nil when t is nil (no facts table).
+func newFactsRead(t *deltalog.Table) *factsRead {
+	if t == nil {
+		return nil
+	}
+	return &factsRead{t: t}
+}
+
+func (f *factsRead) get(ctx context.Context) (*deltalog.Snapshot, error) {
+	if f.snap == nil {
+		s, err := f.t.Snapshot(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the facts table: %w", err)
+		}
+		f.snap = s
+	}
+	return f.snap, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -47,7 +48,7 @@ func Read(ctx context.Context, d Deps, snap lsn.Offset, r Range) (ReadResult, er
 	if err != nil {
 		return ReadResult{}, err
 	}
-	schema, err := targetSchema(ctx, d, cols)
+	schema, err := d.readSchema(ctx, cols)
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -161,6 +162,19 @@ func TargetSchema(ctx context.Context, bronzeT *deltalog.Table, cols []source.Co
 	if err != nil {
 		return nil, fmt.Errorf("read bronze schema: %w", err)
 	}
+	return targetSchemaOn(snap, want)
+}
+
+// schemaOn is TargetSchema of cols on bronze as snap holds it.
+func schemaOn(snap *deltalog.Snapshot, cols []source.Column) (*arrow.Schema, error) {
+	want, err := bronze.Schema(cols)
+	if err != nil {
+		return nil, err
+	}
+	return targetSchemaOn(snap, want)
+}
+
+func targetSchemaOn(snap *deltalog.Snapshot, want *arrow.Schema) (*arrow.Schema, error) {
 	if snap.Version() < 0 {
 		return want, nil
 	}
@@ -169,6 +183,32 @@ func TargetSchema(ctx context.Context, bronzeT *deltalog.Table, cols []source.Co
 		return nil, fmt.Errorf("read bronze schema: %w", err)
 	}
 	return mergeSchemas(have, want), nil
+}
+
+// readSchema is the schema Read writes its range in: targetSchema, which the reads of one
+// Run (its ranges, read at once in one process) compute once between them, reading bronze
+// once rather than once per range.
+func (d Deps) readSchema(ctx context.Context, cols []source.Column) (*arrow.Schema, error) {
+	m := d.runSchema
+	if m == nil {
+		return targetSchema(ctx, d, cols)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.schema == nil {
+		s, err := targetSchema(ctx, d, cols)
+		if err != nil {
+			return nil, err
+		}
+		m.schema = s
+	}
+	return m.schema, nil
+}
+
+// schemaMemo is the read schema one Run's reads share.
+type schemaMemo struct {
+	mu     sync.Mutex
+	schema *arrow.Schema
 }
 
 // mergeSchemas is have's fields followed by the fields of want it lacks (names compared

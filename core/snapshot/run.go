@@ -32,7 +32,9 @@ func Run(ctx context.Context, d Deps) (lsn.Offset, error) {
 		if err != nil {
 			return lsn.Offset{}, err
 		}
-		if err := ReadAll(ctx, d, open.Snapshot, plan); err != nil {
+		rd := d
+		rd.runSchema = &schemaMemo{}
+		if err := ReadAll(ctx, rd, open.Snapshot, plan); err != nil {
 			return lsn.Offset{}, err
 		}
 		if _, err := Commit(ctx, d, open.Snapshot); err != nil {
