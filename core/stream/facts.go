@@ -37,11 +37,19 @@ func pendingFromState(st checkpoint.State) pendingFacts {
 }
 
 // due reports whether batch n commits the facts rows: when it has event rows (snapshot
-// and schema bookkeeping is never late), when nothing is known, when FactsEvery batches are
-// pending with it (a new stream's first rows too: batch FactsEvery-1 commits batches
-// 0..FactsEvery-1), or when the oldest pending one has waited FactsMaxDelay.
-func (p pendingFacts) due(n int64, events bool, now time.Time, every int, maxDelay time.Duration) bool {
-	return events || !p.known || n-p.through >= int64(every) ||
+// and schema bookkeeping is never late), when nothing is known or, unless firstWaits,
+// nothing was ever committed (a new stream shows its first row at once), when FactsEvery
+// batches are pending with it, or when the oldest pending one has waited FactsMaxDelay.
+//
+// firstWaits is true for a stream that starts at a snapshot (bootstrap, or a generation
+// opened after data loss): its first rows wait like the others. A stream that starts at
+// startingLsn commits its first row at once, since that row is what tells a deleted
+// checkpoint (which would start again from startingLsn, "latest" included) from a new
+// one when its first batches append nothing to bronze; a stream that starts at a snapshot
+// starts there again, losing nothing, and any batch that appended rows is in bronze's txn
+// (checkNotRewound).
+func (p pendingFacts) due(n int64, events, firstWaits bool, now time.Time, every int, maxDelay time.Duration) bool {
+	return events || !p.known || (p.through < 0 && !firstWaits) || n-p.through >= int64(every) ||
 		(p.since != nil && now.Sub(*p.since) >= maxDelay)
 }
 
@@ -53,7 +61,8 @@ func (p pendingFacts) due(n int64, events bool, now time.Time, every int, maxDel
 func (r *run) factsRows(ctx context.Context, m *checkpoint.Commit, rows []facts.Row, events bool) (pendingFacts, error) {
 	p := r.facts
 	written := rows[0].WrittenAt
-	if !p.due(m.ID, events, written, r.opts.FactsEvery, r.opts.FactsMaxDelay) {
+	firstWaits := r.spec.Bootstrap || r.gens.Live.Generation > 0
+	if !p.due(m.ID, events, firstWaits, written, r.opts.FactsEvery, r.opts.FactsMaxDelay) {
 		data, err := json.Marshal(rows)
 		if err != nil {
 			return p, fmt.Errorf("encode facts rows of batch %d: %w", m.ID, err)

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
@@ -131,4 +132,34 @@ func batchKey(key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// A checkpoint rewound by fewer batches than wait for their facts commit (restored from a
+// copy a few batches old) is refused: the facts table's txn lags by up to FactsEvery
+// batches (docs/decisions/0013), bronze's does not.
+func TestRewoundWithinWaitingFactsRefused(t *testing.T) {
+	e := newEnv(t, cdcsim.Config{Seed: 53})
+	for i := 1; i <= 5; i++ {
+		e.exec(insert(i, i))
+		if res, err := e.run(Options{MaxBatches: 1}); err != nil || res.Batches != 1 {
+			t.Fatalf("batch of row %d: %+v %v", i, res, err)
+		}
+	}
+	if rows, through := e.tableFactsRows(); through != 0 || len(rows) != 1 {
+		t.Fatalf("facts table: %d rows through batch %d, want batch 0's row only", len(rows), through)
+	}
+	ck := e.lake.RawStore(e.spec.Checkpoint)
+	for n := 3; n <= 4; n++ {
+		for _, dir := range []string{checkpoint.OffsetsDir, checkpoint.CommitsDir} {
+			if err := ck.Delete(t.Context(), fmt.Sprintf("%s%d.json", dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.exec(insert(6, 6))
+	_, err := e.run(Options{})
+	var rw *CheckpointRewoundError
+	if !errors.As(err, &rw) || rw.Table != "bronze" || rw.Next != 3 || rw.FactsBatch != 4 {
+		t.Fatalf("err = %v, want *CheckpointRewoundError: next batch 3, bronze holds batch 4", err)
+	}
 }

@@ -145,7 +145,8 @@ func (r *run) firstCommitted(ctx context.Context) (bool, error) {
 // a checkpoint that has it and no batch has run no batch since the bootstrap. The
 // rewind check then needs no facts read: a restored copy of the checkpoint from before
 // its first batch is caught by bronze, which the first batch opens anyway and which holds
-// the txn of every batch that appended rows (checkBronzeNotRewound).
+// the txn of every batch that appended rows (checkNotRewound); batches that appended
+// nothing are run again from the same snapshot, losing nothing.
 func (r *run) handedStart(st checkpoint.State) *checkpoint.Start {
 	if !st.Fresh() || st.Start == nil || !r.spec.Bootstrap || r.gens.Live.Generation > 0 {
 		return nil
@@ -159,23 +160,8 @@ func (r *run) handedOffset(ctx context.Context) (lsn.Offset, error) {
 	return r.offsetAt(ctx, r.handed.Snapshot.LSN)
 }
 
-// checkBronzeNotRewound is checkNotRewound for a fresh checkpoint handed its start: bronze
-// must hold no batch of the app_id (*CheckpointRewoundError). The snapshot read is kept
-// for the first batch (bronze), so the check costs no request of its own.
-func (r *run) checkBronzeNotRewound(ctx context.Context) error {
-	snap, err := r.deps.Bronze.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("read bronze table: %w", err)
-	}
-	r.bronzeSnap = snap
-	if v, ok := snap.TxnVersion(r.spec.AppID); ok {
-		return &CheckpointRewoundError{AppID: r.spec.AppID, Next: 0, FactsBatch: v, Table: "bronze"}
-	}
-	return nil
-}
-
-// bronze is the bronze snapshot a batch starts from: the one checkBronzeNotRewound read
-// in this invocation (taken once), else the table's latest. A snapshot read moments
+// bronze is the bronze snapshot a batch starts from: the one checkNotRewound read in this
+// invocation (taken once), else the table's latest. A snapshot read moments
 // before is as good a base as a fresh one: the commit detects others' commits since.
 func (r *run) bronze(ctx context.Context) (*deltalog.Snapshot, error) {
 	if s := r.bronzeSnap; s != nil {

@@ -103,8 +103,8 @@ type Options struct {
 	// FactsEvery is how many batches' facts rows are committed to the facts table
 	// together: a batch's rows wait in its checkpoint commit file until the FactsEvery-th
 	// batch since the last facts commit, or until the oldest has waited FactsMaxDelay;
-	// event rows are committed at once
-	// (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery when 0; 1 commits
+	// event rows, and the first batch of a stream that starts at startingLsn, are
+	// committed at once (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery when 0; 1 commits
 	// every batch's rows with it; at most checkpoint.DefaultRetain (the commit files kept).
 	FactsEvery int
 	// FactsMaxDelay bounds how long a batch's facts rows wait; DefaultFactsMaxDelay when 0.
@@ -184,7 +184,7 @@ type run struct {
 	// bootstrapOffset reads too rather than asking the log again in the same invocation.
 	factsSnap *deltalog.Snapshot
 	// handed is the start a bootstrap handed a fresh checkpoint (nil: none; see
-	// handedStart), and bronzeSnap bronze as checkNotRewound then read it, which the first
+	// handedStart), and bronzeSnap bronze as checkNotRewound read it, which the first
 	// batch commits on (nil once taken).
 	handed     *checkpoint.Start
 	bronzeSnap *deltalog.Snapshot
@@ -379,28 +379,35 @@ func (r *run) stopTime(ctx context.Context, began time.Time) time.Time {
 	return stop
 }
 
-// checkNotRewound refuses a checkpoint that is behind the facts table of the same app_id
-// (docs/reference/original-library.md §5.2): its batches would be skipped by their txn,
-// silently.
+// checkNotRewound refuses a checkpoint that is behind the facts table or bronze of the
+// same app_id (docs/reference/original-library.md §5.2): its batches would be skipped by
+// their txn, silently. Bronze holds the txn of every batch that appended rows, the facts
+// table that of the last facts commit, which lags by up to FactsEvery batches
+// (docs/decisions/0013-facts-rows-deferred.md) and holds the batches that appended
+// nothing. A fresh checkpoint a bootstrap handed its start is checked against bronze alone
+// (handedStart). The bronze snapshot read is the one the first batch commits on.
 func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
-	if r.handed != nil {
-		return r.checkBronzeNotRewound(ctx)
-	}
-	snap, err := r.deps.Facts.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("read facts table: %w", err)
-	}
-	r.factsSnap = snap
-	v, ok := snap.TxnVersion(facts.TxnFacts(r.spec.AppID))
-	if !ok {
-		return nil
-	}
 	limit := st.Next // the next new batch must be above every recorded one
 	if st.Pending != nil {
-		limit = st.Pending.ID + 1 // a pending batch may already be in the facts
+		limit = st.Pending.ID + 1 // a pending batch may already be in the tables
 	}
-	if v >= limit {
-		return &CheckpointRewoundError{AppID: r.spec.AppID, Next: st.Next, FactsBatch: v}
+	if r.handed == nil {
+		snap, err := r.deps.Facts.Snapshot(ctx)
+		if err != nil {
+			return fmt.Errorf("read facts table: %w", err)
+		}
+		r.factsSnap = snap
+		if v, ok := snap.TxnVersion(facts.TxnFacts(r.spec.AppID)); ok && v >= limit {
+			return &CheckpointRewoundError{AppID: r.spec.AppID, Next: st.Next, FactsBatch: v}
+		}
+	}
+	snap, err := r.deps.Bronze.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("read bronze table: %w", err)
+	}
+	r.bronzeSnap = snap
+	if v, ok := snap.TxnVersion(r.spec.AppID); ok && v >= limit {
+		return &CheckpointRewoundError{AppID: r.spec.AppID, Next: st.Next, FactsBatch: v, Table: "bronze"}
 	}
 	return nil
 }
