@@ -4,6 +4,7 @@
 //	offsets/<n>.json   batch n's start and end offset, written with a conditional put
 //	                   (PutIfAbsent) BEFORE the batch is read
 //	commits/<n>.json   written after batch n's bronze and facts commits
+//	offsets/start-<L>.json  the start a bootstrap hands a fresh checkpoint (Start)
 //
 // Resume rule: the highest n in offsets/. If commits/<n> exists, the next batch is n+1
 // starting at offsets/<n>'s end; if it is missing, batch n is re-run with the same range

@@ -376,3 +376,55 @@ func TestRunReadsItsStagingFromMemory(t *testing.T) {
 		t.Fatalf("reads %d, want 4", reads)
 	}
 }
+
+// A bootstrap hands the stream its start once its snapshot and bootstrap row are committed
+// (checkpoint.Start, docs/stream.md "Where a fresh checkpoint starts"); a standalone
+// snapshot hands none. A re-snapshot removes the older start before anything else, so a
+// crash before it hands over its own leaves none (the stream then reads the facts table),
+// and once committed hands over its own.
+func TestBootstrapHandsOverItsStart(t *testing.T) {
+	ctx := context.Background()
+	start := func(e *env) *lsn.LSN {
+		t.Helper()
+		st, err := checkpoint.New(e.lake.RawStore(e.spec.Checkpoint), e.spec.AppID).Resume(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Start == nil {
+			return nil
+		}
+		return &st.Start.Snapshot.LSN
+	}
+	alone := newEnv(t, keyCases[0], 5)
+	alone.opts.Standalone = true
+	if _, err := alone.run(); err != nil {
+		t.Fatal(err)
+	}
+	if l := start(alone); l != nil {
+		t.Errorf("a standalone snapshot handed the stream a start at %s", l)
+	}
+
+	e := newEnv(t, keyCases[0], 5)
+	first, err := e.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := start(e); l == nil || *l != first.LSN {
+		t.Fatalf("start after the bootstrap: %v, want %s", l, first.LSN)
+	}
+	e.opts.Resnapshot = true
+	e.commit(6)
+	if _, err := snapshot.Open(ctx, e.deps()); err != nil {
+		t.Fatal(err)
+	}
+	if l := start(e); l != nil {
+		t.Fatalf("start after a re-snapshot's open: %s, want none", l)
+	}
+	again, err := e.run()
+	if err != nil || again.LSN == first.LSN {
+		t.Fatalf("resnapshot: %v %v", again, err)
+	}
+	if l := start(e); l == nil || *l != again.LSN {
+		t.Fatalf("start after the re-snapshot: %v, want %s", l, again.LSN)
+	}
+}
