@@ -42,15 +42,26 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if ll, ok := t.logs.(logstore.Lister); ok && t.firstOpen() {
 		// A first open: its own listing gives the log store the latest version
 		// (logstore.Lister), so _last_checkpoint is read and the log listed once, not once
-		// for Latest and again for the checkpoint.
+		// for Latest and again for the checkpoint; or, when the log store knows the log is
+		// short, it is listed whole without reading _last_checkpoint.
 		var err error
-		if pre, err = t.readAndList(ctx); err != nil {
-			return nil, err
-		}
-		if latest, err = ll.LatestListed(ctx, pre.listing.maxCommit); err != nil {
+		latest, err = ll.OpenLatest(ctx, func(ctx context.Context, from int64) (int64, error) {
+			var err error
+			if from < 0 {
+				pre, err = t.readAndList(ctx)
+			} else {
+				pre = &preRead{from: from}
+				pre.listing, err = listLog(ctx, t.store, from)
+			}
+			if err != nil {
+				return 0, err
+			}
+			return pre.listing.maxCommit, nil
+		})
+		if err != nil {
 			return nil, fmt.Errorf("latest version: %w", err)
 		}
-		if latest != pre.listing.maxCommit {
+		if pre == nil || latest != pre.listing.maxCommit {
 			pre = nil // committed since the listing: load reads the log again
 		}
 	} else {

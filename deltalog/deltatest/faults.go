@@ -86,8 +86,8 @@ func (f *Faults) Hit(op string, call func() error) error {
 func (f *Faults) Store(s storage.Store) storage.Store { return &faultStore{s: s, f: f} }
 
 // LogStore wraps l so every call goes through Hit. The wrapper is a logstore.Lister when
-// l is: LatestListed is passed on without a Hit of its own (conditional put's makes no
-// request; DynamoDB's requests go through the Faults' DynamoDB client).
+// l is: OpenLatest is passed on without a Hit of its own (its listing goes through the
+// caller's store, DynamoDB's requests through the Faults' DynamoDB client).
 func (f *Faults) LogStore(l logstore.LogStore) logstore.LogStore {
 	w := &faultLogStore{l: l, f: f}
 	if ll, ok := l.(logstore.Lister); ok {
@@ -101,11 +101,11 @@ type faultLister struct {
 	ll logstore.Lister
 }
 
-func (w *faultLister) LatestListed(ctx context.Context, listed int64) (int64, error) {
+func (w *faultLister) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
 	if w.f.Killed() {
-		return 0, fmt.Errorf("log.LatestListed: %w", ErrKilled)
+		return 0, fmt.Errorf("log.OpenLatest: %w", ErrKilled)
 	}
-	return w.ll.LatestListed(ctx, listed)
+	return w.ll.OpenLatest(ctx, list)
 }
 
 type faultStore struct {

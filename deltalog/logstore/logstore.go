@@ -46,11 +46,13 @@ type LogStore interface {
 // listing of the log, so that a table's first open, which lists the log anyway to find its
 // checkpoint, does not list it a second time through Latest.
 type Lister interface {
-	// LatestListed is Latest for a caller that has just listed the log and found listed
-	// as its newest commit file (-1: none). It completes a half-done newest commit, if
-	// any, and returns the newest version: listed, or a newer one committed (or completed)
-	// since the listing. The log store's next Latest lists from what it learned.
-	// S3 conditional put and local disk make no request (their Latest is a listing);
-	// DynamoDB makes one Query (logstore/dynamo).
-	LatestListed(ctx context.Context, listed int64) (int64, error)
+	// OpenLatest is Latest for a table's first open. list lists the log and returns the
+	// newest commit file it saw (-1: none): from version from when from >= 0 (0: the whole
+	// log), else from where _last_checkpoint says. OpenLatest calls it once, completes a
+	// half-done newest commit, if any, and returns the newest version: what list saw, or
+	// a newer one. The log store's next Latest lists from what it learned. S3 conditional
+	// put and local disk make no request of their own (their Latest is a listing);
+	// DynamoDB makes one Query before the listing, and when its newest entry shows a
+	// short log, has it listed whole without reading _last_checkpoint (logstore/dynamo).
+	OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error)
 }

@@ -77,12 +77,16 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// LatestListed is the newest version the caller's listing found (logstore.Lister): the
-// next Latest lists from it (from the log's start when listed is -1, without reading
-// _last_checkpoint). No request.
-func (l *LogStore) LatestListed(_ context.Context, listed int64) (int64, error) {
-	l.seen(max(listed, 0))
-	return listed, nil
+// OpenLatest is the newest version the caller's listing found (logstore.Lister): the next
+// Latest lists from it (from the log's start when it found none, without reading
+// _last_checkpoint). No request of its own.
+func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
+	v, err := list(ctx, -1)
+	if err != nil {
+		return 0, err
+	}
+	l.seen(max(v, 0))
+	return v, nil
 }
 
 // Read returns version v's commit file.

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"maps"
 	"testing"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/internal/commitlog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/logstoretest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
@@ -103,14 +106,30 @@ func TestExpiredEntriesKnownAfterOneListing(t *testing.T) {
 	}
 }
 
-// LatestListed takes the latest version from the caller's listing with one Query, and still
-// finds what the listing missed: a commit made after it, a half-done one (recovered), and
-// stale entries of a re-created table, which leave the next Write(0) refused.
-func TestLatestListed(t *testing.T) {
+// openLatest is OpenLatest with a listing as a table's first open makes it (commitlog's:
+// _last_checkpoint, then the log from it; or the whole log), recording where it listed from.
+func openLatest(t *testing.T, l *dynamo.LogStore, st storage.Store) (int64, int64) {
+	t.Helper()
+	listedFrom := int64(-2)
+	v, err := l.OpenLatest(t.Context(), func(ctx context.Context, from int64) (int64, error) {
+		listedFrom = from
+		return commitlog.Latest(ctx, st, from)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, listedFrom
+}
+
+// OpenLatest takes the latest version from the caller's listing with one Query, has a
+// short log listed whole (no _last_checkpoint read), and still finds what the listing
+// alone would miss: a half-done commit (recovered), and stale entries of a re-created
+// table, which leave the next Write(0) refused.
+func TestOpenLatest(t *testing.T) {
 	srv := emulators.StartS3(t)
 	ctx := t.Context()
 
-	t.Run("listing current", func(t *testing.T) {
+	t.Run("short log", func(t *testing.T) {
 		e := newEnv(t, srv)
 		w := counted(t, e, &storagetest.Counter{})
 		for v := range int64(2) {
@@ -120,39 +139,28 @@ func TestLatestListed(t *testing.T) {
 		}
 		c := &storagetest.Counter{}
 		l := counted(t, e, c)
-		if v, err := l.LatestListed(ctx, 1); err != nil || v != 1 {
-			t.Fatalf("LatestListed(1) = %d, %v", v, err)
+		st := storagetest.NewCounting(e.store, c)
+		if v, from := openLatest(t, l, st); v != 1 || from != 0 {
+			t.Fatalf("OpenLatest = %d listed from %d, want 1 from 0", v, from)
 		}
-		if want := map[string]int{"ddb.Query": 1}; !maps.Equal(c.Counts(), want) {
-			t.Errorf("LatestListed: %s, want %v", summary(c), want)
+		if want := map[string]int{"ddb.Query": 1, "List": 1}; !maps.Equal(c.Counts(), want) {
+			t.Errorf("OpenLatest: %s, want %v", summary(c), want)
 		}
 		c.Reset()
 		if err := l.Write(ctx, 2, logstoretest.Commit(0, 2)); err != nil || c.Total() != 4 {
-			t.Errorf("Write(2) after LatestListed: %v, %s; want 4 requests", err, summary(c))
+			t.Errorf("Write(2) after OpenLatest: %v, %s; want 4 requests", err, summary(c))
 		}
 	})
 	t.Run("empty", func(t *testing.T) {
 		e := newEnv(t, srv)
 		c := &storagetest.Counter{}
 		l := counted(t, e, c)
-		if v, err := l.LatestListed(ctx, -1); err != nil || v != -1 {
-			t.Fatalf("LatestListed(-1) = %d, %v", v, err)
+		if v, from := openLatest(t, l, storagetest.NewCounting(e.store, c)); v != -1 || from != -1 {
+			t.Fatalf("OpenLatest = %d listed from %d, want -1 after reading _last_checkpoint", v, from)
 		}
 		c.Reset()
 		if err := l.Write(ctx, 0, logstoretest.Commit(0, 0)); err != nil || c.Total() != 4 {
-			t.Errorf("Write(0) after LatestListed(-1): %v, %s; want 4 requests", err, summary(c))
-		}
-	})
-	t.Run("committed after the listing", func(t *testing.T) {
-		e := newEnv(t, srv)
-		w := counted(t, e, &storagetest.Counter{})
-		for v := range int64(2) {
-			if err := w.Write(ctx, v, logstoretest.Commit(0, int(v))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if v, err := counted(t, e, &storagetest.Counter{}).LatestListed(ctx, 0); err != nil || v != 1 {
-			t.Fatalf("LatestListed(0) with 1 committed = %d, %v; want 1", v, err)
+			t.Errorf("Write(0) after OpenLatest on an empty log: %v, %s; want 4 requests", err, summary(c))
 		}
 	})
 	t.Run("half done", func(t *testing.T) {
@@ -162,11 +170,8 @@ func TestLatestListed(t *testing.T) {
 			t.Fatal(err)
 		}
 		claim(t, e, w.TablePathKey(), 1, ".tmp/00000000000000000001.json.dead", logstoretest.Commit(0, 1))
-		if v, err := counted(t, e, &storagetest.Counter{}).LatestListed(ctx, 0); err != nil || v != 1 {
-			t.Fatalf("LatestListed(0) with 1 half done = %d, %v; want 1", v, err)
-		}
-		if _, err := e.store.Head(ctx, logKey(1)); err != nil {
-			t.Errorf("1.json after LatestListed: %v, want recovered", err)
+		if v, _ := openLatest(t, counted(t, e, &storagetest.Counter{}), e.store); v != 1 {
+			t.Fatalf("OpenLatest with 1 half done = %d, want 1", v)
 		}
 	})
 	t.Run("stale entries", func(t *testing.T) {
@@ -179,8 +184,8 @@ func TestLatestListed(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := counted(t, e, &storagetest.Counter{})
-		if v, err := l.LatestListed(ctx, -1); err != nil || v != -1 {
-			t.Fatalf("LatestListed(-1) on a re-created table = %d, %v; want -1", v, err)
+		if v, _ := openLatest(t, l, e.store); v != -1 {
+			t.Fatalf("OpenLatest on a re-created table = %d, want -1", v)
 		}
 		var se *dynamo.StaleEntryError
 		if err := l.Write(ctx, 0, []byte("new\n")); !errors.As(err, &se) {

@@ -51,37 +51,35 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// LatestListed is Latest for a caller that has just listed the log and found listed (-1:
-// none) as its newest commit (logstore.Lister): one Query instead of a Query and a
-// listing. With no entry, or the newest entry complete at listed, listed is the latest
-// version: a commit made since the listing would have its entry, newer than listed (and it
-// is observed as such). An entry below listed leaves the listing the truth; one above it or
-// incomplete is handled as Latest does (recovered, and the log listed from it).
-func (l *LogStore) LatestListed(ctx context.Context, listed int64) (int64, error) {
-	queriedAt := l.opts.Now()
+// shortLog is the newest version below which a log is listed whole on a table's first
+// open instead of reading _last_checkpoint: its commits, their temp files and checkpoints
+// fit in one listing page (1,000 keys).
+const shortLog = 100
+
+// OpenLatest is Latest with the caller's listing (logstore.Lister): one Query, then the
+// caller lists the log, whole when the newest entry shows it short (no _last_checkpoint
+// read), and the listing decides as in Latest: with no entry, or the newest entry complete
+// at the newest commit listed, that commit is observed as the latest.
+func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
 	e, found, err := l.newestEntry(ctx)
 	if err != nil {
-		return 0, wrap("latest: query newest entry of", listed+1, err)
+		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
 	}
-	switch {
-	case !found || (e.Complete && e.Version == listed):
-		l.observe(listed, queriedAt)
-		return listed, nil
-	case e.Complete && e.Version < listed:
-		return listed, nil
-	}
-	if !e.Complete {
+	from := int64(-1)
+	if found {
 		if err := l.recover(ctx, e); err != nil {
 			return 0, err
 		}
+		if e.Version < shortLog {
+			from = 0
+		}
 	}
-	hint := max(listed, e.Version)
 	listedAt := l.opts.Now()
-	v, err := commitlog.Latest(ctx, l.store, hint)
+	v, err := list(ctx, from)
 	if err != nil {
-		return 0, wrap("latest: after", hint, err)
+		return 0, err
 	}
-	if v == e.Version {
+	if !found || v == e.Version {
 		l.observe(v, listedAt)
 	}
 	return v, nil
