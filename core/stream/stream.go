@@ -104,8 +104,9 @@ type Options struct {
 	// together: a batch's rows wait in its checkpoint commit file until the FactsEvery-th
 	// batch since the last facts commit, or until the oldest has waited FactsMaxDelay;
 	// event rows, and the first batch of a stream that starts at startingLsn, are
-	// committed at once (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery when 0; 1 commits
-	// every batch's rows with it; at most checkpoint.DefaultRetain (the commit files kept).
+	// committed at once (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery
+	// when 0; 1 commits every batch's rows with it; at most checkpoint.DefaultRetain (the
+	// commit files kept).
 	FactsEvery int
 	// FactsMaxDelay bounds how long a batch's facts rows wait; DefaultFactsMaxDelay when 0.
 	FactsMaxDelay time.Duration
