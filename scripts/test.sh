@@ -6,10 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x node_modules/.bin/dynalite ] || [ ! -d node_modules/@duckdb/node-api ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "== npm ci (dynalite, asl-validator, aws-local-stepfunctions, @duckdb/node-api)"
-  npm ci --no-audit --no-fund --loglevel=error
-fi
+root=$(pwd)
+. scripts/npm-tools.sh
 
 port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 dynalite_log=$(mktemp -t mssqlcdc-dynalite.XXXXXX)

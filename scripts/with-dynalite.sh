@@ -5,10 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
-if [ ! -x "$root/node_modules/.bin/dynalite" ] || [ "$root/package-lock.json" -nt "$root/node_modules/.package-lock.json" ]; then
-  echo "== npm ci (dynalite, asl-validator, aws-local-stepfunctions)" >&2
-  (cd "$root" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+. "$root/scripts/npm-tools.sh"
 
 port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 log="${TMPDIR:-/tmp}/mssqlcdc-dynalite.$$.log"
