@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
@@ -53,6 +54,16 @@ func (p pendingFacts) due(n int64, events, firstWaits bool, now time.Time, every
 		(p.since != nil && now.Sub(*p.since) >= maxDelay)
 }
 
+// firstRowWaits reports whether the first facts rows of a stream with spec in generation
+// gen wait like the others (pendingFacts.due's firstWaits): a stream that starts at a
+// whole snapshot (a full bootstrap, or a full re-snapshot's generation) loses nothing by
+// it. With chunked snapshots they do not wait: the backfill's min_headroom_hours pause
+// reads the stream's newest batch row (snapshot.StateWaitingMetrics until there is one),
+// so a deferred first row would hold every wave for FactsEvery batches.
+func firstRowWaits(spec config.Spec, gen int) bool {
+	return (spec.Bootstrap || gen > 0) && spec.Snapshot != config.SnapshotChunked
+}
+
 // factsRows disposes of batch n's facts rows (the batch row and its events) and fills in
 // the facts fields of its commit file m: either they and the pending rows of earlier
 // batches are committed to the facts table now, in one commit keyed
@@ -61,7 +72,7 @@ func (p pendingFacts) due(n int64, events, firstWaits bool, now time.Time, every
 func (r *run) factsRows(ctx context.Context, m *checkpoint.Commit, rows []facts.Row, events bool) (pendingFacts, error) {
 	p := r.facts
 	written := rows[0].WrittenAt
-	firstWaits := r.spec.Bootstrap || r.gens.Live.Generation > 0
+	firstWaits := firstRowWaits(*r.spec, r.gens.Live.Generation)
 	if !p.due(m.ID, events, firstWaits, written, r.opts.FactsEvery, r.opts.FactsMaxDelay) {
 		data, err := json.Marshal(rows)
 		if err != nil {

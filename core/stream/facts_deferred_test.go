@@ -133,3 +133,26 @@ func TestResnapshotCommitsWaitingFactsRows(t *testing.T) {
 		}
 	})
 }
+
+// The first facts rows wait only for a stream that starts at a whole snapshot: with
+// chunked snapshots the backfill's headroom pause needs the stream's first batch row, and
+// a stream from startingLsn shows its first row at once (docs/decisions/0013).
+func TestFirstFactsRowWaitsOnlyAfterAWholeSnapshot(t *testing.T) {
+	for _, c := range []struct {
+		bootstrap bool
+		snapshot  string
+		gen       int
+		want      bool
+	}{
+		{true, config.SnapshotFull, 0, true},
+		{false, config.SnapshotFull, 1, true},
+		{false, config.SnapshotFull, 0, false},
+		{true, config.SnapshotChunked, 0, false},
+		{false, config.SnapshotChunked, 2, false},
+	} {
+		spec := config.Spec{Bootstrap: c.bootstrap, Snapshot: c.snapshot}
+		if got := firstRowWaits(spec, c.gen); got != c.want {
+			t.Errorf("bootstrap %v, snapshot %q, generation %d: first row waits %v, want %v", c.bootstrap, c.snapshot, c.gen, got, c.want)
+		}
+	}
+}
