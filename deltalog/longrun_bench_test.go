@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,8 +46,14 @@ import (
 // open of bronze once an hour, before maintenance runs (a new Table: Snapshot and the file
 // list, as a Lambda cold start does; the fastest of three, wall time, and the requests and
 // allocation of one);
-// bronze's live files and tombstones at the day's last open. The per-day table is logged
-// with -v. Each table is independent of the
+// bronze's live files and tombstones at the day's last open. For the facts table's side
+// alone (issue 13: is it as cheap on day 30 as on day 1?) it reports per facts commit its
+// store requests (the facts file and the commit, as the stream writes them), its CPU
+// (process CPU around the facts write only, as for a batch), the wall time of its Commit
+// call (on the in-memory store: the log's own work, not S3's latency) and the commits the
+// writer lost to another writer (lost PutIfAbsent races on a commit file, each a retry);
+// the facts requests and CPU also per bronze batch (a tenth of a facts commit each). The
+// per-day table is logged with -v. Each table is independent of the
 // others (a facts table per source table), so one stands for each of a hundred; the CDC
 // read of a batch does not depend on the table's history and is left out. The store is
 // in memory (orderedStore), counted.
@@ -65,6 +74,13 @@ func BenchmarkThirtyDays(b *testing.B) {
 			s    dayStats
 		}{{"day1-", first}, {fmt.Sprintf("day%d-", days), last}} {
 			b.ReportMetric(m.s.reqPerBatch(), m.name+"req/batch")
+			f := m.s.facts
+			b.ReportMetric(f.perCommit(float64(f.requests)), m.name+"facts-req/commit")
+			b.ReportMetric(float64(f.requests)/float64(m.s.batches), m.name+"facts-req/batch")
+			b.ReportMetric(f.perCommit(float64(f.cpu.Microseconds())), m.name+"facts-cpu-us/commit")
+			b.ReportMetric(float64(f.cpu.Microseconds())/float64(m.s.batches), m.name+"facts-cpu-us/batch")
+			b.ReportMetric(f.perCommit(float64(f.commitWall.Microseconds())), m.name+"facts-commit-us")
+			b.ReportMetric(f.perCommit(float64(f.lost)), m.name+"facts-retries/commit")
 			b.ReportMetric(m.s.cpuPerBatch(), m.name+"cpu-us/batch")
 			b.ReportMetric(m.s.allocPerBatch(), m.name+"alloc-KB/batch")
 			b.ReportMetric(m.s.openReqs(), m.name+"open-req")
@@ -73,6 +89,88 @@ func BenchmarkThirtyDays(b *testing.B) {
 			b.ReportMetric(float64(m.s.liveFiles), m.name+"live-files")
 			b.ReportMetric(float64(m.s.tombstones), m.name+"tombstones")
 		}
+	}
+}
+
+// BenchmarkFactsConcurrent commits facts from several source tables' streams at once, as
+// a hundred tables' stream Lambdas do: MSSQLCDC_BENCH_FACTS_WRITERS writers (default 8),
+// each committing 100 facts files (10 rows) back to back from a warm Table of its own,
+// all started together. With "own-tables" each writes its own facts table (decision
+// 0013: one per source table, each on its own log), with "shared-table" all write one
+// facts table (txn ids per writer). It reports per commit the store requests, the
+// commits lost to another writer (retries, lostRaceStore) and the wall time of the
+// Commit call (in-memory store), and the commits that failed (CommitAttemptsError after
+// DefaultMaxCommitAttempts lost races). Back-to-back commits are the worst case for the
+// shared table: a hundred tables at one batch a minute make ten facts commits a minute.
+//
+//	go test ./deltalog -run '^$' -bench FactsConcurrent -benchtime 1x -v
+func BenchmarkFactsConcurrent(b *testing.B) {
+	writers := envInt(b, "MSSQLCDC_BENCH_FACTS_WRITERS", 8)
+	const commits = 100
+	for _, shared := range []bool{false, true} {
+		name := "own-tables"
+		if shared {
+			name = "shared-table"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+				tmp := b.TempDir()
+				tables := make([]*longRunTable, writers)
+				streams := make([]*Table, writers)
+				for w := range writers {
+					if !shared || w == 0 {
+						tables[w] = newLongRunTable(b, c, 10, nil)
+					} else {
+						tables[w] = tables[0]
+					}
+					streams[w] = tables[w].open(c)
+					snapshotB(b, streams[w]) // warm: the stream Lambda has its snapshot
+				}
+				var counters []*longRunTable
+				for w, t := range tables {
+					if w == 0 || !shared {
+						counters = append(counters, t)
+					}
+				}
+				req0, lost0 := 0, int64(0)
+				for _, t := range counters {
+					req0 += t.counter.Total()
+					lost0 += t.lost.Load()
+				}
+				var wall atomic.Int64
+				var failed atomic.Int64
+				var wg sync.WaitGroup
+				for w := range writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						app := fmt.Sprintf("stream-%d", w)
+						for n := range int64(commits) {
+							el, err := writeBatch(tables[w].counted, streams[w], tmp, app, n+1, 10)
+							wall.Add(int64(el))
+							var attempts *CommitAttemptsError
+							if errors.As(err, &attempts) {
+								failed.Add(1)
+							} else if err != nil {
+								panic(err) // not the benchmark's goroutine: b.Fatal may not be called
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				req, lost := -req0, -lost0
+				for _, t := range counters {
+					req += t.counter.Total()
+					lost += t.lost.Load()
+				}
+				total := float64(writers * commits)
+				b.ReportMetric(float64(req)/total, "req/commit")
+				b.ReportMetric(float64(lost)/total, "retries/commit")
+				b.ReportMetric(float64(time.Duration(wall.Load()).Microseconds())/total, "commit-us")
+				b.ReportMetric(float64(failed.Load()), "failed-commits")
+			}
+		})
 	}
 }
 
@@ -100,7 +198,20 @@ type dayStats struct {
 	openAlloc             uint64 // bytes allocated by the opens (one of each three)
 	liveFiles, tombstones int
 	logFiles, dataFiles   int
+	facts                 factsStats
 }
+
+// factsStats is the facts table's side of a day: its commits and, over them, the store
+// requests and process CPU of writing the facts file and committing it, the wall time of
+// the Commit calls alone, and the commits lost to another writer (retries).
+type factsStats struct {
+	commits, requests int
+	cpu, commitWall   time.Duration
+	lost              int64
+}
+
+// perCommit is v over the day's facts commits.
+func (f factsStats) perCommit(v float64) float64 { return v / float64(max(f.commits, 1)) }
 
 // openMs and openReqs are the mean cold open of the day.
 func (d dayStats) openMs() float64 {
@@ -122,17 +233,35 @@ type longRunTable struct {
 	store   *memStore
 	counter *storagetest.Counter
 	counted *storagetest.Counting
+	lost    *atomic.Int64 // commit files lost to another writer (lostRaceStore)
 	stream  *Table
 	rows    int // rows per file
 	next    int64
+}
+
+// lostRaceStore counts the commits its writers lost: a PutIfAbsent of a commit file
+// (_delta_log/<version>.json) that another writer had created, after which Commit retries
+// at a later version. Below the counted store, so it adds no request.
+type lostRaceStore struct {
+	storage.Store
+	lost *atomic.Int64
+}
+
+func (s lostRaceStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	err := s.Store.PutIfAbsent(ctx, key, data)
+	if errors.Is(err, storage.ErrExists) && strings.HasPrefix(key, LogDir) && strings.HasSuffix(key, ".json") {
+		s.lost.Add(1)
+	}
+	return err
 }
 
 func newLongRunTable(b *testing.B, c *clock, rows int, props map[string]string) *longRunTable {
 	s := newMemStore()
 	s.Now = c.now
 	counter := &storagetest.Counter{}
-	counted := storagetest.NewCounting(&orderedStore{memStore: s}, counter)
-	t := &longRunTable{store: s, counter: counter, counted: counted, rows: rows}
+	lost := &atomic.Int64{}
+	counted := storagetest.NewCounting(lostRaceStore{Store: &orderedStore{memStore: s}, lost: lost}, counter)
+	t := &longRunTable{store: s, counter: counter, counted: counted, lost: lost, rows: rows}
 	t.stream = t.open(c)
 	tx := t.stream.Begin(snapshotB(b, t.stream))
 	if err := tx.SetSchema(scanSchema); err != nil {
@@ -162,33 +291,52 @@ func snapshotB(b *testing.B, tbl *Table) *Snapshot {
 }
 
 // appendBatch commits one file of t.rows rows as the stream does: a blind append with
-// txn(stream, n) from the Table's kept snapshot.
-func (t *longRunTable) appendBatch(b *testing.B, tmp string) {
+// txn(stream, n) from the Table's kept snapshot. It returns the Commit call's wall time.
+func (t *longRunTable) appendBatch(b *testing.B, tmp string) time.Duration {
+	t.next++
+	el, err := writeBatch(t.counted, t.stream, tmp, "stream", t.next, t.rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return el
+}
+
+// writeBatch writes one Parquet file of rows rows to store and commits it through tbl
+// from its current snapshot as a blind append with txn(app, n); it returns the wall time
+// of the Commit call alone. Safe to call from several goroutines with their own Tables.
+func writeBatch(store storage.Store, tbl *Table, tmp, app string, n int64, rows int) (time.Duration, error) {
 	ctx := context.Background()
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, scanSchema)
 	defer bld.Release()
-	for j := range t.rows {
-		bld.Field(0).(*array.StringBuilder).Append("stream")
+	for j := range rows {
+		bld.Field(0).(*array.StringBuilder).Append(app)
 		bld.Field(1).(*array.Int32Builder).Append(2)
-		bld.Field(2).(*array.Int64Builder).Append(t.next*int64(t.rows) + int64(j))
+		bld.Field(2).(*array.Int64Builder).Append(n*int64(rows) + int64(j))
 	}
 	rec := bld.NewRecordBatch()
 	defer rec.Release()
-	w := parquetio.NewWriter(t.counted, scanSchema, parquetio.WriterOptions{TempDir: tmp})
+	w := parquetio.NewWriter(store, scanSchema, parquetio.WriterOptions{TempDir: tmp})
 	if err := w.Write(ctx, rec); err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	files, err := w.Close(ctx)
 	if err != nil || len(files) != 1 {
-		b.Fatalf("close: %v, %d files", err, len(files))
+		return 0, fmt.Errorf("close: %v, %d files", err, len(files))
 	}
-	tx := t.stream.Begin(snapshotB(b, t.stream))
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		return 0, err
+	}
+	tx := tbl.Begin(snap)
 	tx.Add(AddFromParquet(files[0]))
-	t.next++
-	tx.SetAppTxn("stream", t.next)
-	if res, err := tx.Commit(ctx); err != nil || res.Skipped {
-		b.Fatalf("batch %d: %+v %v", t.next, res, err)
+	tx.SetAppTxn(app, n)
+	t0 := time.Now()
+	res, err := tx.Commit(ctx)
+	el := time.Since(t0)
+	if err != nil || res.Skipped {
+		return el, fmt.Errorf("%s batch %d: %+v %w", app, n, res, err)
 	}
+	return el, nil
 }
 
 // maintain runs the scheduled function's operations (core/maintain.Run with All) from a
@@ -280,7 +428,13 @@ func runDays(b *testing.B, days, perDay int) []dayStats {
 			d.requests += bronze.counter.Total() - before
 			d.batches++
 			if bronze.next%10 == 0 {
-				factsT.appendBatch(b, tmp)
+				f := &d.facts
+				before, lost0, cpu0 := factsT.counter.Total(), factsT.lost.Load(), benchmetrics.CPUTime()
+				f.commitWall += factsT.appendBatch(b, tmp)
+				f.cpu += benchmetrics.CPUTime() - cpu0
+				f.requests += factsT.counter.Total() - before
+				f.lost += factsT.lost.Load() - lost0
+				f.commits++
 			}
 			if (i+1)%hourly == 0 {
 				// A cold open each hour, before maintenance runs: the most small files
@@ -291,8 +445,10 @@ func runDays(b *testing.B, days, perDay int) []dayStats {
 			}
 		}
 		stats = append(stats, d)
-		b.Logf("day %2d: %5.2f req/batch, %6.0f µs CPU/batch, %5.0f KB/batch; cold open %5.2f req, %6.2f ms, %5.0f KB; %4d live files, %6d tombstones; %6d log files, %6d data files",
-			day+1, d.reqPerBatch(), d.cpuPerBatch(), d.allocPerBatch(), d.openReqs(), d.openMs(), d.openKB(), d.liveFiles, d.tombstones, d.logFiles, d.dataFiles)
+		f := d.facts
+		b.Logf("day %2d: %5.2f req/batch, %6.0f µs CPU/batch, %5.0f KB/batch; cold open %5.2f req, %6.2f ms, %5.0f KB; %4d live files, %6d tombstones; %6d log files, %6d data files; facts: %d commits, %5.2f req, %6.0f µs CPU, %5.0f µs commit wall, %4.2f retries per commit",
+			day+1, d.reqPerBatch(), d.cpuPerBatch(), d.allocPerBatch(), d.openReqs(), d.openMs(), d.openKB(), d.liveFiles, d.tombstones, d.logFiles, d.dataFiles,
+			f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(f.cpu.Microseconds())), f.perCommit(float64(f.commitWall.Microseconds())), f.perCommit(float64(f.lost)))
 	}
 	return stats
 }
