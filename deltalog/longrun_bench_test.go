@@ -45,18 +45,17 @@ import (
 // store's heap: several GB of log by day 30, which a Lambda does not hold), and the cold
 // open of bronze once an hour, before maintenance runs (a new Table: Snapshot and the file
 // list, as a Lambda cold start does; the fastest of three, wall time, and the requests and
-// allocation of one);
-// bronze's live files and tombstones at the day's last open. For the facts table's side
-// alone (issue 13: is it as cheap on day 30 as on day 1?) it reports per facts commit its
-// store requests (the facts file and the commit, as the stream writes them), its CPU
-// (process CPU around the facts write only, as for a batch), the wall time of its Commit
-// call (on the in-memory store: the log's own work, not S3's latency) and the commits the
-// writer lost to another writer (lost PutIfAbsent races on a commit file, each a retry);
-// the facts requests and CPU also per bronze batch (a tenth of a facts commit each). The
-// per-day table is logged with -v. Each table is independent of the
-// others (a facts table per source table), so one stands for each of a hundred; the CDC
-// read of a batch does not depend on the table's history and is left out. The store is
-// in memory (orderedStore), counted.
+// allocation of one); bronze's live files and tombstones at the day's last open. For the
+// facts table's side alone (issue 13: is it as cheap on day 30 as on day 1?) it reports
+// per facts commit its store requests (the facts file and the commit, as the stream writes
+// them), its CPU (process CPU around the facts write only, as for a batch; the garbage
+// collector's included) and allocation, the wall time of its Commit call (on the in-memory
+// store: the log's own work, not S3's latency) and the commits the writer lost to another
+// writer (lost PutIfAbsent races on a commit file, each a retry); the facts requests and
+// CPU also per bronze batch (a tenth of a facts commit each). The per-day table is logged
+// with -v. Each table is independent of the others (a facts table per source table), so
+// one stands for each of a hundred; the CDC read of a batch does not depend on the table's
+// history and is left out. The store is in memory (orderedStore), counted.
 //
 //	go test ./deltalog -run '^$' -bench ThirtyDays -benchtime 1x -v
 //
@@ -79,6 +78,7 @@ func BenchmarkThirtyDays(b *testing.B) {
 			b.ReportMetric(float64(f.requests)/float64(m.s.batches), m.name+"facts-req/batch")
 			b.ReportMetric(f.perCommit(float64(f.cpu.Microseconds())), m.name+"facts-cpu-us/commit")
 			b.ReportMetric(float64(f.cpu.Microseconds())/float64(m.s.batches), m.name+"facts-cpu-us/batch")
+			b.ReportMetric(f.perCommit(float64(f.alloc)/1024), m.name+"facts-alloc-KB/commit")
 			b.ReportMetric(f.perCommit(float64(f.commitWall.Microseconds())), m.name+"facts-commit-us")
 			b.ReportMetric(f.perCommit(float64(f.lost)), m.name+"facts-retries/commit")
 			b.ReportMetric(m.s.cpuPerBatch(), m.name+"cpu-us/batch")
@@ -202,11 +202,12 @@ type dayStats struct {
 }
 
 // factsStats is the facts table's side of a day: its commits and, over them, the store
-// requests and process CPU of writing the facts file and committing it, the wall time of
+// requests, process CPU and allocation of writing the facts file and committing it, the wall time of
 // the Commit calls alone, and the commits lost to another writer (retries).
 type factsStats struct {
 	commits, requests int
 	cpu, commitWall   time.Duration
+	alloc             uint64 // bytes
 	lost              int64
 }
 
@@ -429,9 +430,13 @@ func runDays(b *testing.B, days, perDay int) []dayStats {
 			d.batches++
 			if bronze.next%10 == 0 {
 				f := &d.facts
+				runtime.ReadMemStats(&ms)
+				alloc0 := ms.TotalAlloc
 				before, lost0, cpu0 := factsT.counter.Total(), factsT.lost.Load(), benchmetrics.CPUTime()
 				f.commitWall += factsT.appendBatch(b, tmp)
 				f.cpu += benchmetrics.CPUTime() - cpu0
+				runtime.ReadMemStats(&ms)
+				f.alloc += ms.TotalAlloc - alloc0
 				f.requests += factsT.counter.Total() - before
 				f.lost += factsT.lost.Load() - lost0
 				f.commits++
@@ -446,9 +451,9 @@ func runDays(b *testing.B, days, perDay int) []dayStats {
 		}
 		stats = append(stats, d)
 		f := d.facts
-		b.Logf("day %2d: %5.2f req/batch, %6.0f µs CPU/batch, %5.0f KB/batch; cold open %5.2f req, %6.2f ms, %5.0f KB; %4d live files, %6d tombstones; %6d log files, %6d data files; facts: %d commits, %5.2f req, %6.0f µs CPU, %5.0f µs commit wall, %4.2f retries per commit",
+		b.Logf("day %2d: %5.2f req/batch, %6.0f µs CPU/batch, %5.0f KB/batch; cold open %5.2f req, %6.2f ms, %5.0f KB; %4d live files, %6d tombstones; %6d log files, %6d data files; facts: %d commits, %5.2f req, %6.0f µs CPU, %5.0f KB, %5.0f µs commit wall, %4.2f retries per commit",
 			day+1, d.reqPerBatch(), d.cpuPerBatch(), d.allocPerBatch(), d.openReqs(), d.openMs(), d.openKB(), d.liveFiles, d.tombstones, d.logFiles, d.dataFiles,
-			f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(f.cpu.Microseconds())), f.perCommit(float64(f.commitWall.Microseconds())), f.perCommit(float64(f.lost)))
+			f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(f.cpu.Microseconds())), f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), f.perCommit(float64(f.lost)))
 	}
 	return stats
 }
