@@ -55,9 +55,9 @@ import (
 // CPU also per bronze batch (a tenth of a facts commit each). The per-day table is logged
 // with -v. Each table is independent of the others (a facts table per source table), so
 // one stands for each of a hundred (BenchmarkFactsConcurrent); the CDC read of a batch
-// does not depend on the table's
-// history and is left out. The store is in memory (orderedStore), counted. It takes 7–11
-// minutes on 2 loaded cores, past go test's default 10-minute timeout.
+// does not depend on the table's history and is left out. The store is in memory
+// (orderedStore), counted. It takes 7–11 minutes on 2 loaded cores, past go test's
+// default 10-minute timeout.
 //
 //	go test ./deltalog -run '^$' -bench ThirtyDays -benchtime 1x -timeout 30m -v
 //
