@@ -145,7 +145,17 @@ type logListing struct {
 // protocol allows (docs/delta-reading.md § Log compaction): the commits they stand for are
 // read instead.
 func listLog(ctx context.Context, store storage.Store, from int64) (logListing, error) {
-	l := logListing{commits: map[int64]bool{}, maxCommit: -1}
+	l, _, err := listLogUpTo(ctx, store, from, 0)
+	return l, err
+}
+
+// listPage is how many keys one listing request returns (S3's ListObjectsV2 page).
+const listPage = 1000
+
+// listLogUpTo is listLog stopping after maxKeys keys (0: no bound); complete is false when
+// it stopped there, the rest of the log unlisted (the listing is then not to be used).
+func listLogUpTo(ctx context.Context, store storage.Store, from int64, maxKeys int) (l logListing, complete bool, err error) {
+	l = logListing{commits: map[int64]bool{}, maxCommit: -1}
 	startAfter := ""
 	if from > 0 {
 		startAfter = fmt.Sprintf("%s%020d", LogDir, from)
@@ -160,9 +170,14 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 	classic := map[int64]checkpointRef{}
 	uuidNamed := map[int64]checkpointRef{}
 	multi := map[int64]map[int]*partSet{} // version -> parts -> set
+	n := 0
 	for oi, err := range store.List(ctx, LogDir, startAfter) {
 		if err != nil {
-			return logListing{}, fmt.Errorf("list log: %w", err)
+			return logListing{}, false, fmt.Errorf("list log: %w", err)
+		}
+		if n++; maxKeys > 0 && n >= maxKeys {
+			// Possibly more beyond: asking for the next key would list another page.
+			return logListing{}, false, nil
 		}
 		f := parseLogFile(oi.Key)
 		switch f.kind {
@@ -217,7 +232,7 @@ func listLog(ctx context.Context, store storage.Store, from int64) (logListing, 
 		}
 	}
 	sortCheckpoints(l.checkpoints)
-	return l, nil
+	return l, true, nil
 }
 
 func sortCheckpoints(c []checkpointRef) {

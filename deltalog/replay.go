@@ -47,9 +47,12 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 		var err error
 		latest, err = ll.OpenLatest(ctx, func(ctx context.Context, from int64) (int64, error) {
 			var err error
-			if from < 0 {
+			switch {
+			case from == logstore.ListWholeIfShort:
+				pre, err = t.listShortOrRead(ctx)
+			case from < 0:
 				pre, err = t.readAndList(ctx)
-			} else {
+			default:
 				pre = &preRead{from: from}
 				pre.listing, err = listLog(ctx, t.store, from)
 			}
@@ -111,6 +114,21 @@ type preRead struct {
 	ok      bool
 	from    int64
 	listing logListing
+}
+
+// listShortOrRead lists the whole log when one listing request holds it (an empty log, a
+// short one: its checkpoints are in the listing, so _last_checkpoint is not read), else
+// reads _last_checkpoint and lists from it (readAndList), one listing request more than
+// readAndList alone.
+func (t *Table) listShortOrRead(ctx context.Context) (*preRead, error) {
+	l, complete, err := listLogUpTo(ctx, t.store, 0, listPage)
+	if err != nil {
+		return nil, err
+	}
+	if !complete {
+		return t.readAndList(ctx)
+	}
+	return &preRead{from: 0, listing: l}, nil
 }
 
 // readAndList reads _last_checkpoint and lists the log from its version (from 0 without

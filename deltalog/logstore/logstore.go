@@ -48,11 +48,21 @@ type LogStore interface {
 type Lister interface {
 	// OpenLatest is Latest for a table's first open. list lists the log and returns the
 	// newest commit file it saw (-1: none): from version from when from >= 0 (0: the whole
-	// log), else from where _last_checkpoint says. OpenLatest calls it once, completes a
+	// log); with ListWholeIfShort, the whole log when one listing request holds it, else
+	// from where _last_checkpoint says; with any other negative from, from where
+	// _last_checkpoint says. OpenLatest calls it once, completes a
 	// half-done newest commit, if any, and returns the newest version: what list saw, or
 	// a newer one. The log store's next Latest lists from what it learned. S3 conditional
 	// put and local disk make no request of their own (their Latest is a listing);
 	// DynamoDB makes one Query before the listing, and when its newest entry shows a
-	// short log, has it listed whole without reading _last_checkpoint (logstore/dynamo).
+	// short log, has it listed whole without reading _last_checkpoint; when it finds no
+	// entry (a new table, or one without a commit for the entries' TTL), it passes
+	// ListWholeIfShort (logstore/dynamo).
 	OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error)
 }
+
+// ListWholeIfShort, as the from of OpenLatest's list, asks for the whole log when one
+// listing request (1,000 keys) holds it, so an empty or short log is opened without reading
+// _last_checkpoint; a longer one costs that listing request on top of reading
+// _last_checkpoint and listing from it.
+const ListWholeIfShort int64 = -2

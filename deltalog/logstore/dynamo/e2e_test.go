@@ -77,7 +77,8 @@ func TestDeltaFirstOpenListsOnce(t *testing.T) {
 		}
 	}
 	first := open()
-	check("first open, empty", first, -1, map[string]int{"Get": 1, "List": 1, "ddb.Query": 1})
+	// No entry and an empty listing: no _last_checkpoint read (logstore.ListWholeIfShort).
+	check("first open, empty", first, -1, map[string]int{"List": 1, "ddb.Query": 1})
 	check("second open, empty", first, -1, map[string]int{"ddb.Query": 1})
 	c.Reset()
 	commit(first, 0)
@@ -87,4 +88,12 @@ func TestDeltaFirstOpenListsOnce(t *testing.T) {
 	commit(first, 1)
 	// A short log (its newest entry below 100) is listed whole, without _last_checkpoint.
 	check("a new process's first open", open(), 1, map[string]int{"Get": 2, "List": 1, "ddb.Query": 1}) // 0.json, 1.json
+	// With no entry (as when they expired: here the log store keys another tablePath), a
+	// short log is listed whole too, and the listing finds the latest commit.
+	expired, err := dynamo.New(countingDDB{e.ddb, c}, storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, TablePath: "s3://elsewhere/expired"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("first open, entries expired", deltalog.Open(storagetest.NewCounting(e.store, c), expired, deltalog.Options{}), 1,
+		map[string]int{"Get": 2, "List": 1, "ddb.Query": 1})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/internal/commitlog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
@@ -59,14 +60,18 @@ const shortLog = 100
 // OpenLatest is Latest with the caller's listing (logstore.Lister): one Query, then the
 // caller lists the log, whole when the newest entry shows it short (no _last_checkpoint
 // read), and the listing decides as in Latest: with no entry, or the newest entry complete
-// at the newest commit listed, that commit is observed as the latest.
+// at the newest commit listed, that commit is observed as the latest. With no entry the
+// log is either empty (a table's first bootstrap opens two such) or had no commit for the
+// entries' TTL; it is listed whole when one listing request holds it
+// (logstore.ListWholeIfShort), so an empty log costs the Query and one listing.
 func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
 	e, found, err := l.newestEntry(ctx)
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
 	}
-	from := int64(-1)
+	from := logstore.ListWholeIfShort
 	if found {
+		from = -1
 		if err := l.recover(ctx, e); err != nil {
 			return 0, err
 		}
