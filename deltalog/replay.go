@@ -74,7 +74,7 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	if latest < 0 {
-		t.replace(nil)
+		t.sawEmpty()
 		return t.emptySnapshot(), nil
 	}
 	if known != nil && known.version > latest {

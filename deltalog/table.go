@@ -69,6 +69,8 @@ type Table struct {
 	// listed is true once Snapshot asked the log store for the latest version: its log
 	// store then knows where to list from (logstore.Lister).
 	listed bool
+	// empty is true when the newest Snapshot found no commit (latest nil).
+	empty bool
 }
 
 // Open returns the table at store's root, committing through logs. It does no I/O: a
@@ -85,6 +87,29 @@ func (t *Table) LogStore() logstore.LogStore { return t.logs }
 
 // Options returns the options the table was opened with.
 func (t *Table) Options() Options { return t.opts }
+
+// Known is the newest snapshot the Table read or committed, without any request (an empty
+// one, Version() == -1, when the newest read found no commit); nil when it holds none. It
+// may be behind the log (others' commits since are not in it): a
+// transaction begun from it still detects them, since its commit loses the race at the
+// version they took and is checked against them (Transaction.Commit), so a writer whose
+// steps follow one another in one process may commit on it instead of re-reading the table.
+func (t *Table) Known() *Snapshot {
+	t.mu.Lock()
+	s, empty := t.latest, t.empty
+	t.mu.Unlock()
+	if s == nil && empty {
+		return t.emptySnapshot()
+	}
+	return s
+}
+
+// sawEmpty records that the log has no commit: nothing kept, Known an empty snapshot.
+func (t *Table) sawEmpty() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.latest, t.empty = nil, true
+}
 
 // known is the newest snapshot the Table holds, nil when none.
 func (t *Table) known() *Snapshot {
@@ -107,7 +132,7 @@ func (t *Table) remember(s *Snapshot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.latest == nil || s.version >= t.latest.version {
-		t.latest = s
+		t.latest, t.empty = s, false
 	}
 }
 
@@ -116,5 +141,5 @@ func (t *Table) remember(s *Snapshot) {
 func (t *Table) replace(s *Snapshot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.latest = s
+	t.latest, t.empty = s, false
 }

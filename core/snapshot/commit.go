@@ -97,10 +97,10 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 		return CommitResult{}, err
 	}
 	// One read of bronze serves the schema, the stamp check and the append (which reads
-	// again only after losing a commit race).
-	bsnap, err := d.Bronze.Snapshot(ctx)
+	// again only after losing a commit race); within a Run, none (Deps.bronzeState).
+	bsnap, err := d.bronzeState(ctx)
 	if err != nil {
-		return CommitResult{}, fmt.Errorf("read bronze: %w", err)
+		return CommitResult{}, err
 	}
 	schema, err := schemaOn(bsnap, cols)
 	if err != nil {
@@ -179,7 +179,11 @@ func bootstrapRow(ctx context.Context, d Deps, snap lsn.Offset, rows *int64, sta
 	if !writesBootstrapRow(d) {
 		return nil
 	}
-	return WriteBootstrapRow(ctx, d.Facts, d.Spec, snap, rows, started, d.now(), d.Options.Writer)
+	fsnap, err := d.factsState(ctx)
+	if err != nil {
+		return err
+	}
+	return writeBootstrapRowOn(ctx, fsnap, d.Spec, snap, rows, started, d.now(), d.Options.Writer)
 }
 
 // WriteBootstrapRow writes the bootstrap facts row of the snapshot (or seed) at snap for
@@ -187,6 +191,16 @@ func bootstrapRow(ctx context.Context, d Deps, snap lsn.Offset, rows *int64, sta
 // whatever the reruns (docs/facts.md): rows (nil when unknown), started_at and duration_ms
 // up to now when started is known (not nil, not zero), written_at now.
 func WriteBootstrapRow(ctx context.Context, factsT *deltalog.Table, spec *config.Spec, snap lsn.Offset, rows *int64, started *time.Time, now time.Time, opts parquetio.WriterOptions) error {
+	fsnap, err := factsT.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("write bootstrap row: read the facts table: %w", err)
+	}
+	return writeBootstrapRowOn(ctx, fsnap, spec, snap, rows, started, now, opts)
+}
+
+// writeBootstrapRowOn is WriteBootstrapRow on the facts table's state fsnap (its commit
+// checked against any commit made since, as facts.AppendOn's are).
+func writeBootstrapRowOn(ctx context.Context, fsnap *deltalog.Snapshot, spec *config.Spec, snap lsn.Offset, rows *int64, started *time.Time, now time.Time, opts parquetio.WriterOptions) error {
 	r := facts.SnapshotRow(spec.AppID, spec.Bronze, facts.EventBootstrap, snap)
 	r.Rows = rows
 	if started != nil && !started.IsZero() {
@@ -194,7 +208,7 @@ func WriteBootstrapRow(ctx context.Context, factsT *deltalog.Table, spec *config
 		r.StartedAt, r.DurationMs = &s, facts.Int64(now.Sub(s).Milliseconds())
 	}
 	r.WrittenAt = now
-	if _, err := facts.Append(ctx, factsT, facts.TxnEvents(spec.AppID), 0, []facts.Row{r}, opts); err != nil {
+	if _, err := facts.AppendOn(ctx, fsnap, facts.TxnEvents(spec.AppID), 0, []facts.Row{r}, opts); err != nil {
 		return fmt.Errorf("write bootstrap row: %w", err)
 	}
 	return nil

@@ -45,6 +45,38 @@ type Deps struct {
 	// runSchema, set by Run for its reads, is the schema they share (nil: each Read
 	// computes its own, as the machine's invocations do).
 	runSchema *schemaMemo
+	// sameProcess, set by Run, lets a step commit on the state of bronze and the facts
+	// table an earlier step of the Run read or committed (Deps.bronzeState, factsState)
+	// instead of reading them again.
+	sameProcess bool
+}
+
+// bronzeState is bronze as a step commits or reads its schema on it: within a Run, the
+// state an earlier step read or committed (deltalog.Table.Known), with no request; else
+// read now. A commit on a state others have moved past loses the race at the version they
+// took and is checked against their commits (deltalog.Transaction.Commit: the snapshot's
+// txn committed by another run is skipped, not written twice); through DynamoDB that
+// version is taken by the conditional PutItem of its entry (logstore/dynamo).
+func (d Deps) bronzeState(ctx context.Context) (*deltalog.Snapshot, error) {
+	return d.stateOf(ctx, d.Bronze, "bronze")
+}
+
+// factsState is the facts table's state as bronzeState is bronze's.
+func (d Deps) factsState(ctx context.Context) (*deltalog.Snapshot, error) {
+	return d.stateOf(ctx, d.Facts, "the facts table")
+}
+
+func (d Deps) stateOf(ctx context.Context, t *deltalog.Table, name string) (*deltalog.Snapshot, error) {
+	if d.sameProcess {
+		if s := t.Known(); s != nil {
+			return s, nil
+		}
+	}
+	s, err := t.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return s, nil
 }
 
 // Options tune a snapshot. The zero value is the bootstrap machine's.

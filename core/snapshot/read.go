@@ -144,9 +144,13 @@ func readRange(ctx context.Context, d Deps, read source.TableRead, schema *arrow
 	return files, nBytes, err
 }
 
-// targetSchema is TargetSchema of d's bronze.
+// targetSchema is TargetSchema of d's bronze (Deps.bronzeState).
 func targetSchema(ctx context.Context, d Deps, cols []source.Column) (*arrow.Schema, error) {
-	return TargetSchema(ctx, d.Bronze, cols)
+	snap, err := d.bronzeState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return schemaOn(snap, cols)
 }
 
 // TargetSchema is the schema snapshot rows (a snapshot's, a seed's) are written in:

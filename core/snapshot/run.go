@@ -17,8 +17,11 @@ func Close(open OpenResult) lsn.Offset { return open.Snapshot }
 // Open, then Plan, Read of every range (numPartitions at once) and Commit when it opened
 // a snapshot, Commit alone when it found one, and Close. Each step is the same as the
 // machine's, so a Run after a failed one converges on the same tables. The steps of one Run
-// read each staging file from the store at most once (runStaging).
+// read each staging file from the store at most once (runStaging), and bronze and the
+// facts table once: a later step commits on the state an earlier one read or committed
+// (Deps.bronzeState).
 func Run(ctx context.Context, d Deps) (lsn.Offset, error) {
+	d.sameProcess = true
 	if d.Staging != nil {
 		d.Staging = newRunStaging(d.Staging)
 	}
