@@ -41,26 +41,7 @@ func chunkedSwitchEnv(t *testing.T, backend testlake.Backend, seed uint64) (*env
 	}
 	e.mustDrain(Options{})
 	e.backfillDone()
-	e.exec(insert(5, 5))
-	e.mustDrain(Options{})
-	if _, err := e.db.AddColumn("orders", source.Column{Name: "region", DataType: "varchar", MaxLength: 10, Nullable: true}); err != nil {
-		t.Fatal(err)
-	}
-	e.exec(func(tx *cdcsim.Txn) error { return tx.Update("orders", []any{5}, cdcsim.Row{"region": "r5"}) })
-	e.exec(func(tx *cdcsim.Txn) error {
-		_, err := tx.Insert("orders", cdcsim.Row{"id": 6, "amount": 6, "region": "r6"})
-		return err
-	})
-	e.mustDrain(Options{})
-	v2, err := e.db.EnableCapture("orders", cdcsim.CaptureOptions{Name: "dbo_orders_v2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.exec(func(tx *cdcsim.Txn) error {
-		_, err := tx.Insert("orders", cdcsim.Row{"id": 7, "amount": 7, "region": "r7"})
-		return err
-	})
-	return e, v2.StartLSN
+	return e, e.addColumnAndSwitch(t)
 }
 
 // switchOpens are the facts table's snapshot_open rows of kind switch and the bootstrap

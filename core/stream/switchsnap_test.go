@@ -31,29 +31,11 @@ func switchEnv(t *testing.T, backend testlake.Backend, seed uint64) (*env, lsn.L
 	if _, err := snapshot.Run(context.Background(), sd); err != nil {
 		t.Fatal(err)
 	}
-	e.exec(insert(5, 5))
-	e.mustDrain(Options{})
-	if _, err := e.db.AddColumn("orders", source.Column{Name: "region", DataType: "varchar", MaxLength: 10, Nullable: true}); err != nil {
-		t.Fatal(err)
-	}
-	e.exec(func(tx *cdcsim.Txn) error { return tx.Update("orders", []any{5}, cdcsim.Row{"region": "r5"}) })
-	e.exec(func(tx *cdcsim.Txn) error {
-		_, err := tx.Insert("orders", cdcsim.Row{"id": 6, "amount": 6, "region": "r6"})
-		return err
-	})
-	e.mustDrain(Options{})
-	v2, err := e.db.EnableCapture("orders", cdcsim.CaptureOptions{Name: "dbo_orders_v2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.exec(func(tx *cdcsim.Txn) error {
-		_, err := tx.Insert("orders", cdcsim.Row{"id": 7, "amount": 7, "region": "r7"})
-		return err
-	})
+	S := e.addColumnAndSwitch(t)
 	if res, err := e.run(Options{}); err != nil || res.Outcome != OutcomeSwitchSnapshotRequired {
 		t.Fatalf("stream over the switch: %+v, %v; want it to ask for the switch snapshot", res, err)
 	}
-	return e, v2.StartLSN
+	return e, S
 }
 
 // assertSwitchSnapshot checks that bronze rebuilds to the table (the new column of rows
@@ -163,4 +145,32 @@ func TestSwitchSnapshotClaimed(t *testing.T) {
 	}
 	e.mustDrain(Options{})
 	e.assertSwitchSnapshot(s)
+}
+
+// addColumnAndSwitch is the DBA's switch both switch tests start from: row 5, ADD COLUMN
+// region (row 5 updated with it, row 6 inserted with it) streamed under the older
+// instance, then capture instance dbo_orders_v2 and row 7. It returns S, the newer
+// instance's start LSN.
+func (e *env) addColumnAndSwitch(t *testing.T) lsn.LSN {
+	t.Helper()
+	e.exec(insert(5, 5))
+	e.mustDrain(Options{})
+	if _, err := e.db.AddColumn("orders", source.Column{Name: "region", DataType: "varchar", MaxLength: 10, Nullable: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(func(tx *cdcsim.Txn) error { return tx.Update("orders", []any{5}, cdcsim.Row{"region": "r5"}) })
+	e.exec(func(tx *cdcsim.Txn) error {
+		_, err := tx.Insert("orders", cdcsim.Row{"id": 6, "amount": 6, "region": "r6"})
+		return err
+	})
+	e.mustDrain(Options{})
+	v2, err := e.db.EnableCapture("orders", cdcsim.CaptureOptions{Name: "dbo_orders_v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.exec(func(tx *cdcsim.Txn) error {
+		_, err := tx.Insert("orders", cdcsim.Row{"id": 7, "amount": 7, "region": "r7"})
+		return err
+	})
+	return v2.StartLSN
 }
