@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+	"github.com/mssqlcdc/mssqlcdc/internal/lambdagc"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
@@ -51,6 +53,11 @@ import (
 // runs: the stream, cdcsim's reads, and on the emulator backends gofakes3 too; the
 // workload's transactions are committed to cdcsim between the measured intervals).
 //
+// The process's garbage collector is set as the stream function's Lambda sets it at its
+// default memory (internal/lambdagc: GOGC 400, a soft limit at 80 % of 2,048 MB), the
+// Lambda being what cpu-ms stands for; -batchreq.go-gc keeps Go's defaults (GOGC 100, no
+// limit) instead. gc/batch is the collections that ended while the stream ran.
+//
 // With -batchreq.s3-process the S3 emulator runs in a child process
 // (internal/emulators/s3server) instead of in this one, so cpu-ms and alloc-MB are the
 // stream's and cdcsim's without the S3 server's work (AWS's, in production) and without
@@ -59,6 +66,11 @@ import (
 //	scripts/with-dynalite.sh go test ./core/stream -run '^$' -bench BatchRequests -benchtime 1x
 //	scripts/with-dynalite.sh go test ./core/stream -run '^$' -bench BatchRequests -benchtime 1x -batchreq.s3-process
 func BenchmarkBatchRequests(b *testing.B) {
+	if !*goGC {
+		// The garbage collector as the stream function's Lambda sets it at its default
+		// memory (infra/terraform: 2,048 MB).
+		lambdaGC(b, "2048")
+	}
 	if *s3Process {
 		b.Setenv(emulators.S3EndpointEnv, startS3Process(b))
 	}
@@ -73,6 +85,26 @@ func BenchmarkBatchRequests(b *testing.B) {
 			b.Run("shape=after-bootstrap", func(b *testing.B) { benchAfterBootstrap(b, lb.backend) })
 		})
 	}
+}
+
+var goGC = flag.Bool("batchreq.go-gc", false, "BenchmarkBatchRequests: keep Go's default garbage collector settings instead of the stream Lambda's (internal/lambdagc)")
+
+// lambdaGC sets the garbage collector as internal/lambdagc does in a Lambda given memMB of
+// memory (GOGC and GOMEMLIMIT in the environment still win), and puts Go's settings back
+// at tb's cleanup.
+func lambdaGC(tb testing.TB, memMB string) {
+	pct, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	debug.SetGCPercent(pct)
+	lambdagc.Configure(func(k string) string {
+		if k == lambdagc.MemoryEnv {
+			return memMB
+		}
+		return os.Getenv(k)
+	})
+	tb.Cleanup(func() {
+		debug.SetGCPercent(pct)
+		debug.SetMemoryLimit(limit)
+	})
 }
 
 var s3Process = flag.Bool("batchreq.s3-process", false, "BenchmarkBatchRequests: run the S3 emulator in a child process, outside the metered one")
@@ -225,6 +257,7 @@ func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool, fac
 	var st reqStats
 	var cpu float64
 	var alloc uint64
+	var gcs uint32
 	for i := 0; i < b.N; i++ {
 		e := newReqEnv(b, backend, 0)
 		e.factsEvery = factsEvery
@@ -272,11 +305,13 @@ func benchSteady(b *testing.B, backend testlake.Backend, oneInvocation bool, fac
 		}
 		cpu += m.CPU.Seconds()
 		alloc += m.Alloc
+		gcs += m.GCs
 	}
 	st.report(b, "")
 	n := float64(b.N * batchesMeasured)
 	b.ReportMetric(cpu*1000/n, "cpu-ms/batch")
 	b.ReportMetric(float64(alloc)/1e6/n, "alloc-MB/batch")
+	b.ReportMetric(float64(gcs)/n, "gc/batch")
 	b.ReportMetric(0, "ns/op")
 }
 

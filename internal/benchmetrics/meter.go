@@ -65,19 +65,22 @@ func (m Meter) CPU() time.Duration { return CPUTime() - m.cpu0 }
 // committed to the simulator before each batch). The zero value is paused, with nothing
 // measured.
 type Intervals struct {
-	// CPU and Alloc are the totals of the intervals ended so far.
+	// CPU, Alloc and GCs (garbage collections ended) are the totals of the intervals
+	// ended so far.
 	CPU   time.Duration
 	Alloc uint64
+	GCs   uint32
 
 	cpu0   time.Duration
 	alloc0 uint64
+	gcs0   uint32
 }
 
 // Resume starts an interval.
 func (m *Intervals) Resume() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	m.alloc0 = ms.TotalAlloc
+	m.alloc0, m.gcs0 = ms.TotalAlloc, ms.NumGC
 	m.cpu0 = CPUTime()
 }
 
@@ -87,4 +90,5 @@ func (m *Intervals) Pause() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	m.Alloc += ms.TotalAlloc - m.alloc0
+	m.GCs += ms.NumGC - m.gcs0
 }

@@ -1,11 +1,18 @@
 // Command lambda is the apply Lambda's bootstrap binary (make build names it bootstrap):
-// it starts aws-lambda-go's runtime loop on the handler of functions/apply.
+// it sets the garbage collector from the function's memory (internal/lambdagc) and starts
+// aws-lambda-go's runtime loop on the handler of functions/apply.
 package main
 
 import (
+	"os"
+
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mssqlcdc/mssqlcdc/functions/apply"
+	"github.com/mssqlcdc/mssqlcdc/internal/lambdagc"
 )
 
-func main() { lambda.Start(apply.Lambda().Handle) }
+func main() {
+	lambdagc.Configure(os.Getenv)
+	lambda.Start(apply.Lambda().Handle)
+}

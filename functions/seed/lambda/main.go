@@ -3,9 +3,15 @@
 package main
 
 import (
+	"os"
+
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mssqlcdc/mssqlcdc/functions/seed"
+	"github.com/mssqlcdc/mssqlcdc/internal/lambdagc"
 )
 
-func main() { lambda.Start(seed.Lambda().Handle) }
+func main() {
+	lambdagc.Configure(os.Getenv)
+	lambda.Start(seed.Lambda().Handle)
+}

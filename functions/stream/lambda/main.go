@@ -1,11 +1,18 @@
 // Command lambda is the stream Lambda's bootstrap binary (make build names it bootstrap):
-// it starts aws-lambda-go's runtime loop on the handler of functions/stream.
+// it sets the garbage collector from the function's memory (internal/lambdagc) and starts
+// aws-lambda-go's runtime loop on the handler of functions/stream.
 package main
 
 import (
+	"os"
+
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/mssqlcdc/mssqlcdc/functions/stream"
+	"github.com/mssqlcdc/mssqlcdc/internal/lambdagc"
 )
 
-func main() { lambda.Start(stream.Lambda().Handle) }
+func main() {
+	lambdagc.Configure(os.Getenv)
+	lambda.Start(stream.Lambda().Handle)
+}
