@@ -10,8 +10,9 @@
 // on, so a run that is killed, times out or stops early loses nothing. Memory is bounded
 // by silver.memory_mb: a run whose bronze rows would need more is applied in key ranges.
 //
-// The Lambda's main (functions/apply/lambda) only calls lambda.Start(Lambda().Handle);
-// `mssqlcdc invoke apply` runs the same handler through aws-lambda-go.
+// The Lambda's main (functions/apply/lambda) sets the garbage collector from the
+// function's memory (internal/lambdagc) and calls lambda.Start(Lambda().Handle); `mssqlcdc
+// invoke apply` runs the same handler through aws-lambda-go.
 package apply
 
 import (

@@ -7,9 +7,9 @@
 // returns the BackfillStatus. The input overrides the spec's backfill parameters
 // (docs/handlers.md backfill-wave).
 //
-// The Lambda's main (functions/backfill-wave/lambda) only calls
-// lambda.Start(Lambda().Handle); `mssqlcdc invoke backfill-wave` runs the same handler
-// through aws-lambda-go's own invoke path.
+// The Lambda's main (functions/backfill-wave/lambda) sets the garbage collector from the
+// function's memory (internal/lambdagc) and calls lambda.Start(Lambda().Handle); `mssqlcdc
+// invoke backfill-wave` runs the same handler through aws-lambda-go's own invoke path.
 package backfillwave
 
 import (

@@ -5,8 +5,9 @@
 // `mssqlcdc maintain --all` (docs/operations.md § Maintenance). Its role is the only one
 // allowed to delete Delta log files.
 //
-// The Lambda's main (functions/maintain/lambda) only calls lambda.Start(Lambda().Handle);
-// `mssqlcdc invoke maintain` runs the same handler through aws-lambda-go.
+// The Lambda's main (functions/maintain/lambda) sets the garbage collector from the
+// function's memory (internal/lambdagc) and calls lambda.Start(Lambda().Handle); `mssqlcdc
+// invoke maintain` runs the same handler through aws-lambda-go.
 package maintain
 
 import (

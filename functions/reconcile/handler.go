@@ -12,9 +12,10 @@
 // invocation succeeds. A run killed at any point and invoked again with the same event
 // gives one report: the scheduled time the schedule passes ("run") keys it.
 //
-// The Lambda's main (functions/reconcile/lambda) only calls lambda.Start(Lambda().Handle);
-// `mssqlcdc invoke reconcile` runs the same handler through aws-lambda-go, and
-// `mssqlcdc reconcile` the same comparison (core/reconcile.Job) from a shell.
+// The Lambda's main (functions/reconcile/lambda) sets the garbage collector from the
+// function's memory (internal/lambdagc) and calls lambda.Start(Lambda().Handle); `mssqlcdc
+// invoke reconcile` runs the same handler through aws-lambda-go, and `mssqlcdc reconcile`
+// the same comparison (core/reconcile.Job) from a shell.
 package reconcile
 
 import (

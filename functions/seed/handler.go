@@ -4,8 +4,9 @@
 // The input names the step: {"step": "plan"|"convert"|"commit"|"close", ...}
 // (docs/handlers.md § seed, docs/seed.md).
 //
-// The Lambda's main (functions/seed/lambda) only calls lambda.Start(Lambda().Handle);
-// `mssqlcdc invoke seed` runs the same handler through aws-lambda-go's own invoke path.
+// The Lambda's main (functions/seed/lambda) sets the garbage collector from the function's
+// memory (internal/lambdagc) and calls lambda.Start(Lambda().Handle); `mssqlcdc invoke
+// seed` runs the same handler through aws-lambda-go's own invoke path.
 package seed
 
 import (

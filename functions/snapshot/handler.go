@@ -3,8 +3,9 @@
 // its environment (MSSQLCDC_SPEC, the JSON document Terraform writes). The input names the
 // step: {"step": "open"|"plan"|"read"|"commit"|"close", ...} (docs/handlers.md).
 //
-// The Lambda's main (functions/snapshot/lambda) only calls lambda.Start(Lambda().Handle);
-// `mssqlcdc invoke snapshot` runs the same handler through aws-lambda-go's own invoke path
+// The Lambda's main (functions/snapshot/lambda) sets the garbage collector from the
+// function's memory (internal/lambdagc) and calls lambda.Start(Lambda().Handle); `mssqlcdc
+// invoke snapshot` runs the same handler through aws-lambda-go's own invoke path
 // (internal/runtimeapi) with the CLI's source, so the state-machine tests exercise exactly
 // what Lambda runs.
 package snapshot

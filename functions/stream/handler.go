@@ -3,8 +3,9 @@
 // {"caught_up", "batches", "rows", "offset"} (docs/handlers.md). EventBridge Scheduler
 // invokes it every N minutes; reserved concurrency 1 keeps one invocation per table.
 //
-// The Lambda's main (functions/stream/lambda) only calls lambda.Start(Lambda().Handle);
-// `mssqlcdc invoke stream` runs the same handler through aws-lambda-go's own invoke path
+// The Lambda's main (functions/stream/lambda) sets the garbage collector from the
+// function's memory (internal/lambdagc) and calls lambda.Start(Lambda().Handle); `mssqlcdc
+// invoke stream` runs the same handler through aws-lambda-go's own invoke path
 // (internal/runtimeapi) with the CLI's source, so the state-machine tests exercise exactly
 // what Lambda runs.
 package stream
