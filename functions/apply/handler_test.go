@@ -25,7 +25,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
-	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
@@ -38,7 +38,7 @@ type world struct {
 	spec *config.Spec
 	lake *testlake.Lake
 	h    *Handler
-	rt   *runtimeapi.Server
+	fn   *runtimeapitest.Func
 }
 
 // newWorld loads rows rows into the orders table before CDC is enabled (only the
@@ -78,14 +78,7 @@ func newWorld(t *testing.T, backend testlake.Backend, rows int, memory int64) *w
 	w.h.Now = db.Now
 	w.h.TempDir = t.TempDir()
 	w.h.MemoryBytes = memory
-	rt, err := runtimeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Register("apply", w.h.Handle); err != nil {
-		t.Fatal(err)
-	}
-	w.rt = rt
+	w.fn = runtimeapitest.Start(t, "apply", w.h.Handle)
 	return w
 }
 
@@ -131,10 +124,7 @@ func (w *world) step(n int) {
 // errType is the errorType of a failure ("" on success).
 func (w *world) invoke(event string) (out Output, errType string) {
 	w.t.Helper()
-	r, err := w.rt.Invoke(context.Background(), "apply", []byte(event))
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	r := w.fn.Invoke(event)
 	if r.Error != nil {
 		return out, r.Error.Type
 	}
@@ -295,12 +285,12 @@ func TestHandlerStopsWithinItsBudgetAndGoesOn(t *testing.T) {
 	w.drain()
 
 	// The Lambda's deadline is 30 s away, less than the 2-minute margin: nothing starts.
-	w.rt.Timeout = 30 * time.Second
+	w.fn.Server.Timeout = 30 * time.Second
 	out, typ := w.invoke(`{}`)
 	if typ != "" || out.CaughtUp || out.Commits != 0 || out.SilverVersion != -1 {
 		t.Fatalf("inside the margin: %+v %s", out, typ)
 	}
-	w.rt.Timeout = 0
+	w.fn.Server.Timeout = 0
 
 	clock := &stepClock{t: w.db.Now()}
 	w.h.Now = clock.Now
@@ -453,16 +443,9 @@ func TestErrorNames(t *testing.T) {
 		h := New(w.spec, func(context.Context, *config.Spec) (silver.Tables, error) {
 			return silver.Tables{}, fmt.Errorf("open: %w", typed)
 		}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)))
-		rt, err := runtimeapi.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Register("apply", h.Handle); err != nil {
-			t.Fatal(err)
-		}
-		r, err := rt.Invoke(context.Background(), "apply", []byte(`{}`))
-		if err != nil || r.Error == nil || r.Error.Type != want || !strings.Contains(r.Error.Message, typed.Error()) {
-			t.Errorf("%T: %s %v, want errorType %s", typed, r.ErrorBody, err, want)
+		r := runtimeapitest.Start(t, "apply", h.Handle).Invoke(`{}`)
+		if r.Error == nil || r.Error.Type != want || !strings.Contains(r.Error.Message, typed.Error()) {
+			t.Errorf("%T: %s, want errorType %s", typed, r.ErrorBody, want)
 		}
 	}
 	h := New(nil, nil, slog.New(slog.DiscardHandler))

@@ -22,6 +22,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
 	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.json")
@@ -79,27 +80,6 @@ func newHandler(t *testing.T) (*Handler, func() coresnapshot.Deps, *cdcsim.DB) {
 	return New(spec, open, slog.New(slog.NewTextHandler(io.Discard, nil))), deps, db
 }
 
-// lambdaInvoke runs h through aws-lambda-go's own invoke path (a local Runtime API, as in
-// Lambda) and returns what it posted.
-func lambdaInvoke(t *testing.T, h *Handler) func(payload string) runtimeapi.Result {
-	t.Helper()
-	s, err := runtimeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Register("backfill-wave", h.Handle); err != nil {
-		t.Fatal(err)
-	}
-	return func(payload string) runtimeapi.Result {
-		t.Helper()
-		r, err := s.Invoke(context.Background(), "backfill-wave", []byte(payload))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-}
-
 // golden compares indented JSON with testdata/name (rewritten with -update).
 func golden(t *testing.T, name string, indented []byte) {
 	t.Helper()
@@ -149,7 +129,7 @@ func call(t *testing.T, invoke func(string) runtimeapi.Result, name string) core
 // batch facts row yet); one wave (running); the rest (done); done again, reading nothing.
 func TestCallsGolden(t *testing.T) {
 	h, deps, db := newHandler(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "backfill-wave", h.Handle).Invoke
 	want := func(st coresnapshot.BackfillStatus, state string, done, total int) {
 		t.Helper()
 		if st.State != state || st.ChunksDone != done || st.ChunksTotal != total {
@@ -183,7 +163,7 @@ func TestCallsGolden(t *testing.T) {
 // type describes.
 func TestErrorsAreNamed(t *testing.T) {
 	h, deps, db := newHandler(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "backfill-wave", h.Handle).Invoke
 	if _, err := coresnapshot.OpenChunked(context.Background(), deps()); err != nil {
 		t.Fatal(err)
 	}
@@ -209,18 +189,18 @@ func TestErrorsAreNamed(t *testing.T) {
 	}
 	full := *h.Spec
 	full.Snapshot, full.ChunkRows, full.MinHeadroomHours, full.TargetWaveSeconds = config.SnapshotFull, nil, nil, nil
-	if r := lambdaInvoke(t, New(&full, h.Open, h.Log))(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
+	if r := runtimeapitest.Start(t, "backfill-wave", New(&full, h.Open, h.Log).Handle).Invoke(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
 		t.Errorf("spec with snapshot full: %s", r.ErrorBody)
 	}
 	specErr := New(nil, nil, h.Log)
 	specErr.SpecErr = &config.ConfigError{Problems: []config.Problem{{Field: "(document)", Reason: "empty"}}}
-	if r := lambdaInvoke(t, specErr)(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
+	if r := runtimeapitest.Start(t, "backfill-wave", specErr.Handle).Invoke(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
 		t.Errorf("invalid spec: %s", r.ErrorBody)
 	}
 	broken := New(h.Spec, func(context.Context, *config.Spec) (coresnapshot.Deps, func(), error) {
 		return coresnapshot.Deps{}, nil, fmt.Errorf("open: %w", errors.New("disk on fire"))
 	}, h.Log)
-	if r := lambdaInvoke(t, broken)(`{}`); r.Error == nil || r.Error.Type != "UnexpectedError" || r.Error.Message != "open: disk on fire" {
+	if r := runtimeapitest.Start(t, "backfill-wave", broken.Handle).Invoke(`{}`); r.Error == nil || r.Error.Type != "UnexpectedError" || r.Error.Message != "open: disk on fire" {
 		t.Errorf("an undeclared error: %s, want UnexpectedError with its text", r.ErrorBody)
 	}
 }

@@ -20,29 +20,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
-	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 )
-
-// lambdaInvoke runs h through aws-lambda-go's own invoke path (a local Runtime API and
-// lambda.StartWithOptions, as in Lambda) and returns what it posted.
-func lambdaInvoke(t *testing.T, h *Handler) func(payload string) runtimeapi.Result {
-	t.Helper()
-	s, err := runtimeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Register("maintain", h.Handle); err != nil {
-		t.Fatal(err)
-	}
-	return func(payload string) runtimeapi.Result {
-		t.Helper()
-		r, err := s.Invoke(context.Background(), "maintain", []byte(payload))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-}
 
 var idSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 
@@ -101,7 +80,7 @@ func fixture(t *testing.T, bronzeFiles, factsFiles int) (*Handler, *bytes.Buffer
 // and a log line each. A dry run changes nothing; "tables" picks one.
 func TestMaintainsBronzeAndFacts(t *testing.T) {
 	h, logs := fixture(t, 5, 3)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "maintain", h.Handle).Invoke
 	r := invoke(`{"dry_run": true}`)
 	if r.Error != nil {
 		t.Fatalf("dry run: %s", r.ErrorBody)
@@ -137,7 +116,7 @@ func TestMaintainsBronzeAndFacts(t *testing.T) {
 // A table not created yet is skipped; a bad event and a failed open fail by name.
 func TestMaintainErrorsAndMissingTables(t *testing.T) {
 	h, _ := fixture(t, 2, 0)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "maintain", h.Handle).Invoke
 	r := invoke(`{}`)
 	var out Output
 	if err := json.Unmarshal(r.Output, &out); err != nil || len(out.Tables) != 1 || out.Tables[0].Name != "bronze" {
@@ -160,13 +139,13 @@ func TestMaintainErrorsAndMissingTables(t *testing.T) {
 		h.Open = func(context.Context, *config.Spec) (*deltalog.Table, *deltalog.Table, error) {
 			return nil, nil, fmt.Errorf("open: %w", typed)
 		}
-		if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != want {
+		if r := runtimeapitest.Start(t, "maintain", h.Handle).Invoke(`{}`); r.Error == nil || r.Error.Type != want {
 			t.Errorf("%T: %s, want %s", typed, r.ErrorBody, want)
 		}
 	}
 	h = New(nil, nil, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)))
 	h.SpecErr = &config.ConfigError{Problems: []config.Problem{{Field: "app_id", Reason: "required"}}}
-	if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
+	if r := runtimeapitest.Start(t, "maintain", h.Handle).Invoke(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
 		t.Errorf("invalid spec: %s", r.ErrorBody)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 	"log/slog"
 	"os"
 	"sync"
@@ -205,7 +206,7 @@ func compactWhileAppending(t *testing.T, scaleFiles int, target int64) {
 	}, slog.New(slog.NewJSONHandler(logs, nil)))
 	h.TempDir = t.TempDir()
 	start = time.Now()
-	r := lambdaInvoke(t, h)(fmt.Sprintf(`{"target_file_size": %d}`, target))
+	r := runtimeapitest.Start(t, "maintain", h.Handle).Invoke(fmt.Sprintf(`{"target_file_size": %d}`, target))
 	elapsed := time.Since(start)
 	close(done)
 	wg.Wait()

@@ -26,7 +26,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
-	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
 
@@ -40,7 +40,7 @@ type world struct {
 	spec    *config.Spec
 	lake    *testlake.Lake
 	h       *Handler
-	rt      *runtimeapi.Server
+	fn      *runtimeapitest.Func
 	metrics bytes.Buffer
 }
 
@@ -88,14 +88,7 @@ func newWorld(t *testing.T, backend testlake.Backend) *world {
 			Facts: lake.Table(s.FactsTable), Plans: lake.Table(s.PlansTable()), Report: lake.Table(s.Reconcile.ReportTable)}, nil
 	}, slog.New(slog.DiscardHandler))
 	w.h.Now, w.h.Metrics = db.Now, &w.metrics
-	rt, err := runtimeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Register("reconcile", w.h.Handle); err != nil {
-		t.Fatal(err)
-	}
-	w.rt = rt
+	w.fn = runtimeapitest.Start(t, "reconcile", w.h.Handle)
 	return w
 }
 
@@ -122,10 +115,7 @@ func (w *world) catchUp() {
 // invoke runs the handler through aws-lambda-go on event.
 func (w *world) invoke(event string) (out Output, errType string) {
 	w.t.Helper()
-	r, err := w.rt.Invoke(context.Background(), "reconcile", []byte(event))
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	r := w.fn.Invoke(event)
 	if r.Error != nil {
 		return out, r.Error.Type
 	}
@@ -313,17 +303,7 @@ func TestErrorNames(t *testing.T) {
 		h := New(w.spec, func(context.Context, *config.Spec) (Tables, error) {
 			return Tables{}, fmt.Errorf("open: %w", typed)
 		}, slog.New(slog.DiscardHandler))
-		rt, err := runtimeapi.New()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.Register("reconcile", h.Handle); err != nil {
-			t.Fatal(err)
-		}
-		r, err := rt.Invoke(context.Background(), "reconcile", []byte(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runtimeapitest.Start(t, "reconcile", h.Handle).Invoke(`{}`)
 		if r.Error == nil || r.Error.Type != want {
 			t.Errorf("%T: %+v, want %s", typed, r.Error, want)
 		}

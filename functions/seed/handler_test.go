@@ -24,6 +24,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 )
 
 // fixture is dbo.orders (id int, name nvarchar(20)) of 10 rows on cdcsim, with CDC
@@ -120,21 +121,11 @@ func writeCopy(t *testing.T, path string, names []string) {
 // in Lambda) and returns what it posted.
 func (f *fixture) invoker(t *testing.T) func(payload any) runtimeapi.Result {
 	t.Helper()
-	s, err := runtimeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Register("seed", f.h.Handle); err != nil {
-		t.Fatal(err)
-	}
+	fn := runtimeapitest.Start(t, "seed", f.h.Handle)
 	return func(payload any) runtimeapi.Result {
 		t.Helper()
 		b, _ := json.Marshal(payload)
-		r, err := s.Invoke(context.Background(), "seed", b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return fn.Invoke(string(b))
 	}
 }
 

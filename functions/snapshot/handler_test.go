@@ -24,6 +24,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/localfs"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
 	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.json")
@@ -73,27 +74,6 @@ func newHandler(t *testing.T, extra ...source.Column) (*Handler, *cdcsim.DB) {
 			Options: coresnapshot.Options{Now: db.Now}}, func() {}, nil
 	}
 	return New(spec, open, slog.New(slog.NewTextHandler(io.Discard, nil))), db
-}
-
-// lambdaInvoke runs h through aws-lambda-go's own invoke path (a local Runtime API and
-// lambda.StartWithOptions, as in Lambda) and returns what it posted.
-func lambdaInvoke(t *testing.T, h *Handler) func(payload string) runtimeapi.Result {
-	t.Helper()
-	s, err := runtimeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Register("snapshot", h.Handle); err != nil {
-		t.Fatal(err)
-	}
-	return func(payload string) runtimeapi.Result {
-		t.Helper()
-		r, err := s.Invoke(context.Background(), "snapshot", []byte(payload))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 }
 
 // byteCount matches a "bytes" field: Parquet file sizes follow the encoder (deltalog's
@@ -148,7 +128,7 @@ func step(t *testing.T, invoke func(string) runtimeapi.Result, name string, ev c
 
 func TestStepsGolden(t *testing.T) {
 	h, _ := newHandler(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "snapshot", h.Handle).Invoke
 	var open coresnapshot.OpenResult
 	step(t, invoke, "1-open", coresnapshot.Event{Step: "open"}, &open)
 	var plan coresnapshot.PlanResult
@@ -168,7 +148,7 @@ func TestStepsGolden(t *testing.T) {
 // type describes.
 func TestErrorsAreNamed(t *testing.T) {
 	h, db := newHandler(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "snapshot", h.Handle).Invoke
 	bad := `"../../x"`
 	for _, c := range []struct{ event, want string }{
 		{`{"step": "explode"}`, "EventError"},
@@ -199,13 +179,13 @@ func TestErrorsAreNamed(t *testing.T) {
 	}
 	specErr := New(nil, nil, h.Log)
 	specErr.SpecErr = &config.ConfigError{Problems: []config.Problem{{Field: "(document)", Reason: "empty"}}}
-	if r := lambdaInvoke(t, specErr)(`{"step": "open"}`); r.Error == nil || r.Error.Type != "ConfigError" {
+	if r := runtimeapitest.Start(t, "snapshot", specErr.Handle).Invoke(`{"step": "open"}`); r.Error == nil || r.Error.Type != "ConfigError" {
 		t.Errorf("invalid spec: %s", r.ErrorBody)
 	}
 	broken := New(h.Spec, func(context.Context, *config.Spec) (coresnapshot.Deps, func(), error) {
 		return coresnapshot.Deps{}, nil, fmt.Errorf("open: %w", errors.New("disk on fire"))
 	}, h.Log)
-	if r := lambdaInvoke(t, broken)(`{"step": "open"}`); r.Error == nil || r.Error.Type != "UnexpectedError" || r.Error.Message != "open: disk on fire" {
+	if r := runtimeapitest.Start(t, "snapshot", broken.Handle).Invoke(`{"step": "open"}`); r.Error == nil || r.Error.Type != "UnexpectedError" || r.Error.Message != "open: disk on fire" {
 		t.Errorf("an undeclared error: %s, want UnexpectedError with its text", r.ErrorBody)
 	}
 	h.Spec.Source.CaptureInstance = "nope"
@@ -218,7 +198,7 @@ func TestErrorsAreNamed(t *testing.T) {
 // plan read no rows and pass.
 func TestUnsupportedColumnIsNamed(t *testing.T) {
 	h, _ := newHandler(t, source.Column{Name: "shape", DataType: "vector", Nullable: true})
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "snapshot", h.Handle).Invoke
 	var open coresnapshot.OpenResult
 	var plan coresnapshot.PlanResult
 	for _, s := range []struct {
@@ -246,7 +226,7 @@ func TestUnsupportedColumnIsNamed(t *testing.T) {
 // or committed.
 func TestRestoreAfterOpenIsLSNRewoundError(t *testing.T) {
 	h, db := newHandler(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "snapshot", h.Handle).Invoke
 	backup, err := db.Backup()
 	if err != nil {
 		t.Fatal(err)

@@ -20,31 +20,10 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	corestream "github.com/mssqlcdc/mssqlcdc/core/stream"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
-	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi"
+	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
-
-// lambdaInvoke runs h through aws-lambda-go's own invoke path (a local Runtime API and
-// lambda.StartWithOptions, as in Lambda) and returns what it posted.
-func lambdaInvoke(t *testing.T, h *Handler) func(payload string) runtimeapi.Result {
-	t.Helper()
-	s, err := runtimeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Register("stream", h.Handle); err != nil {
-		t.Fatal(err)
-	}
-	return func(payload string) runtimeapi.Result {
-		t.Helper()
-		r, err := s.Invoke(context.Background(), "stream", []byte(payload))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-}
 
 // The handler returns the declared error itself however the core wrapped it, and a spec
 // that did not parse fails every invocation as ConfigError: the errorType aws-lambda-go
@@ -63,13 +42,13 @@ func TestErrorNamesSeenByStepFunctions(t *testing.T) {
 		h := New(spec, func(context.Context, *config.Spec) (corestream.Deps, func(), error) {
 			return corestream.Deps{}, nil, fmt.Errorf("open: %w", typed)
 		}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
-		if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != want || !strings.Contains(r.Error.Message, typed.Error()) {
+		if r := runtimeapitest.Start(t, "stream", h.Handle).Invoke(`{}`); r.Error == nil || r.Error.Type != want || !strings.Contains(r.Error.Message, typed.Error()) {
 			t.Errorf("%T wrapped: %s, want errorType %q", typed, r.ErrorBody, want)
 		}
 	}
 	h := New(nil, nil, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
 	h.SpecErr = &config.ConfigError{Problems: []config.Problem{{Field: "app_id", Reason: "required"}}}
-	if r := lambdaInvoke(t, h)(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
+	if r := runtimeapitest.Start(t, "stream", h.Handle).Invoke(`{}`); r.Error == nil || r.Error.Type != "ConfigError" {
 		t.Errorf("invalid spec: %s", r.ErrorBody)
 	}
 }
@@ -118,7 +97,7 @@ func fixture(t *testing.T) (*Handler, *cdcsim.DB, *bytes.Buffer) {
 // <name>.output.json.
 func TestGolden(t *testing.T) {
 	h, db, metrics := fixture(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "stream", h.Handle).Invoke
 	steps := []string{"one_batch", "rest", "idle"}
 	for _, name := range steps {
 		in, err := os.ReadFile(filepath.Join("testdata", name+".input.json"))
@@ -188,7 +167,7 @@ func TestGolden(t *testing.T) {
 // ConfigError on the event, not json's own error type nor a run with the spec's settings.
 func TestInvalidEventIsConfigError(t *testing.T) {
 	h, _, _ := fixture(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "stream", h.Handle).Invoke
 	for _, ev := range []string{`{"max_seconds": -1}`, `{"max_seconds": 1e10}`, `{"max_batches": "x"}`, `{"max_batches": -1}`, `[1]`, `"go"`} {
 		if r := invoke(ev); r.Error == nil || r.Error.Type != "ConfigError" {
 			t.Errorf("%s: %s %s, want ConfigError", ev, r.Output, r.ErrorBody)
@@ -199,7 +178,7 @@ func TestInvalidEventIsConfigError(t *testing.T) {
 // A purge of unread changes reaches Step Functions as errorType DataLossError.
 func TestHandlerDataLossByName(t *testing.T) {
 	h, db, _ := fixture(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "stream", h.Handle).Invoke
 	if r := invoke(`{"max_batches": 1}`); r.Error != nil {
 		t.Fatal(string(r.ErrorBody))
 	}
@@ -241,7 +220,7 @@ func TestUnsupportedColumnIsNamed(t *testing.T) {
 		deps, err := connect.StreamDeps(ctx, s, db)
 		return deps, func() {}, err
 	}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
-	r := lambdaInvoke(t, h)(`{}`)
+	r := runtimeapitest.Start(t, "stream", h.Handle).Invoke(`{}`)
 	if r.Error == nil || r.Error.Type != "ColumnsError" || !strings.Contains(r.Error.Message, `column "v": SQL Server type vector has no bronze type`) {
 		t.Fatalf("a vector column: %s %s, want ColumnsError naming it", r.Output, r.ErrorBody)
 	}
@@ -286,7 +265,7 @@ func TestEMFPublishesOnlyDeclaredMetrics(t *testing.T) {
 // LSNRewoundError (not retried: statemachine/ catches it and fails with that name).
 func TestHandlerRewoundByName(t *testing.T) {
 	h, db, _ := fixture(t)
-	invoke := lambdaInvoke(t, h)
+	invoke := runtimeapitest.Start(t, "stream", h.Handle).Invoke
 	backup, err := db.Backup()
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +307,7 @@ func TestHandlerCommandIDMissingByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Spec.Options.StartingLsn = config.StartEarliest
-	r := lambdaInvoke(t, h)(`{}`)
+	r := runtimeapitest.Start(t, "stream", h.Handle).Invoke(`{}`)
 	if r.Error == nil || r.Error.Type != "CommandIDMissingError" || !strings.Contains(r.Error.Message, "includeCommandId") {
 		t.Fatalf("change table without __$command_id: %s", r.ErrorBody)
 	}
