@@ -68,7 +68,6 @@ func chooseEncodings(first arrow.RecordBatch) []colEncoding {
 	n := min(int(first.NumRows()), dictSampleRows)
 	seen := distinctPool.Get().(*distinctSets)
 	defer distinctPool.Put(seen)
-	defer seen.clear() // no reference into the record's buffers stays in the pool
 	for i, col := range first.Columns() {
 		sample := array.NewSlice(col, 0, int64(n))
 		out[i] = seen.chooseEncoding(sample)
@@ -81,15 +80,15 @@ func chooseEncodings(first arrow.RecordBatch) []colEncoding {
 var distinctPool = sync.Pool{New: func() any { return new(distinctSets) }}
 
 // distinctSets are the sets of values chooseEncoding counts a column's distinct values
-// in, kept across the columns of one file (cleared, not reallocated). Values are keyed
-// without a copy: strings by the bytes in the Arrow buffer, fixed-width values of up to
-// 16 bytes as integers. Before, every distinct binary or fixed-width value was converted
-// to a Go string to be a key: an allocation per value, a tenth of a 1,000-row stream
-// batch's allocation (docs/performance.md § Requests per stream batch).
+// in, kept across the columns of one file (cleared, not reallocated; distinct.go). Values
+// are keyed without a copy: strings by the bytes in the Arrow buffer, fixed-width values
+// of up to 16 bytes as integers. Before, every distinct binary or fixed-width value was
+// converted to a Go string to be a key: an allocation per value, a tenth of a 1,000-row
+// stream batch's allocation (docs/performance.md § Requests per stream batch).
 type distinctSets struct {
-	str  map[string]struct{}
-	u64  map[uint64]struct{}
-	u128 map[[2]uint64]struct{}
+	str  strSet
+	u64  u64Set
+	u128 u128Set
 }
 
 // chooseEncoding applies parquet-mr's rule to a sample of one column.
@@ -98,128 +97,127 @@ func chooseEncoding(a arrow.Array) colEncoding {
 	return seen.chooseEncoding(a)
 }
 
-// chooseEncoding applies parquet-mr's rule to a sample of one column.
+// chooseEncoding applies parquet-mr's rule to a sample of one column: plain when it has
+// no non-NULL value or when its dictionary plus indices are not smaller than its plain
+// values. The plain size is known before the values are counted, and the dictionary only
+// grows with them, so the count stops at the first distinct value that makes the
+// dictionary lose: a column of unique values is decided before its end.
 func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
-	var (
-		nonNull, distinct int
-		raw, dict         int64
-		own               bool
-	)
-	switch c := a.(type) {
-	case *array.String:
-		own = true
-		seen := s.strings()
-		for i := 0; i < c.Len(); i++ {
-			if c.IsNull(i) {
-				continue
-			}
-			v := c.Value(i) // points into the Arrow buffer: no copy
-			nonNull++
-			raw += int64(len(v)) + 4
-			if _, ok := seen[v]; !ok {
-				seen[v] = struct{}{}
-				dict += int64(len(v)) + 4
-			}
-		}
-		distinct = len(seen)
-	case *array.Binary:
-		own = true
-		seen := s.strings()
-		for i := 0; i < c.Len(); i++ {
-			if c.IsNull(i) {
-				continue
-			}
-			v := c.ValueString(i) // points into the Arrow buffer: no copy
-			nonNull++
-			raw += int64(len(v)) + 4
-			if _, ok := seen[v]; !ok {
-				seen[v] = struct{}{}
-				dict += int64(len(v)) + 4
-			}
-		}
-		distinct = len(seen)
-	default:
-		fw, ok := a.DataType().(arrow.FixedWidthDataType)
-		if !ok {
-			return encDict // nested or variable-width of another kind: arrow-go decides
-		}
-		w := fw.BitWidth() / 8
-		if w == 0 || len(a.Data().Buffers()) < 2 || a.Data().Buffers()[1] == nil {
-			return encPlain // booleans (arrow-go has no dictionary for them), nulls
-		}
-		values := a.Data().Buffers()[1].Bytes()[a.Data().Offset()*w:]
-		nonNull, distinct = s.countFixed(a, values, w)
-		raw, dict = int64(nonNull*w), int64(distinct*w)
-	}
-	if nonNull == 0 || dict+indexBytes(nonNull, distinct) >= raw {
+	nonNull := a.Len() - a.NullN()
+	if nonNull == 0 {
 		return encPlain
 	}
-	if own {
-		return encOwnDict
+	var (
+		valid   []byte
+		off     = a.Data().Offset()
+		isValid = func(int) bool { return true }
+	)
+	if a.NullN() > 0 {
+		valid = a.NullBitmapBytes()
+		isValid = func(i int) bool { return bitutil.BitIsSet(valid, off+i) }
+	}
+	switch c := a.(type) {
+	case *array.String:
+		return s.chooseBytes(c.Len(), nonNull, isValid, valid != nil, c.Value)
+	case *array.Binary:
+		return s.chooseBytes(c.Len(), nonNull, isValid, valid != nil, c.ValueString)
+	}
+	fw, ok := a.DataType().(arrow.FixedWidthDataType)
+	if !ok {
+		return encDict // nested or variable-width of another kind: arrow-go decides
+	}
+	w := fw.BitWidth() / 8
+	if w == 0 || len(a.Data().Buffers()) < 2 || a.Data().Buffers()[1] == nil {
+		return encPlain // booleans (arrow-go has no dictionary for them), nulls
+	}
+	values := a.Data().Buffers()[1].Bytes()[off*w:]
+	raw := int64(nonNull * w)
+	// loses says whether a dictionary of at least distinct values already costs the
+	// plain size.
+	loses := func(distinct int) bool { return int64(distinct*w)+indexBytes(nonNull, distinct) >= raw }
+	n := a.Len()
+	switch {
+	case w <= 8:
+		set := &s.u64
+		set.reset(n)
+		for i := 0; i < n; i++ {
+			if valid != nil && !bitutil.BitIsSet(valid, off+i) {
+				continue
+			}
+			var k uint64
+			switch v := values[i*w:]; w {
+			case 8:
+				k = binary.LittleEndian.Uint64(v)
+			case 4:
+				k = uint64(binary.LittleEndian.Uint32(v))
+			case 2:
+				k = uint64(binary.LittleEndian.Uint16(v))
+			case 1:
+				k = uint64(v[0])
+			default:
+				var key [8]byte
+				copy(key[:], v[:w])
+				k = binary.LittleEndian.Uint64(key[:])
+			}
+			if set.add(k) && loses(set.n) {
+				return encPlain
+			}
+		}
+	case w == 16: // decimal128, interval_month_day_nano
+		set := &s.u128
+		set.reset(n)
+		for i := 0; i < n; i++ {
+			if valid != nil && !bitutil.BitIsSet(valid, off+i) {
+				continue
+			}
+			v := values[i*16 : (i+1)*16]
+			if set.add([2]uint64{binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[8:])}) && loses(set.n) {
+				return encPlain
+			}
+		}
+	default: // decimal256, fixed-size binary: keyed as strings
+		set := &s.str
+		set.reset(n)
+		defer set.drop()
+		for i := 0; i < n; i++ {
+			if valid != nil && !bitutil.BitIsSet(valid, off+i) {
+				continue
+			}
+			if set.add(string(values[i*w:(i+1)*w])) && loses(set.len()) { // a copy each: rare types
+				return encPlain
+			}
+		}
 	}
 	return encDict
 }
 
-// countFixed counts the non-NULL and the distinct values of a, a fixed-width column of w
-// bytes a value whose values (from a's offset) are values.
-func (s *distinctSets) countFixed(a arrow.Array, values []byte, w int) (nonNull, distinct int) {
-	switch {
-	case w <= 8:
-		if s.u64 == nil {
-			s.u64 = make(map[uint64]struct{}, a.Len())
+// chooseBytes is chooseEncoding for a string or binary column of n values (nonNull of
+// them), value(i) its i-th value pointing into the Arrow buffer (no copy), isValid
+// whether the i-th is not NULL (always when hasNulls is false).
+func (s *distinctSets) chooseBytes(n, nonNull int, isValid func(int) bool, hasNulls bool, value func(int) string) colEncoding {
+	raw := int64(4 * nonNull)
+	for i := 0; i < n; i++ {
+		if !hasNulls || isValid(i) {
+			raw += int64(len(value(i)))
 		}
-		clear(s.u64)
-		var key [8]byte
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				continue
-			}
-			nonNull++
-			copy(key[:], values[i*w:(i+1)*w])
-			s.u64[binary.LittleEndian.Uint64(key[:])] = struct{}{}
-		}
-		return nonNull, len(s.u64)
-	case w == 16: // decimal128, interval_month_day_nano
-		if s.u128 == nil {
-			s.u128 = make(map[[2]uint64]struct{}, a.Len())
-		}
-		clear(s.u128)
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				continue
-			}
-			nonNull++
-			v := values[i*16 : (i+1)*16]
-			s.u128[[2]uint64{binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[8:])}] = struct{}{}
-		}
-		return nonNull, len(s.u128)
-	default: // decimal256, fixed-size binary: rare, keyed as strings (a copy each)
-		seen := s.strings()
-		for i := 0; i < a.Len(); i++ {
-			if a.IsNull(i) {
-				continue
-			}
-			nonNull++
-			seen[string(values[i*w:(i+1)*w])] = struct{}{}
-		}
-		return nonNull, len(seen)
 	}
-}
-
-// clear empties the sets, keeping their room.
-func (s *distinctSets) clear() {
-	clear(s.str)
-	clear(s.u64)
-	clear(s.u128)
-}
-
-// strings returns the cleared string set.
-func (s *distinctSets) strings() map[string]struct{} {
-	if s.str == nil {
-		s.str = map[string]struct{}{}
+	set := &s.str
+	set.reset(n)
+	defer set.drop() // no reference into the record's buffers stays in the pool
+	var dict int64
+	for i := 0; i < n; i++ {
+		if hasNulls && !isValid(i) {
+			continue
+		}
+		v := value(i)
+		if set.add(v) {
+			dict += int64(len(v)) + 4
+			if dict+indexBytes(nonNull, set.len()) >= raw {
+				return encPlain
+			}
+		}
 	}
-	clear(s.str)
-	return s.str
+	return encOwnDict
 }
 
 // indexBytes is the size of n bit-packed indices into a dictionary of d entries.

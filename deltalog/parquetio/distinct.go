@@ -1,0 +1,169 @@
+package parquetio
+
+import "hash/maphash"
+
+// Sets of distinct values for chooseEncoding: open addressing with linear probing over
+// tables kept from column to column (cleared, not reallocated), sized to twice the values
+// they are reset for, so a probe ends at an empty slot. They replace Go maps, whose
+// inserts (hashing through the map's type, growth, tombstone bookkeeping) were most of
+// chooseEncodings' time, itself a fifth of a 1,000-row bronze file's CPU
+// (docs/performance.md § Small files).
+
+// tableSize is the power of two at least twice n, at least 16.
+func tableSize(n int) int {
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	return size
+}
+
+// mix64 is MurmurHash3's 64-bit finalizer: every bit of k affects every bit of the
+// result, so keys that differ only in high bits (timestamps, scaled decimals) spread.
+func mix64(k uint64) uint64 {
+	k ^= k >> 33
+	k *= 0xff51afd7ed558ccd
+	k ^= k >> 33
+	k *= 0xc4ceb9fe1a85ec53
+	k ^= k >> 33
+	return k
+}
+
+// u64Set is a set of up to the reset capacity of uint64 keys. The empty slot is 0; the
+// key 0 is kept by a flag.
+type u64Set struct {
+	slots []uint64
+	mask  uint64
+	n     int
+	zero  bool
+}
+
+// reset empties s for up to n keys.
+func (s *u64Set) reset(n int) {
+	size := tableSize(n)
+	if cap(s.slots) < size {
+		s.slots = make([]uint64, size)
+	} else {
+		s.slots = s.slots[:size]
+		clear(s.slots)
+	}
+	s.mask, s.n, s.zero = uint64(size-1), 0, false
+}
+
+// add adds k and reports whether it was not in s. s holds fewer keys than its reset
+// capacity.
+func (s *u64Set) add(k uint64) bool {
+	if k == 0 {
+		if s.zero {
+			return false
+		}
+		s.zero = true
+		s.n++
+		return true
+	}
+	for i := mix64(k) & s.mask; ; i = (i + 1) & s.mask {
+		switch s.slots[i] {
+		case k:
+			return false
+		case 0:
+			s.slots[i] = k
+			s.n++
+			return true
+		}
+	}
+}
+
+// u128Set is u64Set for 16-byte keys (decimal128, interval_month_day_nano).
+type u128Set struct {
+	slots [][2]uint64
+	mask  uint64
+	n     int
+	zero  bool
+}
+
+// reset empties s for up to n keys.
+func (s *u128Set) reset(n int) {
+	size := tableSize(n)
+	if cap(s.slots) < size {
+		s.slots = make([][2]uint64, size)
+	} else {
+		s.slots = s.slots[:size]
+		clear(s.slots)
+	}
+	s.mask, s.n, s.zero = uint64(size-1), 0, false
+}
+
+// add adds k and reports whether it was not in s.
+func (s *u128Set) add(k [2]uint64) bool {
+	if k == [2]uint64{} {
+		if s.zero {
+			return false
+		}
+		s.zero = true
+		s.n++
+		return true
+	}
+	for i := mix64(k[0]^mix64(k[1])) & s.mask; ; i = (i + 1) & s.mask {
+		switch s.slots[i] {
+		case k:
+			return false
+		case [2]uint64{}:
+			s.slots[i] = k
+			s.n++
+			return true
+		}
+	}
+}
+
+// strSeed seeds the string sets' hashes (one per process).
+var strSeed = maphash.MakeSeed()
+
+// strSet is a set of strings (or byte values viewed as strings) that points into the
+// caller's buffers: the strings are not copied, and must outlive the set's use of them.
+// A slot holds 1 + the index of its value in values; 0 is empty.
+type strSet struct {
+	slots  []int32
+	mask   uint64
+	values []string
+	hashes []uint64
+}
+
+// reset empties s for up to n values, dropping its references to the last ones.
+func (s *strSet) reset(n int) {
+	size := tableSize(n)
+	if cap(s.slots) < size {
+		s.slots = make([]int32, size)
+	} else {
+		s.slots = s.slots[:size]
+		clear(s.slots)
+	}
+	s.mask = uint64(size - 1)
+	clear(s.values)
+	s.values, s.hashes = s.values[:0], s.hashes[:0]
+}
+
+// add adds v and reports whether it was not in s.
+func (s *strSet) add(v string) bool {
+	h := maphash.String(strSeed, v)
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		j := s.slots[i]
+		if j == 0 {
+			s.values = append(s.values, v)
+			s.hashes = append(s.hashes, h)
+			s.slots[i] = int32(len(s.values))
+			return true
+		}
+		if s.hashes[j-1] == h && s.values[j-1] == v {
+			return false
+		}
+	}
+}
+
+// len is the number of distinct values added.
+func (s *strSet) len() int { return len(s.values) }
+
+// drop empties s's references into the values added (their buffers may be released).
+func (s *strSet) drop() {
+	clear(s.values)
+	s.values = s.values[:0]
+}

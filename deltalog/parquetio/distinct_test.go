@@ -1,0 +1,166 @@
+package parquetio
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// referenceEncoding is parquet-mr's rule as chooseEncoding applied it before its sets
+// (distinct.go): every value counted in a Go map keyed by the value's bytes.
+func referenceEncoding(a arrow.Array) colEncoding {
+	var nonNull int
+	var raw, dict int64
+	seen := map[string]bool{}
+	own := false
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			continue
+		}
+		nonNull++
+		var v string
+		switch c := a.(type) {
+		case *array.String:
+			v, own = c.Value(i), true
+			raw += 4
+		case *array.Binary:
+			v, own = c.ValueString(i), true
+			raw += 4
+		case *array.Int64:
+			v = fmt.Sprint(c.Value(i))
+			raw += 8
+		case *array.Int32:
+			v = fmt.Sprint(c.Value(i))
+			raw += 4
+		case *array.Int16:
+			v = fmt.Sprint(c.Value(i))
+			raw += 2
+		case *array.Decimal128:
+			v = c.Value(i).BigInt().String()
+			raw += 16
+		default:
+			panic(a.DataType())
+		}
+		if own {
+			raw += int64(len(v))
+		}
+		if !seen[v] {
+			seen[v] = true
+			switch {
+			case own:
+				dict += int64(len(v)) + 4
+			default:
+				dict += raw / int64(nonNull) // the width
+			}
+		}
+	}
+	if nonNull == 0 || dict+indexBytes(nonNull, len(seen)) >= raw {
+		return encPlain
+	}
+	if own {
+		return encOwnDict
+	}
+	return encDict
+}
+
+// TestChooseEncodingMatchesReference: the open-addressing sets and the early stop decide
+// what counting every value in a map decides, on columns of every width whose distinct
+// values lie around the rule's threshold, with and without NULLs, sliced at an offset,
+// one set reused from column to column (keys 0 and the all-zero decimal included).
+func TestChooseEncodingMatchesReference(t *testing.T) {
+	mem := memory.DefaultAllocator
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sets distinctSets
+	checked := map[colEncoding]int{}
+	for round := range 400 {
+		n := 1 + rng.IntN(3000)
+		distinct := 1 + rng.IntN(n)
+		nullEvery := []int{0, 2, 7}[round%3]
+		value := func(i int) uint64 {
+			v := uint64(rng.IntN(distinct))
+			if round%5 == 0 {
+				v <<= 40 // keys that differ only in high bits
+			}
+			return v
+		}
+		var b array.Builder
+		switch round % 5 {
+		case 0:
+			b = array.NewInt64Builder(mem)
+		case 1:
+			b = array.NewInt32Builder(mem)
+		case 2:
+			b = array.NewInt16Builder(mem)
+		case 3:
+			b = array.NewDecimal128Builder(mem, &arrow.Decimal128Type{Precision: 38, Scale: 0})
+		case 4:
+			if round%2 == 0 {
+				b = array.NewStringBuilder(mem)
+			} else {
+				b = array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+			}
+		}
+		for i := range n + 5 {
+			if nullEvery > 0 && i%nullEvery == 0 {
+				b.AppendNull()
+				continue
+			}
+			v := value(i)
+			switch b := b.(type) {
+			case *array.Int64Builder:
+				b.Append(int64(v))
+			case *array.Int32Builder:
+				b.Append(int32(v))
+			case *array.Int16Builder:
+				b.Append(int16(v))
+			case *array.Decimal128Builder:
+				b.Append(decimal128.New(int64(v%3), v))
+			case *array.StringBuilder:
+				b.Append(fmt.Sprintf("v%0*d", 1+int(v%13), v))
+			case *array.BinaryBuilder:
+				b.Append([]byte(fmt.Sprintf("%x", v)))
+			}
+		}
+		full := b.NewArray()
+		b.Release()
+		a := array.NewSlice(full, 5, int64(n+5))
+		full.Release()
+		got, want := sets.chooseEncoding(a), referenceEncoding(a)
+		if got != want {
+			t.Fatalf("round %d: %s, %d values, %d distinct, NULL every %d: %d, want %d", round, a.DataType(), n, distinct, nullEvery, got, want)
+		}
+		checked[want]++
+		a.Release()
+	}
+	if checked[encPlain] == 0 || checked[encDict] == 0 || checked[encOwnDict] == 0 {
+		t.Fatalf("the columns did not cover every encoding: %v", checked)
+	}
+}
+
+// TestStrSetDropsReferences: a set kept in the pool holds no string of the last column
+// (its Arrow buffers may be released and reused).
+func TestStrSetDropsReferences(t *testing.T) {
+	var s strSet
+	s.reset(4)
+	for _, v := range []string{"a", "b", "a", "c"} {
+		s.add(v)
+	}
+	if s.len() != 3 {
+		t.Fatalf("%d distinct, want 3", s.len())
+	}
+	s.drop()
+	for _, v := range s.values[:cap(s.values)] {
+		if v != "" {
+			t.Fatalf("dropped set still holds %q", v)
+		}
+	}
+	s.reset(4)
+	if !s.add("a") || s.add("a") || s.len() != 1 {
+		t.Fatal("a reset set does not start empty")
+	}
+}
