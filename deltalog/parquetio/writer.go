@@ -12,9 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
@@ -71,8 +69,6 @@ type Writer struct {
 	arrowBytes, encodedBytes int64
 	files                    []File
 	closed                   bool
-	// pqSchema is schema as Parquet, set by the first file.
-	pqSchema *pqschema.Schema
 }
 
 // openFile is the file being written.
@@ -255,7 +251,7 @@ func (f *openFile) ownDictionary(i int) bool { return f.encs[i] == encOwnDict }
 // openFile opens a file whose first rows are first (they choose its encodings).
 func (w *Writer) openFile(first arrow.RecordBatch) error {
 	encs := chooseEncodings(first)
-	props, err := w.writerProperties(encs)
+	props, err := writerProperties(w.schema, w.opts.Codec, encs)
 	if err != nil {
 		return err
 	}
@@ -276,29 +272,6 @@ func (w *Writer) openFile(first arrow.RecordBatch) error {
 	}
 	w.part++
 	return nil
-}
-
-// writerProperties are the Parquet writer's settings:
-//   - the codec, data page v1, statistics, decimals as INT32/INT64 up to precision 18
-//     (as Spark writes them);
-//   - each column's dictionary as encs says (dictionary.go): off for columns whose first
-//     rows are unique enough, on with parquet-mr's fallback rule (Spark's writer) for the
-//     others: a column chunk whose dictionary plus indices are not smaller than its plain
-//     values when its first page is due drops the dictionary and is written plain.
-//     arrow-go applies that rule only to uncompressed columns unless told; without it a
-//     column of unique values builds a dictionary until DictionaryPageSizeLimit (1 MiB)
-//     in each row group (docs/performance.md).
-func (w *Writer) writerProperties(encs []colEncoding) (*parquet.WriterProperties, error) {
-	opts := baseProperties(w.opts.Codec)
-	if w.pqSchema == nil {
-		sc, err := pqarrow.ToParquet(w.schema, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
-		if err != nil {
-			return nil, fmt.Errorf("parquet schema: %w", err)
-		}
-		w.pqSchema = sc
-	}
-	opts = append(opts, dictionaryProperties(w.pqSchema, w.schema, encs)...)
-	return parquet.NewWriterProperties(opts...), nil
 }
 
 // finishFile closes the current file, uploads it and records it.

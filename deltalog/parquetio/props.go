@@ -1,0 +1,96 @@
+package parquetio
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// The Parquet writer properties of a file depend only on its Arrow schema, its codec and
+// the encodings chosen for its columns (writerProperties). A stream batch writes each of
+// its files with a new Writer, so converting the schema to Parquet and building the
+// per-column properties was done again for every file: ~0.1 ms of a 1,000-row bronze
+// file's CPU and ~40 KB of its allocation (docs/performance.md § Small files). They are
+// kept for the last propsCacheSize combinations; a WriterProperties is only read by the
+// writers, so files written at the same time share one.
+
+// propsCacheSize is how many (schema, codec, encodings) combinations are kept: a
+// process writes a bronze and a facts table a stream, and a file's encodings vary with
+// its data.
+const propsCacheSize = 16
+
+// propsEntry is one kept combination.
+type propsEntry struct {
+	schema *arrow.Schema
+	codec  Codec
+	encs   []colEncoding
+	props  *parquet.WriterProperties
+}
+
+// matches says whether e was built for schema (by pointer, else field by field:
+// arrow.Schema.Equal, which compares names, types, nullability and field metadata),
+// codec and encs.
+func (e *propsEntry) matches(schema *arrow.Schema, codec Codec, encs []colEncoding) bool {
+	if e.codec != codec || len(e.encs) != len(encs) {
+		return false
+	}
+	for i, enc := range encs {
+		if e.encs[i] != enc {
+			return false
+		}
+	}
+	return e.schema == schema || e.schema.Equal(schema)
+}
+
+// propsCache holds the kept combinations, the most recently used first.
+var propsCache struct {
+	mu      sync.Mutex
+	entries []*propsEntry
+}
+
+// writerProperties returns the writer properties of a file of schema's records with
+// codec and encs (one per top-level field), from the cache when it holds them. Errors are
+// pqarrow.ToParquet's on a schema it cannot convert.
+//
+// The settings are:
+//   - the codec, data page v1, statistics, decimals as INT32/INT64 up to precision 18
+//     (as Spark writes them);
+//   - each column's dictionary as encs says (dictionary.go): off for columns whose first
+//     rows are unique enough, on with parquet-mr's fallback rule (Spark's writer) for the
+//     others: a column chunk whose dictionary plus indices are not smaller than its plain
+//     values when its first page is due drops the dictionary and is written plain.
+//     arrow-go applies that rule only to uncompressed columns unless told; without it a
+//     column of unique values builds a dictionary until DictionaryPageSizeLimit (1 MiB)
+//     in each row group (docs/performance.md).
+func writerProperties(schema *arrow.Schema, codec Codec, encs []colEncoding) (*parquet.WriterProperties, error) {
+	propsCache.mu.Lock()
+	for i, e := range propsCache.entries {
+		if e.matches(schema, codec, encs) {
+			copy(propsCache.entries[1:i+1], propsCache.entries[:i])
+			propsCache.entries[0] = e
+			propsCache.mu.Unlock()
+			return e.props, nil
+		}
+	}
+	propsCache.mu.Unlock()
+
+	opts := baseProperties(codec)
+	sc, err := pqarrow.ToParquet(schema, parquet.NewWriterProperties(opts...), pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	opts = append(opts, dictionaryProperties(sc, schema, encs)...)
+	e := &propsEntry{schema: schema, codec: codec, encs: append([]colEncoding(nil), encs...), props: parquet.NewWriterProperties(opts...)}
+
+	propsCache.mu.Lock()
+	defer propsCache.mu.Unlock()
+	if len(propsCache.entries) < propsCacheSize {
+		propsCache.entries = append(propsCache.entries, nil)
+	}
+	copy(propsCache.entries[1:], propsCache.entries)
+	propsCache.entries[0] = e
+	return e.props, nil
+}

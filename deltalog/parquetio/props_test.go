@@ -1,0 +1,94 @@
+package parquetio
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// TestWriterPropertiesCache: the kept properties are those of an equal schema (another
+// *arrow.Schema with the same fields gets them), never of a schema that differs in a
+// field's name, type or nullability, nor of other encodings or another codec.
+func TestWriterPropertiesCache(t *testing.T) {
+	field := func(name string, dt arrow.DataType, nullable bool) *arrow.Schema {
+		return arrow.NewSchema([]arrow.Field{
+			{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+			{Name: name, Type: dt, Nullable: nullable},
+		}, nil)
+	}
+	base := field("v", arrow.BinaryTypes.String, true)
+	encs := []colEncoding{encPlain, encOwnDict}
+	props := func(s *arrow.Schema, codec Codec, encs []colEncoding) any {
+		t.Helper()
+		p, err := writerProperties(s, codec, encs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := props(base, Snappy, encs)
+	if got := props(field("v", arrow.BinaryTypes.String, true), Snappy, []colEncoding{encPlain, encOwnDict}); got != first {
+		t.Error("an equal schema and encodings did not get the kept properties")
+	}
+	for name, other := range map[string]any{
+		"another name":        props(field("w", arrow.BinaryTypes.String, true), Snappy, encs),
+		"another type":        props(field("v", arrow.BinaryTypes.Binary, true), Snappy, encs),
+		"another nullability": props(field("v", arrow.BinaryTypes.String, false), Snappy, encs),
+		"another encoding":    props(base, Snappy, []colEncoding{encPlain, encPlain}),
+		"another codec":       props(base, Zstd, encs),
+	} {
+		if other == first {
+			t.Errorf("%s got the properties kept for the first schema", name)
+		}
+	}
+	// More combinations than are kept: the first is built again, and still right.
+	for i := range propsCacheSize + 2 {
+		props(field(fmt.Sprintf("f%d", i), arrow.PrimitiveTypes.Int32, true), Snappy, encs)
+	}
+	if props(base, Snappy, encs) == first {
+		t.Error("the cache kept more than propsCacheSize combinations")
+	}
+}
+
+// TestSameNamesOtherTypesReadBack: files of two schemas with the same column names and
+// different types, written one after the other (the second after the first's properties
+// were kept), each read back with its own types and values.
+func TestSameNamesOtherTypesReadBack(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newStore(t)
+	mem := memory.DefaultAllocator
+	for _, tc := range []struct {
+		dt   arrow.DataType
+		fill func(b array.Builder, i int)
+	}{
+		{arrow.PrimitiveTypes.Int64, func(b array.Builder, i int) { b.(*array.Int64Builder).Append(int64(i) << 40) }},
+		{arrow.PrimitiveTypes.Int32, func(b array.Builder, i int) { b.(*array.Int32Builder).Append(int32(i % 3)) }},
+		{arrow.BinaryTypes.String, func(b array.Builder, i int) { b.(*array.StringBuilder).Append(fmt.Sprint("s", i%2)) }},
+	} {
+		s := arrow.NewSchema([]arrow.Field{{Name: "v", Type: tc.dt, Nullable: true}}, nil)
+		b := array.NewRecordBuilder(mem, s)
+		for i := range 50 {
+			tc.fill(b.Field(0), i)
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		w := NewWriter(st, s, WriterOptions{})
+		if err := w.Write(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		files, err := w.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, st, files[0].Path, nil)
+		if !arrow.TypeEqual(got.Column(0).DataType(), tc.dt) || !array.Equal(got.Column(0), rec.Column(0)) {
+			t.Errorf("%s: read back %s %v, want %v", tc.dt, got.Column(0).DataType(), got.Column(0), rec.Column(0))
+		}
+		got.Release()
+		rec.Release()
+	}
+}
