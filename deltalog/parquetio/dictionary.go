@@ -86,7 +86,7 @@ var distinctPool = sync.Pool{New: func() any { return new(distinctSets) }}
 // converted to a Go string to be a key: an allocation per value, a tenth of a 1,000-row
 // stream batch's allocation (docs/performance.md § Requests per stream batch).
 type distinctSets struct {
-	str  strSet
+	str  bytesSet
 	u64  u64Set
 	u128 u128Set
 }
@@ -107,20 +107,16 @@ func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
 	if nonNull == 0 {
 		return encPlain
 	}
-	var (
-		valid   []byte
-		off     = a.Data().Offset()
-		isValid = func(int) bool { return true }
-	)
+	var valid []byte
+	off := a.Data().Offset()
 	if a.NullN() > 0 {
 		valid = a.NullBitmapBytes()
-		isValid = func(i int) bool { return bitutil.BitIsSet(valid, off+i) }
 	}
 	switch c := a.(type) {
 	case *array.String:
-		return s.chooseBytes(c.Len(), nonNull, isValid, valid != nil, c.Value)
+		return s.chooseBytes(c.ValueOffsets(), c.ValueBytes(), nonNull, valid, off)
 	case *array.Binary:
-		return s.chooseBytes(c.Len(), nonNull, isValid, valid != nil, c.ValueString)
+		return s.chooseBytes(c.ValueOffsets(), c.ValueBytes(), nonNull, valid, off)
 	}
 	fw, ok := a.DataType().(arrow.FixedWidthDataType)
 	if !ok {
@@ -177,13 +173,13 @@ func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
 		}
 	default: // decimal256, fixed-size binary: keyed as strings
 		set := &s.str
-		set.reset(n)
+		set.reset(n, values)
 		defer set.drop()
 		for i := 0; i < n; i++ {
 			if valid != nil && !bitutil.BitIsSet(valid, off+i) {
 				continue
 			}
-			if set.add(string(values[i*w:(i+1)*w])) && loses(set.len()) { // a copy each: rare types
+			if set.add(int32(i*w), int32((i+1)*w)) && loses(set.len()) {
 				return encPlain
 			}
 		}
@@ -191,27 +187,33 @@ func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
 	return encDict
 }
 
-// chooseBytes is chooseEncoding for a string or binary column of n values (nonNull of
-// them), value(i) its i-th value pointing into the Arrow buffer (no copy), isValid
-// whether the i-th is not NULL (always when hasNulls is false).
-func (s *distinctSets) chooseBytes(n, nonNull int, isValid func(int) bool, hasNulls bool, value func(int) string) colEncoding {
+// chooseBytes is chooseEncoding for a string or binary column of nonNull non-NULL
+// values: offs its len+1 value offsets, data its value bytes (from offs[0]), valid its
+// validity bitmap from bit off (nil: no NULLs).
+func (s *distinctSets) chooseBytes(offs []int32, data []byte, nonNull int, valid []byte, off int) colEncoding {
+	n := len(offs) - 1
+	base := offs[0]
 	raw := int64(4 * nonNull)
-	for i := 0; i < n; i++ {
-		if !hasNulls || isValid(i) {
-			raw += int64(len(value(i)))
+	if valid == nil {
+		raw += int64(offs[n] - base)
+	} else {
+		for i := 0; i < n; i++ {
+			if bitutil.BitIsSet(valid, off+i) {
+				raw += int64(offs[i+1] - offs[i])
+			}
 		}
 	}
 	set := &s.str
-	set.reset(n)
+	set.reset(n, data)
 	defer set.drop() // no reference into the record's buffers stays in the pool
 	var dict int64
 	for i := 0; i < n; i++ {
-		if hasNulls && !isValid(i) {
+		if valid != nil && !bitutil.BitIsSet(valid, off+i) {
 			continue
 		}
-		v := value(i)
-		if set.add(v) {
-			dict += int64(len(v)) + 4
+		start, end := offs[i]-base, offs[i+1]-base
+		if set.add(start, end) {
+			dict += int64(end-start) + 4
 			if dict+indexBytes(nonNull, set.len()) >= raw {
 				return encPlain
 			}

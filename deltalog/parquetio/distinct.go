@@ -115,21 +115,23 @@ func (s *u128Set) add(k [2]uint64) bool {
 	}
 }
 
-// strSeed seeds the string sets' hashes (one per process).
-var strSeed = maphash.MakeSeed()
+// bytesSeed seeds the byte sets' hashes (one per process).
+var bytesSeed = maphash.MakeSeed()
 
-// strSet is a set of strings (or byte values viewed as strings) that points into the
-// caller's buffers: the strings are not copied, and must outlive the set's use of them.
-// A slot holds 1 + the index of its value in values; 0 is empty.
-type strSet struct {
+// bytesSet is a set of byte strings that lie in one buffer (a column's value bytes),
+// each given as its span in that buffer: nothing is copied, and the tables hold no
+// pointers (no write barriers, nothing kept alive). A slot holds 1 + the index of its
+// value in spans; 0 is empty.
+type bytesSet struct {
+	data   []byte
 	slots  []int32
 	mask   uint64
-	values []string
+	spans  [][2]int32
 	hashes []uint64
 }
 
-// reset empties s for up to n values, dropping its references to the last ones.
-func (s *strSet) reset(n int) {
+// reset empties s for up to n values lying in data.
+func (s *bytesSet) reset(n int, data []byte) {
 	size := tableSize(n)
 	if cap(s.slots) < size {
 		s.slots = make([]int32, size)
@@ -137,33 +139,30 @@ func (s *strSet) reset(n int) {
 		s.slots = s.slots[:size]
 		clear(s.slots)
 	}
-	s.mask = uint64(size - 1)
-	clear(s.values)
-	s.values, s.hashes = s.values[:0], s.hashes[:0]
+	s.mask, s.data = uint64(size-1), data
+	s.spans, s.hashes = s.spans[:0], s.hashes[:0]
 }
 
-// add adds v and reports whether it was not in s.
-func (s *strSet) add(v string) bool {
-	h := maphash.String(strSeed, v)
+// add adds data[start:end] and reports whether it was not in s.
+func (s *bytesSet) add(start, end int32) bool {
+	v := s.data[start:end]
+	h := maphash.Bytes(bytesSeed, v)
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		j := s.slots[i]
 		if j == 0 {
-			s.values = append(s.values, v)
+			s.spans = append(s.spans, [2]int32{start, end})
 			s.hashes = append(s.hashes, h)
-			s.slots[i] = int32(len(s.values))
+			s.slots[i] = int32(len(s.spans))
 			return true
 		}
-		if s.hashes[j-1] == h && s.values[j-1] == v {
+		if sp := s.spans[j-1]; s.hashes[j-1] == h && string(s.data[sp[0]:sp[1]]) == string(v) {
 			return false
 		}
 	}
 }
 
 // len is the number of distinct values added.
-func (s *strSet) len() int { return len(s.values) }
+func (s *bytesSet) len() int { return len(s.spans) }
 
-// drop empties s's references into the values added (their buffers may be released).
-func (s *strSet) drop() {
-	clear(s.values)
-	s.values = s.values[:0]
-}
+// drop forgets the buffer the values lie in (its Arrow buffer may be released).
+func (s *bytesSet) drop() { s.data = nil }

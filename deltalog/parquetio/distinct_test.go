@@ -142,25 +142,25 @@ func TestChooseEncodingMatchesReference(t *testing.T) {
 	}
 }
 
-// TestStrSetDropsReferences: a set kept in the pool holds no string of the last column
-// (its Arrow buffers may be released and reused).
-func TestStrSetDropsReferences(t *testing.T) {
-	var s strSet
-	s.reset(4)
-	for _, v := range []string{"a", "b", "a", "c"} {
-		s.add(v)
+// TestBytesSetSpans: values are told apart by their bytes wherever they lie, a reset set
+// starts empty, and a dropped set keeps no reference to the buffer.
+func TestBytesSetSpans(t *testing.T) {
+	var s bytesSet
+	data := []byte("abcabxab")
+	s.reset(4, data)
+	for _, sp := range [][2]int32{{0, 2}, {3, 5}, {2, 3}, {5, 6}, {6, 8}, {0, 0}, {4, 4}} {
+		s.add(sp[0], sp[1])
 	}
-	if s.len() != 3 {
-		t.Fatalf("%d distinct, want 3", s.len())
+	// "ab" three times, "c", "x", "" twice.
+	if s.len() != 4 {
+		t.Fatalf("%d distinct, want 4", s.len())
 	}
 	s.drop()
-	for _, v := range s.values[:cap(s.values)] {
-		if v != "" {
-			t.Fatalf("dropped set still holds %q", v)
-		}
+	if s.data != nil {
+		t.Fatal("dropped set still holds its buffer")
 	}
-	s.reset(4)
-	if !s.add("a") || s.add("a") || s.len() != 1 {
+	s.reset(4, []byte("zz"))
+	if !s.add(0, 1) || s.add(1, 2) || s.len() != 1 {
 		t.Fatal("a reset set does not start empty")
 	}
 }
