@@ -99,3 +99,17 @@ func BenchmarkSmallFiles(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChooseEncodings is the encoding choice of a 1,000-row bronze file (the first
+// step of every file, BenchmarkSmallFiles' bronze-1k-rows):
+//
+//	go test ./deltalog/parquetio -run '^$' -bench ChooseEncodings -count 3
+func BenchmarkChooseEncodings(b *testing.B) {
+	s := mustSchema(b, benchColumns)
+	rec := bronzeRecordFrom(memory.DefaultAllocator, s, 0, 1000, false)
+	defer rec.Release()
+	b.ReportAllocs()
+	for range b.N {
+		chooseEncodings(rec)
+	}
+}
