@@ -104,9 +104,6 @@ func chooseEncoding(a arrow.Array) colEncoding {
 // dictionary lose: a column of unique values is decided before its end.
 func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
 	nonNull := a.Len() - a.NullN()
-	if nonNull == 0 {
-		return encPlain
-	}
 	var valid []byte
 	off := a.Data().Offset()
 	if a.NullN() > 0 {
@@ -114,8 +111,14 @@ func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
 	}
 	switch c := a.(type) {
 	case *array.String:
+		if nonNull == 0 {
+			return encPlain
+		}
 		return s.chooseBytes(c.ValueOffsets(), c.ValueBytes(), nonNull, valid, off)
 	case *array.Binary:
+		if nonNull == 0 {
+			return encPlain
+		}
 		return s.chooseBytes(c.ValueOffsets(), c.ValueBytes(), nonNull, valid, off)
 	}
 	fw, ok := a.DataType().(arrow.FixedWidthDataType)
@@ -125,6 +128,9 @@ func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
 	w := fw.BitWidth() / 8
 	if w == 0 || len(a.Data().Buffers()) < 2 || a.Data().Buffers()[1] == nil {
 		return encPlain // booleans (arrow-go has no dictionary for them), nulls
+	}
+	if nonNull == 0 {
+		return encPlain
 	}
 	values := a.Data().Buffers()[1].Bytes()[off*w:]
 	raw := int64(nonNull * w)

@@ -142,6 +142,29 @@ func TestChooseEncodingMatchesReference(t *testing.T) {
 	}
 }
 
+// TestChooseEncodingNestedNulls: a nested column keeps arrow-go's dictionary with the
+// fallback even when its sample is all NULL (as before the sets); a flat one is plain.
+func TestChooseEncodingNestedNulls(t *testing.T) {
+	mem := memory.DefaultAllocator
+	lb := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int64)
+	defer lb.Release()
+	ib := array.NewInt64Builder(mem)
+	defer ib.Release()
+	for range 10 {
+		lb.AppendNull()
+		ib.AppendNull()
+	}
+	list, ints := lb.NewArray(), ib.NewArray()
+	defer list.Release()
+	defer ints.Release()
+	if got := chooseEncoding(list); got != encDict {
+		t.Errorf("all-NULL list: %d, want encDict", got)
+	}
+	if got := chooseEncoding(ints); got != encPlain {
+		t.Errorf("all-NULL int64: %d, want encPlain", got)
+	}
+}
+
 // TestBytesSetSpans: values are told apart by their bytes wherever they lie, a reset set
 // starts empty, and a dropped set keeps no reference to the buffer.
 func TestBytesSetSpans(t *testing.T) {
