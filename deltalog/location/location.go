@@ -7,8 +7,10 @@
 //	                                                          Config.DynamoTable is set, else by
 //	                                                          S3 conditional put (logstore/condput)
 //
-// AWS clients are built from the default credential chain (environment, shared config,
-// instance or task role) unless Config.Credentials is set. Open does no network I/O.
+// AWS clients are built by awsclient (the one place of their options, shared with the
+// emulator clients of the tests) from the default credential chain (environment, shared
+// config, instance or task role) unless Config.Credentials is set. Open does no network
+// I/O.
 package location
 
 import (
@@ -19,10 +21,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location/awsclient"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
@@ -33,7 +33,7 @@ import (
 
 // DefaultRegion is used when neither Config.Region nor the environment names one. It is
 // also Spark's default region for the DynamoDB log table (ddb.region).
-const DefaultRegion = "us-east-1"
+const DefaultRegion = awsclient.DefaultRegion
 
 // Config tells Open how to reach S3 and DynamoDB. The zero Config uses AWS defaults and
 // commits on S3 by conditional put.
@@ -122,15 +122,9 @@ func openS3(ctx context.Context, rawURL string, u *url.URL, cfg Config) (storage
 	if err != nil {
 		return nil, nil, err
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
-		if cfg.Endpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.Endpoint)
-		}
-		o.UsePathStyle = cfg.PathStyle
-		// S3 sends no whole-object checksum for a ranged GET (Parquet footers and column
-		// chunks are read by range), and the SDK would log a line for each such read.
-		o.DisableLogOutputChecksumValidationSkipped = true
-	})
+	// The clients' options are awsclient's, which the emulator clients of the tests and
+	// benchmarks share.
+	client := awsclient.NewS3(awsCfg, cfg.Endpoint, cfg.PathStyle)
 	// The key prefix as Hadoop reads it: the URL path, un-escaped, cleaned by the one rule
 	// the DynamoDB tablePath follows too ("lake//orders/" is "lake/orders").
 	prefix, err := storage.CleanPrefix(u.Path)
@@ -147,11 +141,7 @@ func openS3(ctx context.Context, rawURL string, u *url.URL, cfg Config) (storage
 			return nil, nil, err
 		}
 	}
-	ddb := dynamodb.NewFromConfig(ddbCfg, func(o *dynamodb.Options) {
-		if cfg.DynamoEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.DynamoEndpoint)
-		}
-	})
+	ddb := awsclient.NewDynamoDB(ddbCfg, cfg.DynamoEndpoint)
 	tableScheme := cfg.TablePathScheme
 	if tableScheme == "" {
 		tableScheme = strings.ToLower(u.Scheme)
@@ -164,19 +154,9 @@ func openS3(ctx context.Context, rawURL string, u *url.URL, cfg Config) (storage
 }
 
 func loadAWS(ctx context.Context, region string, creds aws.CredentialsProvider) (aws.Config, error) {
-	var opts []func(*config.LoadOptions) error
-	if region != "" {
-		opts = append(opts, config.WithRegion(region))
-	}
-	if creds != nil {
-		opts = append(opts, config.WithCredentialsProvider(creds))
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := awsclient.LoadConfig(ctx, region, creds)
 	if err != nil {
-		return aws.Config{}, fmt.Errorf("location: load AWS config: %w", err)
-	}
-	if awsCfg.Region == "" {
-		awsCfg.Region = DefaultRegion
+		return aws.Config{}, fmt.Errorf("location: %w", err)
 	}
 	return awsCfg, nil
 }

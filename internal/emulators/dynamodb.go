@@ -6,8 +6,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location/awsclient"
 )
 
 // DynamoDBEndpointEnv names the environment variable that holds the DynamoDB emulator's
@@ -31,15 +32,24 @@ func DynamoDBEndpoint(t testing.TB) string {
 	return ""
 }
 
-// DynamoDB returns a client for the emulator (see DynamoDBEndpoint).
+// DynamoDB returns a client for the emulator (see DynamoDBEndpoint): production's client
+// (awsclient.NewDynamoDB) with the emulator's endpoint, Region and Credentials.
 func DynamoDB(t testing.TB) *dynamodb.Client {
 	t.Helper()
-	ep := DynamoDBEndpoint(t)
-	return dynamodb.New(dynamodb.Options{
-		Region:       Region,
-		Credentials:  Credentials,
-		BaseEndpoint: aws.String(ep),
-	})
+	c, err := DynamoDBClient(DynamoDBEndpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// DynamoDBClient is DynamoDB for an emulator at endpoint, for programs (s3server).
+func DynamoDBClient(endpoint string) (*dynamodb.Client, error) {
+	cfg, err := awsConfig()
+	if err != nil {
+		return nil, err
+	}
+	return awsclient.NewDynamoDB(cfg, endpoint), nil
 }
 
 // UniqueName returns prefix followed by 12 random hex digits, for tables and buckets that

@@ -5,6 +5,7 @@
 package emulators
 
 import (
+	"bufio"
 	"context"
 	"encoding/hex"
 	"encoding/xml"
@@ -14,7 +15,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +28,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/location/awsclient"
 )
 
 // Region is the region every emulator client uses.
@@ -121,15 +127,33 @@ func (d *checksumDropper) Write(b []byte) (int, error) {
 	return d.ResponseWriter.Write(b)
 }
 
-// Client returns an S3 client for the emulator (path-style addressing).
+// Client returns an S3 client for the emulator: production's client (awsclient.NewS3,
+// the options location.Open uses) with the emulator's endpoint, path-style addressing,
+// Region and Credentials. It panics if the AWS configuration cannot be loaded (a
+// malformed shared config file in the environment).
 func (s *S3Server) Client() *s3.Client {
-	return s3.New(s3.Options{
-		Region:       Region,
-		Credentials:  Credentials,
-		BaseEndpoint: aws.String(s.URL),
-		UsePathStyle: true,
-	})
+	c, err := S3Client(s.URL)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
+
+// S3Client is S3Server.Client for an emulator at endpoint, for programs (s3server).
+func S3Client(endpoint string) (*s3.Client, error) {
+	cfg, err := awsConfig()
+	if err != nil {
+		return nil, err
+	}
+	return awsclient.NewS3(cfg, endpoint, true), nil
+}
+
+// awsConfig is production's AWS configuration (awsclient.LoadConfig: the default chain, so
+// that environment settings such as AWS_RETRY_MODE apply as in production) in Region
+// with Credentials, loaded once.
+var awsConfig = sync.OnceValues(func() (aws.Config, error) {
+	return awsclient.LoadConfig(context.Background(), Region, Credentials)
+})
 
 // Bucket creates a bucket with a fresh name ("bucket-<n>") and returns the name.
 func (s *S3Server) Bucket(t testing.TB) string {
@@ -196,4 +220,38 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 		Code    string
 		Message string
 	}{Code: code, Message: msg})
+}
+
+// StartS3Process builds internal/emulators/s3server and starts it in a child process
+// (stopped at tb's cleanup, and by itself if this process dies), and returns it as an
+// external S3Server: a benchmark then meters its own process without the emulator's CPU
+// and memory (AWS's work in production). Needs the go command.
+func StartS3Process(tb testing.TB) *S3Server {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "s3server")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mssqlcdc/mssqlcdc/internal/emulators/s3server").CombinedOutput(); err != nil {
+		tb.Fatalf("build s3server: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-exit-on-stdin-eof")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("s3server: no endpoint: %v", err)
+	}
+	return &S3Server{URL: strings.TrimSpace(line), external: true}
 }

@@ -167,6 +167,9 @@ func New(ddb Client, store storage.Store, opts Options) (*LogStore, error) {
 // TablePathKey is the tablePath this LogStore keys its entries with.
 func (l *LogStore) TablePathKey() string { return l.tablePath }
 
+// Client is the DynamoDB client the log store was made with.
+func (l *LogStore) Client() Client { return l.ddb }
+
 // observe records that version v (-1: none) is committed and v+1.json was absent at time at.
 func (l *LogStore) observe(v int64, at time.Time) {
 	l.mu.Lock()

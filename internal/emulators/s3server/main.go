@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
@@ -118,8 +117,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // createBuckets creates each bucket through the S3 API of the server at endpoint.
 func createBuckets(ctx context.Context, endpoint string, names []string) error {
-	c := s3.New(s3.Options{Region: emulators.Region, Credentials: emulators.Credentials,
-		BaseEndpoint: aws.String(endpoint), UsePathStyle: true})
+	c, err := emulators.S3Client(endpoint)
+	if err != nil {
+		return err
+	}
 	for _, b := range names {
 		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
 			return fmt.Errorf("create bucket %s: %w", b, err)
@@ -131,8 +132,10 @@ func createBuckets(ctx context.Context, endpoint string, names []string) error {
 // createLogTable creates the S3DynamoDBLogStore table name on the DynamoDB endpoint
 // (dynamo.CreateTable; an existing table is not an error).
 func createLogTable(ctx context.Context, endpoint, name string) error {
-	c := dynamodb.New(dynamodb.Options{Region: emulators.Region, Credentials: emulators.Credentials,
-		BaseEndpoint: aws.String(endpoint)})
+	c, err := emulators.DynamoDBClient(endpoint)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return dynamo.CreateTable(ctx, c, name, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond})
