@@ -1,7 +1,9 @@
 // Package emulators gives tests the emulated AWS services they run against: an in-process
 // S3 (gofakes3 with its in-memory backend, on an httptest server on 127.0.0.1) and the
 // DynamoDB emulator (dynalite, started by scripts/test.sh, found through
-// MSSQLCDC_DYNAMODB_ENDPOINT). Clients use static credentials and region us-east-1.
+// MSSQLCDC_DYNAMODB_ENDPOINT). Clients are production's (deltalog/location/awsclient,
+// the options location.Open uses) with the emulator's endpoint, static credentials and
+// region us-east-1, so a benchmark on the emulators measures the client production runs.
 package emulators
 
 import (
