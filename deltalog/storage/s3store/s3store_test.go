@@ -3,8 +3,14 @@ package s3store_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -149,5 +155,42 @@ func TestConflictIsRetried(t *testing.T) {
 	c.n = 100
 	if err := s.PutIfAbsent(ctx, "c", []byte("3")); !errors.Is(err, storage.ErrExists) {
 		t.Fatalf("409 every time: %v, want ErrExists", err)
+	}
+}
+
+// A whole-object read through production's client checks S3's stored checksum
+// (docs/decisions/0015: response validation "when supported"): a body whose bytes do not
+// match its x-amz-checksum-crc32 is refused, which needs GetRange to read the body to its
+// end, where the SDK checks it. The server here answers every GET with one object.
+func TestGetRangeRefusesABodyNotMatchingItsChecksum(t *testing.T) {
+	body := []byte(`{"commitInfo":{}}` + "\n")
+	sum := crc32.ChecksumIEEE(body)
+	good := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum))
+	bad := base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, sum+1))
+	for _, c := range []struct {
+		name, checksum string
+		ok             bool
+	}{{"matching", good, true}, {"not matching", bad, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			var mode string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mode = r.Header.Get("X-Amz-Checksum-Mode")
+				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				w.Header().Set("X-Amz-Checksum-Crc32", c.checksum)
+				w.Write(body)
+			}))
+			defer srv.Close()
+			client, err := emulators.S3Client(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s3store.New(client, "bucket", "t").GetRange(t.Context(), "_delta_log/0.json", 0, -1)
+			if mode != "ENABLED" {
+				t.Fatalf("the GET asked for no checksum (x-amz-checksum-mode %q)", mode)
+			}
+			if c.ok != (err == nil) || (c.ok && !bytes.Equal(got, body)) {
+				t.Fatalf("read %q, %v", got, err)
+			}
+		})
 	}
 }
