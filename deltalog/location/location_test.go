@@ -88,6 +88,14 @@ func TestS3ConditionalPut(t *testing.T) {
 		t.Fatalf("URL = %q", s.URL())
 	}
 	roundTrip(t, s, l)
+	// Production's client still sends If-None-Match: the taken version is refused and
+	// keeps its content.
+	if err := l.Write(t.Context(), 0, []byte("{\"other\":1}\n")); !errors.Is(err, logstore.ErrVersionExists) {
+		t.Fatalf("second write of version 0: %v, want ErrVersionExists", err)
+	}
+	if b, err := s.GetRange(t.Context(), "_delta_log/00000000000000000000.json", 0, -1); err != nil || string(b) != "{}\n" {
+		t.Fatalf("version 0 = %q, %v", b, err)
+	}
 }
 
 func TestS3DynamoDB(t *testing.T) {
