@@ -2,6 +2,7 @@ package awsclient
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	smithy "github.com/aws/smithy-go"
+	smithyauth "github.com/aws/smithy-go/auth"
 	smithyendpoints "github.com/aws/smithy-go/endpoints"
 )
 
@@ -24,20 +26,21 @@ type endpointCache[K comparable] struct {
 }
 
 // resolve returns the endpoint cached for k, else what resolve answers (cached if not an
-// error). Every answer is the caller's own copy: its Headers and Properties are not
-// shared with the cache or with another request (the URI's Userinfo, immutable, is).
+// error). Every answer is the caller's own deep copy (CloneEndpoint): the SDK changes the
+// endpoint it is given (the S3 auth scheme resolver rewrites the auth options in its
+// properties), so nothing of it may be shared with the cache or another request.
 func (c *endpointCache[K]) resolve(k K, resolve func() (smithyendpoints.Endpoint, error)) (smithyendpoints.Endpoint, error) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
 	if ok {
-		return cloneEndpoint(e), nil
+		return CloneEndpoint(e), nil
 	}
 	e, err := resolve()
 	if err != nil {
 		return e, err
 	}
-	kept := cloneEndpoint(e)
+	kept := CloneEndpoint(e)
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedEndpoints {
 		c.m = make(map[K]smithyendpoints.Endpoint)
@@ -47,12 +50,38 @@ func (c *endpointCache[K]) resolve(k K, resolve func() (smithyendpoints.Endpoint
 	return e, nil
 }
 
-func cloneEndpoint(e smithyendpoints.Endpoint) smithyendpoints.Endpoint {
-	out := smithyendpoints.Endpoint{URI: e.URI, Headers: e.Headers.Clone()}
-	var props smithy.Properties
-	props.SetAll(&e.Properties)
-	out.Properties = props
+// CloneEndpoint returns a copy of e that shares nothing mutable with it: the URI (its
+// Userinfo is immutable), the headers, the properties and within them the auth options
+// ([]*auth.Option, each with its identity and signer properties) and string slices (SigV4a
+// regions) are copied. Other property values are shared: the SDK's endpoint rules set
+// only strings and booleans besides those (TestEndpointPropertiesAreCopyable).
+func CloneEndpoint(e smithyendpoints.Endpoint) smithyendpoints.Endpoint {
+	return smithyendpoints.Endpoint{URI: e.URI, Headers: e.Headers.Clone(), Properties: cloneProperties(&e.Properties)}
+}
+
+func cloneProperties(p *smithy.Properties) smithy.Properties {
+	var out smithy.Properties
+	for k, v := range p.Values() { // Values copies the map; p is not changed (no lazy init)
+		out.Set(k, cloneValue(v))
+	}
 	return out
+}
+
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case []*smithyauth.Option:
+		opts := make([]*smithyauth.Option, len(v))
+		for i, o := range v {
+			c := *o
+			c.IdentityProperties = cloneProperties(&o.IdentityProperties)
+			c.SignerProperties = cloneProperties(&o.SignerProperties)
+			opts[i] = &c
+		}
+		return opts
+	case []string:
+		return slices.Clone(v)
+	}
+	return v
 }
 
 // optString and optBool are a *string and a *bool as comparable values: nil, or the value.
@@ -116,8 +145,8 @@ type S3Endpoints struct {
 
 // CachedS3Endpoints wraps next (the client's resolver: nil is the SDK's default) with a
 // cache keyed by the resolution parameters the S3 endpoint rules read. For any
-// parameters it answers what next answers for them (an error is never cached), as a copy
-// the caller may change.
+// parameters it answers what next answers for them (an error is never cached), as a deep
+// copy the caller may change (CloneEndpoint).
 func CachedS3Endpoints(next s3.EndpointResolverV2) *S3Endpoints {
 	if next == nil {
 		next = s3.NewDefaultEndpointResolverV2()

@@ -10,12 +10,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	smithy "github.com/aws/smithy-go"
+	smithyauth "github.com/aws/smithy-go/auth"
 	smithyendpoints "github.com/aws/smithy-go/endpoints"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location/awsclient"
 )
@@ -94,32 +98,110 @@ func describe(p s3.EndpointParameters) string {
 		*p.UseFIPS, *p.UseDualStack, *p.Accelerate, *p.UseGlobalEndpoint)
 }
 
-// A caller that changes the endpoint it was given changes no later answer.
+// A caller that changes the endpoint it was given changes no later answer, as the SDK's
+// S3 auth scheme resolver does: it renames auth schemes and replaces their properties in
+// the endpoint's auth options (endpoint_auth_resolver.go).
 func TestCachedEndpointIsTheCallersCopy(t *testing.T) {
 	ctx := context.Background()
 	cached := awsclient.CachedS3Endpoints(nil)
 	p := s3Params()[0]
-	first, err := cached.ResolveEndpoint(ctx, p)
+	want, err := s3.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := s3.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, p)
-	for range 2 {
+	if opts, ok := smithyauth.GetAuthOptions(&want.Properties); !ok || len(opts) == 0 {
+		t.Fatal("the SDK's answer has no auth options: choose parameters that have")
+	}
+	for i := range 3 {
 		e, err := cached.ResolveEndpoint(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameEndpoint(t, "after a caller's changes", e, want, nil, nil)
-		e.URI.Host = "changed.example"
-		if e.Headers == nil {
-			e.Headers = map[string][]string{}
-		}
-		e.Headers.Set("X-Changed", "1")
-		e.Properties.Set("changed", true)
+		sameEndpoint(t, fmt.Sprintf("answer %d", i), e, want, nil, nil)
+		change(&e)
 	}
-	first.Properties.Set("changed", true)
-	e, _ := cached.ResolveEndpoint(ctx, p)
-	sameEndpoint(t, "after the first caller's change", e, want, nil, nil)
+}
+
+// change changes everything in e that a caller could.
+func change(e *smithyendpoints.Endpoint) {
+	e.URI.Host = "changed.example"
+	e.URI.Path = "/changed"
+	if e.Headers == nil {
+		e.Headers = map[string][]string{}
+	}
+	e.Headers.Set("X-Changed", "1")
+	opts, _ := smithyauth.GetAuthOptions(&e.Properties)
+	for _, o := range opts {
+		o.SchemeID = "changed"
+		o.SignerProperties.Set("changed", true)
+		o.IdentityProperties.Set("changed", true)
+		if r, ok := smithyhttp.GetSigV4ASigningRegions(&o.SignerProperties); ok && len(r) > 0 {
+			r[0] = "changed"
+		}
+	}
+	if len(opts) > 0 {
+		opts[0] = &smithyauth.Option{SchemeID: "replaced"}
+	}
+	e.Properties.Set("changed", true)
+}
+
+// Callers changing their answers at once share nothing (run with -race).
+func TestCachedEndpointsConcurrentCallers(t *testing.T) {
+	ctx := context.Background()
+	cached := awsclient.CachedS3Endpoints(nil)
+	params := s3Params()[:40]
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				for _, p := range params {
+					if e, err := cached.ResolveEndpoint(ctx, p); err == nil {
+						change(&e)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestEndpointPropertiesAreCopyable checks that the SDK's endpoint rules put nothing in an
+// endpoint's properties that CloneEndpoint would share: only strings, booleans, string
+// slices and auth options holding those. A new kind of value (an SDK upgrade) fails here:
+// teach cloneValue to copy it.
+func TestEndpointPropertiesAreCopyable(t *testing.T) {
+	ctx := context.Background()
+	var check func(where string, p *smithy.Properties)
+	check = func(where string, p *smithy.Properties) {
+		for k, v := range p.Values() {
+			switch v := v.(type) {
+			case string, bool, []string:
+			case []*smithyauth.Option:
+				for _, o := range v {
+					check(where+" auth option "+o.SchemeID+" identity", &o.IdentityProperties)
+					check(where+" auth option "+o.SchemeID+" signer", &o.SignerProperties)
+				}
+			default:
+				t.Errorf("%s: property %T holds a %T: teach cloneValue to copy it", where, k, v)
+			}
+		}
+	}
+	n := 0
+	for _, p := range s3Params() {
+		if e, err := s3.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, p); err == nil {
+			check("S3 "+describe(p), &e.Properties)
+			n++
+		}
+	}
+	e, err := dynamodb.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, dynamodb.EndpointParameters{
+		Region: aws.String("us-east-1"), UseFIPS: aws.Bool(false), UseDualStack: aws.Bool(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("DynamoDB", &e.Properties)
+	if n == 0 {
+		t.Fatal("no S3 endpoint resolved")
+	}
 }
 
 // TestS3EndpointKeyCoversParameters fails when the SDK's S3 resolution parameters are not
