@@ -9,9 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	smithy "github.com/aws/smithy-go"
 	smithyauth "github.com/aws/smithy-go/auth"
 	smithyendpoints "github.com/aws/smithy-go/endpoints"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // maxCachedEndpoints bounds an endpoint cache: a client that meets more distinct sets of
@@ -51,37 +51,27 @@ func (c *endpointCache[K]) resolve(k K, resolve func() (smithyendpoints.Endpoint
 }
 
 // CloneEndpoint returns a copy of e that shares nothing mutable with it: the URI (its
-// Userinfo is immutable), the headers, the properties and within them the auth options
-// ([]*auth.Option, each with its identity and signer properties) and string slices (SigV4a
-// regions) are copied. Other property values are shared: the SDK's endpoint rules set
-// only strings and booleans besides those (TestEndpointPropertiesAreCopyable).
+// Userinfo is immutable), the headers, the properties, the auth options in them (each
+// option and its identity and signer properties) and the SigV4a signing regions are
+// copied. Every other property value is shared: the SDK's endpoint rules set only strings
+// and booleans besides those (TestEndpointPropertiesAreCopyable).
 func CloneEndpoint(e smithyendpoints.Endpoint) smithyendpoints.Endpoint {
-	return smithyendpoints.Endpoint{URI: e.URI, Headers: e.Headers.Clone(), Properties: cloneProperties(&e.Properties)}
-}
-
-func cloneProperties(p *smithy.Properties) smithy.Properties {
-	var out smithy.Properties
-	for k, v := range p.Values() { // Values copies the map; p is not changed (no lazy init)
-		out.Set(k, cloneValue(v))
+	out := smithyendpoints.Endpoint{URI: e.URI, Headers: e.Headers.Clone()}
+	out.Properties.SetAll(&e.Properties)
+	if opts, ok := smithyauth.GetAuthOptions(&e.Properties); ok {
+		copied := make([]*smithyauth.Option, len(opts))
+		for i, o := range opts {
+			c := &smithyauth.Option{SchemeID: o.SchemeID}
+			c.IdentityProperties.SetAll(&o.IdentityProperties)
+			c.SignerProperties.SetAll(&o.SignerProperties)
+			if r, ok := smithyhttp.GetSigV4ASigningRegions(&o.SignerProperties); ok {
+				smithyhttp.SetSigV4ASigningRegions(&c.SignerProperties, slices.Clone(r))
+			}
+			copied[i] = c
+		}
+		smithyauth.SetAuthOptions(&out.Properties, copied)
 	}
 	return out
-}
-
-func cloneValue(v any) any {
-	switch v := v.(type) {
-	case []*smithyauth.Option:
-		opts := make([]*smithyauth.Option, len(v))
-		for i, o := range v {
-			c := *o
-			c.IdentityProperties = cloneProperties(&o.IdentityProperties)
-			c.SignerProperties = cloneProperties(&o.SignerProperties)
-			opts[i] = &c
-		}
-		return opts
-	case []string:
-		return slices.Clone(v)
-	}
-	return v
 }
 
 // optString and optBool are a *string and a *bool as comparable values: nil, or the value.

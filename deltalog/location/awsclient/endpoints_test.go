@@ -166,30 +166,37 @@ func TestCachedEndpointsConcurrentCallers(t *testing.T) {
 }
 
 // TestEndpointPropertiesAreCopyable checks that the SDK's endpoint rules put nothing in an
-// endpoint's properties that CloneEndpoint would share: only strings, booleans, string
-// slices and auth options holding those. A new kind of value (an SDK upgrade) fails here:
-// teach cloneValue to copy it.
+// endpoint's properties that CloneEndpoint would share: besides strings and booleans, only
+// the auth options (at their key) and the SigV4a regions (at theirs), which it copies. A
+// new kind of value (an SDK upgrade) fails here: teach CloneEndpoint to copy it.
 func TestEndpointPropertiesAreCopyable(t *testing.T) {
 	ctx := context.Background()
-	var check func(where string, p *smithy.Properties)
-	check = func(where string, p *smithy.Properties) {
+	var check func(where string, p *smithy.Properties, signer bool)
+	check = func(where string, p *smithy.Properties, signer bool) {
 		for k, v := range p.Values() {
 			switch v := v.(type) {
-			case string, bool, []string:
+			case string, bool:
+			case []string:
+				if r, ok := smithyhttp.GetSigV4ASigningRegions(p); !signer || !ok || len(v) == 0 || &r[0] != &v[0] {
+					t.Errorf("%s: property %T holds a []string: teach CloneEndpoint to copy it", where, k)
+				}
 			case []*smithyauth.Option:
+				if o, ok := smithyauth.GetAuthOptions(p); signer || !ok || len(v) == 0 || &o[0] != &v[0] {
+					t.Errorf("%s: property %T holds auth options: teach CloneEndpoint to copy them", where, k)
+				}
 				for _, o := range v {
-					check(where+" auth option "+o.SchemeID+" identity", &o.IdentityProperties)
-					check(where+" auth option "+o.SchemeID+" signer", &o.SignerProperties)
+					check(where+" auth option "+o.SchemeID+" identity", &o.IdentityProperties, false)
+					check(where+" auth option "+o.SchemeID+" signer", &o.SignerProperties, true)
 				}
 			default:
-				t.Errorf("%s: property %T holds a %T: teach cloneValue to copy it", where, k, v)
+				t.Errorf("%s: property %T holds a %T: teach CloneEndpoint to copy it", where, k, v)
 			}
 		}
 	}
 	n := 0
 	for _, p := range s3Params() {
 		if e, err := s3.NewDefaultEndpointResolverV2().ResolveEndpoint(ctx, p); err == nil {
-			check("S3 "+describe(p), &e.Properties)
+			check("S3 "+describe(p), &e.Properties, false)
 			n++
 		}
 	}
@@ -198,7 +205,7 @@ func TestEndpointPropertiesAreCopyable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("DynamoDB", &e.Properties)
+	check("DynamoDB", &e.Properties, false)
 	if n == 0 {
 		t.Fatal("no S3 endpoint resolved")
 	}
