@@ -56,15 +56,20 @@ func (c *endpointCache[K]) resolve(k K, resolve func() (smithyendpoints.Endpoint
 // copied. Every other property value is shared: the SDK's endpoint rules set only strings
 // and booleans besides those (TestEndpointPropertiesAreCopyable).
 func CloneEndpoint(e smithyendpoints.Endpoint) smithyendpoints.Endpoint {
+	// Only SetAll reads e's properties, and Get reads only copies of the Properties
+	// struct: Get and Has initialize a nil map in place, which on a cached answer would
+	// be a write shared between requests, and on the copy a difference from e.
 	out := smithyendpoints.Endpoint{URI: e.URI, Headers: e.Headers.Clone()}
 	out.Properties.SetAll(&e.Properties)
-	if opts, ok := smithyauth.GetAuthOptions(&e.Properties); ok {
+	props := out.Properties
+	if opts, ok := smithyauth.GetAuthOptions(&props); ok {
 		copied := make([]*smithyauth.Option, len(opts))
 		for i, o := range opts {
 			c := &smithyauth.Option{SchemeID: o.SchemeID}
 			c.IdentityProperties.SetAll(&o.IdentityProperties)
 			c.SignerProperties.SetAll(&o.SignerProperties)
-			if r, ok := smithyhttp.GetSigV4ASigningRegions(&o.SignerProperties); ok {
+			signer := c.SignerProperties
+			if r, ok := smithyhttp.GetSigV4ASigningRegions(&signer); ok {
 				smithyhttp.SetSigV4ASigningRegions(&c.SignerProperties, slices.Clone(r))
 			}
 			copied[i] = c
