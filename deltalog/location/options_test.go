@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/location/awsclient"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
@@ -30,14 +29,11 @@ func openClients(t *testing.T, cfg location.Config) (*s3.Client, *dynamodb.Clien
 	return c, d.Client().(*dynamodb.Client)
 }
 
-// Production's clients carry awsclient's options: the endpoint caches, the checksum
+// Production's clients carry awsclient's options: the checksum
 // settings of docs/decisions/0015, the standard retryer, no log line per ranged GET.
 func TestOpenAppliesTheSharedClientOptions(t *testing.T) {
 	c, d := openClients(t, location.Config{Region: "eu-west-1", DynamoTable: "delta_log", Credentials: emulators.Credentials})
 	o := c.Options()
-	if _, ok := o.EndpointResolverV2.(*awsclient.S3Endpoints); !ok {
-		t.Errorf("S3 endpoint resolver is %T, want the cache", o.EndpointResolverV2)
-	}
 	if !o.DisableLogOutputChecksumValidationSkipped {
 		t.Error("S3 logs each ranged GET's skipped checksum")
 	}
@@ -54,9 +50,6 @@ func TestOpenAppliesTheSharedClientOptions(t *testing.T) {
 		t.Errorf("retryer %T, %d attempts, mode %q: want the SDK's standard, %d", o.Retryer, o.Retryer.MaxAttempts(), o.RetryMode, sdkS3.Retryer.MaxAttempts())
 	}
 	do := d.Options()
-	if _, ok := do.EndpointResolverV2.(*awsclient.DynamoDBEndpoints); !ok {
-		t.Errorf("DynamoDB endpoint resolver is %T, want the cache", do.EndpointResolverV2)
-	}
 	sdkDDB := dynamodb.NewFromConfig(aws.Config{Region: "eu-west-1"}).Options()
 	if do.Region != "eu-west-1" || do.Retryer.MaxAttempts() != sdkDDB.Retryer.MaxAttempts() {
 		t.Errorf("DynamoDB region %q, %d attempts, want %d", do.Region, do.Retryer.MaxAttempts(), sdkDDB.Retryer.MaxAttempts())
