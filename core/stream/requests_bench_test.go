@@ -1,14 +1,11 @@
 package stream
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -72,7 +69,7 @@ func BenchmarkBatchRequests(b *testing.B) {
 		lambdaGC(b, "2048")
 	}
 	if *s3Process {
-		b.Setenv(emulators.S3EndpointEnv, startS3Process(b))
+		b.Setenv(emulators.S3EndpointEnv, emulators.StartS3Process(b).URL)
 	}
 	for _, lb := range []struct {
 		name    string
@@ -108,37 +105,6 @@ func lambdaGC(tb testing.TB, memMB string) {
 }
 
 var s3Process = flag.Bool("batchreq.s3-process", false, "BenchmarkBatchRequests: run the S3 emulator in a child process, outside the metered one")
-
-// startS3Process builds and starts internal/emulators/s3server, stopped at b's cleanup, and
-// returns its endpoint.
-func startS3Process(b *testing.B) string {
-	bin := filepath.Join(b.TempDir(), "s3server")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mssqlcdc/mssqlcdc/internal/emulators/s3server").CombinedOutput(); err != nil {
-		b.Fatalf("build s3server: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-exit-on-stdin-eof")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("s3server: no endpoint: %v", err)
-	}
-	return strings.TrimSpace(line)
-}
 
 const (
 	// txnsPerBatch workload transactions make about 1,000 change rows (1–4 statements
