@@ -6,8 +6,8 @@
 // collects every few batches, on a function given 2,048 MB. Configure collects four times
 // less often (GOGC=400) and sets a soft memory limit at 80 % of the function's memory, so a
 // step whose live heap grows collects harder as it nears the limit instead of being killed
-// for exceeding it. Figures and the measurement are in docs/performance.md § "The garbage
-// collector in a Lambda"; docs/operations.md § "Memory and the garbage collector" says how to
+// for exceeding it. Figures and the measurement are in docs/performance.md § The garbage
+// collector in a Lambda; docs/operations.md § Memory and the garbage collector says how to
 // override it.
 package lambdagc
 

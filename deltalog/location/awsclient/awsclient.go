@@ -5,7 +5,7 @@
 // endpoint, path-style addressing, region and credentials differ between them.
 //
 // The options, each kept or changed for a reason given where it is set (the measurements
-// are in docs/performance.md § "The AWS clients' cost per request"):
+// are in docs/performance.md § The AWS clients' cost per request):
 //
 //   - Endpoint resolution is the SDK's, its rules evaluated on every request: a cache was
 //     measured and declined (docs/decisions/0015: ~4 µs and ~1.3 KB a request, against a

@@ -20,7 +20,7 @@ import (
 // BenchmarkRequests measures the client side of single S3 requests through a Store: the
 // CPU time of the whole process per request (cpu-us/req: getrusage, every goroutine and
 // the GC) and the bytes it allocates per request (alloc-KB/req), for the requests a
-// stream batch makes (docs/performance.md § "The AWS clients' cost per request"):
+// stream batch makes (docs/performance.md § The AWS clients' cost per request):
 //
 //   - op=put-1KB: Put of a 1 KiB object (a data file is larger, its request the same);
 //   - op=put-if-absent-1KB: PutIfAbsent of a new key (a commit, an offsets file);
