@@ -190,3 +190,62 @@ func TestResumeRemembers(t *testing.T) {
 		t.Errorf("a new Checkpoint's Commits: %+v %v after %d reads", got, err, c.Count("GetRange"))
 	}
 }
+
+// ResumeWarm answers from memory with one HEAD of the last batch's offsets file; it does
+// not answer (ok false) for a Checkpoint that committed nothing, one that wrote offsets it
+// did not commit, or when that file is gone; Forget drops the memory.
+func TestResumeWarm(t *testing.T) {
+	ctx := context.Background()
+	c := &storagetest.Counter{}
+	st := storagetest.NewCounting(newStore(t), c)
+	mine := New(st, "app")
+	warm := func(wantOK bool, wantNext int64) {
+		t.Helper()
+		c.Reset()
+		s, ok, err := mine.ResumeWarm(ctx)
+		if err != nil || ok != wantOK || (ok && (s.Next != wantNext || !s.Remembered || s.LastCommit == nil)) {
+			t.Fatalf("ResumeWarm: %+v ok=%v %v; want ok=%v next %d", s, ok, err, wantOK, wantNext)
+		}
+		if ok != mine.Warm() && wantOK {
+			t.Errorf("Warm() disagrees with ResumeWarm")
+		}
+	}
+	warm(false, 0)
+	if n := len(c.Counts()); n != 0 {
+		t.Errorf("ResumeWarm without memory made requests: %v", c.Counts())
+	}
+	for n := int64(0); n < 2; n++ {
+		if err := mine.WriteOffsets(ctx, Batch{ID: n, Start: off("0x01", ""), End: off("0x02", "")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := mine.WriteCommit(ctx, Commit{ID: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warm(true, 2)
+	if got := c.Counts(); !maps.Equal(got, map[string]int{"Head": 1}) {
+		t.Errorf("ResumeWarm made %v, want one Head", got)
+	}
+	// Offsets written and not committed (an invocation that failed part-way).
+	if err := mine.WriteOffsets(ctx, Batch{ID: 2, Start: off("0x02", ""), End: off("0x03", "")}); err != nil {
+		t.Fatal(err)
+	}
+	if mine.Warm() {
+		t.Error("Warm with batch 2's offsets uncommitted")
+	}
+	warm(false, 0)
+	if err := mine.WriteCommit(ctx, Commit{ID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	warm(true, 3)
+	// The last batch's offsets file gone (a rewound or deleted checkpoint).
+	if err := st.Delete(ctx, "offsets/2.json"); err != nil {
+		t.Fatal(err)
+	}
+	warm(false, 0)
+	// Forget: the next Resume reads the files.
+	mine.Forget()
+	if mine.Warm() {
+		t.Error("Warm after Forget")
+	}
+}

@@ -16,8 +16,12 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 )
 
-// batch runs one planned batch to its commits/<n> (docs/design.md §6.1).
-func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance) (BatchReport, error) {
+// batch runs one planned batch to its commits/<n> (docs/design.md §6.1). fresh is true when
+// the run wrote b's offsets itself (a new batch, not a re-run of a pending one): bronze
+// then cannot hold it, and if it does the checkpoint is behind bronze
+// (*CheckpointRewoundError), which checkNotRewound catches on a cold resume and this on a
+// warm one (checkpoint.Checkpoint.ResumeWarm).
+func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance, fresh bool) (BatchReport, error) {
 	startedAt := r.opts.Now().UTC()
 	rep := BatchReport{Batch: b.ID, Generation: r.gens.Live.Generation, Start: b.Start, End: b.End}
 	log := r.log.With("batch", b.ID, "start_lsn", b.Start.LSN.String(), "end_lsn", b.End.LSN.String())
@@ -42,6 +46,10 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 	var stats facts.BatchStats
 	committed, recovered := false, false
 	if _, ok := ingest.Replayed(bronzeSnap, r.spec.AppID, b.ID); ok {
+		if fresh {
+			v, _ := bronzeSnap.TxnVersion(r.spec.AppID)
+			return rep, &CheckpointRewoundError{AppID: r.spec.AppID, Next: b.ID, FactsBatch: v, Table: "bronze"}
+		}
 		committed, rep.Replayed = true, true
 		stats, recovered = r.statsFromCommit(bronzeSnap, b.ID)
 	}

@@ -1,0 +1,232 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
+)
+
+var errDied = errors.New("the process died after its offsets put")
+
+// dieAfterOffsets is a store whose process dies right after a checkpoint offsets put took
+// effect.
+type dieAfterOffsets struct{ storage.Store }
+
+func (s dieAfterOffsets) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	err := s.Store.PutIfAbsent(ctx, key, data)
+	if err == nil && strings.HasPrefix(key, "offsets/") {
+		return errDied
+	}
+	return err
+}
+
+// runOn runs one invocation on a process's kept connections d (a warm process).
+func (e *env) runOn(d Deps, opts Options) (Result, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Now == nil {
+		opts.Now = e.db.Now
+	}
+	return Run(context.Background(), e.spec, d, opts)
+}
+
+// A warm invocation resumes from its memory without listing offsets/ or generations/: one
+// HEAD of its last batch's offsets file, then the next batch's offsets put
+// (checkpoint.Checkpoint.ResumeWarm, warmGenerations).
+func TestWarmInvocationListsNothing(t *testing.T) {
+	e := newEnv(t, cdcsim.Config{Seed: 61})
+	f := &deltatest.Faults{}
+	e.lake.Faults = f
+	a := e.deps()
+	for i := 1; i <= 3; i++ {
+		e.exec(insert(i, i))
+		if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
+			t.Fatalf("invocation %d: %+v %v", i, res, err)
+		}
+	}
+	before := len(f.Ops())
+	e.exec(insert(4, 4))
+	if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 || !res.CaughtUp {
+		t.Fatalf("warm invocation: %+v %v", res, err)
+	}
+	var ck []string
+	for _, op := range f.Ops()[before:] {
+		if strings.Contains(op, "offsets/") || strings.Contains(op, "commits/") || strings.Contains(op, "generations/") {
+			ck = append(ck, op)
+		}
+	}
+	want := []string{"store.Head offsets/2.json", "store.PutIfAbsent offsets/3.json", "store.PutIfAbsent commits/3.json"}
+	if strings.Join(ck, "|") != strings.Join(want, "|") {
+		t.Errorf("checkpoint requests of a warm invocation:\n got %q\nwant %q", ck, want)
+	}
+}
+
+// Process A streams on kept connections; process B (cold) runs batches between two of A's
+// invocations. A's next invocation must not take its memory for the checkpoint: it finds
+// B's offsets file at its put, resumes from what B wrote and goes on after B's batches,
+// each change in bronze once. Then B leaves a batch pending (killed after its offsets):
+// A re-runs that batch with B's range.
+func TestWarmProcessAfterAnotherProcess(t *testing.T) {
+	for _, backend := range []testlake.Backend{testlake.Local, testlake.S3CondPut} {
+		t.Run(string(backend), func(t *testing.T) {
+			e := newEnvOn(t, backend, cdcsim.Config{Seed: 62})
+			a := e.deps()
+			e.exec(insert(1, 1))
+			if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
+				t.Fatalf("A: %+v %v", res, err)
+			}
+			e.exec(insert(2, 2))
+			e.exec(insert(3, 3))
+			if res, err := e.run(Options{MaxBatches: 1}); err != nil || res.Rows == 0 { // B
+				t.Fatalf("B: %+v %v", res, err)
+			}
+			e.exec(insert(4, 4))
+			res, err := e.runOn(a, Options{})
+			if err != nil || !res.CaughtUp {
+				t.Fatalf("A after B: %+v %v", res, err)
+			}
+			// B again, killed right after its offsets put: batch pending.
+			e.exec(insert(5, 5))
+			e.lake.WrapStore = func(s storage.Store) storage.Store { return dieAfterOffsets{s} }
+			if _, err := e.run(Options{}); !errors.Is(err, errDied) {
+				t.Fatalf("B killed after its offsets: %v", err)
+			}
+			e.lake.WrapStore = nil
+			e.exec(insert(6, 6))
+			if res, err := e.runOn(a, Options{}); err != nil || !res.CaughtUp {
+				t.Fatalf("A after B's pending batch: %+v %v", res, err)
+			}
+			e.assertConverged()
+		})
+	}
+}
+
+// A checkpoint rewound under a warm process (its newest batches deleted; deleted whole; or
+// restored from an older copy) is refused as a cold process refuses it, not written over
+// from the process's memory.
+func TestWarmProcessRefusesARewoundCheckpoint(t *testing.T) {
+	for _, how := range []string{"newest batch deleted", "deleted whole", "restored from a copy"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t, cdcsim.Config{Seed: 63})
+			a := e.deps()
+			copyDir := filepath.Join(t.TempDir(), "copy")
+			for i := 1; i <= 3; i++ {
+				e.exec(insert(i, i))
+				if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
+					t.Fatalf("A %d: %+v %v", i, res, err)
+				}
+				if i == 1 {
+					if err := os.CopyFS(copyDir, os.DirFS(e.spec.Checkpoint)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			switch how {
+			case "newest batch deleted":
+				for _, k := range []string{"offsets/2.json", "commits/2.json"} {
+					if err := os.Remove(filepath.Join(e.spec.Checkpoint, k)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case "deleted whole":
+				if err := os.RemoveAll(e.spec.Checkpoint); err != nil {
+					t.Fatal(err)
+				}
+			case "restored from a copy":
+				if err := os.RemoveAll(e.spec.Checkpoint); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.CopyFS(e.spec.Checkpoint, os.DirFS(copyDir)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.exec(insert(4, 4))
+			_, err := e.runOn(a, Options{})
+			var rw *CheckpointRewoundError
+			if !errors.As(err, &rw) {
+				t.Fatalf("warm A on a rewound checkpoint: %v, want *CheckpointRewoundError", err)
+			}
+		})
+	}
+}
+
+// A warm process whose checkpoint lost its newest batches while the process's last batch's
+// offsets file stayed (a clean-up killed part-way, a partial restore) does not append a
+// batch bronze already holds: the fresh batch's check against bronze refuses it.
+func TestWarmFreshBatchBronzeHoldsRefused(t *testing.T) {
+	e := newEnv(t, cdcsim.Config{Seed: 64})
+	a := e.deps()
+	e.exec(insert(1, 1))
+	if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
+		t.Fatalf("A: %+v %v", res, err)
+	}
+	for i := 2; i <= 3; i++ { // B: batches 1 and 2
+		e.exec(insert(i, i))
+		if res, err := e.run(Options{}); err != nil || res.Rows != 1 {
+			t.Fatalf("B %d: %+v %v", i, res, err)
+		}
+	}
+	for _, k := range []string{"offsets/1.json", "commits/1.json"} {
+		if err := os.Remove(filepath.Join(e.spec.Checkpoint, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.exec(insert(4, 4))
+	_, err := e.runOn(a, Options{})
+	var rw *CheckpointRewoundError
+	if !errors.As(err, &rw) || rw.Table != "bronze" || rw.Next != 1 || rw.FactsBatch != 2 {
+		t.Fatalf("warm A: %v, want *CheckpointRewoundError: batch 1, bronze holds 2", err)
+	}
+	if _, lg := e.bronzeState(); lg.Duplicates != 0 || lg.ChangeRows() != 3 {
+		t.Errorf("bronze: %d change rows, %d duplicates; want 3, none", lg.ChangeRows(), lg.Duplicates)
+	}
+}
+
+// A warm process of generation 0, which skips the generations read, still finds the
+// attempt another process opened and the generation the recover steps committed: the
+// other process wrote the offsets of the batch that found the loss, which the warm
+// process's put finds.
+func TestWarmProcessSeesAnotherProcessesResnapshot(t *testing.T) {
+	e := newEnvOn(t, testlake.Local, cdcsim.Config{Seed: 65})
+	e.spec.OnDataLoss = config.OnDataLossResnapshot
+	a := e.deps()
+	for i := 1; i <= 5; i++ {
+		e.exec(insert(i, i))
+		if _, err := e.runOn(a, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.purgeGap()
+	e.exec(insert(7, 7))
+	if res, err := e.run(Options{}); err != nil || res.Outcome != OutcomeResnapshotRequired { // B
+		t.Fatalf("B after the purge: %+v, %v", res, err)
+	}
+	res, err := e.runOn(a, Options{})
+	if err != nil || res.Outcome != OutcomeResnapshotRequired || res.Batches != 0 || res.Recovery == nil || res.Recovery.Attempt != 1 {
+		t.Fatalf("warm A while B's attempt is open: %+v, %v; want resnapshot_required, attempt 1, no batch", res, err)
+	}
+	if _, err := Recover(t.Context(), e.recoverDeps()); err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	e.exec(insert(12, 12))
+	if res, err = e.runOn(a, Options{}); err != nil || res.Generation != 1 || res.Rows != 1 {
+		t.Fatalf("warm A after the recovery: %+v, %v; want generation 1, 1 row", res, err)
+	}
+	e.exec(insert(13, 13))
+	if res, err = e.runOn(a, Options{}); err != nil || res.Generation != 1 || res.Rows != 1 {
+		t.Fatalf("warm A in generation 1: %+v, %v", res, err)
+	}
+	e.assertRecovered(1)
+}
