@@ -110,6 +110,11 @@ type reserver interface {
 	reserve(fields []array.Builder, rows int)
 }
 
+// counted is a rowSource that knows how many rows it has left at most.
+type counted interface {
+	left() int
+}
+
 // rows is a source.Rows over a rowSource, built lazily in bounded record batches.
 type rows struct {
 	schema     *arrow.Schema
@@ -205,21 +210,27 @@ func (r *rows) Next(ctx context.Context) (arrow.RecordBatch, error) {
 // the source knows of its values' sizes) and grows from there. The next ones reserve the
 // previous batch's rows and value bytes plus a sixteenth, so a batch of the same shape
 // fills buffers allocated once instead of doubling them: a 1M-row table read allocated
-// about twice its Arrow size in reallocations otherwise.
+// about twice its Arrow size in reallocations otherwise. Neither reserves more rows than
+// a counted source has left (a stream batch of 1,000 change rows is one batch of 1,000
+// rows, which reserved 4,096 before).
 func (r *rows) reserve(fields []array.Builder) {
+	left := r.batchRows
+	if c, ok := r.src.(counted); ok {
+		left = min(left, c.left())
+	}
 	if r.prevRows == 0 {
-		first := min(r.batchRows, 4096)
+		first := min(r.batchRows, 4096, left)
+		// Resize allocates exactly the rows asked for; Reserve would round up to a power
+		// of two.
 		for _, f := range fields {
-			f.Reserve(first)
+			f.Resize(first)
 		}
 		if rs, ok := r.src.(reserver); ok {
 			rs.reserve(fields, first)
 		}
 		return
 	}
-	// Resize allocates exactly the rows asked for; Reserve would round up to a power of
-	// two (16,384 for a 10,000-row batch).
-	rows := min(r.batchRows, r.prevRows+r.prevRows/16)
+	rows := min(r.batchRows, r.prevRows+r.prevRows/16, left)
 	for i, f := range fields {
 		f.Resize(rows)
 		if d, ok := f.(dataBuilder); ok && r.prevData[i] > 0 {

@@ -81,3 +81,59 @@ func TestBatchesSizedFromThePreviousOne(t *testing.T) {
 		}
 	}
 }
+
+// A read of fewer rows than a batch holds reserves what it returns, not 4,096 rows: a
+// stream batch of about 1,000 change rows allocated four times its Arrow size. Every
+// buffer of a 1,000-row change read is within an eighth (and 64 bytes of padding) of its
+// length, the string values' included.
+func TestReadReservesTheRowsItHas(t *testing.T) {
+	db := New(Config{Seed: 1})
+	mustT(t, db.CreateTable(TableSpec{Name: "t", Key: []string{"id"}, Columns: []source.Column{
+		{Name: "id", DataType: "int"},
+		{Name: "amount", DataType: "decimal", Precision: 18, Scale: 2, Nullable: true},
+		{Name: "s", DataType: "nvarchar", MaxLength: 100, Nullable: true},
+	}}))
+	_, err := db.EnableCapture("t", CaptureOptions{})
+	mustT(t, err)
+	const n = 1000
+	for i := range n / 10 {
+		_, err := db.Exec(func(tx *Txn) error {
+			for k := range 10 {
+				id := int64(i*10 + k)
+				if _, err := tx.Insert("t", Row{"id": id, "amount": "12.50", "s": strings.Repeat("x", int(id%40))}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		mustT(t, err)
+	}
+	insts, err := db.CaptureInstances(context.Background())
+	mustT(t, err)
+	maxLSN, err := db.MaxLSN(context.Background())
+	mustT(t, err)
+	cols := []source.Column{
+		{Name: "id", DataType: "int", Present: true},
+		{Name: "amount", DataType: "decimal", Precision: 18, Scale: 2, Nullable: true, Present: true},
+		{Name: "s", DataType: "nvarchar", MaxLength: 100, Nullable: true, Present: true},
+	}
+	rows, err := db.ReadChanges(context.Background(), source.ChangeRead{CaptureInstance: insts[0].Name, From: insts[0].StartLSN, To: maxLSN, Columns: cols})
+	mustT(t, err)
+	defer rows.Close()
+	rec, err := rows.Next(context.Background())
+	mustT(t, err)
+	defer rec.Release()
+	if rec.NumRows() != n {
+		t.Fatalf("%d rows, want %d", rec.NumRows(), n)
+	}
+	for i, c := range rec.Columns() {
+		for k, b := range c.Data().Buffers() {
+			if b == nil {
+				continue
+			}
+			if b.Cap() > b.Len()+b.Len()/8+64 {
+				t.Errorf("column %s buffer %d: %d bytes reserved for %d", rec.Schema().Field(i).Name, k, b.Cap(), b.Len())
+			}
+		}
+	}
+}

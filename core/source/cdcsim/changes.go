@@ -145,11 +145,34 @@ type changeSource struct {
 	curTS  *arrow.Timestamp
 }
 
-// reserve sizes the two LSN columns, whose values are always 22 characters.
+// reserve sizes the two LSN columns, whose values are always 22 characters, and the
+// string and binary columns read without conversion from the next rows' values.
 func (s *changeSource) reserve(fields []array.Builder, rows int) {
 	fields[0].(*array.StringBuilder).ReserveData(rows * 22)
 	fields[1].(*array.StringBuilder).ReserveData(rows * 22)
+	next := s.rows[s.pos:min(len(s.rows), s.pos+rows)]
+	for j, m := range s.cols {
+		d, ok := fields[5+j].(dataBuilder)
+		if !ok || m.idx < 0 || m.from != nil {
+			continue
+		}
+		n := 0
+		for i := range next {
+			switch v := next[i].vals[m.idx].(type) {
+			case string:
+				n += len(v)
+			case []byte:
+				n += len(v)
+			}
+		}
+		if n > 0 {
+			d.ReserveData(n)
+		}
+	}
 }
+
+// left is how many rows the source has still to give.
+func (s *changeSource) left() int { return len(s.rows) - s.pos }
 
 func (s *changeSource) fill(fields []array.Builder) (int, bool, error) {
 	if s.pos >= len(s.rows) {

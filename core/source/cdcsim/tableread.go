@@ -188,6 +188,10 @@ type tableSource struct {
 	idx     []int
 }
 
+// left is how many rows the source has still to look at (those outside the key range
+// included): at most the rows it gives.
+func (s *tableSource) left() int { return len(s.rows) - s.pos }
+
 func (s *tableSource) fill(fields []array.Builder) (int, bool, error) {
 	for s.pos < len(s.rows) && s.filter && !s.k.inRange(s.rows[s.pos], s.lo, s.hi) {
 		s.pos++
