@@ -176,6 +176,9 @@ func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.Capt
 // commitBronze appends the batch's files with txn(app_id, batch) and the batch's facts as
 // userMetadata (docs/design.md §4.2), on the bronze snapshot the batch read.
 func (r *run) commitBronze(ctx context.Context, snap *deltalog.Snapshot, schema *arrow.Schema, files ingest.Files, batch int64, md string) (ingest.Result, error) {
+	if sameSchema(snap, schema) {
+		schema = nil // bronze's own: no schema change to make
+	}
 	res, err := ingest.Append(ctx, r.deps.Bronze, snap, ingest.Commit{AppID: r.spec.AppID, Version: batch,
 		Schema: schema, Files: files, UserMetadata: md,
 		// Values bare, as Spark's STREAMING UPDATE writes them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -117,7 +118,7 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 	}
 	var cur *arrow.Schema
 	if snap.Version() >= 0 {
-		if cur, err = snap.ArrowSchema(); err != nil {
+		if cur, err = bronzeArrow.of(snap); err != nil {
 			return nil, nil, nil, fmt.Errorf("bronze schema: %w", err)
 		}
 	}
@@ -164,8 +165,65 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 				Was: have.String(), Now: u.types[i].String(), Widenable: widenable, WideningEnabled: widens}
 		}
 	}
+	if len(fields) == len(cur.Fields()) && !changedType(fields, cur) {
+		return cols, cur, warnings, nil // bronze's own schema: sameSchema knows it
+	}
 	md := cur.Metadata()
 	return cols, arrow.NewSchema(fields, &md), warnings, nil
+}
+
+// changedType reports whether fields (cur's fields, maybe retyped) differ from cur's in a
+// type.
+func changedType(fields []arrow.Field, cur *arrow.Schema) bool {
+	for i := range fields {
+		if !arrow.TypeEqual(fields[i].Type, cur.Field(i).Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// schemaMemo is the Arrow form of the last bronze schema string parsed in this process:
+// a warm process's batches share bronze's schema until a batch changes it, and parsing
+// its JSON again every batch was a fixed cost (deltalog.Snapshot.ArrowSchema).
+type schemaMemo struct {
+	mu     sync.Mutex
+	schema string
+	arrow  *arrow.Schema
+}
+
+var bronzeArrow schemaMemo
+
+// of is snap's schema as Arrow (deltalog.Snapshot.ArrowSchema), from the memo when snap's
+// schema string is the one parsed last. The result is shared: callers do not modify it.
+func (m *schemaMemo) of(snap *deltalog.Snapshot) (*arrow.Schema, error) {
+	s := snap.Metadata().SchemaString
+	m.mu.Lock()
+	if m.arrow != nil && m.schema == s {
+		a := m.arrow
+		m.mu.Unlock()
+		return a, nil
+	}
+	m.mu.Unlock()
+	a, err := snap.ArrowSchema()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.schema, m.arrow = s, a
+	m.mu.Unlock()
+	return a, nil
+}
+
+// sameSchema reports whether schema is bronze's own at snap (columns returned it
+// unchanged): the bronze commit then needs no schema change and is given none
+// (ingest.Commit.Schema nil), sparing the schema's parse and comparison.
+func sameSchema(snap *deltalog.Snapshot, schema *arrow.Schema) bool {
+	if snap.Version() < 0 || schema == nil {
+		return false
+	}
+	cur, err := bronzeArrow.of(snap)
+	return err == nil && cur == schema
 }
 
 // checkDeclared checks the columns option against the table's capture instances

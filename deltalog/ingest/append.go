@@ -18,7 +18,9 @@ type Commit struct {
 	Version int64
 	// Schema is the table schema the rows need: it creates the table, or adds the
 	// nullable columns the table lacks (deltalog.Transaction.SetSchema; a retyped or
-	// dropped column is a *deltalog.SchemaChangeError).
+	// dropped column is a *deltalog.SchemaChangeError). nil when the caller knows the
+	// table exists with the schema the rows need (its schema parsed and compared
+	// again for nothing otherwise); an error on a table that does not exist.
 	Schema *arrow.Schema
 	// Files are the data files to add (none: a commit of the txn alone, which still records
 	// that the append happened).
@@ -103,8 +105,12 @@ func appendAt(ctx context.Context, t *deltalog.Table, snap *deltalog.Snapshot, c
 		return res, nil
 	}
 	tx := t.Begin(snap)
-	if err := tx.SetSchema(c.Schema); err != nil {
-		return Result{}, fmt.Errorf("table schema: %w", err)
+	if c.Schema != nil {
+		if err := tx.SetSchema(c.Schema); err != nil {
+			return Result{}, fmt.Errorf("table schema: %w", err)
+		}
+	} else if snap.Version() < 0 {
+		return Result{}, fmt.Errorf("table schema: none given to create %s", t.Store().URL())
 	}
 	tx.Add(c.Files.Adds...)
 	tx.SetAppTxn(c.AppID, c.Version)
