@@ -6,7 +6,8 @@
 //	commits/<n>.json   written after batch n's bronze and facts commits
 //	offsets/start-<L>.json  the start a bootstrap hands a fresh checkpoint (Start)
 //
-// Resume rule: the highest n in offsets/. If commits/<n> exists, the next batch is n+1
+// Resume rule: the highest n in offsets/ (a process that committed n itself may take it
+// from memory: ResumeWarm). If commits/<n> exists, the next batch is n+1
 // starting at offsets/<n>'s end; if it is missing, batch n is re-run with the same range
 // (its bronze append and facts row are then skipped by their Delta txn). The conditional
 // put is also the lock: a second stream on the same checkpoint that tries to write the
@@ -116,7 +117,8 @@ func (e *AppIDMismatchError) Error() string {
 }
 
 // Checkpoint reads and writes one stream's checkpoint. It remembers what it wrote, so a
-// process that keeps it (a warm Lambda) resumes with one listing (Resume) and reads back
+// process that keeps it (a warm Lambda) resumes with one listing (Resume), or with one HEAD
+// and an optimistic offsets put (ResumeWarm), and reads back
 // the commit files it wrote without a request (Commits). Safe for concurrent use.
 type Checkpoint struct {
 	store  storage.Store
