@@ -6,8 +6,7 @@
 //	commits/<n>.json   written after batch n's bronze and facts commits
 //	offsets/start-<L>.json  the start a bootstrap hands a fresh checkpoint (Start)
 //
-// Resume rule: the highest n in offsets/ (a process that committed n itself may take it
-// from memory: ResumeWarm). If commits/<n> exists, the next batch is n+1
+// Resume rule: the highest n in offsets/. If commits/<n> exists, the next batch is n+1
 // starting at offsets/<n>'s end; if it is missing, batch n is re-run with the same range
 // (its bronze append and facts row are then skipped by their Delta txn). The conditional
 // put is also the lock: a second stream on the same checkpoint that tries to write the
@@ -117,8 +116,7 @@ func (e *AppIDMismatchError) Error() string {
 }
 
 // Checkpoint reads and writes one stream's checkpoint. It remembers what it wrote, so a
-// process that keeps it (a warm Lambda) resumes with one listing (Resume), or with one HEAD
-// and an optimistic offsets put (ResumeWarm), and reads back
+// process that keeps it (a warm Lambda) resumes with one listing (Resume) and reads back
 // the commit files it wrote without a request (Commits). Safe for concurrent use.
 type Checkpoint struct {
 	store  storage.Store
@@ -222,67 +220,6 @@ func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
 		}
 	}
 	return st, nil
-}
-
-// ResumeWarm is Resume for a process that remembers its own last commit (a warm Lambda
-// whose previous invocation ended cleanly), without listing offsets/: one HEAD of the
-// offsets file of the batch this Checkpoint committed last. ok is false, with no error,
-// when the memory cannot answer: this Checkpoint committed nothing, it wrote offsets it
-// did not commit (an invocation that failed part-way), or that file is gone (the
-// checkpoint was deleted, rewound to an older copy, or cleaned by a process that ran far
-// ahead); the caller then resumes with Resume, which reads the files.
-//
-// A state from ResumeWarm is only a guess that no other process wrote a batch since: the
-// caller must write the next batch's offsets (State.Next) with WriteOffsets before it
-// writes anything else, and take a *ConcurrentStreamError from that put as "another
-// process ran since" and resume with Resume instead (docs/stream.md "Checkpoint layout":
-// batches are written in order, and offsets/<n> is kept while any later one is, so a
-// process that ran since wrote offsets/<Next>). State.Remembered is true.
-func (c *Checkpoint) ResumeWarm(ctx context.Context) (st State, ok bool, err error) {
-	c.mu.Lock()
-	last := c.last
-	for id := range c.offsets {
-		if last != nil && last.Last != nil && id > last.Last.ID {
-			last = nil
-		}
-	}
-	c.mu.Unlock()
-	if last == nil || last.Last == nil {
-		return State{}, false, nil
-	}
-	if _, err := c.store.Head(ctx, offsetKey(last.Last.ID)); errors.Is(err, storage.ErrNotFound) {
-		return State{}, false, nil
-	} else if err != nil {
-		return State{}, false, fmt.Errorf("read checkpoint: %w", err)
-	}
-	st = *last
-	st.Remembered = true
-	return st, true, nil
-}
-
-// Warm reports whether ResumeWarm may answer from memory (no request): this Checkpoint
-// committed a batch and wrote no offsets after it.
-func (c *Checkpoint) Warm() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil || c.last.Last == nil {
-		return false
-	}
-	for id := range c.offsets {
-		if id > c.last.Last.ID {
-			return false
-		}
-	}
-	return true
-}
-
-// Forget drops the memory of the last commit (the next Resume reads the files), for a
-// caller whose ResumeWarm guess was wrong. The commit files remembered for Commits stay:
-// each is written once and never changed.
-func (c *Checkpoint) Forget() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.last = nil
 }
 
 // Commits are the commit files of batches from..to that exist, in order: from memory when

@@ -19,8 +19,8 @@ import (
 // batch runs one planned batch to its commits/<n> (docs/design.md §6.1). fresh is true when
 // the run wrote b's offsets itself (a new batch, not a re-run of a pending one): bronze
 // then cannot hold it, and if it does the checkpoint is behind bronze
-// (*CheckpointRewoundError), which checkNotRewound catches on a cold resume and this on a
-// warm one (checkpoint.Checkpoint.ResumeWarm).
+// (*CheckpointRewoundError), as checkNotRewound would have found had it read bronze after
+// another process's commit (or had it run: a warm process's remembered state skips it).
 func (r *run) batch(ctx context.Context, b checkpoint.Batch, insts []source.CaptureInstance, fresh bool) (BatchReport, error) {
 	startedAt := r.opts.Now().UTC()
 	rep := BatchReport{Batch: b.ID, Generation: r.gens.Live.Generation, Start: b.Start, End: b.End}

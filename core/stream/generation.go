@@ -48,12 +48,8 @@ func recoveryOf(a checkpoint.Attempt) *Recovery {
 // chunked mode, the chunked re-snapshot is opened and the generation committed first
 // (openChunkedGeneration); in full mode, the invocation stops there (stop true) with the outcome that hands it to the
 // recover steps: the stream reads nothing until the re-snapshot is committed.
-//
-// A warm process (warmGenerations) takes the generations it read last without a request.
 func (r *run) useGeneration(ctx context.Context, res *Result) (stop bool, err error) {
-	if g, ok := r.warmGenerations(); ok {
-		r.gens, r.warm = g, true
-	} else if r.gens, err = r.root.Generations(ctx); err != nil {
+	if r.gens, err = r.root.Generations(ctx); err != nil {
 		return false, err
 	}
 	if open := r.gens.Open(); open != nil && r.spec.Resnapshots() && open.Mode == checkpoint.ModeChunked {
@@ -202,38 +198,4 @@ func (r *run) stoppedAtGeneration(ctx context.Context, res Result) (Result, erro
 	}
 	res.Generation, res.Offset = g.Live.Generation, g.Live.Snapshot
 	return res, nil
-}
-
-// warmGenerations is what the configured checkpoint remembers of the generations, when a
-// warm process may take it without listing generations/<live+1>/: it read them before
-// with no attempt open, and the live generation's checkpoint remembers the batch it
-// committed last and wrote no offsets after it (checkpoint.Checkpoint.Warm). The run then
-// resumes with checkpoint.Checkpoint.ResumeWarm and writes the next batch's offsets before
-// anything else; a generation opened since cannot go unseen: the generation's next
-// attempt is recorded only by a stream that found the loss in a batch of the live
-// generation, after writing that batch's offsets, so another process's recovery (or its
-// batches before it) left offsets/<next> in the live generation's checkpoint, and the put
-// that finds it sends the run back to the full read (restartCold). ok is false on a run
-// that restarted cold, or when the memory does not answer.
-func (r *run) warmGenerations() (checkpoint.Generations, bool) {
-	if r.cold {
-		return checkpoint.Generations{}, false
-	}
-	g, ok := r.root.KnownGenerations()
-	if !ok || g.Open() != nil || !r.root.Generation(g.Live.Generation).Warm() {
-		return checkpoint.Generations{}, false
-	}
-	return g, true
-}
-
-// restartCold runs the invocation again from the top without the warm guesses (the
-// generations read, the checkpoint resumed from its files, checkNotRewound), after
-// checkpoint.Checkpoint.ResumeWarm could not answer or the first offsets put of a warm
-// resume found another process's file. Nothing was written by the run before it.
-func (r *run) restartCold(ctx context.Context) (Result, error) {
-	r.deps.Checkpoint.Forget()
-	r.spec, r.deps, r.log = r.rootSpec, r.rootDeps, r.opts.Logger.With("app_id", r.rootSpec.AppID)
-	r.facts, r.factsSnap, r.handed, r.bronzeSnap = pendingFacts{}, nil, nil, nil
-	r.warm, r.cold = false, true
-	return r.invoke(ctx)
 }

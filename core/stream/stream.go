@@ -36,7 +36,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -193,10 +192,6 @@ type run struct {
 	// began is when the invocation started (max_seconds counts from it, across
 	// generations).
 	began time.Time
-	// warm is true while the run stands on a warm process's memory (warmGenerations,
-	// checkpoint.Checkpoint.ResumeWarm) and has not yet written its first batch's offsets;
-	// cold is true once it restarted without it (restartCold).
-	warm, cold bool
 }
 
 func (o Options) withDefaults() Options {
@@ -256,17 +251,8 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	var state checkpoint.State
-	if r.warm {
-		st, ok, err := r.deps.Checkpoint.ResumeWarm(ctx)
-		if err != nil {
-			return res, err
-		}
-		if !ok {
-			return r.restartCold(ctx)
-		}
-		state = st
-	} else if state, err = r.deps.Checkpoint.Resume(ctx); err != nil {
+	state, err := r.deps.Checkpoint.Resume(ctx)
+	if err != nil {
 		return res, err
 	}
 	r.handed = r.handedStart(state)
@@ -341,17 +327,10 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 				b.Starting = r.startingOf()
 			}
 			if err := r.deps.Checkpoint.WriteOffsets(ctx, b); err != nil {
-				var cs *checkpoint.ConcurrentStreamError
-				if r.warm && errors.As(err, &cs) {
-					// Another process ran since this one's last invocation: resume from
-					// what it wrote, as a cold process would.
-					return r.restartCold(ctx)
-				}
 				return res, err
 			}
 			fresh = true
 		}
-		r.warm = false
 		t0 := r.opts.Now()
 		rep, err := r.batch(ctx, b, insts, fresh)
 		if err != nil {

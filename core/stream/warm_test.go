@@ -12,7 +12,6 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
@@ -42,42 +41,12 @@ func (e *env) runOn(d Deps, opts Options) (Result, error) {
 	return Run(context.Background(), e.spec, d, opts)
 }
 
-// A warm invocation resumes from its memory without listing offsets/ or generations/: one
-// HEAD of its last batch's offsets file, then the next batch's offsets put
-// (checkpoint.Checkpoint.ResumeWarm, warmGenerations).
-func TestWarmInvocationListsNothing(t *testing.T) {
-	e := newEnv(t, cdcsim.Config{Seed: 61})
-	f := &deltatest.Faults{}
-	e.lake.Faults = f
-	a := e.deps()
-	for i := 1; i <= 3; i++ {
-		e.exec(insert(i, i))
-		if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
-			t.Fatalf("invocation %d: %+v %v", i, res, err)
-		}
-	}
-	before := len(f.Ops())
-	e.exec(insert(4, 4))
-	if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 || !res.CaughtUp {
-		t.Fatalf("warm invocation: %+v %v", res, err)
-	}
-	var ck []string
-	for _, op := range f.Ops()[before:] {
-		if strings.Contains(op, "offsets/") || strings.Contains(op, "commits/") || strings.Contains(op, "generations/") {
-			ck = append(ck, op)
-		}
-	}
-	want := []string{"store.Head offsets/2.json", "store.PutIfAbsent offsets/3.json", "store.PutIfAbsent commits/3.json"}
-	if strings.Join(ck, "|") != strings.Join(want, "|") {
-		t.Errorf("checkpoint requests of a warm invocation:\n got %q\nwant %q", ck, want)
-	}
-}
-
 // Process A streams on kept connections; process B (cold) runs batches between two of A's
-// invocations. A's next invocation must not take its memory for the checkpoint: it finds
-// B's offsets file at its put, resumes from what B wrote and goes on after B's batches,
-// each change in bronze once. Then B leaves a batch pending (killed after its offsets):
-// A re-runs that batch with B's range.
+// invocations. A's next invocation must not take its memory for the checkpoint: its
+// listing shows B's batches, and it goes on after them, each change in bronze once. Then B
+// leaves a batch pending (died after its offsets put): A re-runs that batch with B's range.
+// (These hold the warm resume to the listing: a shortcut that trusts the memory, as one
+// tried on branch warm, fails them or the review's TestWarmHole* tests.)
 func TestWarmProcessAfterAnotherProcess(t *testing.T) {
 	for _, backend := range []testlake.Backend{testlake.Local, testlake.S3CondPut} {
 		t.Run(string(backend), func(t *testing.T) {
@@ -162,42 +131,8 @@ func TestWarmProcessRefusesARewoundCheckpoint(t *testing.T) {
 	}
 }
 
-// A warm process whose checkpoint lost its newest batches while the process's last batch's
-// offsets file stayed (a clean-up killed part-way, a partial restore) does not append a
-// batch bronze already holds: the fresh batch's check against bronze refuses it.
-func TestWarmFreshBatchBronzeHoldsRefused(t *testing.T) {
-	e := newEnv(t, cdcsim.Config{Seed: 64})
-	a := e.deps()
-	e.exec(insert(1, 1))
-	if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
-		t.Fatalf("A: %+v %v", res, err)
-	}
-	for i := 2; i <= 3; i++ { // B: batches 1 and 2
-		e.exec(insert(i, i))
-		if res, err := e.run(Options{}); err != nil || res.Rows != 1 {
-			t.Fatalf("B %d: %+v %v", i, res, err)
-		}
-	}
-	for _, k := range []string{"offsets/1.json", "commits/1.json"} {
-		if err := os.Remove(filepath.Join(e.spec.Checkpoint, k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.exec(insert(4, 4))
-	_, err := e.runOn(a, Options{})
-	var rw *CheckpointRewoundError
-	if !errors.As(err, &rw) || rw.Table != "bronze" || rw.Next != 1 || rw.FactsBatch != 2 {
-		t.Fatalf("warm A: %v, want *CheckpointRewoundError: batch 1, bronze holds 2", err)
-	}
-	if _, lg := e.bronzeState(); lg.Duplicates != 0 || lg.ChangeRows() != 3 {
-		t.Errorf("bronze: %d change rows, %d duplicates; want 3, none", lg.ChangeRows(), lg.Duplicates)
-	}
-}
-
-// A warm process of generation 0, which skips the generations read, still finds the
-// attempt another process opened and the generation the recover steps committed: the
-// other process wrote the offsets of the batch that found the loss, which the warm
-// process's put finds.
+// A warm process of generation 0 that committed batches itself still finds the attempt
+// another process opened and the generation the recover steps committed.
 func TestWarmProcessSeesAnotherProcessesResnapshot(t *testing.T) {
 	e := newEnvOn(t, testlake.Local, cdcsim.Config{Seed: 65})
 	e.spec.OnDataLoss = config.OnDataLossResnapshot
