@@ -54,7 +54,8 @@ import (
 // writer (lost PutIfAbsent races on a commit file, each a retry); the facts requests and
 // CPU also per bronze batch (a tenth of a facts commit each). The per-day table is logged
 // with -v. Each table is independent of the others (a facts table per source table), so
-// one stands for each of a hundred (BenchmarkFactsConcurrent); the CDC read of a batch
+// one stands for each of a hundred (BenchmarkFactsConcurrent; BenchmarkFleetThirtyDays
+// runs a hundred facts tables on the S3 emulator); the CDC read of a batch
 // does not depend on the table's history and is left out. The store is in memory
 // (orderedStore), counted. It takes 7–11 minutes on 2 loaded cores, past go test's
 // default 10-minute timeout.
@@ -116,7 +117,7 @@ func BenchmarkFactsConcurrent(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+				c := &clock{t: longRunStart}
 				tmp := b.TempDir()
 				tables := make([]*longRunTable, writers)
 				streams := make([]*Table, writers)
@@ -126,7 +127,7 @@ func BenchmarkFactsConcurrent(b *testing.B) {
 					} else {
 						tables[w] = tables[0]
 					}
-					streams[w] = tables[w].open(c)
+					streams[w] = tables[w].open()
 					snapshotB(b, streams[w]) // warm: the stream Lambda has its snapshot
 				}
 				var counters []*longRunTable
@@ -231,12 +232,16 @@ func (d dayStats) cpuPerBatch() float64 {
 	return float64(d.cpu.Microseconds()) / float64(d.batches)
 }
 
+// longRunStart is where the long runs' simulated clocks start.
+var longRunStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // longRunTable is one Delta table of the run: its store (counted), the stream's Table.
 type longRunTable struct {
-	store   *memStore
+	store   *memStore // the in-memory store under counted; nil on the S3 emulator
 	counter *storagetest.Counter
 	counted *storagetest.Counting
 	lost    *atomic.Int64 // commit files lost to another writer (lostRaceStore)
+	now     func() time.Time
 	stream  *Table
 	rows    int // rows per file
 	next    int64
@@ -258,31 +263,48 @@ func (s lostRaceStore) PutIfAbsent(ctx context.Context, key string, data []byte)
 	return err
 }
 
+// newLongRunTable creates the table on an in-memory store (orderedStore) on c's time.
 func newLongRunTable(b *testing.B, c *clock, rows int, props map[string]string) *longRunTable {
 	s := newMemStore()
 	s.Now = c.now
+	t, err := newLongRunTableOn(&orderedStore{memStore: s}, c.now, rows, props)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t.store = s
+	return t
+}
+
+// newLongRunTableOn creates an empty table of scanSchema with props on base, counted, on
+// the clock now; its files will have rows rows. Safe to call from several goroutines on
+// stores of their own.
+func newLongRunTableOn(base storage.Store, now func() time.Time, rows int, props map[string]string) (*longRunTable, error) {
 	counter := &storagetest.Counter{}
 	lost := &atomic.Int64{}
-	counted := storagetest.NewCounting(lostRaceStore{Store: &orderedStore{memStore: s}, lost: lost}, counter)
-	t := &longRunTable{store: s, counter: counter, counted: counted, lost: lost, rows: rows}
-	t.stream = t.open(c)
-	tx := t.stream.Begin(snapshotB(b, t.stream))
+	counted := storagetest.NewCounting(lostRaceStore{Store: base, lost: lost}, counter)
+	t := &longRunTable{counter: counter, counted: counted, lost: lost, now: now, rows: rows}
+	t.stream = t.open()
+	snap, err := t.stream.Snapshot(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	tx := t.stream.Begin(snap)
 	if err := tx.SetSchema(scanSchema); err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
 	if props != nil {
 		tx.SetProperties(props)
 	}
 	if _, err := tx.Commit(context.Background()); err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
-	return t
+	return t, nil
 }
 
 // open is a new process's Table on the counted store, committing with S3 conditional puts
 // (the log store lists the log from the newest version it knows).
-func (t *longRunTable) open(c *clock) *Table {
-	return Open(t.counted, condput.New(t.counted), Options{Now: c.now, RetryBaseDelay: time.Microsecond})
+func (t *longRunTable) open() *Table {
+	return Open(t.counted, condput.New(t.counted), Options{Now: t.now, RetryBaseDelay: time.Microsecond})
 }
 
 func snapshotB(b *testing.B, tbl *Table) *Snapshot {
@@ -344,32 +366,43 @@ func writeBatch(store storage.Store, tbl *Table, tmp, app string, n int64, rows 
 
 // maintain runs the scheduled function's operations (core/maintain.Run with All) from a
 // Table of its own.
-func (t *longRunTable) maintain(b *testing.B, c *clock, tmp string) {
-	ctx := context.Background()
-	tbl := t.open(c)
-	if _, err := tbl.Compact(ctx, CompactOptions{Writer: parquetio.WriterOptions{TempDir: tmp}}); err != nil {
-		b.Fatalf("compact: %v", err)
+func (t *longRunTable) maintain(b *testing.B, tmp string) {
+	if err := t.maintainErr(tmp); err != nil {
+		b.Fatal(err)
 	}
-	snap := snapshotB(b, tbl)
+}
+
+// maintainErr is maintain for any goroutine: it returns the first operation's error.
+func (t *longRunTable) maintainErr(tmp string) error {
+	ctx := context.Background()
+	tbl := t.open()
+	if _, err := tbl.Compact(ctx, CompactOptions{Writer: parquetio.WriterOptions{TempDir: tmp}}); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	snap, err := tbl.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
 	if snap.CheckpointVersion() < snap.Version() {
 		if err := WriteCheckpoint(ctx, snap); err != nil {
-			b.Fatalf("checkpoint: %v", err)
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 	}
 	if _, err := tbl.CleanupLog(ctx, CleanupOptions{}); err != nil {
-		b.Fatalf("cleanup-log: %v", err)
+		return fmt.Errorf("cleanup-log: %w", err)
 	}
 	if _, err := tbl.Vacuum(ctx, VacuumOptions{}); err != nil {
-		b.Fatalf("vacuum: %v", err)
+		return fmt.Errorf("vacuum: %w", err)
 	}
 	if _, err := tbl.CleanupTempFiles(ctx, TempFileOptions{}); err != nil {
-		b.Fatalf("temp files: %v", err)
+		return fmt.Errorf("temp files: %w", err)
 	}
+	return nil
 }
 
 // coldOpen opens the table as a new process does and lists its files, adding to d the
 // fastest of three opens (wall time) and the requests of one.
-func (t *longRunTable) coldOpen(b *testing.B, c *clock, d *dayStats) {
+func (t *longRunTable) coldOpen(b *testing.B, d *dayStats) {
 	var snap *Snapshot
 	var fastest time.Duration
 	var requests int
@@ -379,7 +412,7 @@ func (t *longRunTable) coldOpen(b *testing.B, c *clock, d *dayStats) {
 		runtime.ReadMemStats(&ms)
 		alloc0 := ms.TotalAlloc
 		t0 := time.Now()
-		snap = snapshotB(b, t.open(c))
+		snap = snapshotB(b, t.open())
 		d.liveFiles = len(snap.Files())
 		if el := time.Since(t0); i == 0 || el < fastest {
 			fastest = el
@@ -405,7 +438,7 @@ func (t *longRunTable) coldOpen(b *testing.B, c *clock, d *dayStats) {
 }
 
 func runDays(b *testing.B, days, perDay int) []dayStats {
-	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := &clock{t: longRunStart}
 	tmp := b.TempDir()
 	var props map[string]string
 	if r := os.Getenv("MSSQLCDC_BENCH_TOMBSTONE_RETENTION"); r != "" {
@@ -446,9 +479,9 @@ func runDays(b *testing.B, days, perDay int) []dayStats {
 			if (i+1)%hourly == 0 {
 				// A cold open each hour, before maintenance runs: the most small files
 				// the schedule lets pile up, at every point of the checkpoint cycle.
-				bronze.coldOpen(b, c, &d)
-				bronze.maintain(b, c, tmp)
-				factsT.maintain(b, c, tmp)
+				bronze.coldOpen(b, &d)
+				bronze.maintain(b, tmp)
+				factsT.maintain(b, tmp)
 			}
 		}
 		stats = append(stats, d)

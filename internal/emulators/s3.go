@@ -83,8 +83,29 @@ func NewS3Handler() http.Handler {
 	return s3Handler(s3mem.New())
 }
 
-func s3Handler(backend *s3mem.Backend) http.Handler {
-	faker := gofakes3.New(backend, gofakes3.WithAutoBucket(false))
+// StartS3Clock is StartS3 on a clock of the caller's: the objects the emulator writes get
+// their modification time (LastModified in LIST, HEAD and GET) from now, for benchmarks
+// that run in simulated time, whose retention, VACUUM and log clean-up read those times.
+// The server runs in process whatever S3EndpointEnv says, and does not check a request's
+// signing time against now (the SDK signs with the real time). now is called from the
+// server's goroutines: it must be safe for concurrent use.
+func StartS3Clock(t testing.TB, now func() time.Time) *S3Server {
+	t.Helper()
+	ts := clockSource(now)
+	backend := s3mem.New(s3mem.WithTimeSource(ts))
+	srv := httptest.NewServer(s3Handler(backend, gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0)))
+	t.Cleanup(srv.Close)
+	return &S3Server{URL: srv.URL, backend: backend}
+}
+
+// clockSource is a gofakes3.TimeSource reading a caller's clock.
+type clockSource func() time.Time
+
+func (c clockSource) Now() time.Time                  { return c() }
+func (c clockSource) Since(t time.Time) time.Duration { return c().Sub(t) }
+
+func s3Handler(backend *s3mem.Backend, opts ...gofakes3.Option) http.Handler {
+	faker := gofakes3.New(backend, append([]gofakes3.Option{gofakes3.WithAutoBucket(false)}, opts...)...)
 	return conditionalCopy(backend, rangeWithoutChecksum(faker.Server()))
 }
 
