@@ -1,0 +1,291 @@
+package deltalog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
+	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+)
+
+// BenchmarkFleetThirtyDays runs the facts side of MSSQLCDC_BENCH_TABLES source tables'
+// streams (default 100) for MSSQLCDC_BENCH_DAYS simulated days (default 30) at one batch a
+// minute on the S3 emulator (gofakes3, in process, internal/emulators.StartS3Clock), each
+// table's facts table in a bucket of its own committing with S3 conditional puts
+// (decision 0013: a facts table per source table, facts rows committed every 10th batch),
+// in compressed time: one simulated clock that the Tables, the emulator's object times and
+// every retention read, advanced a minute at a time. The work is real, through the
+// deltalog code and the emulator's HTTP API: every facts commit the days call for (one
+// file of 10 rows with txn(stream, n), from a Table that keeps its snapshot as a warm
+// stream Lambda does, a checkpoint every 10 commits), 144 a day per table, and every
+// hour, for every table, the maintain function's operations from a Table of its own
+// (BenchmarkThirtyDays's maintain: Compact, a checkpoint, log clean-up at 30 days, VACUUM
+// at 7 days, temporary files).
+//
+// The tables' 10th batches are staggered: each simulated minute the tenth of the tables
+// whose turn it is commit at once, each from its own goroutine (ten commits in flight at
+// 100 tables), as their stream Lambdas would; the maintenance runs between two minutes,
+// two tables at a time, and is not measured. The bronze side and the CDC read are left
+// out (BenchmarkThirtyDays measures bronze's).
+//
+// Per facts commit, for each day and over all tables, it logs (-v) and reports for the
+// first and last day and the first and last five days: the store requests (the facts
+// file, the LIST for others' commits, the commit, a tenth of a checkpoint's), the commits
+// lost to another writer (each a retry), the process CPU and allocation over the minute's
+// commits divided by them (the in-process emulator's work for those requests included, and
+// the garbage collector's), and the wall time of the Commit call; and the commits that
+// failed (CommitAttemptsError), which must be 0. The CPU, allocation and wall figures are
+// those of ten concurrent commits on a shared machine: compare days, not absolute values.
+// Table 0's objects, live files and tombstones at each day's end are logged.
+//
+// The default is the whole claim: 432,000 facts commits and 72,000 maintenance runs, at
+// least 190 CPU-seconds a simulated day (day 1; the in-process emulator's share
+// included), so at least 95 minutes of one core, and 1.2 GB resident after one day:
+//
+//	go test ./deltalog -run '^$' -bench FleetThirtyDays -benchtime 1x -timeout 6h -v
+//
+// MSSQLCDC_BENCH_COARSE_DAYS ("2-28") runs those days at a coarser step (coarseDays:
+// MSSQLCDC_BENCH_COARSE_FACTOR, default 60, times fewer batches, each that many minutes
+// long; the same operations in the same order, on a faster clock), so that the first and
+// last days run at the full step on tables that have lived 30 simulated days; the metrics
+// then cover the full-step days at each end only. MSSQLCDC_BENCH_TABLES,
+// MSSQLCDC_BENCH_DAYS and MSSQLCDC_BENCH_BATCHES_PER_DAY shorten it (a quick look).
+func BenchmarkFleetThirtyDays(b *testing.B) {
+	tables := envInt(b, "MSSQLCDC_BENCH_TABLES", 100)
+	days := envInt(b, "MSSQLCDC_BENCH_DAYS", 30)
+	perDay := envInt(b, "MSSQLCDC_BENCH_BATCHES_PER_DAY", 1440)
+	for range b.N {
+		coarse := coarseFromEnv(b, days)
+		stats := runFleet(b, tables, days, perDay, coarse)
+		var failed int64
+		for _, d := range stats {
+			failed += d.failed
+		}
+		// The first and last five days at the full step (fewer when coarse days are
+		// nearer the ends).
+		lead, trail := days, days
+		if coarse.first > 0 {
+			lead, trail = coarse.first-1, days-coarse.last
+		}
+		lead, trail = min(5, lead), min(5, trail)
+		for _, m := range []struct {
+			name string
+			f    factsStats
+		}{
+			{"day1-", stats[0].factsStats},
+			{fmt.Sprintf("day%d-", days), stats[days-1].factsStats},
+			{fmt.Sprintf("days1-%d-", lead), sumFacts(stats[:lead])},
+			{fmt.Sprintf("days%d-%d-", days-trail+1, days), sumFacts(stats[days-trail:])},
+		} {
+			f := m.f
+			b.ReportMetric(f.perCommit(float64(f.requests)), m.name+"req/commit")
+			b.ReportMetric(f.perCommit(float64(f.lost)), m.name+"retries/commit")
+			b.ReportMetric(f.perCommit(float64(f.cpu.Microseconds())), m.name+"cpu-us/commit")
+			b.ReportMetric(f.perCommit(float64(f.alloc)/1024), m.name+"alloc-KB/commit")
+			b.ReportMetric(f.perCommit(float64(f.commitWall.Microseconds())), m.name+"commit-us")
+		}
+		b.ReportMetric(float64(failed), "failed-commits")
+	}
+}
+
+// fleetDay is one simulated day of the fleet's facts side, over all tables: its facts
+// commits, those that failed, and the objects of table 0 at the day's end.
+type fleetDay struct {
+	factsStats
+	coarse                bool // run at the coarse step
+	failed                int64
+	logFiles, dataFiles   int
+	liveFiles, tombstones int // in table 0's snapshot at the day's end
+}
+
+// sumFacts adds up days' facts figures.
+func sumFacts(days []fleetDay) factsStats {
+	var s factsStats
+	for _, d := range days {
+		s.commits += d.commits
+		s.requests += d.requests
+		s.cpu += d.cpu
+		s.commitWall += d.commitWall
+		s.alloc += d.alloc
+		s.lost += d.lost
+	}
+	return s
+}
+
+// atomicClock is a simulated clock that goroutines (the emulator's among them) may read
+// while one goroutine advances it.
+type atomicClock struct{ ns atomic.Int64 }
+
+func (c *atomicClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *atomicClock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
+func (c *atomicClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// runFleet runs the fleet (BenchmarkFleetThirtyDays) and returns its days.
+func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleetDay {
+	c := &atomicClock{}
+	c.set(longRunStart)
+	srv := emulators.StartS3Clock(b, c.now)
+	client := srv.Client()
+	tmp := b.TempDir()
+	fleet := make([]*longRunTable, tables)
+	for i := range fleet {
+		t, err := newLongRunTableOn(s3store.New(client, srv.Bucket(b), "facts/"), c.now, 10, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fleet[i] = t
+	}
+	hourly := max(1, perDay/24)
+	start, cpuStart := time.Now(), benchmetrics.CPUTime()
+	var stats []fleetDay
+	var ms runtime.MemStats
+	m := 0 // the batches of each table so far
+	for day := range days {
+		d := fleetDay{coarse: coarse.has(day + 1)}
+		batches := perDay
+		if d.coarse {
+			batches = max(1, perDay/coarse.factor)
+		}
+		minute := 24 * time.Hour / time.Duration(batches)
+		for range batches {
+			c.advance(minute)
+			m++
+			var due []*longRunTable
+			for t, tbl := range fleet {
+				if (m+t)%10 == 0 { // the table's 10th batch: its facts commit
+					due = append(due, tbl)
+				}
+			}
+			if len(due) > 0 {
+				d.commitMinute(b, due, tmp, &ms)
+			}
+			if m%hourly == 0 {
+				maintainFleet(b, fleet, tmp)
+			}
+		}
+		d.logFiles, d.dataFiles = tableObjects(b, fleet[0])
+		snap := snapshotB(b, fleet[0].open())
+		d.liveFiles, d.tombstones = len(snap.Files()), len(tombstonesOf(b, snap))
+		stats = append(stats, d)
+		f := d.factsStats
+		step := ""
+		if d.coarse {
+			step = fmt.Sprintf(" (coarse: %d batches)", batches)
+		}
+		b.Logf("day %2d%s: %d facts commits, %5.3f req, %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed; table 0: %d log files, %d data files, %d live files, %d tombstones; %v wall, %v CPU since the start",
+			day+1, step, f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
+			f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), d.failed, d.logFiles, d.dataFiles, d.liveFiles, d.tombstones, time.Since(start).Round(time.Second), (benchmetrics.CPUTime() - cpuStart).Round(time.Second))
+	}
+	return stats
+}
+
+// commitMinute makes the facts commits of one simulated minute, one goroutine per table
+// due, and adds their requests, retries, wall times, and the process CPU and allocation
+// over all of them to d. A commit that fails with CommitAttemptsError is counted in
+// d.failed; any other error stops the benchmark.
+func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, ms *runtime.MemStats) {
+	before := make([]int, len(due))
+	lost0 := make([]int64, len(due))
+	for j, t := range due {
+		t.next++
+		before[j], lost0[j] = t.counter.Total(), t.lost.Load()
+	}
+	walls := make([]time.Duration, len(due))
+	errs := make([]error, len(due))
+	runtime.ReadMemStats(ms)
+	alloc0, cpu0 := ms.TotalAlloc, benchmetrics.CPUTime()
+	var wg sync.WaitGroup
+	for j, t := range due {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			walls[j], errs[j] = writeBatch(t.counted, t.stream, tmp, "stream", t.next, t.rows)
+		}()
+	}
+	wg.Wait()
+	d.cpu += benchmetrics.CPUTime() - cpu0
+	runtime.ReadMemStats(ms)
+	d.alloc += ms.TotalAlloc - alloc0
+	for j, t := range due {
+		var attempts *CommitAttemptsError
+		if errors.As(errs[j], &attempts) {
+			d.failed++
+		} else if errs[j] != nil {
+			b.Fatal(errs[j])
+		}
+		d.requests += t.counter.Total() - before[j]
+		d.lost += t.lost.Load() - lost0[j]
+		d.commitWall += walls[j]
+		d.commits++
+	}
+}
+
+// maintainFleet runs the hour's maintenance on every table, two at a time.
+func maintainFleet(b *testing.B, fleet []*longRunTable, tmp string) {
+	next := atomic.Int64{}
+	errs := make([]error, len(fleet))
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(fleet) {
+					return
+				}
+				errs[i] = fleet[i].maintainErr(tmp)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// tableObjects lists t's objects (not counted): its log's files and the others.
+func tableObjects(b *testing.B, t *longRunTable) (logFiles, dataFiles int) {
+	for oi, err := range t.counted.Store.List(b.Context(), "", "") {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if strings.HasPrefix(oi.Key, LogDir) {
+			logFiles++
+		} else {
+			dataFiles++
+		}
+	}
+	return logFiles, dataFiles
+}
+
+// coarseDays are the simulated days run at a coarser step: days first to last (1-based,
+// inclusive; none when first is 0) make factor times fewer batches, each taking factor
+// minutes of the simulated clock. Everything else is as on the other days, counted in
+// batches: a facts commit every 10th batch, maintenance every 60th, a checkpoint every 10
+// commits. The tables do in one coarse day what they do in 24h/factor at the full step.
+type coarseDays struct{ first, last, factor int }
+
+func (c coarseDays) has(day int) bool { return c.first > 0 && day >= c.first && day <= c.last }
+
+// coarseFromEnv reads MSSQLCDC_BENCH_COARSE_DAYS ("6-18": those days at the coarse step;
+// unset: none) and MSSQLCDC_BENCH_COARSE_FACTOR (default 60).
+func coarseFromEnv(b *testing.B, days int) coarseDays {
+	v := os.Getenv("MSSQLCDC_BENCH_COARSE_DAYS")
+	if v == "" {
+		return coarseDays{}
+	}
+	c := coarseDays{factor: envInt(b, "MSSQLCDC_BENCH_COARSE_FACTOR", 60)}
+	if _, err := fmt.Sscanf(v, "%d-%d", &c.first, &c.last); err != nil || c.first < 2 || c.last < c.first || c.last >= days {
+		b.Fatalf("MSSQLCDC_BENCH_COARSE_DAYS=%q: want first-last, 1 < first <= last < %d", v, days)
+	}
+	return c
+}
