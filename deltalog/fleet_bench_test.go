@@ -16,7 +16,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
-// BenchmarkFleetThirtyDays runs the facts side of MSSQLCDC_BENCH_TABLES source tables'
+// BenchmarkFactsFleet runs the facts side of MSSQLCDC_BENCH_TABLES source tables'
 // streams (default 100) for MSSQLCDC_BENCH_DAYS simulated days (default 30) at one batch a
 // minute on the S3 emulator (gofakes3, in process, internal/emulators.StartS3Clock), each
 // table's facts table in a bucket of its own committing with S3 conditional puts
@@ -50,7 +50,7 @@ import (
 // least 190 CPU-seconds a simulated day (day 1; the in-process emulator's share
 // included), so at least 95 minutes of one core, and 1.2 GB resident after one day:
 //
-//	go test ./deltalog -run '^$' -bench FleetThirtyDays -benchtime 1x -timeout 6h -v
+//	go test ./deltalog -run '^$' -bench FactsFleet -benchtime 1x -timeout 6h -v
 //
 // MSSQLCDC_BENCH_COARSE_DAYS ("2-28") runs those days at a coarser step (coarseDays:
 // MSSQLCDC_BENCH_COARSE_FACTOR, default 60, times fewer batches, each that many minutes
@@ -58,7 +58,7 @@ import (
 // last days run at the full step on tables that have lived 30 simulated days; the metrics
 // then cover the full-step days at each end only. MSSQLCDC_BENCH_TABLES,
 // MSSQLCDC_BENCH_DAYS and MSSQLCDC_BENCH_BATCHES_PER_DAY shorten it (a quick look).
-func BenchmarkFleetThirtyDays(b *testing.B) {
+func BenchmarkFactsFleet(b *testing.B) {
 	tables := envInt(b, "MSSQLCDC_BENCH_TABLES", 100)
 	days := envInt(b, "MSSQLCDC_BENCH_DAYS", 30)
 	perDay := envInt(b, "MSSQLCDC_BENCH_BATCHES_PER_DAY", 1440)
@@ -128,7 +128,7 @@ func (c *atomicClock) now() time.Time          { return time.Unix(0, c.ns.Load()
 func (c *atomicClock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
 func (c *atomicClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// runFleet runs the fleet (BenchmarkFleetThirtyDays) and returns its days.
+// runFleet runs the fleet (BenchmarkFactsFleet) and returns its days.
 func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleetDay {
 	c := &atomicClock{}
 	c.set(longRunStart)

@@ -54,7 +54,7 @@ import (
 // writer (lost PutIfAbsent races on a commit file, each a retry); the facts requests and
 // CPU also per bronze batch (a tenth of a facts commit each). The per-day table is logged
 // with -v. Each table is independent of the others (a facts table per source table), so
-// one stands for each of a hundred (BenchmarkFactsConcurrent; BenchmarkFleetThirtyDays
+// one stands for each of a hundred (BenchmarkFactsConcurrent; BenchmarkFactsFleet
 // runs a hundred facts tables on the S3 emulator); the CDC read of a batch
 // does not depend on the table's history and is left out. The store is in memory
 // (orderedStore), counted. It takes 7–11 minutes on 2 loaded cores, past go test's
