@@ -180,9 +180,10 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 		if d.coarse {
 			step = fmt.Sprintf(" (coarse: %d batches)", batches)
 		}
-		b.Logf("day %2d%s: %d facts commits, %5.3f req, %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed; table 0: %d log files, %d data files, %d live files, %d tombstones; %v wall, %v CPU since the start",
+		runtime.ReadMemStats(&ms)
+		b.Logf("day %2d%s: %d facts commits, %5.3f req, %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed; table 0: %d log files, %d data files, %d live files, %d tombstones; heap %d MB; %v wall, %v CPU since the start",
 			day+1, step, f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
-			f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), d.failed, d.logFiles, d.dataFiles, d.liveFiles, d.tombstones, time.Since(start).Round(time.Second), (benchmetrics.CPUTime() - cpuStart).Round(time.Second))
+			f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), d.failed, d.logFiles, d.dataFiles, d.liveFiles, d.tombstones, ms.HeapAlloc>>20, time.Since(start).Round(time.Second), (benchmetrics.CPUTime() - cpuStart).Round(time.Second))
 	}
 	return stats
 }
