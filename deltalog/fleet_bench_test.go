@@ -46,9 +46,10 @@ import (
 // those of ten concurrent commits on a shared machine: compare days, not absolute values.
 // Table 0's objects, live files and tombstones at each day's end are logged.
 //
-// The default is the whole claim: 432,000 facts commits and 72,000 maintenance runs, at
-// least 190 CPU-seconds a simulated day (day 1; the in-process emulator's share
-// included), so at least 95 minutes of one core, and 1.2 GB resident after one day:
+// The default is the whole claim: 432,000 facts commits and 72,000 maintenance runs,
+// 244 CPU-seconds for day 1 and 508 for day 30 on 2 loaded cores (the in-process
+// emulator's share included), so 3–4 CPU-hours, and 3–4 GB resident from day 29 on (the
+// emulator keeps every object):
 //
 //	go test ./deltalog -run '^$' -bench FactsFleet -benchtime 1x -timeout 6h -v
 //
