@@ -2,7 +2,6 @@ package parquetio
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -19,7 +18,6 @@ import (
 // (no dictionary page), a column of a few repeated values keeps its dictionary, and
 // both read back.
 func TestDictionaryFallsBackOnUniqueColumns(t *testing.T) {
-	ctx := context.Background()
 	st, dir := newStore(t)
 	s := arrow.NewSchema([]arrow.Field{
 		{Name: "unique_s", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -38,15 +36,8 @@ func TestDictionaryFallsBackOnUniqueColumns(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	w := NewWriter(st, s, WriterOptions{})
-	if err := w.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	files, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := file.OpenParquetFile(filepath.Join(dir, files[0].Path), false)
+	f := writeOne(t, st, s, rec)
+	r, err := file.OpenParquetFile(filepath.Join(dir, f.Path), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +54,7 @@ func TestDictionaryFallsBackOnUniqueColumns(t *testing.T) {
 			t.Errorf("%s: dictionary page %v, want %v (encodings %v)", name, got, want[name], cc.Encodings())
 		}
 	}
-	back := readAll(t, st, files[0].Path, nil)
+	back := readAll(t, st, f.Path, nil)
 	defer back.Release()
 	if !array.RecordEqual(rec, back) {
 		t.Fatal("the file does not read back as written")

@@ -1,7 +1,6 @@
 package parquetio
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -58,7 +57,6 @@ func TestWriterPropertiesCache(t *testing.T) {
 // different types, written one after the other (the second after the first's properties
 // were kept), each read back with its own types and values.
 func TestSameNamesOtherTypesReadBack(t *testing.T) {
-	ctx := context.Background()
 	st, _ := newStore(t)
 	mem := memory.DefaultAllocator
 	for _, tc := range []struct {
@@ -76,15 +74,8 @@ func TestSameNamesOtherTypesReadBack(t *testing.T) {
 		}
 		rec := b.NewRecordBatch()
 		b.Release()
-		w := NewWriter(st, s, WriterOptions{})
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		files, err := w.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := readAll(t, st, files[0].Path, nil)
+		f := writeOne(t, st, s, rec)
+		got := readAll(t, st, f.Path, nil)
 		if !arrow.TypeEqual(got.Column(0).DataType(), tc.dt) || !array.Equal(got.Column(0), rec.Column(0)) {
 			t.Errorf("%s: read back %s %v, want %v", tc.dt, got.Column(0).DataType(), got.Column(0), rec.Column(0))
 		}
@@ -98,7 +89,6 @@ func TestSameNamesOtherTypesReadBack(t *testing.T) {
 // dictionary builders, the in-memory file buffers reused), each read back exactly: no
 // value of one file shows in the next.
 func TestConsecutiveSmallFilesReadBack(t *testing.T) {
-	ctx := context.Background()
 	st, _ := newStore(t)
 	s := mustSchema(t, benchColumns)
 	var paths []string
@@ -106,15 +96,8 @@ func TestConsecutiveSmallFilesReadBack(t *testing.T) {
 	for i, n := range []int{1000, 3, 1000, 1} {
 		rec := bronzeRecordFrom(memory.DefaultAllocator, s, i*7919, n, i == 1)
 		defer rec.Release()
-		w := NewWriter(st, s, WriterOptions{})
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		files, err := w.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, files[0].Path)
+		f := writeOne(t, st, s, rec)
+		paths = append(paths, f.Path)
 		recs = append(recs, rec)
 	}
 	for i, p := range paths {

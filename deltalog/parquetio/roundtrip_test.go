@@ -29,6 +29,24 @@ func newStore(t *testing.T) (*localstore.Store, string) {
 	return st, dir
 }
 
+// writeOne writes rec with a new Writer of default options and returns its one file.
+func writeOne(t *testing.T, st storage.Store, s *arrow.Schema, rec arrow.RecordBatch) File {
+	t.Helper()
+	ctx := context.Background()
+	w := NewWriter(st, s, WriterOptions{})
+	if err := w.Write(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	files, err := w.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 {
+		t.Fatalf("wrote %d files, want 1", len(files))
+	}
+	return files[0]
+}
+
 // readAll reads a file's batches and concatenates them into one record.
 func readAll(t *testing.T, st storage.Store, key string, columns []string) arrow.RecordBatch {
 	t.Helper()
@@ -132,15 +150,8 @@ func TestReadFileProjection(t *testing.T) {
 	s := mustSchema(t, benchColumns)
 	rec := bronzeRecord(memory.DefaultAllocator, s, 50, true)
 	defer rec.Release()
-	w := NewWriter(st, s, WriterOptions{})
-	if err := w.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	files, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := readAll(t, st, files[0].Path, []string{"AMOUNT", "missing", "_start_lsn"})
+	f := writeOne(t, st, s, rec)
+	got := readAll(t, st, f.Path, []string{"AMOUNT", "missing", "_start_lsn"})
 	defer got.Release()
 	want := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{s.Field(s.FieldIndices("amount")[0]), s.Field(1)}, nil),
 		[]arrow.Array{rec.Column(s.FieldIndices("amount")[0]), rec.Column(1)}, rec.NumRows())
@@ -148,7 +159,7 @@ func TestReadFileProjection(t *testing.T) {
 	assertSameRecord(t, want, got)
 
 	// No column present: only the row count.
-	only := readAll(t, st, files[0].Path, []string{"missing"})
+	only := readAll(t, st, f.Path, []string{"missing"})
 	defer only.Release()
 	if only.NumCols() != 0 || only.NumRows() != 50 {
 		t.Errorf("empty projection: %d cols, %d rows", only.NumCols(), only.NumRows())
@@ -218,23 +229,15 @@ func TestParquetTypes(t *testing.T) {
 // and opens it; it returns the open file, closed when the test ends, and its size.
 func writeAllTypes(t *testing.T) (*os.File, int64) {
 	t.Helper()
-	ctx := context.Background()
 	st, dir := newStore(t)
 	s := mustSchema(t, allTypeColumns)
 	rec := bronzeRecord(memory.DefaultAllocator, s, 3, true)
 	defer rec.Release()
-	w := NewWriter(st, s, WriterOptions{})
-	if err := w.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	files, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(filepath.Join(dir, files[0].Path))
+	written := writeOne(t, st, s, rec)
+	f, err := os.Open(filepath.Join(dir, written.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return f, files[0].Size
+	return f, written.Size
 }

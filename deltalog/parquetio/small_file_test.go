@@ -42,24 +42,18 @@ func TestSmallFileOneGet(t *testing.T) {
 	s := mustSchema(t, allTypeColumns)
 	rec := bronzeRecord(memory.DefaultAllocator, s, 3, true)
 	defer rec.Release()
-	w := NewWriter(st, s, WriterOptions{})
-	if err := w.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	files, err := w.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := writeOne(t, st, s, rec)
 	if s.NumFields() < 10 {
 		t.Fatalf("only %d columns: the test needs many column chunks", s.NumFields())
 	}
 	for _, sized := range []bool{false, true} {
 		cs := &countingStore{Store: st}
 		var it RecordIterator
+		var err error
 		if sized {
-			it, err = ReadFileSized(ctx, cs, files[0].Path, files[0].Size, nil)
+			it, err = ReadFileSized(ctx, cs, f.Path, f.Size, nil)
 		} else {
-			it, err = ReadFile(ctx, cs, files[0].Path, nil)
+			it, err = ReadFile(ctx, cs, f.Path, nil)
 		}
 		if err != nil {
 			t.Fatal(err)
