@@ -160,13 +160,56 @@ func (s *Snapshot) Schema() (*StructType, error) {
 }
 
 // ArrowSchema is the table schema as Arrow (see ToArrow). The partition columns are part
-// of it, as in Delta's schema.
+// of it, as in Delta's schema. The result is shared by every snapshot with the same
+// schema string (arrowSchemas): callers do not modify it, and the same pointer says the
+// same schema.
 func (s *Snapshot) ArrowSchema() (*arrow.Schema, error) {
-	st, err := s.Schema()
+	return arrowSchemas.of(s.metadata.SchemaString)
+}
+
+// arrowSchemasKept is how many schema strings arrowSchemas keeps parsed: a process
+// streams a table's bronze and facts (a few schemas), and a schema string changes only
+// with a metaData action.
+const arrowSchemasKept = 8
+
+// arrowSchemas keeps the Arrow form of the schema strings parsed last, so the snapshots
+// of a table kept across a warm process's batches do not parse the same schema JSON
+// again every batch (docs/performance.md § CPU and allocation of a 1,000-row batch).
+var arrowSchemas schemaCache
+
+type schemaCache struct {
+	mu   sync.Mutex
+	keys []string
+	vals []*arrow.Schema
+}
+
+// of is schemaString as Arrow, parsed once while it stays among the kept ones. Errors are
+// ParseSchema's and ToArrow's, not kept.
+func (c *schemaCache) of(schemaString string) (*arrow.Schema, error) {
+	c.mu.Lock()
+	for i, k := range c.keys {
+		if k == schemaString {
+			v := c.vals[i]
+			c.mu.Unlock()
+			return v, nil
+		}
+	}
+	c.mu.Unlock()
+	st, err := ParseSchema(schemaString)
 	if err != nil {
 		return nil, err
 	}
-	return ToArrow(st)
+	a, err := ToArrow(st)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.keys) == arrowSchemasKept {
+		c.keys, c.vals = c.keys[1:], c.vals[1:]
+	}
+	c.keys, c.vals = append(c.keys, schemaString), append(c.vals, a)
+	return a, nil
 }
 
 func compareKeys(a, b fileKey) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -118,7 +117,7 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 	}
 	var cur *arrow.Schema
 	if snap.Version() >= 0 {
-		if cur, err = bronzeArrow.of(snap); err != nil {
+		if cur, err = snap.ArrowSchema(); err != nil {
 			return nil, nil, nil, fmt.Errorf("bronze schema: %w", err)
 		}
 	}
@@ -166,7 +165,7 @@ func (r *run) columns(ctx context.Context, snap *deltalog.Snapshot, sp []span, i
 		}
 	}
 	if len(fields) == len(cur.Fields()) && !changedType(fields, cur) {
-		return cols, cur, warnings, nil // bronze's own schema: sameSchema knows it
+		return cols, cur, warnings, nil // bronze's own schema: sameSchema knows it by pointer
 	}
 	md := cur.Metadata()
 	return cols, arrow.NewSchema(fields, &md), warnings, nil
@@ -183,38 +182,6 @@ func changedType(fields []arrow.Field, cur *arrow.Schema) bool {
 	return false
 }
 
-// schemaMemo is the Arrow form of the last bronze schema string parsed in this process:
-// a warm process's batches share bronze's schema until a batch changes it, and parsing
-// its JSON again every batch was a fixed cost (deltalog.Snapshot.ArrowSchema).
-type schemaMemo struct {
-	mu     sync.Mutex
-	schema string
-	arrow  *arrow.Schema
-}
-
-var bronzeArrow schemaMemo
-
-// of is snap's schema as Arrow (deltalog.Snapshot.ArrowSchema), from the memo when snap's
-// schema string is the one parsed last. The result is shared: callers do not modify it.
-func (m *schemaMemo) of(snap *deltalog.Snapshot) (*arrow.Schema, error) {
-	s := snap.Metadata().SchemaString
-	m.mu.Lock()
-	if m.arrow != nil && m.schema == s {
-		a := m.arrow
-		m.mu.Unlock()
-		return a, nil
-	}
-	m.mu.Unlock()
-	a, err := snap.ArrowSchema()
-	if err != nil {
-		return nil, err
-	}
-	m.mu.Lock()
-	m.schema, m.arrow = s, a
-	m.mu.Unlock()
-	return a, nil
-}
-
 // sameSchema reports whether schema is bronze's own at snap (columns returned it
 // unchanged): the bronze commit then needs no schema change and is given none
 // (ingest.Commit.Schema nil), sparing the schema's parse and comparison.
@@ -222,7 +189,7 @@ func sameSchema(snap *deltalog.Snapshot, schema *arrow.Schema) bool {
 	if snap.Version() < 0 || schema == nil {
 		return false
 	}
-	cur, err := bronzeArrow.of(snap)
+	cur, err := snap.ArrowSchema() // the same pointer for the same schema string
 	return err == nil && cur == schema
 }
 
