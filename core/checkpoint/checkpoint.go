@@ -16,12 +16,14 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -323,7 +325,16 @@ func (c *Checkpoint) remember(m Commit) {
 }
 
 // Clean deletes offsets and commits of batches older than the newest Retain before
-// batch upTo. Errors are returned, but callers may ignore them: stale files are harmless.
+// batch upTo, oldest batch first (offsets/<n>, then commits/<n>, by batch number, not by
+// the keys' text order, in which "offsets/10" comes before "offsets/9"), and stops at the
+// first delete that fails. So whatever it deleted, the files left in offsets/ are those of
+// a contiguous run of batches up to the newest (if offsets/<n> exists, every higher batch's
+// offsets file written still does), and likewise in commits/; a re-run deletes the rest.
+// On a store that deletes many keys in one request (storage.KeysDeleter: S3's
+// DeleteObjects) the keys go in that order too, and a key the store reports it could not
+// delete is a failure; the keys of one request are not deleted in a stated order, so
+// such a failure can leave a lower key of that request behind a higher one until the
+// re-run. Errors are returned, but callers may ignore them: stale files are harmless.
 func (c *Checkpoint) Clean(ctx context.Context, upTo int64) error {
 	retain := int64(c.Retain)
 	if retain <= 0 {
@@ -333,22 +344,45 @@ func (c *Checkpoint) Clean(ctx context.Context, upTo int64) error {
 	if below <= 0 {
 		return nil
 	}
-	var old []string
+	type file struct {
+		n      int64
+		commit bool
+		key    string
+	}
+	var old []file
 	for _, dir := range []string{OffsetsDir, CommitsDir} {
 		for info, err := range c.store.List(ctx, dir, "") {
 			if err != nil {
 				return fmt.Errorf("clean checkpoint: %w", err)
 			}
 			if n, ok := batchOf(dir, info.Key); ok && n < below {
-				old = append(old, info.Key)
+				old = append(old, file{n, dir == CommitsDir, info.Key})
 			}
 		}
 	}
-	// One request on S3 (DeleteObjects), not one per file.
-	if err := storage.DeleteKeys(ctx, c.store, old); err != nil {
+	slices.SortFunc(old, func(a, b file) int {
+		if a.n != b.n {
+			return cmp.Compare(a.n, b.n)
+		}
+		return cmp.Compare(b2i(a.commit), b2i(b.commit))
+	})
+	keys := make([]string, len(old))
+	for i, f := range old {
+		keys[i] = f.key
+	}
+	// One request on S3 (DeleteObjects), not one per file; else one Delete each, in order,
+	// up to the first that fails.
+	if err := storage.DeleteKeys(ctx, c.store, keys); err != nil {
 		return fmt.Errorf("clean checkpoint: %w", err)
 	}
 	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (c *Checkpoint) putOnce(ctx context.Context, key string, v any) error {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -189,4 +192,98 @@ func TestResumeRemembers(t *testing.T) {
 	if got, err := New(st, "app").Commits(ctx, 0, 3); err != nil || len(got) != 3 || c.Count("GetRange") != 4 {
 		t.Errorf("a new Checkpoint's Commits: %+v %v after %d reads", got, err, c.Count("GetRange"))
 	}
+}
+
+// A clean-up that fails at any of its deletes leaves the files of a contiguous run of the
+// newest batches (if offsets/<n> exists, so does every higher offsets file written, and
+// likewise in commits/), whatever the batch numbers' text order ("offsets/10" sorts before
+// "offsets/9"); a second clean-up finishes the job. Deletes go one by one here (a store
+// without DeleteKeys, as local disk) and through DeleteKeys.
+func TestCleanFailingPartWayLeavesTheNewestBatches(t *testing.T) {
+	ctx := context.Background()
+	const batches, retain = 25, 5 // Clean(24) deletes batches 0..18
+	written := t.TempDir()
+	w, err := localstore.New(written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := int64(0); n < batches; n++ {
+		cp := New(w, "app")
+		if err := cp.WriteOffsets(ctx, Batch{ID: n}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.WriteCommit(ctx, Commit{ID: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, keys := range []bool{false, true} {
+		for k := 1; ; k++ {
+			dir := filepath.Join(t.TempDir(), "cp")
+			if err := os.CopyFS(dir, os.DirFS(written)); err != nil {
+				t.Fatal(err)
+			}
+			ls, err := localstore.New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &storagetest.Faults{}
+			var st storage.Store = storagetest.NewFaulty(ls, f)
+			if !keys {
+				st = oneByOne{st}
+			}
+			c := New(st, "app")
+			c.Retain = retain
+			op := "Delete"
+			if keys {
+				op = "DeleteKeys"
+			}
+			f.FailOp(op, k, nil)
+			err = c.Clean(ctx, batches-1)
+			f.Disarm()
+			for _, dir := range []string{OffsetsDir, CommitsDir} {
+				left := batchesIn(t, st, dir)
+				for i := 1; i < len(left); i++ {
+					if left[i] != left[i-1]+1 {
+						t.Fatalf("DeleteKeys=%v, failure at delete %d: %s holds %v: a gap", keys, k, dir, left)
+					}
+				}
+				if len(left) == 0 || left[len(left)-1] != batches-1 {
+					t.Fatalf("DeleteKeys=%v, failure at delete %d: %s holds %v", keys, k, dir, left)
+				}
+			}
+			if err := c.Clean(ctx, batches-1); err != nil {
+				t.Fatalf("re-run: %v", err)
+			}
+			for _, dir := range []string{OffsetsDir, CommitsDir} {
+				if left := batchesIn(t, st, dir); len(left) != retain+1 || left[0] != batches-1-retain {
+					t.Fatalf("DeleteKeys=%v, failure at delete %d, after the re-run: %s holds %v", keys, k, dir, left)
+				}
+			}
+			if err == nil { // no delete failed: every delete has had its turn
+				if k == 1 {
+					t.Fatalf("DeleteKeys=%v: no failure injected", keys)
+				}
+				break
+			}
+		}
+	}
+}
+
+// oneByOne hides a store's DeleteKeys, so that storage.DeleteKeys deletes one key a call.
+type oneByOne struct{ storage.Store }
+
+// batchesIn is the batch numbers with a file in dir, ascending.
+func batchesIn(t *testing.T, st storage.Store, dir string) []int64 {
+	t.Helper()
+	var out []int64
+	for info, err := range st.List(context.Background(), dir, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := batchOf(dir, info.Key); ok {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -72,12 +72,14 @@ type Store interface {
 
 // KeysDeleter is a Store that deletes many objects in one request (S3's DeleteObjects).
 type KeysDeleter interface {
-	// DeleteKeys removes the objects; missing keys are not an error.
+	// DeleteKeys removes the objects; missing keys are not an error. A key the store could
+	// not delete is an error (S3 answers DeleteObjects per key), also when others were
+	// deleted.
 	DeleteKeys(ctx context.Context, keys []string) error
 }
 
 // DeleteKeys removes keys from s: in as few requests as s allows when it is a
-// KeysDeleter, else one Delete each.
+// KeysDeleter, else one Delete each, in the order given, stopping at the first that fails.
 func DeleteKeys(ctx context.Context, s Store, keys []string) error {
 	if len(keys) == 0 {
 		return nil
