@@ -43,6 +43,12 @@ func (p *prefixStore) PutIfAbsent(ctx context.Context, key string, data []byte) 
 	return p.Store.PutIfAbsent(ctx, p.prefix+key, data)
 }
 
+var _ storage.TagPutter = (*prefixStore)(nil)
+
+func (p *prefixStore) PutIfAbsentTag(ctx context.Context, key string, data []byte) (string, error) {
+	return storage.PutIfAbsentTag(ctx, p.Store, p.prefix+key, data)
+}
+
 func (p *prefixStore) Copy(ctx context.Context, src, dst string) error {
 	return p.Store.Copy(ctx, p.prefix+src, p.prefix+dst)
 }

@@ -164,6 +164,17 @@ func (w *faultStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 	return w.f.Hit("store.PutIfAbsent "+key, func() error { return w.s.PutIfAbsent(ctx, key, data) })
 }
 
+var _ storage.TagPutter = (*faultStore)(nil)
+
+// PutIfAbsentTag is one call, named as PutIfAbsent's.
+func (w *faultStore) PutIfAbsentTag(ctx context.Context, key string, data []byte) (tag string, err error) {
+	err = w.f.Hit("store.PutIfAbsent "+key, func() (err error) { tag, err = storage.PutIfAbsentTag(ctx, w.s, key, data); return err })
+	if err != nil {
+		return "", err
+	}
+	return tag, nil
+}
+
 func (w *faultStore) Copy(ctx context.Context, src, dst string) error {
 	return w.f.Hit("store.Copy "+dst, func() error { return w.s.Copy(ctx, src, dst) })
 }

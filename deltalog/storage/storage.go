@@ -70,6 +70,30 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// TagPutter is a Store whose conditional put reports the identity of the object it
+// wrote: its ETag, as List and Head report it for as long as that object stands. A later
+// object at the key has another ETag when its content differs (on S3 the ETag of an
+// object put whole is a digest of its content, so an identical copy written again may
+// have the same one; on local disk it also names the file's inode and modification
+// time). A writer that must tell its own object from any other (core/checkpoint's warm
+// resume) writes content no one else writes, such as a random writer id, and compares the
+// ETag a listing shows with the one its put returned: no request more.
+// docs/decisions/0016-own-write-identity.md.
+type TagPutter interface {
+	// PutIfAbsentTag is PutIfAbsent, also returning the ETag of the object written.
+	PutIfAbsentTag(ctx context.Context, key string, data []byte) (etag string, err error)
+}
+
+// PutIfAbsentTag is s.PutIfAbsent that also returns the written object's ETag (see
+// TagPutter); "" when s is no TagPutter (a wrapper that does not pass it on) or its
+// answer did not say. Callers treat "" as unknown: no listing matches it.
+func PutIfAbsentTag(ctx context.Context, s Store, key string, data []byte) (string, error) {
+	if t, ok := s.(TagPutter); ok {
+		return t.PutIfAbsentTag(ctx, key, data)
+	}
+	return "", s.PutIfAbsent(ctx, key, data)
+}
+
 // KeysDeleter is a Store that deletes many objects in one request (S3's DeleteObjects).
 type KeysDeleter interface {
 	// DeleteKeys removes the objects; missing keys are not an error. A key the store could

@@ -126,7 +126,9 @@ func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) 
 	return buf, nil
 }
 
-// Head describes the file. The ETag is derived from size and modification time, not content.
+// Head describes the file. The ETag is derived from the file's device and inode (where
+// the platform gives them), modification time and size, not from its content: a file
+// written again at the key, even with the same content, has another.
 func (s *Store) Head(ctx context.Context, key string) (storage.ObjectInfo, error) {
 	p, err := s.path(key)
 	if err != nil {
@@ -150,8 +152,16 @@ func info(key string, st fs.FileInfo) storage.ObjectInfo {
 		Key:     key,
 		Size:    st.Size(),
 		ModTime: st.ModTime(),
-		ETag:    fmt.Sprintf("%x-%x", st.ModTime().UnixNano(), st.Size()),
+		ETag:    etag(st),
 	}
+}
+
+// etag is the file's identity: device, inode, modification time (ns) and size.
+func etag(st fs.FileInfo) string {
+	if s, ok := stampOf(st); ok {
+		return fmt.Sprintf("%x-%x-%x-%x", s.dev, s.ino, st.ModTime().UnixNano(), st.Size())
+	}
+	return fmt.Sprintf("%x-%x", st.ModTime().UnixNano(), st.Size())
 }
 
 // Put writes the file atomically (temporary file, then rename over the target).
@@ -177,11 +187,23 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 // PutIfAbsent writes the file only if it does not exist: the content goes to a synced
 // temporary file that is then hard-linked to the target (EEXIST → storage.ErrExists).
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	_, err := s.PutIfAbsentTag(ctx, key, data)
+	return err
+}
+
+var _ storage.TagPutter = (*Store)(nil)
+
+// PutIfAbsentTag is PutIfAbsent returning the new file's ETag (storage.TagPutter), read
+// from the temporary file linked to the key, so a file put at the key since is not taken
+// for it.
+func (s *Store) PutIfAbsentTag(ctx context.Context, key string, data []byte) (string, error) {
 	p, err := s.path(key)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return s.linkNew(ctx, "put if absent", key, p, bytes.NewReader(data))
+	var tag string
+	err = s.linkNew(ctx, "put if absent", key, p, bytes.NewReader(data), &tag)
+	return tag, err
 }
 
 // Copy copies src to dst, replacing dst.
@@ -205,10 +227,12 @@ func (s *Store) CopyIfAbsent(ctx context.Context, src, dst string) error {
 		return err
 	}
 	defer rc.Close()
-	return s.linkNew(ctx, "copy if absent", dst, p, rc)
+	return s.linkNew(ctx, "copy if absent", dst, p, rc, nil)
 }
 
-func (s *Store) linkNew(ctx context.Context, op, key, p string, r io.Reader) error {
+// linkNew writes r to the new file p (storage.ErrExists when it exists); tag, when not
+// nil, receives the file's ETag.
+func (s *Store) linkNew(ctx context.Context, op, key, p string, r io.Reader, tag *string) error {
 	if _, err := os.Lstat(p); err == nil {
 		return fmt.Errorf("localstore: %s %s: %w", op, key, storage.ErrExists)
 	}
@@ -219,6 +243,14 @@ func (s *Store) linkNew(ctx context.Context, op, key, p string, r io.Reader) err
 	defer os.Remove(tmp)
 	if err := os.Link(tmp, p); err != nil {
 		return mapErr(op, key, err)
+	}
+	if tag != nil {
+		// The temporary name is the same file as p (a hard link): its inode, time and size.
+		st, err := os.Stat(tmp)
+		if err != nil {
+			return mapErr(op, key, err)
+		}
+		*tag = etag(st)
 	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return mapErr(op, key, err)

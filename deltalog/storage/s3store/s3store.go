@@ -217,18 +217,31 @@ func seekable(r io.Reader, size int64) (io.ReadSeeker, int64, func(), error) {
 // concurrent write to the key was in flight) is retried, as S3 advises, so that the answer
 // is 412 (storage.ErrExists) or success; after conflictRetries it is storage.ErrExists.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	_, err := s.PutIfAbsentTag(ctx, key, data)
+	return err
+}
+
+var _ storage.TagPutter = (*Store)(nil)
+
+// PutIfAbsentTag is PutIfAbsent returning the ETag PutObject answered, without quotes, as
+// List and Head give it (storage.TagPutter).
+func (s *Store) PutIfAbsentTag(ctx context.Context, key string, data []byte) (string, error) {
 	n := int64(len(data))
+	var tag string
 	err := retryConflict(ctx, func() error {
-		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		out, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: &s.bucket, Key: aws.String(s.key(key)), Body: bytes.NewReader(data),
 			ContentLength: &n, IfNoneMatch: aws.String("*"),
 		})
+		if err == nil {
+			tag = strings.Trim(aws.ToString(out.ETag), `"`)
+		}
 		return err
 	})
 	if err != nil {
-		return mapErr("put if absent", key, err)
+		return "", mapErr("put if absent", key, err)
 	}
-	return nil
+	return tag, nil
 }
 
 // copySource is the x-amz-copy-source value: bucket/key, URL-escaped.

@@ -102,6 +102,14 @@ func (s *Counting) PutIfAbsent(ctx context.Context, key string, data []byte) err
 	return s.Store.PutIfAbsent(ctx, key, data)
 }
 
+var _ storage.TagPutter = (*Counting)(nil)
+
+// PutIfAbsentTag is one request, counted as PutIfAbsent.
+func (s *Counting) PutIfAbsentTag(ctx context.Context, key string, data []byte) (string, error) {
+	s.Counter.Add("PutIfAbsent")
+	return storage.PutIfAbsentTag(ctx, s.Store, key, data)
+}
+
 func (s *Counting) Copy(ctx context.Context, src, dst string) error {
 	s.Counter.Add("Copy")
 	return s.Store.Copy(ctx, src, dst)

@@ -178,6 +178,17 @@ func (s *Faulty) PutIfAbsent(ctx context.Context, key string, data []byte) error
 	return s.Faults.Do("PutIfAbsent", func() error { return s.Store.PutIfAbsent(ctx, key, data) })
 }
 
+var _ storage.TagPutter = (*Faulty)(nil)
+
+// PutIfAbsentTag is one faultable call, counted as PutIfAbsent.
+func (s *Faulty) PutIfAbsentTag(ctx context.Context, key string, data []byte) (tag string, err error) {
+	err = s.Faults.Do("PutIfAbsent", func() (err error) { tag, err = storage.PutIfAbsentTag(ctx, s.Store, key, data); return err })
+	if err != nil {
+		return "", err
+	}
+	return tag, nil
+}
+
 func (s *Faulty) Copy(ctx context.Context, src, dst string) error {
 	return s.Faults.Do("Copy", func() error { return s.Store.Copy(ctx, src, dst) })
 }

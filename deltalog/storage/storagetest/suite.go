@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"PutUnknownSize", testPutUnknownSize},
 		{"PutIfAbsent", testPutIfAbsent},
 		{"PutIfAbsentRace", testPutIfAbsentRace},
+		{"PutIfAbsentTag", testPutIfAbsentTag},
 		{"Copy", testCopy},
 		{"CopyIfAbsent", testCopyIfAbsent},
 		{"CopyIfAbsentRace", testCopyIfAbsentRace},
@@ -353,4 +354,51 @@ func OneWinner(t testing.TB, errs []error, lost error) int {
 		t.Fatal("no writer won")
 	}
 	return winner
+}
+
+// The ETag a conditional put returns is the one List and Head report for the object; an
+// object of other content written at the key after a delete has another, which no longer
+// matches; and a put that finds the key taken returns storage.ErrExists and no ETag. Every
+// Store of this module is a storage.TagPutter.
+func testPutIfAbsentTag(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	if _, ok := s.(storage.TagPutter); !ok {
+		t.Fatalf("%T is not a storage.TagPutter", s)
+	}
+	listed := func(key string) string {
+		t.Helper()
+		for info, err := range s.List(ctx, key, "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Key == key {
+				return info.ETag
+			}
+		}
+		t.Fatalf("list: %s missing", key)
+		return ""
+	}
+	tag, err := storage.PutIfAbsentTag(ctx, s, "tag/0.json", []byte(`{"writer":"a"}`))
+	if err != nil || tag == "" {
+		t.Fatalf("put: tag %q, %v", tag, err)
+	}
+	if got := listed("tag/0.json"); got != tag {
+		t.Errorf("List's ETag %q, the put's %q", got, tag)
+	}
+	if info, err := s.Head(ctx, "tag/0.json"); err != nil || info.ETag != tag {
+		t.Errorf("Head's ETag %q (%v), the put's %q", info.ETag, err, tag)
+	}
+	if again, err := storage.PutIfAbsentTag(ctx, s, "tag/0.json", []byte(`{"writer":"b"}`)); !errors.Is(err, storage.ErrExists) || again != "" {
+		t.Errorf("put on a taken key: tag %q, %v; want ErrExists and no tag", again, err)
+	}
+	if err := s.Delete(ctx, "tag/0.json"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := storage.PutIfAbsentTag(ctx, s, "tag/0.json", []byte(`{"writer":"b"}`))
+	if err != nil || other == "" || other == tag {
+		t.Fatalf("another writer's object at the key: tag %q (first %q), %v", other, tag, err)
+	}
+	if got := listed("tag/0.json"); got != other || got == tag {
+		t.Errorf("List's ETag %q after the key was written again, want %q (not %q)", got, other, tag)
+	}
 }
