@@ -128,10 +128,12 @@ type Checkpoint struct {
 	Retain int
 
 	mu sync.Mutex
-	// last is the state after the newest commit file this Checkpoint wrote (nil: none).
-	last *State
+	// last is the state after the newest commit file this Checkpoint wrote (nil: none), and
+	// lastTag the ETag of last.Last's offsets file as its put returned it ("": unknown).
+	last    *State
+	lastTag string
 	// offsets are the offsets files written and not yet committed, by batch.
-	offsets map[int64]Batch
+	offsets map[int64]written
 	// commits are the commit files written or read, by batch (see Commits), bounded by
 	// remember.
 	commits map[int64]Commit
@@ -172,11 +174,21 @@ type State struct {
 // Fresh reports whether the checkpoint holds no batch at all.
 func (s State) Fresh() bool { return s.Pending == nil && s.Last == nil }
 
+// written is an offsets file this Checkpoint wrote, with the ETag its put returned ("":
+// unknown).
+type written struct {
+	b   Batch
+	tag string
+}
+
 // Resume reads the checkpoint: the highest batch in offsets/ and whether it is committed.
-// When the highest batch is the one this Checkpoint committed last, its memory answers
-// and the listing is the only request (State.Remembered); otherwise the files are read.
+// When the highest batch's file is the very file this Checkpoint wrote for the batch it
+// committed last (the listing shows the ETag its put returned: the number alone could be
+// another stream's, on a checkpoint deleted and run again up to the same batch), its
+// memory answers and the listing is the only request (State.Remembered); otherwise the
+// files are read.
 func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
-	top, ok, start, err := c.highest(ctx, OffsetsDir)
+	top, topTag, ok, start, err := c.highest(ctx, OffsetsDir)
 	if err != nil {
 		return State{}, fmt.Errorf("read checkpoint: %w", err)
 	}
@@ -188,9 +200,9 @@ func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
 		return st, nil
 	}
 	c.mu.Lock()
-	last := c.last
+	last, lastTag := c.last, c.lastTag
 	c.mu.Unlock()
-	if last != nil && last.Last != nil && last.Last.ID == top {
+	if last != nil && last.Last != nil && last.Last.ID == top && lastTag != "" && lastTag == topTag {
 		st := *last
 		st.Remembered = true
 		return st, nil
@@ -255,15 +267,16 @@ func (c *Checkpoint) WriteOffsets(ctx context.Context, b Batch) error {
 	if b.WrittenAt.IsZero() {
 		b.WrittenAt = time.Now().UTC()
 	}
-	if err := c.putOnce(ctx, offsetKey(b.ID), b); err != nil {
+	tag, err := c.putOnceTag(ctx, offsetKey(b.ID), b)
+	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.offsets == nil {
-		c.offsets = map[int64]Batch{}
+		c.offsets = map[int64]written{}
 	}
-	c.offsets[b.ID] = b
+	c.offsets[b.ID] = written{b, tag}
 	return nil
 }
 
@@ -300,11 +313,11 @@ func (c *Checkpoint) WriteCommit(ctx context.Context, m Commit) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.remember(m)
-	if b, ok := c.offsets[m.ID]; ok {
-		c.last = &State{Next: m.ID + 1, Last: &b, LastCommit: &m}
+	if w, ok := c.offsets[m.ID]; ok {
+		c.last, c.lastTag = &State{Next: m.ID + 1, Last: &w.b, LastCommit: &m}, w.tag
 		delete(c.offsets, m.ID)
 	} else {
-		c.last = nil // batch m's offsets were written by an earlier process: read them back
+		c.last, c.lastTag = nil, "" // batch m's offsets were written by an earlier process: read them back
 	}
 	return nil
 }
@@ -385,23 +398,32 @@ func b2i(b bool) int {
 	return 0
 }
 
+// putOnce writes v to key with a conditional put (putOnceTag).
 func (c *Checkpoint) putOnce(ctx context.Context, key string, v any) error {
+	_, err := c.putOnceTag(ctx, key, v)
+	return err
+}
+
+// putOnceTag writes v to key with a conditional put and returns the ETag of the file
+// written ("" when the store does not say, or when the file is our own earlier attempt
+// whose answer was lost). *ConcurrentStreamError when another's file is there.
+func (c *Checkpoint) putOnceTag(ctx context.Context, key string, v any) (string, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("write checkpoint %s: %w", key, err)
+		return "", fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
-	err = c.store.PutIfAbsent(ctx, key, data)
+	tag, err := storage.PutIfAbsentTag(ctx, c.store, key, data)
 	if errors.Is(err, storage.ErrExists) {
 		existing, rerr := c.get(ctx, key)
 		if rerr == nil && sameContent(existing, data) {
-			return nil // our own earlier attempt whose answer was lost
+			return "", nil // our own earlier attempt whose answer was lost
 		}
-		return &ConcurrentStreamError{Checkpoint: c.store.URL(), Key: key}
+		return "", &ConcurrentStreamError{Checkpoint: c.store.URL(), Key: key}
 	}
 	if err != nil {
-		return fmt.Errorf("write checkpoint %s: %w", key, err)
+		return "", fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
-	return nil
+	return tag, nil
 }
 
 // sameContent compares two checkpoint files ignoring written_at, so a retried put of the
@@ -465,22 +487,22 @@ func (c *Checkpoint) exists(ctx context.Context, key string) (bool, error) {
 	return err == nil, err
 }
 
-// highest is the highest batch with a file in dir (found false: none), and the newest
-// LSN of the start files the listing showed (lsn.Zero: none).
-func (c *Checkpoint) highest(ctx context.Context, dir string) (top int64, found bool, start lsn.LSN, err error) {
+// highest is the highest batch with a file in dir (found false: none) with that file's
+// ETag, and the newest LSN of the start files the listing showed (lsn.Zero: none).
+func (c *Checkpoint) highest(ctx context.Context, dir string) (top int64, tag string, found bool, start lsn.LSN, err error) {
 	top = -1
 	for info, err := range c.store.List(ctx, dir, "") {
 		if err != nil {
-			return 0, false, lsn.Zero, err
+			return 0, "", false, lsn.Zero, err
 		}
 		if n, ok := batchOf(dir, info.Key); ok && n > top {
-			top, found = n, true
+			top, tag, found = n, info.ETag, true
 		}
 		if l, ok := startLSN(info.Key); ok && start.Less(l) {
 			start = l
 		}
 	}
-	return top, found, start, nil
+	return top, tag, found, start, nil
 }
 
 func batchOf(dir, key string) (int64, bool) {

@@ -287,3 +287,63 @@ func batchesIn(t *testing.T, st storage.Store, dir string) []int64 {
 	slices.Sort(out)
 	return out
 }
+
+// A Checkpoint's memory answers only for the very offsets file it wrote: when the
+// checkpoint was deleted and another stream wrote files up to the same batch number, the
+// listing shows another ETag and the files are read (they hold the other's ranges).
+func TestResumeRemembersOnlyItsOwnFile(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []string{"another stream's file", "our own file written again"} {
+		t.Run(how, func(t *testing.T) {
+			st := newStore(t)
+			mine := New(st, "app")
+			for n := int64(0); n <= 2; n++ {
+				if err := mine.WriteOffsets(ctx, Batch{ID: n, End: off("0x01", "")}); err != nil {
+					t.Fatal(err)
+				}
+				if err := mine.WriteCommit(ctx, Commit{ID: n}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s, err := mine.Resume(ctx); err != nil || !s.Remembered || s.Next != 3 {
+				t.Fatalf("own checkpoint: %+v %v", s, err)
+			}
+			files := map[string][]byte{}
+			for info, err := range st.List(ctx, "", "") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := st.GetRange(ctx, info.Key, 0, -1)
+				files[info.Key] = b
+				if err := st.Delete(ctx, info.Key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if how == "our own file written again" {
+				// The same bytes in new files (a restore): on local disk other ETags.
+				for k, b := range files {
+					if err := st.PutIfAbsent(ctx, k, b); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				other := New(st, "app")
+				for n := int64(0); n <= 2; n++ {
+					if err := other.WriteOffsets(ctx, Batch{ID: n, End: off("0x09", "")}); err != nil {
+						t.Fatal(err)
+					}
+					if err := other.WriteCommit(ctx, Commit{ID: n}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			s, err := mine.Resume(ctx)
+			if err != nil || s.Remembered || s.Next != 3 {
+				t.Fatalf("after the reset: %+v %v; want read from the files", s, err)
+			}
+			if want := lsn.MustParse(map[bool]string{true: "0x01", false: "0x09"}[how != "another stream's file"]); s.Last.End.LSN != want {
+				t.Errorf("resumed at %s, want %s", s.Last.End.LSN, want)
+			}
+		})
+	}
+}
