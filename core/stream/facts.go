@@ -104,10 +104,19 @@ func (r *run) factsRows(ctx context.Context, m *checkpoint.Commit, rows []facts.
 // the batches up to last: those after the facts table's own record (a run that died after
 // its facts commit may have committed more than the commit files say) and after what the
 // commit files say is committed (older batches' files may be cleaned up).
+//
+// The facts table is the snapshot checkNotRewound read in this invocation (taken once),
+// else the table's latest: as with bronze (run.bronze), a snapshot read moments before is
+// as good a base, the commit detecting others' commits since (a txn of the app_id
+// committed meanwhile skips the commit).
 func (r *run) waitingFacts(ctx context.Context, last int64) (*deltalog.Snapshot, []facts.Row, error) {
-	snap, err := r.deps.Facts.Snapshot(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read facts table: %w", err)
+	snap := r.factsSnap
+	r.factsSnap = nil
+	if snap == nil {
+		var err error
+		if snap, err = r.deps.Facts.Snapshot(ctx); err != nil {
+			return nil, nil, fmt.Errorf("read facts table: %w", err)
+		}
 	}
 	p := r.facts
 	from := last + 1 - checkpoint.DefaultRetain

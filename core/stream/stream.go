@@ -182,7 +182,8 @@ type run struct {
 	// facts is what the invocation knows of the facts rows not yet committed.
 	facts pendingFacts
 	// factsSnap is the facts table as checkNotRewound read it (nil when it did not), which
-	// bootstrapOffset reads too rather than asking the log again in the same invocation.
+	// bootstrapOffset reads too rather than asking the log again in the same invocation,
+	// and the first facts commit commits on (waitingFacts; nil once taken).
 	factsSnap *deltalog.Snapshot
 	// handed is the start a bootstrap handed a fresh checkpoint (nil: none; see
 	// handedStart), and bronzeSnap bronze as checkNotRewound read it, which the first
@@ -256,11 +257,8 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	r.handed = r.handedStart(state)
-	// A state the Checkpoint remembers from its own writes was checked when first read.
-	if !state.Remembered {
-		if err := r.checkNotRewound(ctx, state); err != nil {
-			return res, err
-		}
+	if err := r.checkNotRewound(ctx, state); err != nil {
+		return res, err
 	}
 	if off, ok := recordedPosition(state); ok {
 		if err := r.checkContinuity(ctx, off); err != nil {
@@ -389,6 +387,17 @@ func (r *run) stopTime(ctx context.Context, began time.Time) time.Time {
 // (docs/decisions/0013-facts-rows-deferred.md) and holds the batches that appended
 // nothing. A fresh checkpoint a bootstrap handed its start is checked against bronze alone
 // (handedStart). The bronze snapshot read is the one the first batch commits on.
+//
+// A state the Checkpoint remembers from its own writes (a warm process whose last batch is
+// still the newest file, the very file it wrote) is checked against the facts table
+// alone: its next batch is a new one, which batch checks against the bronze it reads
+// anyway. The memory does not spare the facts check: the checkpoint can lose another
+// process's later batches while this process's files stand (restored from a copy, on S3
+// with the same ETags, or those batches' files deleted), and when those batches appended
+// nothing to bronze only the facts table holds them
+// (TestWarmHoleFactsAheadNotChecked). That is one request an invocation (a LIST of the
+// facts log, or a DynamoDB Query), which the invocation's facts commit, when it makes one,
+// saves again (waitingFacts).
 func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 	limit := st.Next // the next new batch must be above every recorded one
 	if st.Pending != nil {
@@ -403,6 +412,9 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 		if v, ok := snap.TxnVersion(facts.TxnFacts(r.spec.AppID)); ok && v >= limit {
 			return &CheckpointRewoundError{AppID: r.spec.AppID, Next: st.Next, FactsBatch: v}
 		}
+	}
+	if st.Remembered {
+		return nil
 	}
 	snap, err := r.deps.Bronze.Snapshot(ctx)
 	if err != nil {
@@ -464,6 +476,7 @@ func (r *run) bootstrapOffset(ctx context.Context) (lsn.Offset, error) {
 			if err != nil {
 				return lsn.Offset{}, err
 			}
+			r.factsSnap = nil // the open committed to the facts table since
 			r.log.Info("chunked snapshot open: the stream starts at S; the backfill reads the table", "snapshot", off.LSN.String())
 			start = off.LSN
 		default:
