@@ -14,7 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -192,5 +194,56 @@ func TestGetRangeRefusesABodyNotMatchingItsChecksum(t *testing.T) {
 				t.Fatalf("read %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// refusingKey is a client whose DeleteObjects deletes every key but one, which it reports
+// in the answer's per-key Errors (as S3 does for a key it could not delete).
+type refusingKey struct {
+	s3store.Client
+	key string
+}
+
+func (c *refusingKey) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, o ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {
+	var keep []types.ObjectIdentifier
+	for _, id := range in.Delete.Objects {
+		if aws.ToString(id.Key) != c.key {
+			keep = append(keep, id)
+		}
+	}
+	in2 := *in
+	in2.Delete = &types.Delete{Objects: keep, Quiet: in.Delete.Quiet}
+	out, err := c.Client.DeleteObjects(ctx, &in2, o...)
+	if err != nil {
+		return out, err
+	}
+	out.Errors = append(out.Errors, types.Error{Key: aws.String(c.key), Code: aws.String("InternalError"), Message: aws.String("We encountered an internal error. Please try again.")})
+	return out, nil
+}
+
+// A key DeleteObjects reports it could not delete makes DeleteKeys fail (naming it), though
+// the request deleted the others: callers that need an order (checkpoint.Clean) stop there.
+func TestDeleteKeysPerKeyErrorIsAFailure(t *testing.T) {
+	srv := emulators.StartS3(t)
+	s := s3store.New(&refusingKey{Client: srv.Client(), key: "k/1"}, srv.Bucket(t), "")
+	ctx := t.Context()
+	for _, k := range []string{"k/0", "k/1", "k/2"} {
+		if err := s.PutIfAbsent(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := storage.DeleteKeys(ctx, s, []string{"k/0", "k/1", "k/2"})
+	if err == nil || !strings.Contains(err.Error(), "k/1") {
+		t.Fatalf("DeleteKeys with k/1 refused: %v, want an error naming k/1", err)
+	}
+	var left []string
+	for info, err := range s.List(ctx, "k/", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, info.Key)
+	}
+	if len(left) != 1 || left[0] != "k/1" {
+		t.Errorf("left %v, want [k/1]", left)
 	}
 }
