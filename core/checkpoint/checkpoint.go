@@ -207,6 +207,11 @@ func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
 		st.Remembered = true
 		return st, nil
 	}
+	// The listing does not show this Checkpoint's own newest file: another stream wrote
+	// since, or the checkpoint was reset, restored or stripped. What it remembers of commit
+	// files (Commits) and of its last state may then name files that are gone or are now
+	// another stream's under the same batch numbers, so it is all dropped and read afresh.
+	c.forget()
 	b, err := c.readBatch(ctx, top)
 	if err != nil {
 		return State{}, err
@@ -320,6 +325,17 @@ func (c *Checkpoint) WriteCommit(ctx context.Context, m Commit) error {
 		c.last, c.lastTag = nil, "" // batch m's offsets were written by an earlier process: read them back
 	}
 	return nil
+}
+
+// forget drops all this Checkpoint remembers of the files: its last state, the offsets it
+// wrote and did not commit, the commit files it wrote or read. What it reads next is
+// remembered again; a batch it commits after this (a Pending one re-run) is read back at
+// the next Resume.
+func (c *Checkpoint) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.lastTag = nil, ""
+	c.offsets, c.commits = nil, nil
 }
 
 // remember keeps commit file m for Commits, and drops those whose rows are in the facts

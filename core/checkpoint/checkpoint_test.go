@@ -137,8 +137,9 @@ func TestClean(t *testing.T) {
 }
 
 // A Checkpoint resumes from its memory of its own writes with one listing, and reads the
-// files when the listing shows a batch it did not commit (another process ran since);
-// Commits answers from memory what it wrote and reads the rest.
+// files when the listing shows a batch it did not commit (another process ran since), then
+// forgetting what it remembered; Commits answers from memory what it wrote or read since
+// and reads the rest.
 func TestResumeRemembers(t *testing.T) {
 	ctx := context.Background()
 	c := &storagetest.Counter{}
@@ -185,11 +186,14 @@ func TestResumeRemembers(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].ID != 1 || got[1].ID != 2 {
 		t.Fatalf("commits %+v %v", got, err)
 	}
-	if n := c.Count("GetRange"); n != 0 {
-		t.Errorf("Commits read %d files; batch 1 was written and batch 2 read by this Checkpoint", n)
+	// Batch 2 was read by the last resume; batch 1, though this Checkpoint wrote it, is read
+	// again: once the listing showed another's batch, the file at 1 may be another's too (a
+	// checkpoint reset, or stripped and run again), so the resume forgot it.
+	if n := c.Count("GetRange"); n != 1 {
+		t.Errorf("Commits read %d files, want 1 (batch 1; batch 2 was read by the resume)", n)
 	}
 	// A missing file is left out; a new Checkpoint reads each file.
-	if got, err := New(st, "app").Commits(ctx, 0, 3); err != nil || len(got) != 3 || c.Count("GetRange") != 4 {
+	if got, err := New(st, "app").Commits(ctx, 0, 3); err != nil || len(got) != 3 || c.Count("GetRange") != 1+4 {
 		t.Errorf("a new Checkpoint's Commits: %+v %v after %d reads", got, err, c.Count("GetRange"))
 	}
 }
