@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // The Parquet writer properties of a file depend only on its Arrow schema, its codec and
@@ -28,6 +29,10 @@ type propsEntry struct {
 	codec  Codec
 	encs   []colEncoding
 	props  *parquet.WriterProperties
+	// root is schema as Parquet (pqarrow.ToParquet's), flat whether every field is one
+	// flat leaf column (flat.go: such files skip pqarrow.FileWriter).
+	root *pqschema.GroupNode
+	flat bool
 }
 
 // matches says whether e was built for schema (by pointer, else field by field:
@@ -66,13 +71,23 @@ var propsCache struct {
 //     column of unique values builds a dictionary until DictionaryPageSizeLimit (1 MiB)
 //     in each row group (docs/performance.md).
 func writerProperties(schema *arrow.Schema, codec Codec, encs []colEncoding) (*parquet.WriterProperties, error) {
+	e, err := fileSettings(schema, codec, encs)
+	if err != nil {
+		return nil, err
+	}
+	return e.props, nil
+}
+
+// fileSettings is writerProperties with the Parquet schema they were built for: the kept
+// entry, shared and read-only.
+func fileSettings(schema *arrow.Schema, codec Codec, encs []colEncoding) (*propsEntry, error) {
 	propsCache.mu.Lock()
 	for i, e := range propsCache.entries {
 		if e.matches(schema, codec, encs) {
 			copy(propsCache.entries[1:i+1], propsCache.entries[:i])
 			propsCache.entries[0] = e
 			propsCache.mu.Unlock()
-			return e.props, nil
+			return e, nil
 		}
 	}
 	propsCache.mu.Unlock()
@@ -84,6 +99,7 @@ func writerProperties(schema *arrow.Schema, codec Codec, encs []colEncoding) (*p
 	}
 	opts = append(opts, dictionaryProperties(sc, schema, encs)...)
 	e := &propsEntry{schema: schema, codec: codec, encs: append([]colEncoding(nil), encs...), props: parquet.NewWriterProperties(opts...)}
+	flatSettings(e, sc)
 
 	propsCache.mu.Lock()
 	defer propsCache.mu.Unlock()
@@ -92,5 +108,5 @@ func writerProperties(schema *arrow.Schema, codec Codec, encs []colEncoding) (*p
 	}
 	copy(propsCache.entries[1:], propsCache.entries)
 	propsCache.entries[0] = e
-	return e.props, nil
+	return e, nil
 }

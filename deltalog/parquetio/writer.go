@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -77,7 +76,7 @@ type openFile struct {
 	// file holds the encoded bytes (spill.go), cw counts them.
 	file  *spillFile
 	cw    *countingWriter
-	fw    *pqarrow.FileWriter
+	enc   rowGroupEncoder
 	stats *fileStats
 	// held are the rows of the open row group, heldBytes their Arrow size.
 	held      []arrow.RecordBatch
@@ -187,7 +186,7 @@ func (w *Writer) flushRowGroup() error {
 // writeRowGroup writes f's held rows as one row group: each column's pieces as one
 // chunked array, a string column chosen for encOwnDict as one dictionary array.
 func (w *Writer) writeRowGroup(f *openFile) error {
-	if err := f.fw.NewRowGroupChecked(); err != nil {
+	if err := f.enc.newRowGroup(); err != nil {
 		return err
 	}
 	var rows int64
@@ -204,7 +203,7 @@ func (w *Writer) writeRowGroup(f *openFile) error {
 			// dictionary's distinct values, or from the pieces when it did not pay.
 			if d, ok := ownDictionary(field.Type, pieces); ok {
 				f.stats.addDictionary(i, d.(*array.Dictionary).Dictionary(), int64(d.NullN()))
-				err := writeColumn(f.fw, d.DataType(), []arrow.Array{d}, rows)
+				err := f.enc.writeColumn(d.DataType(), []arrow.Array{d}, rows)
 				d.Release()
 				if err != nil {
 					return err
@@ -218,7 +217,7 @@ func (w *Writer) writeRowGroup(f *openFile) error {
 				}
 			}
 		}
-		if err := writeColumn(f.fw, field.Type, pieces, rows); err != nil {
+		if err := f.enc.writeColumn(field.Type, pieces, rows); err != nil {
 			return err
 		}
 	}
@@ -251,13 +250,13 @@ func (f *openFile) ownDictionary(i int) bool { return f.encs[i] == encOwnDict }
 // openFile opens a file whose first rows are first (they choose its encodings).
 func (w *Writer) openFile(first arrow.RecordBatch) error {
 	encs := chooseEncodings(first)
-	props, err := writerProperties(w.schema, w.opts.Codec, encs)
+	settings, err := fileSettings(w.schema, w.opts.Codec, encs)
 	if err != nil {
 		return err
 	}
 	sf := newSpillFile(w.opts.TempDir)
 	cw := &countingWriter{w: sf}
-	fw, err := pqarrow.NewFileWriter(w.schema, cw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
+	enc, err := newRowGroupEncoder(cw, w.schema, settings)
 	if err != nil {
 		sf.close()
 		return fmt.Errorf("open parquet writer: %w", err)
@@ -266,7 +265,7 @@ func (w *Writer) openFile(first arrow.RecordBatch) error {
 		name:  fileName(w.part, w.opts.Codec),
 		file:  sf,
 		cw:    cw,
-		fw:    fw,
+		enc:   enc,
 		stats: newFileStats(w.schema, w.opts.NumIndexedCols, w.opts.StringPrefixLength),
 		encs:  encs,
 	}
@@ -283,7 +282,7 @@ func (w *Writer) finishFile(ctx context.Context) error {
 		return err
 	}
 	w.cur = nil
-	if err := f.fw.Close(); err != nil {
+	if err := f.enc.close(); err != nil {
 		return fmt.Errorf("close parquet writer: %w", err)
 	}
 	r, err := f.file.reader()
@@ -328,7 +327,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 		for _, r := range f.held {
 			r.Release()
 		}
-		_ = f.fw.Close()
+		_ = f.enc.close()
 		f.file.close()
 	}
 	var first error

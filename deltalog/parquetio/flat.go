@@ -1,0 +1,183 @@
+package parquetio
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// Files whose columns are all flat (no struct, list or map) are encoded through arrow-go's
+// file writer and its column chunk writers directly, each column's values handed to
+// pqarrow.WriteArrowToColumn with definition levels computed here, instead of through
+// pqarrow.FileWriter. The column chunk writers, and so the encodings, statistics, pages
+// and metadata, are the same ones pqarrow drives: the files are byte for byte the ones
+// pqarrow.FileWriter writes (TestFlatEncoderMatchesPqarrow). What it spares, per file:
+// pqarrow's schema conversion and schema manifest (the Parquet schema is kept with the
+// writer properties, props.go), and per column chunk its level builder, chunked-array
+// slicing and write context. A stream batch writes ~20 column chunks in small files,
+// where that machinery was a fifth of the CPU (docs/performance.md § Small files).
+// Nested schemas keep pqarrow.FileWriter, whose level builder handles them.
+
+// rowGroupEncoder encodes the row groups of one Parquet file, column after column.
+type rowGroupEncoder interface {
+	// newRowGroup starts a row group (closing the previous one).
+	newRowGroup() error
+	// writeColumn writes the next top-level column of the open row group from its
+	// pieces (rows rows in all; a dictionary array is written as its dictionary).
+	writeColumn(dt arrow.DataType, pieces []arrow.Array, rows int64) error
+	// close closes the open row group and writes the footer.
+	close() error
+}
+
+// newRowGroupEncoder returns the encoder of a file of schema's records into w with the
+// kept settings e: flatEncoder when e's schema is flat, else pqarrow's.
+func newRowGroupEncoder(w io.Writer, schema *arrow.Schema, e *propsEntry) (rowGroupEncoder, error) {
+	if e.flat && !forcePqarrow {
+		return newFlatEncoder(w, schema, e)
+	}
+	fw, err := pqarrow.NewFileWriter(schema, w, e.props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
+	if err != nil {
+		return nil, err
+	}
+	return arrowEncoder{fw}, nil
+}
+
+// forcePqarrow makes every file go through pqarrow.FileWriter: set only by the test that
+// compares the two.
+var forcePqarrow bool
+
+// arrowEncoder is pqarrow.FileWriter: nested schemas.
+type arrowEncoder struct{ fw *pqarrow.FileWriter }
+
+func (a arrowEncoder) newRowGroup() error { return a.fw.NewRowGroupChecked() }
+func (a arrowEncoder) writeColumn(dt arrow.DataType, pieces []arrow.Array, rows int64) error {
+	return writeColumn(a.fw, dt, pieces, rows)
+}
+func (a arrowEncoder) close() error { return a.fw.Close() }
+
+// flatSchema says whether every field of s is one Parquet leaf column that
+// pqarrow.WriteArrowToColumn writes from the array itself: no nested, extension,
+// dictionary or null type.
+func flatSchema(s *arrow.Schema) bool {
+	for _, f := range s.Fields() {
+		switch f.Type.ID() {
+		case arrow.EXTENSION, arrow.DICTIONARY, arrow.NULL:
+			return false
+		}
+		if isNested(f.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// flatEncoder writes a flat schema's columns through arrow-go's column chunk writers.
+type flatEncoder struct {
+	fw *file.Writer
+	rg file.SerialRowGroupWriter
+	// ctx carries pqarrow's write context (its scratch buffers) from column to column,
+	// as pqarrow.FileWriter keeps one per file.
+	ctx context.Context
+	// defs is the definition levels' scratch, grown to the longest piece.
+	defs []int16
+}
+
+func newFlatEncoder(w io.Writer, s *arrow.Schema, e *propsEntry) (*flatEncoder, error) {
+	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: the
+	// schema's own metadata, an empty list when it has none.
+	meta := make(metadata.KeyValueMetadata, 0)
+	md := s.Metadata()
+	for i := range md.Len() {
+		if err := meta.Append(md.Keys()[i], md.Values()[i]); err != nil {
+			return nil, err
+		}
+	}
+	fw, err := file.NewParquetWriterWithError(w, e.root, file.WithWriterProps(e.props), file.WithWriteMetadata(meta))
+	if err != nil {
+		return nil, err
+	}
+	props := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator))
+	return &flatEncoder{fw: fw, ctx: pqarrow.NewArrowWriteContext(context.Background(), &props)}, nil
+}
+
+func (f *flatEncoder) newRowGroup() error {
+	if f.rg != nil {
+		if err := f.rg.Close(); err != nil {
+			return err
+		}
+	}
+	rg, err := f.fw.AppendRowGroupChecked()
+	if err != nil {
+		return err
+	}
+	f.rg = rg
+	return nil
+}
+
+// writeColumn writes each piece with its definition levels (1 where a value is, 0 where
+// NULL, none for a required column), as pqarrow's level builder gives them for a flat
+// column; the column writer skips the NULL slots by the validity bitmap.
+func (f *flatEncoder) writeColumn(dt arrow.DataType, pieces []arrow.Array, rows int64) error {
+	cw, err := f.rg.NextColumn()
+	if err != nil {
+		return err
+	}
+	optional := cw.Descr().SchemaNode().RepetitionType() == parquet.Repetitions.Optional
+	var written int64
+	for _, p := range pieces {
+		n := p.Len()
+		if n == 0 {
+			continue
+		}
+		var defs []int16
+		if optional {
+			if cap(f.defs) < n {
+				f.defs = make([]int16, n)
+			}
+			defs = f.defs[:n]
+			if p.NullN() == 0 {
+				for i := range defs {
+					defs[i] = 1
+				}
+			} else {
+				for i := range defs {
+					defs[i] = 0
+					if p.IsValid(i) {
+						defs[i] = 1
+					}
+				}
+			}
+		}
+		if err := pqarrow.WriteArrowToColumn(f.ctx, cw, p, defs, nil, optional); err != nil {
+			return err
+		}
+		written += int64(n)
+	}
+	if written != rows {
+		return fmt.Errorf("parquetio: column %s: %d values for a row group of %d rows", cw.Descr().Name(), written, rows)
+	}
+	return nil
+}
+
+func (f *flatEncoder) close() error {
+	if f.rg != nil {
+		if err := f.rg.Close(); err != nil {
+			return err
+		}
+	}
+	return f.fw.Close()
+}
+
+// flatSettings fills e's Parquet schema root and whether its schema is flat.
+func flatSettings(e *propsEntry, sc *pqschema.Schema) {
+	e.root = sc.Root()
+	e.flat = flatSchema(e.schema)
+}
