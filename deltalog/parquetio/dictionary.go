@@ -69,6 +69,10 @@ func chooseEncodings(first arrow.RecordBatch) []colEncoding {
 	seen := distinctPool.Get().(*distinctSets)
 	defer distinctPool.Put(seen)
 	for i, col := range first.Columns() {
+		if n == col.Len() {
+			out[i] = seen.chooseEncoding(col)
+			continue
+		}
 		sample := array.NewSlice(col, 0, int64(n))
 		out[i] = seen.chooseEncoding(sample)
 		sample.Release()

@@ -73,7 +73,8 @@ type fileStats struct {
 func newFileStats(schema *arrow.Schema, numIndexed, prefix int) *fileStats {
 	fs := &fileStats{prefix: prefix, keepRunes: 2*prefix + 1}
 	leaves := 0
-	for i, f := range schema.Fields() {
+	for i := range schema.NumFields() {
+		f := schema.Field(i) // not Fields(), which copies them all
 		if numIndexed >= 0 && leaves >= numIndexed {
 			break
 		}

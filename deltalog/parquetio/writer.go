@@ -194,7 +194,8 @@ func (w *Writer) writeRowGroup(f *openFile) error {
 		rows += r.NumRows()
 	}
 	pieces := make([]arrow.Array, len(f.held))
-	for i, field := range w.schema.Fields() {
+	for i := range w.schema.NumFields() {
+		field := w.schema.Field(i) // not Fields(), which copies them all
 		for j, r := range f.held {
 			pieces[j] = r.Column(i)
 		}
