@@ -211,3 +211,46 @@ func TestFlatSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentFlatWriters: writers of one schema at the same time (a step runs several)
+// share the kept Parquet schema and properties; each writes the file one writer alone
+// writes. Run with -race, it also checks that the shared schema is only read.
+func TestConcurrentFlatWriters(t *testing.T) {
+	s := mustSchema(t, benchColumns)
+	write := func() ([]byte, error) {
+		rec := bronzeRecordFrom(memory.DefaultAllocator, s, 0, 500, true)
+		defer rec.Release()
+		var out bytes.Buffer
+		w := NewWriter(discardStore{&out}, s, WriterOptions{TempDir: t.TempDir()})
+		if err := w.Write(context.Background(), rec); err != nil {
+			return nil, err
+		}
+		_, err := w.Close(context.Background())
+		return out.Bytes(), err
+	}
+	want, err := write()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 4
+	got := make([][]byte, writers)
+	errs := make([]error, writers)
+	done := make(chan int)
+	for i := range writers {
+		go func() {
+			got[i], errs[i] = write()
+			done <- i
+		}()
+	}
+	for range writers {
+		<-done
+	}
+	for i := range writers {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if !bytes.Equal(got[i], want) {
+			t.Errorf("writer %d wrote %d bytes unlike the lone writer's %d", i, len(got[i]), len(want))
+		}
+	}
+}
