@@ -183,8 +183,9 @@ func (w *Writer) flushRowGroup() error {
 	return nil
 }
 
-// writeRowGroup writes f's held rows as one row group: each column's pieces as one
-// chunked array, a string column chosen for encOwnDict as one dictionary array.
+// writeRowGroup writes f's held rows as one row group through f.enc (flat.go): each
+// column's pieces in order, a string column chosen for encOwnDict as one dictionary
+// array.
 func (w *Writer) writeRowGroup(f *openFile) error {
 	if err := f.enc.newRowGroup(); err != nil {
 		return err
