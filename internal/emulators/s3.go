@@ -13,6 +13,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -97,6 +98,64 @@ func StartS3Clock(t testing.TB, now func() time.Time) *S3Server {
 	t.Cleanup(srv.Close)
 	return &S3Server{URL: srv.URL, backend: backend}
 }
+
+// ClockPath is the control endpoint of an S3 emulator on a settable simulated clock
+// (NewS3HandlerClock; s3server -clock; StartS3ProcessClock): a PUT there whose body is a
+// time in RFC 3339 with nanoseconds sets the clock, and is answered 204 once every later
+// request sees it; a body that is not such a time gets 400. "_" cannot begin a bucket
+// name, so the path is no S3 request's.
+const ClockPath = "/_emulator/clock"
+
+// NewS3HandlerClock is NewS3Handler on a simulated clock that starts at start and moves
+// only when set through ClockPath: objects get their modification times from it, and
+// requests are not checked against it for skew (as StartS3Clock).
+func NewS3HandlerClock(start time.Time) http.Handler {
+	var ns atomic.Int64
+	ns.Store(start.UnixNano())
+	ts := clockSource(func() time.Time { return time.Unix(0, ns.Load()).UTC() })
+	s3h := s3Handler(s3mem.New(s3mem.WithTimeSource(ts)), gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != ClockPath {
+			s3h.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 100))
+		t, perr := time.Parse(time.RFC3339Nano, string(body))
+		switch {
+		case r.Method != http.MethodPut:
+			writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "PUT the time")
+		case err != nil || perr != nil:
+			writeError(w, http.StatusBadRequest, "InvalidArgument", fmt.Sprintf("clock: want an RFC 3339 time, got %q", body))
+		default:
+			ns.Store(t.UnixNano())
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+}
+
+// SetClock sets the simulated clock of an emulator served by NewS3HandlerClock
+// (StartS3ProcessClock) to t, and returns once the emulator has it. Errors: the request's,
+// or the emulator's answer when not 204 (one without a clock answers as S3 to an unknown
+// bucket).
+func (s *S3Server) SetClock(ctx context.Context, t time.Time) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, s.URL+ClockPath, strings.NewReader(t.UTC().Format(time.RFC3339Nano)))
+	if err != nil {
+		return err
+	}
+	resp, err := clockClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("set the S3 emulator's clock: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("set the S3 emulator's clock: %s: %s", resp.Status, msg)
+	}
+	return nil
+}
+
+// clockClient sends SetClock's requests, on connections of its own.
+var clockClient = &http.Client{Transport: &http.Transport{}}
 
 // clockSource is a gofakes3.TimeSource reading a caller's clock.
 type clockSource func() time.Time
@@ -251,11 +310,25 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // and memory (AWS's work in production). Needs the go command.
 func StartS3Process(tb testing.TB) *S3Server {
 	tb.Helper()
+	return startS3Process(tb)
+}
+
+// StartS3ProcessClock is StartS3Process on a simulated clock (s3server -clock,
+// NewS3HandlerClock) that starts at start and moves only when the caller sets it
+// (S3Server.SetClock): StartS3Clock for a benchmark that runs in simulated time and
+// meters its own process only.
+func StartS3ProcessClock(tb testing.TB, start time.Time) *S3Server {
+	tb.Helper()
+	return startS3Process(tb, "-clock", start.UTC().Format(time.RFC3339Nano))
+}
+
+func startS3Process(tb testing.TB, args ...string) *S3Server {
+	tb.Helper()
 	bin := filepath.Join(tb.TempDir(), "s3server")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mssqlcdc/mssqlcdc/internal/emulators/s3server").CombinedOutput(); err != nil {
 		tb.Fatalf("build s3server: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-exit-on-stdin-eof")
+	cmd := exec.Command(bin, append([]string{"-exit-on-stdin-eof"}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -113,5 +116,63 @@ func TestBareGofakes3IgnoresConditionalCopy(t *testing.T) {
 	}
 	if got := get(t, c, b, "dst"); got != "b" {
 		t.Fatalf("content = %q: gofakes3 now honours conditional copy", got)
+	}
+}
+
+// The emulator on a settable clock gives objects the clock's time, moves only when set,
+// and refuses a clock request that is not a time or not a PUT; one without a clock has no
+// such endpoint.
+func TestS3HandlerClock(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hs := httptest.NewServer(NewS3HandlerClock(start))
+	t.Cleanup(hs.Close)
+	srv := &S3Server{URL: hs.URL}
+	c, b := srv.Client(), srv.Bucket(t)
+	modified := func(key string) time.Time {
+		t.Helper()
+		out, err := c.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: &b, Key: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.LastModified.UTC()
+	}
+	if err := put(t, c, b, "a", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := modified("a"); !got.Equal(start) {
+		t.Fatalf("a modified %v, want the clock's start %v", got, start)
+	}
+	later := start.Add(30*24*time.Hour + time.Minute)
+	if err := srv.SetClock(t.Context(), later); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(t, c, b, "b", "b", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := modified("b"); !got.Equal(later) {
+		t.Fatalf("b modified %v, want the clock's %v", got, later)
+	}
+	if got := modified("a"); !got.Equal(start) {
+		t.Fatalf("a modified %v after the clock moved, want %v", got, start)
+	}
+	for _, r := range []struct {
+		method, body string
+		want         int
+	}{{http.MethodPut, "yesterday", http.StatusBadRequest}, {http.MethodGet, "", http.StatusMethodNotAllowed}} {
+		req, _ := http.NewRequest(r.method, hs.URL+ClockPath, strings.NewReader(r.body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != r.want {
+			t.Errorf("%s %q: %s, want %d", r.method, r.body, resp.Status, r.want)
+		}
+	}
+	if got := modified("b"); !got.Equal(later) {
+		t.Fatalf("b modified %v after refused clock requests", got)
+	}
+	if err := StartS3(t).SetClock(t.Context(), later); err == nil {
+		t.Fatal("SetClock on an emulator without a clock succeeded")
 	}
 }

@@ -2,7 +2,7 @@
 // memory, with conditional copy) on 127.0.0.1, for tests outside Go that need S3: the
 // state machine tests start it as a child process.
 //
-//	s3server [-addr 127.0.0.1:0] [-bucket NAME]... [-create-dynamo-table URL,NAME] [-exit-on-stdin-eof]
+//	s3server [-addr 127.0.0.1:0] [-bucket NAME]... [-create-dynamo-table URL,NAME] [-clock RFC3339] [-exit-on-stdin-eof]
 //
 // It creates the buckets named, and with -create-dynamo-table the S3DynamoDBLogStore log
 // table NAME on the DynamoDB endpoint URL (dynalite; TTL left off, as dynalite has none),
@@ -10,7 +10,9 @@
 // SIGINT or SIGTERM (or, with -exit-on-stdin-eof, until stdin closes, so it cannot
 // outlive a parent that dies). Clients address buckets path-style and may use any static
 // credentials in region us-east-1; the emulator checks no signature. Everything is held in
-// memory and lost when it stops.
+// memory and lost when it stops. With -clock the emulator runs on a simulated clock that
+// starts at that time and moves only when set through emulators.ClockPath
+// (emulators.NewS3HandlerClock): objects get their modification times from it.
 package main
 
 import (
@@ -61,12 +63,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var bs buckets
 	fs.Var(&bs, "bucket", "create this bucket before serving (repeatable)")
 	dynamoTable := fs.String("create-dynamo-table", "", "URL,NAME: create the Delta log table NAME on the DynamoDB endpoint URL before serving")
+	clock := fs.String("clock", "", "RFC 3339 time: run on a simulated clock starting there, set by a PUT to "+emulators.ClockPath)
 	stdinEOF := fs.Bool("exit-on-stdin-eof", false, "stop when stdin closes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	handler := emulators.NewS3Handler()
+	if *clock != "" {
+		start, err := time.Parse(time.RFC3339Nano, *clock)
+		if err != nil {
+			return fmt.Errorf("-clock: %w", err)
+		}
+		handler = emulators.NewS3HandlerClock(start)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -85,7 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: emulators.NewS3Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	endpoint := "http://" + ln.Addr().String()

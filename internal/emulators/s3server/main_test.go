@@ -85,7 +85,7 @@ func TestExitsOnStdinEOF(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"extra"}, {"-create-dynamo-table", "http://x"}, {"-bucket", ""}, {"-addr", "256.0.0.1:0"}} {
+	for _, args := range [][]string{{"extra"}, {"-create-dynamo-table", "http://x"}, {"-bucket", ""}, {"-addr", "256.0.0.1:0"}, {"-clock", "today"}} {
 		if err := run(t.Context(), args, strings.NewReader(""), io.Discard, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
 		}
@@ -109,4 +109,32 @@ func TestCreatesDynamoTable(t *testing.T) {
 	if len(out.Table.KeySchema) != 2 || *out.Table.KeySchema[0].AttributeName != "tablePath" || *out.Table.KeySchema[1].AttributeName != "fileName" {
 		t.Fatalf("key schema %+v", out.Table.KeySchema)
 	}
+}
+
+// With -clock the server runs on the simulated clock, set through emulators.ClockPath.
+func TestClock(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ep, _, done := start(t, ctx, "-bucket", "lake", "-clock", t0.Format(time.RFC3339))
+	srv := &emulators.S3Server{URL: ep}
+	c := srv.Client()
+	later := t0.Add(48 * time.Hour)
+	for _, at := range []time.Time{t0, later} {
+		if err := srv.SetClock(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("k"), Body: bytes.NewReader([]byte("x"))}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("lake"), Key: aws.String("k")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.LastModified.Equal(at) {
+			t.Fatalf("modified %v, want %v", out.LastModified, at)
+		}
+	}
+	cancel()
+	wait(t, done)
 }
