@@ -1,10 +1,13 @@
 package deltalog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,7 +21,8 @@ import (
 
 // BenchmarkFactsFleet runs the facts side of MSSQLCDC_BENCH_TABLES source tables'
 // streams (default 100) for MSSQLCDC_BENCH_DAYS simulated days (default 30) at one batch a
-// minute on the S3 emulator (gofakes3, in process, internal/emulators.StartS3Clock), each
+// minute on the S3 emulator (gofakes3, in a child process on the simulated clock,
+// internal/emulators.StartS3ProcessClock, set each simulated minute), each
 // table's facts table in a bucket of its own committing with S3 conditional puts
 // (decision 0013: a facts table per source table, facts rows committed every 10th batch),
 // in compressed time: one simulated clock that the Tables, the emulator's object times and
@@ -40,16 +44,17 @@ import (
 // first and last day and the first and last five days: the store requests (the facts
 // file, the LIST for others' commits, the commit, a tenth of a checkpoint's), the commits
 // lost to another writer (each a retry), the process CPU and allocation over the minute's
-// commits divided by them (the in-process emulator's work for those requests included, and
-// the garbage collector's), and the wall time of the Commit call; and the commits that
+// commits divided by them (the client side only, what a stream Lambda pays, the garbage
+// collector's work on its heap included: the emulator runs in its own process, whose CPU
+// and memory are not counted), and the wall time of the Commit call; and the commits that
 // failed (CommitAttemptsError), which must be 0. The CPU, allocation and wall figures are
 // those of ten concurrent commits on a shared machine: compare days, not absolute values.
 // Table 0's objects, live files and tombstones at each day's end are logged.
 //
 // The default is the whole claim: 432,000 facts commits and 72,000 maintenance runs,
-// 244 CPU-seconds for day 1 and 508 for day 30 on 2 loaded cores (the in-process
-// emulator's share included), so 3–4 CPU-hours, and 3–4 GB resident from day 29 on (the
-// emulator keeps every object):
+// 244 CPU-seconds for day 1 and 508 for day 30 on 2 loaded cores (measured with the
+// emulator in process, its share included), so 3–4 CPU-hours, and 3–4 GB resident in the
+// emulator's process from day 29 on (it keeps every object):
 //
 //	go test ./deltalog -run '^$' -bench FactsFleet -benchtime 1x -timeout 6h -v
 //
@@ -59,6 +64,12 @@ import (
 // last days run at the full step on tables that have lived 30 simulated days; the metrics
 // then cover the full-step days at each end only. MSSQLCDC_BENCH_TABLES,
 // MSSQLCDC_BENCH_DAYS and MSSQLCDC_BENCH_BATCHES_PER_DAY shorten it (a quick look).
+// MSSQLCDC_BENCH_S3_IN_PROCESS=1 runs the emulator in the benchmark's process instead
+// (internal/emulators.StartS3Clock; no go build; its CPU, allocation and heap then inside
+// every figure, as in the first runs of docs/performance.md). MSSQLCDC_BENCH_CPUPROFILE=DIR
+// writes a CPU profile of each full-step day to DIR/dayNN.pprof, the facts commits'
+// samples labelled fleet=commit and the maintenance's fleet=maintain (go tool pprof
+// -tagfocus fleet=commit).
 func BenchmarkFactsFleet(b *testing.B) {
 	tables := envInt(b, "MSSQLCDC_BENCH_TABLES", 100)
 	days := envInt(b, "MSSQLCDC_BENCH_DAYS", 30)
@@ -133,7 +144,20 @@ func (c *atomicClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleetDay {
 	c := &atomicClock{}
 	c.set(longRunStart)
-	srv := emulators.StartS3Clock(b, c.now)
+	var srv *emulators.S3Server
+	// setClock moves the emulator's clock to c's (a no-op in process, where it reads c).
+	setClock := func() {}
+	if os.Getenv("MSSQLCDC_BENCH_S3_IN_PROCESS") == "1" {
+		srv = emulators.StartS3Clock(b, c.now)
+	} else {
+		srv = emulators.StartS3ProcessClock(b, c.now())
+		setClock = func() {
+			if err := srv.SetClock(b.Context(), c.now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	profDir := os.Getenv("MSSQLCDC_BENCH_CPUPROFILE")
 	client := srv.Client()
 	tmp := b.TempDir()
 	fleet := make([]*longRunTable, tables)
@@ -156,8 +180,13 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 			batches = max(1, perDay/coarse.factor)
 		}
 		minute := 24 * time.Hour / time.Duration(batches)
+		stopProfile := func() {}
+		if profDir != "" && !d.coarse {
+			stopProfile = startCPUProfile(b, filepath.Join(profDir, fmt.Sprintf("day%02d.pprof", day+1)))
+		}
 		for range batches {
 			c.advance(minute)
+			setClock()
 			m++
 			var due []*longRunTable
 			for t, tbl := range fleet {
@@ -172,6 +201,7 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 				maintainFleet(b, fleet, tmp)
 			}
 		}
+		stopProfile()
 		d.logFiles, d.dataFiles = tableObjects(b, fleet[0])
 		snap := snapshotB(b, fleet[0].open())
 		d.liveFiles, d.tombstones = len(snap.Files()), len(tombstonesOf(b, snap))
@@ -209,7 +239,9 @@ func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			walls[j], errs[j] = writeBatch(t.counted, t.stream, tmp, "stream", t.next, t.rows)
+			pprof.Do(context.Background(), pprof.Labels("fleet", "commit"), func(context.Context) {
+				walls[j], errs[j] = writeBatch(t.counted, t.stream, tmp, "stream", t.next, t.rows)
+			})
 		}()
 	}
 	wg.Wait()
@@ -230,6 +262,28 @@ func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, m
 	}
 }
 
+// startCPUProfile starts the process's CPU profile into the file at path, and returns
+// the function that stops it and closes the file; it is also called at b's cleanup, if
+// the run stops first, and does nothing after the first call.
+func startCPUProfile(b *testing.B, path string) (stop func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	stop = sync.OnceFunc(func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	b.Cleanup(stop)
+	return stop
+}
+
 // maintainFleet runs the hour's maintenance on every table, two at a time.
 func maintainFleet(b *testing.B, fleet []*longRunTable, tmp string) {
 	next := atomic.Int64{}
@@ -239,13 +293,15 @@ func maintainFleet(b *testing.B, fleet []*longRunTable, tmp string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(fleet) {
-					return
+			pprof.Do(context.Background(), pprof.Labels("fleet", "maintain"), func(context.Context) {
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(fleet) {
+						return
+					}
+					errs[i] = fleet[i].maintainErr(tmp)
 				}
-				errs[i] = fleet[i].maintainErr(tmp)
-			}
+			})
 		}()
 	}
 	wg.Wait()
