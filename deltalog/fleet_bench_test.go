@@ -14,7 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
@@ -69,7 +74,13 @@ import (
 // every figure, as in the first runs of docs/performance.md). MSSQLCDC_BENCH_CPUPROFILE=DIR
 // writes a CPU profile of each full-step day to DIR/dayNN.pprof, the facts commits'
 // samples labelled fleet=commit and the maintenance's fleet=maintain (go tool pprof
-// -tagfocus fleet=commit).
+// -tagfocus fleet=commit). MSSQLCDC_BENCH_LOGSTORE=dynamodb commits through the DynamoDB
+// log store instead (decision 0013's other choice: one log table on dynalite for all the
+// tables, each Table's LogStore on the simulated clock, its DynamoDB requests counted with
+// the S3 ones); it needs dynalite:
+//
+//	MSSQLCDC_BENCH_LOGSTORE=dynamodb MSSQLCDC_BENCH_TABLES=20 MSSQLCDC_BENCH_COARSE_DAYS=2-28 \
+//	  scripts/with-dynalite.sh go test ./deltalog -run '^$' -bench FactsFleet -benchtime 1x -timeout 3h -v
 func BenchmarkFactsFleet(b *testing.B) {
 	tables := envInt(b, "MSSQLCDC_BENCH_TABLES", 100)
 	days := envInt(b, "MSSQLCDC_BENCH_DAYS", 30)
@@ -114,6 +125,7 @@ type fleetDay struct {
 	factsStats
 	coarse                bool // run at the coarse step
 	failed                int64
+	ddbRequests           int // the DynamoDB log store's, among factsStats.requests
 	logFiles, dataFiles   int
 	liveFiles, tombstones int // in table 0's snapshot at the day's end
 }
@@ -158,11 +170,15 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 		}
 	}
 	profDir := os.Getenv("MSSQLCDC_BENCH_CPUPROFILE")
+	newLogStore, err := fleetLogStore(b, c.now)
+	if err != nil {
+		b.Fatal(err)
+	}
 	client := srv.Client()
 	tmp := b.TempDir()
 	fleet := make([]*longRunTable, tables)
 	for i := range fleet {
-		t, err := newLongRunTableOn(s3store.New(client, srv.Bucket(b), "facts/"), c.now, 10, nil)
+		t, err := newLongRunTableWith(s3store.New(client, srv.Bucket(b), "facts/"), c.now, 10, nil, newLogStore)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -212,8 +228,8 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 			step = fmt.Sprintf(" (coarse: %d batches)", batches)
 		}
 		runtime.ReadMemStats(&ms)
-		b.Logf("day %2d%s: %d facts commits, %5.3f req, %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed; table 0: %d log files, %d data files, %d live files, %d tombstones; heap %d MB; %v wall, %v CPU since the start",
-			day+1, step, f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
+		b.Logf("day %2d%s: %d facts commits, %5.3f req (%5.3f DynamoDB), %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed; table 0: %d log files, %d data files, %d live files, %d tombstones; heap %d MB; %v wall, %v CPU since the start",
+			day+1, step, f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(d.ddbRequests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
 			f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), d.failed, d.logFiles, d.dataFiles, d.liveFiles, d.tombstones, ms.HeapAlloc>>20, time.Since(start).Round(time.Second), (benchmetrics.CPUTime() - cpuStart).Round(time.Second))
 	}
 	return stats
@@ -224,11 +240,11 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 // over all of them to d. A commit that fails with CommitAttemptsError is counted in
 // d.failed; any other error stops the benchmark.
 func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, ms *runtime.MemStats) {
-	before := make([]int, len(due))
+	before, ddb0 := make([]int, len(due)), make([]int, len(due))
 	lost0 := make([]int64, len(due))
 	for j, t := range due {
 		t.next++
-		before[j], lost0[j] = t.counter.Total(), t.lost.Load()
+		before[j], ddb0[j], lost0[j] = t.counter.Total(), ddbCount(t.counter), t.lost.Load()
 	}
 	walls := make([]time.Duration, len(due))
 	errs := make([]error, len(due))
@@ -256,10 +272,77 @@ func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, m
 			b.Fatal(errs[j])
 		}
 		d.requests += t.counter.Total() - before[j]
+		d.ddbRequests += ddbCount(t.counter) - ddb0[j]
 		d.lost += t.lost.Load() - lost0[j]
 		d.commitWall += walls[j]
 		d.commits++
 	}
+}
+
+// fleetLogStore returns the log stores the fleet's tables commit through:
+// MSSQLCDC_BENCH_LOGSTORE unset or "condput", nil (newLongRunTableWith's S3 conditional
+// put); "dynamodb", a DynamoDB LogStore per Table on a log table it creates on dynalite
+// (emulators.DynamoDB; the benchmark is skipped without it), on the clock now, whose
+// requests the table's Counter counts as "ddb.<Op>".
+func fleetLogStore(b *testing.B, now func() time.Time) (func(t *longRunTable) logstore.LogStore, error) {
+	switch v := os.Getenv("MSSQLCDC_BENCH_LOGSTORE"); v {
+	case "", "condput":
+		return nil, nil
+	case "dynamodb":
+	default:
+		return nil, fmt.Errorf("MSSQLCDC_BENCH_LOGSTORE=%q: want condput or dynamodb", v)
+	}
+	ddb := emulators.DynamoDB(b)
+	table := emulators.UniqueName("delta_log_")
+	ctx, cancel := context.WithTimeout(b.Context(), 30*time.Second)
+	defer cancel()
+	if err := dynamo.CreateTable(ctx, ddb, table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond}); err != nil {
+		return nil, err
+	}
+	return func(t *longRunTable) logstore.LogStore {
+		l, err := dynamo.New(countingDDB{ddb, t.counter}, t.counted, dynamo.Options{Table: table, Scheme: "s3a", Now: now})
+		if err != nil {
+			panic(err) // only for bad options, which these are not
+		}
+		return l
+	}, nil
+}
+
+// ddbCount is the DynamoDB requests c counted (countingDDB).
+func ddbCount(c *storagetest.Counter) int {
+	n := 0
+	for op, k := range c.Counts() {
+		if strings.HasPrefix(op, "ddb.") {
+			n += k
+		}
+	}
+	return n
+}
+
+// countingDDB counts each DynamoDB request in c as "ddb.<Op>".
+type countingDDB struct {
+	dynamo.Client
+	c *storagetest.Counter
+}
+
+func (d countingDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	d.c.Add("ddb.GetItem")
+	return d.Client.GetItem(ctx, in, o...)
+}
+
+func (d countingDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	d.c.Add("ddb.PutItem")
+	return d.Client.PutItem(ctx, in, o...)
+}
+
+func (d countingDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	d.c.Add("ddb.UpdateItem")
+	return d.Client.UpdateItem(ctx, in, o...)
+}
+
+func (d countingDDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	d.c.Add("ddb.Query")
+	return d.Client.Query(ctx, in, o...)
 }
 
 // startCPUProfile starts the process's CPU profile into the file at path, and returns

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -242,9 +243,12 @@ type longRunTable struct {
 	counted *storagetest.Counting
 	lost    *atomic.Int64 // commit files lost to another writer (lostRaceStore)
 	now     func() time.Time
-	stream  *Table
-	rows    int // rows per file
-	next    int64
+	// logStore, when set, makes the log store each Table of the table commits through
+	// (default: S3 conditional put on counted).
+	logStore func(t *longRunTable) logstore.LogStore
+	stream   *Table
+	rows     int // rows per file
+	next     int64
 }
 
 // lostRaceStore counts the commits its writers lost: a PutIfAbsent of a commit file
@@ -279,10 +283,16 @@ func newLongRunTable(b *testing.B, c *clock, rows int, props map[string]string) 
 // the clock now; its files will have rows rows. Safe to call from several goroutines on
 // stores of their own.
 func newLongRunTableOn(base storage.Store, now func() time.Time, rows int, props map[string]string) (*longRunTable, error) {
+	return newLongRunTableWith(base, now, rows, props, nil)
+}
+
+// newLongRunTableWith is newLongRunTableOn committing through the log stores logStore
+// makes (nil: S3 conditional put).
+func newLongRunTableWith(base storage.Store, now func() time.Time, rows int, props map[string]string, logStore func(t *longRunTable) logstore.LogStore) (*longRunTable, error) {
 	counter := &storagetest.Counter{}
 	lost := &atomic.Int64{}
 	counted := storagetest.NewCounting(lostRaceStore{Store: base, lost: lost}, counter)
-	t := &longRunTable{counter: counter, counted: counted, lost: lost, now: now, rows: rows}
+	t := &longRunTable{counter: counter, counted: counted, lost: lost, now: now, rows: rows, logStore: logStore}
 	t.stream = t.open()
 	snap, err := t.stream.Snapshot(context.Background())
 	if err != nil {
@@ -302,9 +312,14 @@ func newLongRunTableOn(base storage.Store, now func() time.Time, rows int, props
 }
 
 // open is a new process's Table on the counted store, committing with S3 conditional puts
-// (the log store lists the log from the newest version it knows).
+// (the log store lists the log from the newest version it knows), or through the log
+// store t.logStore makes.
 func (t *longRunTable) open() *Table {
-	return Open(t.counted, condput.New(t.counted), Options{Now: t.now, RetryBaseDelay: time.Microsecond})
+	var ls logstore.LogStore = condput.New(t.counted)
+	if t.logStore != nil {
+		ls = t.logStore(t)
+	}
+	return Open(t.counted, ls, Options{Now: t.now, RetryBaseDelay: time.Microsecond})
 }
 
 func snapshotB(b *testing.B, tbl *Table) *Snapshot {
