@@ -74,7 +74,12 @@ import (
 // every figure, as in the first runs of docs/performance.md). MSSQLCDC_BENCH_CPUPROFILE=DIR
 // writes a CPU profile of each full-step day to DIR/dayNN.pprof, the facts commits'
 // samples labelled fleet=commit and the maintenance's fleet=maintain (go tool pprof
-// -tagfocus fleet=commit). MSSQLCDC_BENCH_LOGSTORE=dynamodb commits through the DynamoDB
+// -tagfocus fleet=commit). MSSQLCDC_BENCH_CONTROL=1 adds a control on the last day (at the
+// full step): as many tables again, created that morning, whose facts commits (and hourly
+// maintenance) run in the same minutes as the old tables', just before or after them in
+// turn, so that a day-1 table and a day-N one are compared under the same machine load
+// (logged as "control", reported as dayN-control-*; profile label fleet=commit-young).
+// MSSQLCDC_BENCH_LOGSTORE=dynamodb commits through the DynamoDB
 // log store instead (decision 0013's other choice: one log table on dynalite for all the
 // tables, each Table's LogStore on the simulated clock, its DynamoDB requests counted with
 // the S3 ones); it needs dynalite:
@@ -87,10 +92,13 @@ func BenchmarkFactsFleet(b *testing.B) {
 	perDay := envInt(b, "MSSQLCDC_BENCH_BATCHES_PER_DAY", 1440)
 	for range b.N {
 		coarse := coarseFromEnv(b, days)
-		stats := runFleet(b, tables, days, perDay, coarse)
+		stats, control := runFleet(b, tables, days, perDay, coarse)
 		var failed int64
 		for _, d := range stats {
 			failed += d.failed
+		}
+		if control != nil {
+			failed += control.failed
 		}
 		// The first and last five days at the full step (fewer when coarse days are
 		// nearer the ends).
@@ -107,7 +115,11 @@ func BenchmarkFactsFleet(b *testing.B) {
 			{fmt.Sprintf("day%d-", days), stats[days-1].factsStats},
 			{fmt.Sprintf("days1-%d-", lead), sumFacts(stats[:lead])},
 			{fmt.Sprintf("days%d-%d-", days-trail+1, days), sumFacts(stats[days-trail:])},
+			{controlName(control != nil, days), controlFacts(control)},
 		} {
+			if m.name == "" {
+				continue
+			}
 			f := m.f
 			b.ReportMetric(f.perCommit(float64(f.requests)), m.name+"req/commit")
 			b.ReportMetric(f.perCommit(float64(f.lost)), m.name+"retries/commit")
@@ -117,6 +129,22 @@ func BenchmarkFactsFleet(b *testing.B) {
 		}
 		b.ReportMetric(float64(failed), "failed-commits")
 	}
+}
+
+// controlName is the metrics' prefix of the control fleet on day days, "" without one.
+func controlName(ok bool, days int) string {
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("day%d-control-", days)
+}
+
+// controlFacts is the control fleet's figures (zero without one).
+func controlFacts(c *fleetDay) factsStats {
+	if c == nil {
+		return factsStats{}
+	}
+	return c.factsStats
 }
 
 // fleetDay is one simulated day of the fleet's facts side, over all tables: its facts
@@ -153,7 +181,7 @@ func (c *atomicClock) set(t time.Time)         { c.ns.Store(t.UnixNano()) }
 func (c *atomicClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // runFleet runs the fleet (BenchmarkFactsFleet) and returns its days.
-func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleetDay {
+func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) (stats []fleetDay, control *fleetDay) {
 	c := &atomicClock{}
 	c.set(longRunStart)
 	var srv *emulators.S3Server
@@ -176,17 +204,21 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 	}
 	client := srv.Client()
 	tmp := b.TempDir()
-	fleet := make([]*longRunTable, tables)
-	for i := range fleet {
-		t, err := newLongRunTableWith(s3store.New(client, srv.Bucket(b), "facts/"), c.now, 10, nil, newLogStore)
-		if err != nil {
-			b.Fatal(err)
+	newFleet := func() []*longRunTable {
+		fleet := make([]*longRunTable, tables)
+		for i := range fleet {
+			t, err := newLongRunTableWith(s3store.New(client, srv.Bucket(b), "facts/"), c.now, 10, nil, newLogStore)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fleet[i] = t
 		}
-		fleet[i] = t
+		return fleet
 	}
+	fleet := newFleet()
+	var young []*longRunTable // the control fleet, on the last day
 	hourly := max(1, perDay/24)
 	start, cpuStart := time.Now(), benchmetrics.CPUTime()
-	var stats []fleetDay
 	var ms runtime.MemStats
 	m := 0 // the batches of each table so far
 	for day := range days {
@@ -200,21 +232,37 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 		if profDir != "" && !d.coarse {
 			stopProfile = startCPUProfile(b, filepath.Join(profDir, fmt.Sprintf("day%02d.pprof", day+1)))
 		}
+		if day == days-1 && !d.coarse && os.Getenv("MSSQLCDC_BENCH_CONTROL") == "1" {
+			young, control = newFleet(), &fleetDay{}
+		}
 		for range batches {
 			c.advance(minute)
 			setClock()
 			m++
-			var due []*longRunTable
+			var due, youngDue []*longRunTable
 			for t, tbl := range fleet {
 				if (m+t)%10 == 0 { // the table's 10th batch: its facts commit
 					due = append(due, tbl)
+					if young != nil {
+						youngDue = append(youngDue, young[t])
+					}
 				}
 			}
 			if len(due) > 0 {
-				d.commitMinute(b, due, tmp, &ms)
+				// The control's commits right before or after the old tables', in turn.
+				if len(youngDue) > 0 && m%2 == 0 {
+					control.commitMinute(b, youngDue, tmp, &ms, "commit-young")
+				}
+				d.commitMinute(b, due, tmp, &ms, "commit")
+				if len(youngDue) > 0 && m%2 == 1 {
+					control.commitMinute(b, youngDue, tmp, &ms, "commit-young")
+				}
 			}
 			if m%hourly == 0 {
 				maintainFleet(b, fleet, tmp)
+				if young != nil {
+					maintainFleet(b, young, tmp)
+				}
 			}
 		}
 		stopProfile()
@@ -231,15 +279,21 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) []fleet
 		b.Logf("day %2d%s: %d facts commits, %5.3f req (%5.3f DynamoDB), %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed; table 0: %d log files, %d data files, %d live files, %d tombstones; heap %d MB; %v wall, %v CPU since the start",
 			day+1, step, f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(d.ddbRequests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
 			f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), d.failed, d.logFiles, d.dataFiles, d.liveFiles, d.tombstones, ms.HeapAlloc>>20, time.Since(start).Round(time.Second), (benchmetrics.CPUTime() - cpuStart).Round(time.Second))
+		if control != nil {
+			f := control.factsStats
+			b.Logf("day %2d control (%d tables created this day, committing in the same minutes): %d facts commits, %5.3f req (%5.3f DynamoDB), %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed",
+				day+1, len(young), f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(control.ddbRequests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
+				f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), control.failed)
+		}
 	}
-	return stats
+	return stats, control
 }
 
 // commitMinute makes the facts commits of one simulated minute, one goroutine per table
 // due, and adds their requests, retries, wall times, and the process CPU and allocation
 // over all of them to d. A commit that fails with CommitAttemptsError is counted in
 // d.failed; any other error stops the benchmark.
-func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, ms *runtime.MemStats) {
+func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, ms *runtime.MemStats, label string) {
 	before, ddb0 := make([]int, len(due)), make([]int, len(due))
 	lost0 := make([]int64, len(due))
 	for j, t := range due {
@@ -255,7 +309,7 @@ func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pprof.Do(context.Background(), pprof.Labels("fleet", "commit"), func(context.Context) {
+			pprof.Do(context.Background(), pprof.Labels("fleet", label), func(context.Context) {
 				walls[j], errs[j] = writeBatch(t.counted, t.stream, tmp, "stream", t.next, t.rows)
 			})
 		}()
