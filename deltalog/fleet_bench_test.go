@@ -47,7 +47,8 @@ import (
 //
 // Per facts commit, for each day and over all tables, it logs (-v) and reports for the
 // first and last day and the first and last five days: the store requests (the facts
-// file, the LIST for others' commits, the commit, a tenth of a checkpoint's), the commits
+// file, the LIST for others' commits, the commit, a tenth of a checkpoint's; with
+// DynamoDB its requests too), the commits
 // lost to another writer (each a retry), the process CPU and allocation over the minute's
 // commits divided by them (the client side only, what a stream Lambda pays, the garbage
 // collector's work on its heap included: the emulator runs in its own process, whose CPU
@@ -56,10 +57,10 @@ import (
 // those of ten concurrent commits on a shared machine: compare days, not absolute values.
 // Table 0's objects, live files and tombstones at each day's end are logged.
 //
-// The default is the whole claim: 432,000 facts commits and 72,000 maintenance runs,
-// 244 CPU-seconds for day 1 and 508 for day 30 on 2 loaded cores (measured with the
-// emulator in process, its share included), so 3–4 CPU-hours, and 3–4 GB resident in the
-// emulator's process from day 29 on (it keeps every object):
+// The default is the whole claim: 432,000 facts commits and 72,000 maintenance runs; in
+// this process 199 CPU-seconds for day 1 and 331–374 for days 29–30 on 2 loaded cores
+// (2026-12-02), so 2–3 CPU-hours, the emulator's process besides (3–4 GB resident from
+// day 29 on: it keeps every object):
 //
 //	go test ./deltalog -run '^$' -bench FactsFleet -benchtime 1x -timeout 6h -v
 //
@@ -74,7 +75,7 @@ import (
 // every figure, as in the first runs of docs/performance.md). MSSQLCDC_BENCH_CPUPROFILE=DIR
 // writes a CPU profile of each full-step day to DIR/dayNN.pprof, the facts commits'
 // samples labelled fleet=commit and the maintenance's fleet=maintain (go tool pprof
-// -tagfocus fleet=commit). MSSQLCDC_BENCH_CONTROL=1 adds a control on the last day (at the
+// -tagfocus fleet=commit; not with -cpuprofile). MSSQLCDC_BENCH_CONTROL=1 adds a control on the last day (at the
 // full step): as many tables again, created that morning, whose facts commits (and hourly
 // maintenance) run in the same minutes as the old tables', just before or after them in
 // turn, so that a day-1 table and a day-N one are compared under the same machine load
@@ -84,7 +85,7 @@ import (
 // tables, each Table's LogStore on the simulated clock, its DynamoDB requests counted with
 // the S3 ones); it needs dynalite:
 //
-//	MSSQLCDC_BENCH_LOGSTORE=dynamodb MSSQLCDC_BENCH_TABLES=20 MSSQLCDC_BENCH_COARSE_DAYS=2-28 \
+//	MSSQLCDC_BENCH_LOGSTORE=dynamodb MSSQLCDC_BENCH_TABLES=10 MSSQLCDC_BENCH_COARSE_DAYS=2-28 \
 //	  scripts/with-dynalite.sh go test ./deltalog -run '^$' -bench FactsFleet -benchtime 1x -timeout 3h -v
 func BenchmarkFactsFleet(b *testing.B) {
 	tables := envInt(b, "MSSQLCDC_BENCH_TABLES", 100)
