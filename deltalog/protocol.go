@@ -184,11 +184,11 @@ func activeWriterFeature(m Metadata) string {
 			return FeatureColumnMapping
 		}
 	}
-	st, err := ParseSchema(m.SchemaString)
+	e, err := parsedSchemas.of(m.SchemaString)
 	if err != nil {
 		return ""
 	}
-	return activeColumnFeature(st)
+	return e.columnFeature
 }
 
 func activeColumnFeature(t DataType) string {

@@ -1,6 +1,7 @@
 package deltalog
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -24,7 +25,7 @@ func TestArrowSchemaSharedBySchemaString(t *testing.T) {
 	if b == a1 || b.Field(0).Name != "b" || a1.Field(0).Name != "a" {
 		t.Errorf("schemas a %v, b %v", a1, b)
 	}
-	for i := range arrowSchemasKept {
+	for i := range schemasKept {
 		if _, err := snap(fmt.Sprint("c", i)).ArrowSchema(); err != nil {
 			t.Fatal(err)
 		}
@@ -35,5 +36,30 @@ func TestArrowSchemaSharedBySchemaString(t *testing.T) {
 	}
 	if _, err := (&Snapshot{metadata: Metadata{SchemaString: "{"}}).ArrowSchema(); err == nil {
 		t.Error("a malformed schema string parsed")
+	}
+}
+
+// CanWrite takes a schema's column features from the kept parse: a second check of the
+// same metadata allocates nothing, and a schema whose column uses a feature is refused
+// every time, not only at its first parse.
+func TestCanWriteUsesTheKeptSchema(t *testing.T) {
+	p := Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{FeatureAppendOnly}}
+	plain := Metadata{SchemaString: `{"type":"struct","fields":[{"name":"kept","type":"long","nullable":true,"metadata":{}}]}`}
+	inv := Metadata{SchemaString: `{"type":"struct","fields":[{"name":"kept","type":"long","nullable":true,"metadata":{"delta.invariants":"{\"expression\":{\"expression\":\"kept > 0\"}}"}}]}`}
+	if err := CanWrite(p, plain); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if err := CanWrite(p, plain); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("CanWrite of a kept schema allocates %v times", n)
+	}
+	for i := range 3 {
+		var fe *UnsupportedFeatureError
+		if err := CanWrite(p, inv); !errors.As(err, &fe) || fe.Feature != FeatureInvariants {
+			t.Errorf("check %d: %v, want invariants refused", i, err)
+		}
 	}
 }

@@ -161,31 +161,48 @@ func (s *Snapshot) Schema() (*StructType, error) {
 
 // ArrowSchema is the table schema as Arrow (see ToArrow). The partition columns are part
 // of it, as in Delta's schema. The result is shared by every snapshot with the same
-// schema string (arrowSchemas): callers do not modify it, and the same pointer says the
+// schema string (parsedSchemas): callers do not modify it, and the same pointer says the
 // same schema.
 func (s *Snapshot) ArrowSchema() (*arrow.Schema, error) {
-	return arrowSchemas.of(s.metadata.SchemaString)
+	e, err := parsedSchemas.of(s.metadata.SchemaString)
+	if err != nil {
+		return nil, err
+	}
+	return e.arrow, e.arrowErr
 }
 
-// arrowSchemasKept is how many schema strings arrowSchemas keeps parsed: a process
-// streams a table's bronze and facts (a few schemas), and a schema string changes only
-// with a metaData action.
-const arrowSchemasKept = 8
+// schemasKept is how many schema strings parsedSchemas keeps parsed: a process streams a
+// table's bronze and facts (a few schemas), and a schema string changes only with a
+// metaData action.
+const schemasKept = 8
 
-// arrowSchemas keeps the Arrow form of the schema strings parsed last, so the snapshots
-// of a table kept across a warm process's batches do not parse the same schema JSON
-// again every batch (docs/performance.md § CPU and allocation of a 1,000-row batch).
-var arrowSchemas schemaCache
+// parsedSchemas keeps what is derived from the schema strings parsed last (the Arrow form,
+// the column feature a writer must honour), so the snapshots of a table kept across a
+// warm process's batches, and each commit's CanWrite, do not parse the same schema JSON
+// again every batch (docs/performance.md § CPU and allocation of a 1,000-row batch, §
+// CPU per batch: the commit path).
+var parsedSchemas schemaCache
+
+// schemaEntry is what parsedSchemas keeps of one schema string.
+type schemaEntry struct {
+	// arrow is the schema as Arrow (ToArrow), or nil with arrowErr ToArrow's error.
+	arrow    *arrow.Schema
+	arrowErr error
+	// columnFeature is activeColumnFeature of the schema: a feature its columns' metadata
+	// use that an appender cannot honour, or "".
+	columnFeature string
+}
 
 type schemaCache struct {
 	mu   sync.Mutex
 	keys []string
-	vals []*arrow.Schema
+	vals []*schemaEntry
 }
 
-// of is schemaString as Arrow, parsed once while it stays among the kept ones. Errors are
-// ParseSchema's and ToArrow's, not kept.
-func (c *schemaCache) of(schemaString string) (*arrow.Schema, error) {
+// of is what is derived from schemaString, parsed once while it stays among the kept
+// ones. The error is ParseSchema's, and a string that does not parse is not kept;
+// ToArrow's error is kept in the entry (it is a function of the string).
+func (c *schemaCache) of(schemaString string) (*schemaEntry, error) {
 	c.mu.Lock()
 	for i, k := range c.keys {
 		if k == schemaString {
@@ -199,17 +216,15 @@ func (c *schemaCache) of(schemaString string) (*arrow.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := ToArrow(st)
-	if err != nil {
-		return nil, err
-	}
+	e := &schemaEntry{columnFeature: activeColumnFeature(st)}
+	e.arrow, e.arrowErr = ToArrow(st)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.keys) == arrowSchemasKept {
+	if len(c.keys) == schemasKept {
 		c.keys, c.vals = c.keys[1:], c.vals[1:]
 	}
-	c.keys, c.vals = append(c.keys, schemaString), append(c.vals, a)
-	return a, nil
+	c.keys, c.vals = append(c.keys, schemaString), append(c.vals, e)
+	return e, nil
 }
 
 func compareKeys(a, b fileKey) int {
