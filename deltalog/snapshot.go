@@ -179,8 +179,8 @@ const schemasKept = 8
 // parsedSchemas keeps what is derived from the schema strings parsed last (the Arrow form,
 // the column feature a writer must honour), so the snapshots of a table kept across a
 // warm process's batches, and each commit's CanWrite, do not parse the same schema JSON
-// again every batch (docs/performance.md § CPU and allocation of a 1,000-row batch, §
-// CPU per batch: the commit path).
+// again every batch (docs/performance.md § CPU and allocation of a 1,000-row batch, and
+// docs/performance.md § CPU per batch: the commit path).
 var parsedSchemas schemaCache
 
 // schemaEntry is what parsedSchemas keeps of one schema string.
