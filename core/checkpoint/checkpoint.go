@@ -241,6 +241,61 @@ func (c *Checkpoint) Resume(ctx context.Context) (State, error) {
 	return st, nil
 }
 
+// ResumeWarm is Resume for a process that keeps this Checkpoint (a warm Lambda), without
+// listing offsets/: one HEAD of the offsets file of the batch it committed last, which
+// answers only when that file is the very one it wrote (the ETag its conditional put
+// returned). ok is false, with no error, when the memory cannot answer: this Checkpoint
+// committed nothing, wrote offsets it did not commit (an invocation that failed
+// part-way), does not know its file's ETag (a store that does not say, or a put whose
+// answer was lost), or the file is gone or another's (the checkpoint deleted, rewound, run
+// again, or cleaned by a process that ran far ahead); the caller then resumes with Resume.
+//
+// Unlike Resume's, this answer does not show that no other process wrote a later batch:
+// the caller must write the next batch's offsets with WriteNextOffsets, whose put is the
+// fence, before it writes anything else, and check the facts table and bronze as a cold
+// resume does (docs/decisions/0017-warm-resume-by-head.md). State.Remembered is true.
+func (c *Checkpoint) ResumeWarm(ctx context.Context) (st State, ok bool, err error) {
+	last, tag, ok := c.warm()
+	if !ok {
+		return State{}, false, nil
+	}
+	info, err := c.store.Head(ctx, offsetKey(last.Last.ID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return State{}, false, nil
+	} else if err != nil {
+		return State{}, false, fmt.Errorf("read checkpoint: %w", err)
+	}
+	if info.ETag != tag {
+		return State{}, false, nil
+	}
+	st = *last
+	st.Remembered = true
+	return st, true, nil
+}
+
+// Warm reports whether ResumeWarm may answer (no request): this Checkpoint committed a
+// batch whose offsets file's ETag it knows, and wrote no offsets after it.
+func (c *Checkpoint) Warm() bool {
+	_, _, ok := c.warm()
+	return ok
+}
+
+// warm is the remembered state after the last commit and its offsets file's ETag, ok
+// when ResumeWarm may ask about it.
+func (c *Checkpoint) warm() (last *State, tag string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil || c.last.Last == nil || c.lastTag == "" {
+		return nil, "", false
+	}
+	for id := range c.offsets {
+		if id > c.last.Last.ID {
+			return nil, "", false
+		}
+	}
+	return c.last, c.lastTag, true
+}
+
 // Commits are the commit files of batches from..to that exist, in order: from memory when
 // this Checkpoint wrote or read them, else read (one GET each).
 func (c *Checkpoint) Commits(ctx context.Context, from, to int64) ([]Commit, error) {
@@ -265,14 +320,28 @@ func (c *Checkpoint) Commits(ctx context.Context, from, to int64) ([]Commit, err
 }
 
 // WriteOffsets records batch b before it is read. *ConcurrentStreamError when the file
-// exists (another stream got there first).
+// exists (another stream got there first); a file this Checkpoint wrote for b before
+// (its put's answer lost) is taken as written.
 func (c *Checkpoint) WriteOffsets(ctx context.Context, b Batch) error {
+	return c.writeOffsets(ctx, b, false)
+}
+
+// WriteNextOffsets is WriteOffsets for the first batch after ResumeWarm: the put must
+// create the file. Any file already there is a *ConcurrentStreamError, this Checkpoint's
+// own earlier one included (written by an invocation whose put's answer was lost, it may
+// have been resumed as pending and committed by another process since), so that success
+// shows that no process wrote offsets/<b.ID> (docs/decisions/0017-warm-resume-by-head.md).
+func (c *Checkpoint) WriteNextOffsets(ctx context.Context, b Batch) error {
+	return c.writeOffsets(ctx, b, true)
+}
+
+func (c *Checkpoint) writeOffsets(ctx context.Context, b Batch, fence bool) error {
 	b.AppID = c.appID
 	b.Writer = c.writer
 	if b.WrittenAt.IsZero() {
 		b.WrittenAt = time.Now().UTC()
 	}
-	tag, err := c.putOnceTag(ctx, offsetKey(b.ID), b)
+	tag, err := c.putOnceTag(ctx, offsetKey(b.ID), b, fence)
 	if err != nil {
 		return err
 	}
@@ -365,11 +434,7 @@ func (c *Checkpoint) remember(m Commit) {
 // such a failure can leave a lower key of that request behind a higher one until the
 // re-run. Errors are returned, but callers may ignore them: stale files are harmless.
 func (c *Checkpoint) Clean(ctx context.Context, upTo int64) error {
-	retain := int64(c.Retain)
-	if retain <= 0 {
-		retain = DefaultRetain
-	}
-	below := upTo - retain
+	below := upTo - int64(c.Retains())
 	if below <= 0 {
 		return nil
 	}
@@ -407,6 +472,14 @@ func (c *Checkpoint) Clean(ctx context.Context, upTo int64) error {
 	return nil
 }
 
+// Retains is how many newest batches Clean keeps: Retain, or DefaultRetain when 0.
+func (c *Checkpoint) Retains() int {
+	if c.Retain <= 0 {
+		return DefaultRetain
+	}
+	return c.Retain
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -416,19 +489,23 @@ func b2i(b bool) int {
 
 // putOnce writes v to key with a conditional put (putOnceTag).
 func (c *Checkpoint) putOnce(ctx context.Context, key string, v any) error {
-	_, err := c.putOnceTag(ctx, key, v)
+	_, err := c.putOnceTag(ctx, key, v, false)
 	return err
 }
 
 // putOnceTag writes v to key with a conditional put and returns the ETag of the file
 // written ("" when the store does not say, or when the file is our own earlier attempt
-// whose answer was lost). *ConcurrentStreamError when another's file is there.
-func (c *Checkpoint) putOnceTag(ctx context.Context, key string, v any) (string, error) {
+// whose answer was lost). *ConcurrentStreamError when another's file is there, or with
+// fence any file.
+func (c *Checkpoint) putOnceTag(ctx context.Context, key string, v any, fence bool) (string, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("write checkpoint %s: %w", key, err)
 	}
 	tag, err := storage.PutIfAbsentTag(ctx, c.store, key, data)
+	if errors.Is(err, storage.ErrExists) && fence {
+		return "", &ConcurrentStreamError{Checkpoint: c.store.URL(), Key: key}
+	}
 	if errors.Is(err, storage.ErrExists) {
 		existing, rerr := c.get(ctx, key)
 		if rerr == nil && sameContent(existing, data) {

@@ -351,3 +351,99 @@ func TestResumeRemembersOnlyItsOwnFile(t *testing.T) {
 		})
 	}
 }
+
+// ResumeWarm answers from memory with one HEAD of the last committed batch's offsets file,
+// and only when that file is the one this Checkpoint wrote (its ETag); not for a
+// Checkpoint that committed nothing, one that wrote offsets it did not commit, nor when
+// the file is gone, written again with the same bytes, or another stream's of the same
+// batch number.
+func TestResumeWarm(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []string{"deleted", "written again", "another stream's"} {
+		t.Run(how, func(t *testing.T) {
+			c := &storagetest.Counter{}
+			st := storagetest.NewCounting(newStore(t), c)
+			mine := New(st, "app")
+			warm := func(wantOK bool, wantNext int64) {
+				t.Helper()
+				c.Reset()
+				s, ok, err := mine.ResumeWarm(ctx)
+				if err != nil || ok != wantOK || (ok && (s.Next != wantNext || !s.Remembered || s.LastCommit == nil)) {
+					t.Fatalf("ResumeWarm: %+v ok=%v %v; want ok=%v next %d", s, ok, err, wantOK, wantNext)
+				}
+				if wantOK && !mine.Warm() {
+					t.Errorf("Warm() false where ResumeWarm answers")
+				}
+			}
+			warm(false, 0)
+			if n := len(c.Counts()); n != 0 {
+				t.Errorf("ResumeWarm without memory made requests: %v", c.Counts())
+			}
+			for n := int64(0); n < 2; n++ {
+				if err := mine.WriteOffsets(ctx, Batch{ID: n, Start: off("0x01", ""), End: off("0x02", "")}); err != nil {
+					t.Fatal(err)
+				}
+				if err := mine.WriteCommit(ctx, Commit{ID: n}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			warm(true, 2)
+			if got := c.Counts(); !maps.Equal(got, map[string]int{"Head": 1}) {
+				t.Errorf("ResumeWarm made %v, want one Head", got)
+			}
+			// Offsets written and not committed (an invocation that failed part-way).
+			if err := mine.WriteOffsets(ctx, Batch{ID: 2, Start: off("0x02", ""), End: off("0x03", "")}); err != nil {
+				t.Fatal(err)
+			}
+			if mine.Warm() {
+				t.Error("Warm with batch 2's offsets uncommitted")
+			}
+			warm(false, 0)
+			if err := mine.WriteCommit(ctx, Commit{ID: 2}); err != nil {
+				t.Fatal(err)
+			}
+			warm(true, 3)
+			b, err := st.GetRange(ctx, "offsets/2.json", 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Delete(ctx, "offsets/2.json"); err != nil {
+				t.Fatal(err)
+			}
+			switch how {
+			case "written again": // the same bytes in a new file (a restore): another ETag on local disk
+				if err := st.PutIfAbsent(ctx, "offsets/2.json", b); err != nil {
+					t.Fatal(err)
+				}
+			case "another stream's":
+				if err := New(st, "app").WriteOffsets(ctx, Batch{ID: 2, Start: off("0x02", ""), End: off("0x03", "")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			warm(false, 0)
+		})
+	}
+}
+
+// WriteNextOffsets creates the file or fails with *ConcurrentStreamError, also when the
+// file is this Checkpoint's own earlier one (a put whose answer was lost), which
+// WriteOffsets takes as written.
+func TestWriteNextOffsetsIsAFence(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	mine := New(st, "app")
+	b := Batch{ID: 0, Start: off("0x01", ""), End: off("0x02", "")}
+	if err := mine.WriteNextOffsets(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	var cs *ConcurrentStreamError
+	if err := mine.WriteNextOffsets(ctx, b); !errors.As(err, &cs) {
+		t.Errorf("WriteNextOffsets on its own file: %v, want *ConcurrentStreamError", err)
+	}
+	if err := mine.WriteOffsets(ctx, b); err != nil {
+		t.Errorf("WriteOffsets on its own file: %v, want nil (its earlier attempt)", err)
+	}
+	if err := New(st, "app").WriteNextOffsets(ctx, b); !errors.As(err, &cs) {
+		t.Errorf("WriteNextOffsets on another's file: %v, want *ConcurrentStreamError", err)
+	}
+}

@@ -245,6 +245,20 @@ func (c *Checkpoint) Generations(ctx context.Context) (Generations, error) {
 	return next.g.clone(), nil
 }
 
+// KnownGenerations is what this Checkpoint's last Generations call returned, without a
+// request; ok is false when it made none. It may be stale: a caller that acts on it
+// without calling Generations must learn of a generation opened since in another way (the
+// stream's warm resume: an attempt is opened only by a stream that wrote a later batch's
+// offsets in the live generation, docs/decisions/0017-warm-resume-by-head.md).
+func (c *Checkpoint) KnownGenerations() (g Generations, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gens == nil {
+		return Generations{}, false
+	}
+	return c.gens.g.clone(), true
+}
+
 // genMemo is what a Checkpoint's last Generations call found: the answer, the sorted
 // generation.json and attempt keys of generations/<live+1>/ it was read from, and the
 // attempt and failure files read (by key: Attempt or Failure values).

@@ -195,4 +195,18 @@ func (e *CheckpointRewoundError) Error() string {
 		"the checkpoint was deleted or rewound; a new checkpoint needs a new app_id", e.AppID, e.Next, table, e.FactsBatch)
 }
 
+// FactsEveryError: Options.FactsEvery exceeds the batches the checkpoint keeps
+// (checkpoint.Checkpoint.Retains). A batch's facts rows wait in its commit file until
+// the facts commit, which must come before a clean-up deletes the file; and a warm
+// process relies on every batch a clean-up deleted being in the facts table
+// (docs/decisions/0017-warm-resume-by-head.md). Nothing is read or written.
+type FactsEveryError struct {
+	FactsEvery, Retain int
+}
+
+func (e *FactsEveryError) Error() string {
+	return fmt.Sprintf("stream options: FactsEvery %d exceeds the checkpoint's Retain %d: "+
+		"facts rows wait in commit files, which the checkpoint keeps for Retain batches; set FactsEvery <= Retain", e.FactsEvery, e.Retain)
+}
+
 func joinNames(names []string) string { return strings.Join(names, ", ") }

@@ -48,8 +48,12 @@ func recoveryOf(a checkpoint.Attempt) *Recovery {
 // chunked mode, the chunked re-snapshot is opened and the generation committed first
 // (openChunkedGeneration); in full mode, the invocation stops there (stop true) with the outcome that hands it to the
 // recover steps: the stream reads nothing until the re-snapshot is committed.
+//
+// A warm process (warmGenerations) takes the generations it read last without a request.
 func (r *run) useGeneration(ctx context.Context, res *Result) (stop bool, err error) {
-	if r.gens, err = r.root.Generations(ctx); err != nil {
+	if g, ok := r.warmGenerations(); ok {
+		r.gens, r.warm = g, true
+	} else if r.gens, err = r.root.Generations(ctx); err != nil {
 		return false, err
 	}
 	if open := r.gens.Open(); open != nil && r.spec.Resnapshots() && open.Mode == checkpoint.ModeChunked {
@@ -182,7 +186,7 @@ func (r *run) nextGeneration(ctx context.Context, res Result) (Result, error) {
 		opts.MaxBatches -= res.Batches
 	}
 	nr := &run{spec: r.rootSpec, deps: r.rootDeps, rootSpec: r.rootSpec, rootDeps: r.rootDeps, root: r.root, src: r.src, opts: opts,
-		log: opts.Logger.With("app_id", r.rootSpec.AppID), began: r.began}
+		log: opts.Logger.With("app_id", r.rootSpec.AppID), began: r.began, cold: true}
 	more, err := nr.invoke(ctx)
 	more.Batches += res.Batches
 	more.Rows += res.Rows
@@ -198,4 +202,63 @@ func (r *run) stoppedAtGeneration(ctx context.Context, res Result) (Result, erro
 	}
 	res.Generation, res.Offset = g.Live.Generation, g.Live.Snapshot
 	return res, nil
+}
+
+// warmGenerations is what the configured checkpoint remembers of the generations, when a
+// warm process may take it without listing generations/<live+1>/: it read them before with
+// no attempt open, and the live generation's checkpoint may resume from its memory
+// (checkpoint.Checkpoint.Warm). The run then resumes with ResumeWarm and wins the put of
+// the next batch's offsets (warmFence) before it writes anything. A generation opened
+// since cannot go unseen: an attempt is recorded only by a stream that found the loss in a
+// batch of the live generation, after writing that batch's offsets, so offsets/<next> of
+// the live generation was written, and the fence finds it, or a clean-up far ahead
+// deleted it, and the facts table shows those batches
+// (docs/decisions/0017-warm-resume-by-head.md). ok is false on a run that restarted cold
+// or runs a later generation, or when the memory does not answer.
+func (r *run) warmGenerations() (checkpoint.Generations, bool) {
+	if r.cold {
+		return checkpoint.Generations{}, false
+	}
+	g, ok := r.root.KnownGenerations()
+	if !ok || g.Open() != nil || !r.root.Generation(g.Live.Generation).Warm() {
+		return checkpoint.Generations{}, false
+	}
+	return g, true
+}
+
+// warmFence is a warm run's first offsets put (batch b, the one after its remembered
+// last), with the checks a cold resume makes on files it did not read: bronze must not
+// hold b (the bronze snapshot read is the one b commits on), and the put must create
+// offsets/<b.ID> (checkpoint.Checkpoint.WriteNextOffsets). restart is true when either
+// fails: another process ran since (or the checkpoint lost batches), and the run resumes
+// cold (restartCold), which reads the files and decides as any cold process does.
+func (r *run) warmFence(ctx context.Context, b checkpoint.Batch) (restart bool, err error) {
+	if r.bronzeSnap == nil {
+		if r.bronzeSnap, err = r.deps.Bronze.Snapshot(ctx); err != nil {
+			return false, fmt.Errorf("read bronze table: %w", err)
+		}
+	}
+	if v, ok := r.bronzeSnap.TxnVersion(r.spec.AppID); ok && v >= b.ID {
+		return true, nil
+	}
+	err = r.deps.Checkpoint.WriteNextOffsets(ctx, b)
+	var cs *checkpoint.ConcurrentStreamError
+	if errors.As(err, &cs) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	r.warm = false
+	return false, nil
+}
+
+// restartCold runs the invocation again from the top without the warm memory: the
+// generations listed, the checkpoint resumed from its files, checkNotRewound on both
+// tables. The warm run wrote nothing before it.
+func (r *run) restartCold(ctx context.Context) (Result, error) {
+	r.log.Info("warm resume declined: resuming from the checkpoint's files")
+	r.spec, r.deps, r.log = r.rootSpec, r.rootDeps, r.opts.Logger.With("app_id", r.rootSpec.AppID)
+	r.facts, r.factsSnap, r.handed, r.bronzeSnap = pendingFacts{}, nil, nil, nil
+	r.warm, r.cold = false, true
+	return r.invoke(ctx)
 }

@@ -36,6 +36,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -105,8 +106,9 @@ type Options struct {
 	// batch since the last facts commit, or until the oldest has waited FactsMaxDelay;
 	// event rows, and the first batch of a stream that starts at startingLsn, are
 	// committed at once (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery
-	// when 0; 1 commits every batch's rows with it; at most checkpoint.DefaultRetain (the
-	// commit files kept).
+	// when 0; 1 commits every batch's rows with it; at most the checkpoint's Retain (the
+	// commit files kept: checkpoint.Checkpoint.Retains), else Run fails with
+	// *FactsEveryError.
 	FactsEvery int
 	// FactsMaxDelay bounds how long a batch's facts rows wait; DefaultFactsMaxDelay when 0.
 	FactsMaxDelay time.Duration
@@ -193,6 +195,11 @@ type run struct {
 	// began is when the invocation started (max_seconds counts from it, across
 	// generations).
 	began time.Time
+	// warm is true while the run stands on a warm process's memory (warmGenerations,
+	// checkpoint.Checkpoint.ResumeWarm) and has not yet won its first batch's offsets put
+	// (warmFence); cold is true once it restarted without it (restartCold), or for a
+	// generation after the first.
+	warm, cold bool
 }
 
 func (o Options) withDefaults() Options {
@@ -205,8 +212,6 @@ func (o Options) withDefaults() Options {
 	if o.FactsEvery <= 0 {
 		o.FactsEvery = DefaultFactsEvery
 	}
-	// Waiting rows live in commit files, of which the checkpoint keeps DefaultRetain.
-	o.FactsEvery = min(o.FactsEvery, checkpoint.DefaultRetain)
 	if o.FactsMaxDelay <= 0 {
 		o.FactsMaxDelay = DefaultFactsMaxDelay
 	}
@@ -223,10 +228,14 @@ func (o Options) withDefaults() Options {
 // far together with any error; errors callers branch on are *DataLossError,
 // *SchemaChangedError, *SourceUnavailableError, *config.ConfigError,
 // *checkpoint.ConcurrentStreamError, *CheckpointRewoundError, *NoSnapshotError,
+// *FactsEveryError (options against the checkpoint, before any I/O),
 // *source.LSNRewoundError (the database no longer holds the history the checkpoint was
 // recorded on, checked before anything is planned) and *source.CommandIDMissingError.
 func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Result, error) {
 	opts = opts.withDefaults()
+	if retain := deps.Checkpoint.Retains(); opts.FactsEvery > retain {
+		return Result{}, &FactsEveryError{FactsEvery: opts.FactsEvery, Retain: retain}
+	}
 	r := &run{spec: spec, deps: deps, rootSpec: spec, rootDeps: deps, root: deps.Checkpoint, src: deps.Source, opts: opts,
 		log: opts.Logger.With("app_id", spec.AppID), began: opts.Now()}
 	res, err := r.invoke(ctx)
@@ -252,12 +261,27 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	state, err := r.deps.Checkpoint.Resume(ctx)
-	if err != nil {
+	var state checkpoint.State
+	if r.warm {
+		st, ok, err := r.deps.Checkpoint.ResumeWarm(ctx)
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			return r.restartCold(ctx)
+		}
+		state = st
+	} else if state, err = r.deps.Checkpoint.Resume(ctx); err != nil {
 		return res, err
 	}
 	r.handed = r.handedStart(state)
 	if err := r.checkNotRewound(ctx, state); err != nil {
+		var rw *CheckpointRewoundError
+		if r.warm && errors.As(err, &rw) {
+			// Another process ran far ahead (or the checkpoint lost batches): a cold
+			// resume tells which, from the files.
+			return r.restartCold(ctx)
+		}
 		return res, err
 	}
 	if off, ok := recordedPosition(state); ok {
@@ -324,7 +348,13 @@ func (r *run) invoke(ctx context.Context) (Result, error) {
 			if next == 0 {
 				b.Starting = r.startingOf()
 			}
-			if err := r.deps.Checkpoint.WriteOffsets(ctx, b); err != nil {
+			if r.warm {
+				if restart, err := r.warmFence(ctx, b); err != nil {
+					return res, err
+				} else if restart {
+					return r.restartCold(ctx)
+				}
+			} else if err := r.deps.Checkpoint.WriteOffsets(ctx, b); err != nil {
 				return res, err
 			}
 			fresh = true

@@ -1,12 +1,12 @@
 package stream
 
-// The review of the warm resume (branch review, fb840bc: core/stream/warm_review_test.go),
-// ported to main's resume (one listing of offsets/ per invocation, the Checkpoint's memory
-// answering when the listing's newest batch is the one it committed last). Two of its
-// holes were main's too: TestWarmHoleFactsAheadNotChecked and
-// TestWarmHoleCheckpointResetSameBatchNumber; the others are coverage. Its two tests of the
-// withdrawn resume by HEAD (CleanPartlyFailedDuplicates, FalseRewoundAfterLostOffsetsAnswer)
-// are not ported.
+// The review of the warm resume (branch review, fb840bc: core/stream/warm_review_test.go).
+// Two of its holes were main's too: TestWarmHoleFactsAheadNotChecked and
+// TestWarmHoleCheckpointResetSameBatchNumber; its two tests of the resume by HEAD
+// (TestWarmHoleCleanPartlyFailedDuplicates, TestWarmHoleFalseRewoundAfterLostOffsetsAnswer)
+// are ported to the resume by HEAD as it now is (docs/decisions/0017-warm-resume-by-head.md:
+// the file known by its ETag, the put that must create the next offsets file, the facts
+// and bronze checks, a cold resume whenever one fails); the others are coverage.
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
@@ -200,7 +201,7 @@ func TestWarmProcessAfterManyBatchesOfAnother(t *testing.T) {
 		e.exec(insert(i, i))
 		b := e.deps()
 		b.Checkpoint.Retain = 5
-		if res, err := e.runOn(b, Options{}); err != nil || res.Rows != 1 {
+		if res, err := e.runOn(b, Options{FactsEvery: 5}); err != nil || res.Rows != 1 {
 			t.Fatalf("B %d: %+v %v", i, res, err)
 		}
 	}
@@ -430,5 +431,174 @@ func TestWarmProcessAfterAnotherProcessesSwitch(t *testing.T) {
 	}
 	if !strings.Contains(snap.Metadata().SchemaString, `"region"`) {
 		t.Errorf("bronze schema lacks region: %s", snap.Metadata().SchemaString)
+	}
+}
+
+// failDeleteOf is a store whose clean-up cannot delete one key: a Delete of it fails (a
+// transient error), or, with keys, the store deletes many keys in one request (S3's
+// DeleteObjects, storage.KeysDeleter) and reports that key failed while it deleted the
+// others of the request, higher batches included.
+type failDeleteOf struct {
+	storage.Store
+	key string
+}
+
+var errDeleteFailed = errors.New("delete failed (transient)")
+
+func (s failDeleteOf) Delete(ctx context.Context, key string) error {
+	if key == s.key {
+		return errDeleteFailed
+	}
+	return s.Store.Delete(ctx, key)
+}
+
+type failDeleteKeysOf struct{ failDeleteOf }
+
+func (s failDeleteKeysOf) DeleteKeys(ctx context.Context, keys []string) error {
+	failed := false
+	for _, k := range keys {
+		if k == s.key {
+			failed = true
+			continue
+		}
+		if err := s.Store.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return fmt.Errorf("%s: %w", s.key, errDeleteFailed)
+	}
+	return nil
+}
+
+// Was a HOLE of the resume by HEAD on branch warm (38211c3): a clean-up that failed
+// part-way left offsets/<k> while offsets/<k+1> was gone; a warm process whose last batch
+// was k found offsets/<k> (HEAD), won the put of offsets/<k+1> and streamed from its own
+// batch k's end, although another process had committed batches up to 20 meanwhile (idle
+// ones: bronze could not tell), and the next process appended the same changes again.
+// Clean now deletes by batch number, oldest first, stopping at the first failure, so with
+// one Delete a request offsets/<k+1> outlives offsets/<k> and the put finds it; but one
+// DeleteObjects request can still fail on offsets/<k> and delete offsets/<k+1..>. Then
+// the facts table answers: a clean-up deletes only batches older than Retain, and the
+// facts rows of every batch older than FactsEvery <= Retain are committed
+// (*FactsEveryError otherwise), so the facts table holds batch k+1 and the warm process
+// resumes cold, after batch 20, as a cold process does.
+func TestWarmHoleCleanPartlyFailedDuplicates(t *testing.T) {
+	for _, keys := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Delete", true: "DeleteObjects"}[keys], func(t *testing.T) {
+			e := newEnv(t, cdcsim.Config{Seed: 71})
+			a := e.deps()
+			for i := 1; i <= 10; i++ { // A: batches 0..9
+				e.exec(insert(i, i))
+				if res, err := e.runOn(a, Options{}); err != nil || res.Batches != 1 || res.Rows != 1 {
+					t.Fatalf("A %d: %+v %v", i, res, err)
+				}
+			}
+			// B: batches 10..20, idle entries only; Retain 5, and its clean-up at batch 20
+			// (batches 5..14) fails: with one Delete a key at offsets/5.json, the first;
+			// with DeleteObjects at offsets/9.json (A's last), the others deleted.
+			e.lake.WrapStore = func(s storage.Store) storage.Store {
+				if keys {
+					return failDeleteKeysOf{failDeleteOf{s, "offsets/9.json"}}
+				}
+				return failDeleteOf{s, "offsets/5.json"}
+			}
+			for n := 10; n <= 20; n++ {
+				e.db.Advance(1)
+				e.db.Idle()
+				b := e.deps()
+				b.Checkpoint.Retain = 5
+				if res, err := e.runOn(b, Options{FactsEvery: 5}); err != nil || res.Batches != 1 || res.Rows != 0 {
+					t.Fatalf("B batch %d: %+v %v", n, res, err)
+				}
+			}
+			e.lake.WrapStore = nil
+			for k, want := range map[string]bool{"offsets/9.json": true, "offsets/10.json": !keys, "offsets/20.json": true, "commits/20.json": true} {
+				_, err := os.Stat(filepath.Join(e.spec.Checkpoint, k))
+				if (err == nil) != want {
+					t.Fatalf("precondition: %s exists=%v, want %v", k, err == nil, want)
+				}
+			}
+			e.exec(insert(11, 11))
+			if res, err := e.runOn(a, Options{}); err != nil || res.Batches != 1 || res.Rows != 1 || !res.CaughtUp {
+				t.Fatalf("warm A: %+v %v; want one batch of one row after B's", res, err)
+			}
+			if _, err := os.Stat(filepath.Join(e.spec.Checkpoint, "offsets/21.json")); err != nil {
+				t.Errorf("warm A did not resume after B's batch 20: %v", err)
+			}
+			e.exec(insert(12, 12))
+			e.mustDrain(Options{}) // a cold process (the next Lambda container)
+			e.assertConverged()
+		})
+	}
+}
+
+// lostOffsetsAnswer is a store whose offsets puts take effect but answer with an error
+// while armed (a request whose response was lost). It passes the ETag on
+// (storage.TagPutter), so a Checkpoint on it resumes warm.
+type lostOffsetsAnswer struct {
+	storage.Store
+	armed *atomic.Bool
+}
+
+func (s lostOffsetsAnswer) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	_, err := s.PutIfAbsentTag(ctx, key, data)
+	return err
+}
+
+func (s lostOffsetsAnswer) PutIfAbsentTag(ctx context.Context, key string, data []byte) (string, error) {
+	tag, err := storage.PutIfAbsentTag(ctx, s.Store, key, data)
+	if err == nil && s.armed.Load() && strings.HasPrefix(key, "offsets/") {
+		return "", errors.New("offsets put: connection reset (the put took effect)")
+	}
+	return tag, err
+}
+
+// Was a HOLE (a false refusal, no data harm) of the resume by HEAD on branch warm: a warm
+// process's offsets put of batch 3 takes effect but its answer is lost, so the invocation
+// fails and the process does not remember the file. Another process re-runs that pending
+// batch to its commit. With no new change since, the warm process planned the same batch
+// 3 again, its put found its own file (taken as its own retry), and the fresh batch's
+// check found batch 3 in bronze: *CheckpointRewoundError on a checkpoint that is not
+// rewound. Now the warm process checks bronze before its put, and its put must create the
+// file (its own earlier one is no fence: checkpoint.Checkpoint.WriteNextOffsets): either
+// sends it to a cold resume, which finds batch 3 committed. Both orders are covered: the
+// other process's batch 3 appended a row (bronze tells), or nothing (the put tells).
+func TestWarmHoleFalseRewoundAfterLostOffsetsAnswer(t *testing.T) {
+	for _, idle := range []bool{false, true} {
+		t.Run(map[bool]string{false: "rows", true: "idle"}[idle], func(t *testing.T) {
+			e := newEnv(t, cdcsim.Config{Seed: 74})
+			var armed atomic.Bool
+			e.lake.WrapStore = func(s storage.Store) storage.Store { return lostOffsetsAnswer{s, &armed} }
+			a := e.deps()
+			e.lake.WrapStore = nil
+			for i := 1; i <= 3; i++ { // A: batches 0..2
+				e.exec(insert(i, i))
+				if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
+					t.Fatalf("A %d: %+v %v", i, res, err)
+				}
+			}
+			if idle {
+				e.db.Advance(1)
+				e.db.Idle()
+			} else {
+				e.exec(insert(4, 4))
+			}
+			armed.Store(true)
+			if _, err := e.runOn(a, Options{}); err == nil {
+				t.Fatal("A with the offsets answer lost: no error")
+			}
+			armed.Store(false)
+			if res, err := e.run(Options{}); err != nil || res.Batches != 1 { // B re-runs batch 3
+				t.Fatalf("B: %+v %v", res, err)
+			}
+			if _, err := os.Stat(filepath.Join(e.spec.Checkpoint, "commits/3.json")); err != nil {
+				t.Fatalf("precondition: B did not commit batch 3: %v", err)
+			}
+			if res, err := e.runOn(a, Options{}); err != nil || !res.CaughtUp || res.Batches != 0 {
+				t.Errorf("warm A after B committed its pending batch: %+v %v; want caught up, no batch, no error", res, err)
+			}
+			e.assertConverged()
+		})
 	}
 }

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/internal/testlake"
 )
@@ -45,8 +47,7 @@ func (e *env) runOn(d Deps, opts Options) (Result, error) {
 // invocations. A's next invocation must not take its memory for the checkpoint: its
 // listing shows B's batches, and it goes on after them, each change in bronze once. Then B
 // leaves a batch pending (died after its offsets put): A re-runs that batch with B's range.
-// (These hold the warm resume to the listing: a shortcut that trusts the memory, as one
-// tried on branch warm, fails them or the review's TestWarmHole* tests.)
+// (A warm A finds B's offsets file at its put, the fence, and resumes cold.)
 func TestWarmProcessAfterAnotherProcess(t *testing.T) {
 	for _, backend := range []testlake.Backend{testlake.Local, testlake.S3CondPut} {
 		t.Run(string(backend), func(t *testing.T) {
@@ -164,4 +165,64 @@ func TestWarmProcessSeesAnotherProcessesResnapshot(t *testing.T) {
 		t.Fatalf("warm A in generation 1: %+v, %v", res, err)
 	}
 	e.assertRecovered(1)
+}
+
+// A warm invocation lists neither offsets/ nor generations/: one HEAD of its last batch's
+// offsets file, then the next batch's offsets put, the fence
+// (checkpoint.Checkpoint.ResumeWarm, warmGenerations, warmFence), on local disk and on S3
+// with conditional puts.
+func TestWarmInvocationListsNoCheckpoint(t *testing.T) {
+	for _, backend := range []testlake.Backend{testlake.Local, testlake.S3CondPut} {
+		t.Run(string(backend), func(t *testing.T) {
+			e := newEnvOn(t, backend, cdcsim.Config{Seed: 61})
+			f := &deltatest.Faults{}
+			e.lake.Faults = f
+			a := e.deps()
+			for i := 1; i <= 3; i++ {
+				e.exec(insert(i, i))
+				if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
+					t.Fatalf("invocation %d: %+v %v", i, res, err)
+				}
+			}
+			before := len(f.Ops())
+			e.exec(insert(4, 4))
+			if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 || !res.CaughtUp {
+				t.Fatalf("warm invocation: %+v %v", res, err)
+			}
+			var ck []string
+			for _, op := range f.Ops()[before:] {
+				if strings.Contains(op, "offsets/") || strings.Contains(op, "commits/") || strings.Contains(op, "generations/") {
+					ck = append(ck, op)
+				}
+			}
+			want := []string{"store.Head offsets/2.json", "store.PutIfAbsent offsets/3.json", "store.PutIfAbsent commits/3.json"}
+			if strings.Join(ck, "|") != strings.Join(want, "|") {
+				t.Errorf("checkpoint requests of a warm invocation:\n got %q\nwant %q", ck, want)
+			}
+			e.assertConverged()
+		})
+	}
+}
+
+// FactsEvery above the checkpoint's Retain is refused before any I/O: facts rows waiting
+// in commit files a clean-up deletes would be lost, and a warm process relies on the
+// facts table holding every batch a clean-up deleted (docs/decisions/0017).
+func TestFactsEveryAboveRetainRefused(t *testing.T) {
+	e := newEnv(t, cdcsim.Config{Seed: 66})
+	d := e.deps()
+	d.Checkpoint.Retain = 5
+	e.exec(insert(1, 1))
+	var fe *FactsEveryError
+	if _, err := e.runOn(d, Options{FactsEvery: 6}); !errors.As(err, &fe) || fe.FactsEvery != 6 || fe.Retain != 5 {
+		t.Fatalf("FactsEvery 6, Retain 5: %v, want *FactsEveryError{6, 5}", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.spec.Checkpoint, "offsets")); err == nil {
+		t.Error("offsets/ written by a refused run")
+	}
+	if res, err := e.runOn(d, Options{FactsEvery: 5}); err != nil || res.Rows != 1 {
+		t.Fatalf("FactsEvery 5, Retain 5: %+v %v", res, err)
+	}
+	if _, err := e.runOn(e.deps(), Options{FactsEvery: checkpoint.DefaultRetain + 1}); !errors.As(err, &fe) || fe.Retain != checkpoint.DefaultRetain {
+		t.Errorf("FactsEvery above the default Retain: %v, want *FactsEveryError", err)
+	}
 }
