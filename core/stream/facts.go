@@ -119,7 +119,9 @@ func (r *run) waitingFacts(ctx context.Context, last int64) (*deltalog.Snapshot,
 		}
 	}
 	p := r.facts
-	from := last + 1 - checkpoint.DefaultRetain
+	// The waiting rows are in the commit files of at most FactsEvery batches, no more than
+	// the checkpoint keeps (Run refuses a FactsEvery above its Retain).
+	from := last + 1 - int64(r.deps.Checkpoint.Retains())
 	if p.known {
 		from = max(from, p.through+1)
 	}

@@ -1,7 +1,7 @@
 package stream
 
 // Review 3 of the warm resume by HEAD (docs/decisions/0017-warm-resume-by-head.md).
-// TestReview3Hole* fail on the branch as reviewed: each is a real hole.
+// The tests that found holes are named for what they check and say what was fixed.
 
 import (
 	"testing"
@@ -11,14 +11,14 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 )
 
-// HOLE: 0017 lets FactsEvery go up to the checkpoint's Retain (was clamped to
+// Was a hole (fixed: waitingFacts reads from the checkpoint's Retain): 0017 lets FactsEvery go up to the checkpoint's Retain (was clamped to
 // DefaultRetain), but waitingFacts still reads the waiting rows only from the commit files
 // of the last DefaultRetain batches (facts.go: from := last + 1 - checkpoint.DefaultRetain).
 // With Retain = FactsEvery = DefaultRetain+10 a facts commit after DefaultRetain+10 idle
 // batches drops the facts rows of the oldest waiting batches: they are in their commit
 // files (Retain keeps them) but never read. Consequence: facts rows lost (bookkeeping:
 // the facts table's batch rows; bronze is not touched).
-func TestReview3HoleFactsEveryAboveDefaultRetainLosesRows(t *testing.T) {
+func TestReview3FactsEveryAboveDefaultRetainKeepsRows(t *testing.T) {
 	e := newEnv(t, cdcsim.Config{Seed: 91})
 	d := e.deps()
 	retain := checkpoint.DefaultRetain + 10
