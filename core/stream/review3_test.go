@@ -11,8 +11,8 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 )
 
-// Was a hole (fixed: waitingFacts reads from the checkpoint's Retain): 0017 lets FactsEvery go up to the checkpoint's Retain (was clamped to
-// DefaultRetain), but waitingFacts still reads the waiting rows only from the commit files
+// Was a hole (fixed: waitingFacts reads from the checkpoint's Retain): 0017 lets
+// FactsEvery go up to the checkpoint's Retain (was clamped to DefaultRetain), but waitingFacts still reads the waiting rows only from the commit files
 // of the last DefaultRetain batches (facts.go: from := last + 1 - checkpoint.DefaultRetain).
 // With Retain = FactsEvery = DefaultRetain+10 a facts commit after DefaultRetain+10 idle
 // batches drops the facts rows of the oldest waiting batches: they are in their commit
