@@ -105,10 +105,10 @@ type Options struct {
 	// together: a batch's rows wait in its checkpoint commit file until the FactsEvery-th
 	// batch since the last facts commit, or until the oldest has waited FactsMaxDelay;
 	// event rows, and the first batch of a stream that starts at startingLsn, are
-	// committed at once (docs/decisions/0013-facts-rows-deferred.md). DefaultFactsEvery
-	// when 0; 1 commits every batch's rows with it; at most the checkpoint's Retain (the
-	// commit files kept: checkpoint.Checkpoint.Retains), else Run fails with
-	// *FactsEveryError.
+	// committed at once (docs/decisions/0013-facts-rows-deferred.md). When 0,
+	// DefaultFactsEvery, or the checkpoint's Retain if that is smaller; 1 commits every
+	// batch's rows with it; at most the checkpoint's Retain (the commit files kept:
+	// checkpoint.Checkpoint.Retains), else Run fails with *FactsEveryError.
 	FactsEvery int
 	// FactsMaxDelay bounds how long a batch's facts rows wait; DefaultFactsMaxDelay when 0.
 	FactsMaxDelay time.Duration
@@ -232,8 +232,12 @@ func (o Options) withDefaults() Options {
 // *source.LSNRewoundError (the database no longer holds the history the checkpoint was
 // recorded on, checked before anything is planned) and *source.CommandIDMissingError.
 func Run(ctx context.Context, spec *config.Spec, deps Deps, opts Options) (Result, error) {
+	retain := deps.Checkpoint.Retains()
+	if opts.FactsEvery <= 0 && retain < DefaultFactsEvery {
+		opts.FactsEvery = retain // the default, not the caller's choice: within what is kept
+	}
 	opts = opts.withDefaults()
-	if retain := deps.Checkpoint.Retains(); opts.FactsEvery > retain {
+	if opts.FactsEvery > retain {
 		return Result{}, &FactsEveryError{FactsEvery: opts.FactsEvery, Retain: retain}
 	}
 	r := &run{spec: spec, deps: deps, rootSpec: spec, rootDeps: deps, root: deps.Checkpoint, src: deps.Source, opts: opts,

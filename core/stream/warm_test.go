@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -221,6 +222,18 @@ func TestFactsEveryAboveRetainRefused(t *testing.T) {
 	}
 	if res, err := e.runOn(d, Options{FactsEvery: 5}); err != nil || res.Rows != 1 {
 		t.Fatalf("FactsEvery 5, Retain 5: %+v %v", res, err)
+	}
+	// FactsEvery left unset under a Retain below DefaultFactsEvery takes the Retain: the
+	// caller chose no value for the error to name. Batches 1..5 wait and the fifth
+	// commits them, so no batch's rows wait past what the checkpoint keeps.
+	for i := 2; i <= 6; i++ {
+		e.exec(insert(i, i))
+		if res, err := e.runOn(d, Options{FactsMaxDelay: 1000 * time.Hour}); err != nil || res.Rows != 1 {
+			t.Fatalf("FactsEvery unset, Retain 5, batch %d: %+v %v", i-1, res, err)
+		}
+	}
+	if got := e.factsBatchRows(); got != 6 {
+		t.Errorf("facts table holds %d batch rows after batches 0..5 with FactsEvery unset and Retain 5, want 6", got)
 	}
 	if _, err := e.runOn(e.deps(), Options{FactsEvery: checkpoint.DefaultRetain + 1}); !errors.As(err, &fe) || fe.Retain != checkpoint.DefaultRetain {
 		t.Errorf("FactsEvery above the default Retain: %v, want *FactsEveryError", err)
