@@ -154,64 +154,6 @@ func TestReview2WarmRacesAnotherProcessOnTheNextBatch(t *testing.T) {
 	}
 }
 
-// A warm process's store call fails once, before it takes effect or after, at every call
-// of a warm invocation, on local disk and on S3 with the DynamoDB log store (its DynamoDB
-// calls not failed; TestWarmProcessTransientFailureAtEveryStoreCall is S3 with
-// conditional puts); it runs again warm, then a cold process drains: bronze holds each
-// change once.
-func TestReview2WarmTransientFailureAtEveryStoreCall(t *testing.T) {
-	for _, backend := range []testlake.Backend{testlake.Local, testlake.AWS} {
-		t.Run(string(backend), func(t *testing.T) { review2TransientAtEveryCall(t, backend) })
-	}
-}
-
-func review2TransientAtEveryCall(t *testing.T, backend testlake.Backend) {
-	setup := func() (*env, Deps, *transientPlan) {
-		e := newEnvOn(t, backend, cdcsim.Config{Seed: 83})
-		p := &transientPlan{}
-		e.lake.WrapStore = func(s storage.Store) storage.Store { return transient{s, p} }
-		one := 1
-		e.spec.Options.MaxCommitsPerBatch = &one
-		a := e.deps()
-		e.lake.WrapStore = nil
-		for i := 1; i <= 10; i++ {
-			e.exec(insert(i, i))
-			if _, err := e.runOn(a, Options{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e.exec(insert(11, 11))
-		e.exec(insert(12, 12))
-		return e, a, p
-	}
-	e, a, p := setup()
-	p.arm(0, false)
-	if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 2 || res.Batches != 2 {
-		t.Fatalf("clean warm invocation: %+v %v", res, err)
-	}
-	ops := append([]string(nil), p.ops...)
-	for _, after := range []bool{false, true} {
-		for k := 1; k <= len(ops); k++ {
-			if after && !testlake.Mutates(ops[k-1]) {
-				continue
-			}
-			e, a, p := setup()
-			p.arm(k, after)
-			_, err1 := e.runOn(a, Options{})
-			p.arm(0, false)
-			res2, err2 := e.runOn(a, Options{})
-			e.exec(insert(13, 13))
-			res3, err3 := e.runOn(a, Options{})
-			e.mustDrain(Options{})
-			e.assertConverged()
-			if err2 != nil || err3 != nil || t.Failed() {
-				t.Fatalf("failure at call %d (after=%v, %s): first %v; warm again %+v %v; and again %+v %v",
-					k, after, ops[k-1], err1, res2, err2, res3, err3)
-			}
-		}
-	}
-}
-
 // Was a hole (review2; closed by Checkpoint.Resume forgetting its memory when the listing
 // does not show its own newest file): decision 0016 made the warm Checkpoint tell its own offsets file from
 // another's by the ETag, but its memory of commit files (Checkpoint.Commits answers from

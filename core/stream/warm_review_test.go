@@ -312,14 +312,24 @@ func (s transient) Delete(ctx context.Context, key string) error {
 }
 
 // A warm process's store call (checkpoint, bronze's and the facts table's objects and Delta
-// logs, on S3 with conditional puts) fails once, before it takes effect or
+// logs; on S3 with conditional puts, on local disk, and on S3 with the DynamoDB log store,
+// its DynamoDB calls not failed) fails once, before it takes effect or
 // after (its answer lost), at every such call of a warm invocation; the process lives on
 // and runs again warm (its invocation of two batches, the first of which commits the facts
 // rows waiting), then a cold process drains: bronze holds each change once, one
 // facts row a batch.
 func TestWarmProcessTransientFailureAtEveryStoreCall(t *testing.T) {
+	for _, c := range []struct {
+		backend testlake.Backend
+		seed    uint64
+	}{{testlake.S3CondPut, 76}, {testlake.Local, 83}, {testlake.AWS, 83}} {
+		t.Run(string(c.backend), func(t *testing.T) { transientAtEveryWarmCall(t, c.backend, c.seed) })
+	}
+}
+
+func transientAtEveryWarmCall(t *testing.T, backend testlake.Backend, seed uint64) {
 	setup := func() (*env, Deps, *transientPlan) {
-		e := newEnvOn(t, testlake.S3CondPut, cdcsim.Config{Seed: 76})
+		e := newEnvOn(t, backend, cdcsim.Config{Seed: seed})
 		p := &transientPlan{}
 		e.lake.WrapStore = func(s storage.Store) storage.Store { return transient{s, p} }
 		one := 1
