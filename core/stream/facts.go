@@ -119,9 +119,12 @@ func (r *run) waitingFacts(ctx context.Context, last int64) (*deltalog.Snapshot,
 		}
 	}
 	p := r.facts
-	// The waiting rows are in the commit files of at most FactsEvery batches, no more than
-	// the checkpoint keeps (Run refuses a FactsEvery above its Retain).
-	from := last + 1 - int64(r.deps.Checkpoint.Retains())
+	// The waiting rows are in the commit files of at most FactsEvery batches of the
+	// process that wrote them, no more than its checkpoint kept (Run refuses a FactsEvery
+	// above Retain): this one's Retain, or DefaultRetain for a process that ran before with
+	// the defaults (a process with a small Retain taking over from one with the default
+	// FactsEvery must still gather those rows).
+	from := last + 1 - int64(max(checkpoint.DefaultRetain, r.deps.Checkpoint.Retains()))
 	if p.known {
 		from = max(from, p.through+1)
 	}
