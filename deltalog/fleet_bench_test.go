@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
@@ -355,7 +354,7 @@ func fleetLogStore(b *testing.B, now func() time.Time) (func(t *longRunTable) lo
 		return nil, err
 	}
 	return func(t *longRunTable) logstore.LogStore {
-		l, err := dynamo.New(countingDDB{ddb, t.counter}, t.counted, dynamo.Options{Table: table, Scheme: "s3a", Now: now})
+		l, err := dynamo.New(ddbcount.Counting(ddb, t.counter), t.counted, dynamo.Options{Table: table, Scheme: "s3a", Now: now})
 		if err != nil {
 			panic(err) // only for bad options, which these are not
 		}
@@ -363,7 +362,7 @@ func fleetLogStore(b *testing.B, now func() time.Time) (func(t *longRunTable) lo
 	}, nil
 }
 
-// ddbCount is the DynamoDB requests c counted (countingDDB).
+// ddbCount is the DynamoDB requests c counted (ddbcount.Counting).
 func ddbCount(c *storagetest.Counter) int {
 	n := 0
 	for op, k := range c.Counts() {
@@ -372,32 +371,6 @@ func ddbCount(c *storagetest.Counter) int {
 		}
 	}
 	return n
-}
-
-// countingDDB counts each DynamoDB request in c as "ddb.<Op>".
-type countingDDB struct {
-	dynamo.Client
-	c *storagetest.Counter
-}
-
-func (d countingDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	d.c.Add("ddb.GetItem")
-	return d.Client.GetItem(ctx, in, o...)
-}
-
-func (d countingDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	d.c.Add("ddb.PutItem")
-	return d.Client.PutItem(ctx, in, o...)
-}
-
-func (d countingDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	d.c.Add("ddb.UpdateItem")
-	return d.Client.UpdateItem(ctx, in, o...)
-}
-
-func (d countingDDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	d.c.Add("ddb.Query")
-	return d.Client.Query(ctx, in, o...)
 }
 
 // startCPUProfile starts the process's CPU profile into the file at path, and returns

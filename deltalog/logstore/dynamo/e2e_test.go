@@ -9,6 +9,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/dynamotest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
@@ -90,7 +91,7 @@ func TestDeltaFirstOpenListsOnce(t *testing.T) {
 	check("a new process's first open", open(), 1, map[string]int{"Get": 2, "List": 1, "ddb.Query": 1}) // 0.json, 1.json
 	// With no entry (as when they expired: here the log store keys another tablePath), a
 	// short log is listed whole too, and the listing finds the latest commit.
-	expired, err := dynamo.New(countingDDB{e.ddb, c}, storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, TablePath: "s3://elsewhere/expired"})
+	expired, err := dynamo.New(ddbcount.Counting(e.ddb, c), storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, TablePath: "s3://elsewhere/expired"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/internal/commitlog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/logstoretest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -27,7 +28,7 @@ func TestEmptyLogIsKnownAfterOneListing(t *testing.T) {
 	c := &storagetest.Counter{}
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
-	l, err := dynamo.New(countingDDB{e.ddb, c}, storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, Now: clock})
+	l, err := dynamo.New(ddbcount.Counting(e.ddb, c), storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

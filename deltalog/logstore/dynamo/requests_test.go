@@ -8,43 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/logstoretest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
-// countingDDB counts DynamoDB requests as "ddb.<Op>" in a Counter shared with the store's.
-type countingDDB struct {
-	dynamo.Client
-	c *storagetest.Counter
-}
-
-func (d countingDDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	d.c.Add("ddb.GetItem")
-	return d.Client.GetItem(ctx, in, o...)
-}
-
-func (d countingDDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	d.c.Add("ddb.PutItem")
-	return d.Client.PutItem(ctx, in, o...)
-}
-
-func (d countingDDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	d.c.Add("ddb.UpdateItem")
-	return d.Client.UpdateItem(ctx, in, o...)
-}
-
-func (d countingDDB) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	d.c.Add("ddb.Query")
-	return d.Client.Query(ctx, in, o...)
-}
-
 // counted is a log store whose S3 and DynamoDB requests all land in one Counter.
 func counted(t testing.TB, e env, c *storagetest.Counter) *dynamo.LogStore {
-	l, err := dynamo.New(countingDDB{e.ddb, c}, storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table})
+	l, err := dynamo.New(ddbcount.Counting(e.ddb, c), storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +121,7 @@ func TestLatestIsOneQueryWhenKnown(t *testing.T) {
 	c := &storagetest.Counter{}
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
-	l, err := dynamo.New(countingDDB{e.ddb, c}, storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, Now: clock})
+	l, err := dynamo.New(ddbcount.Counting(e.ddb, c), storagetest.NewCounting(e.store, c), dynamo.Options{Table: e.table, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
