@@ -331,17 +331,7 @@ func TestReview2WarmFaultAtEveryCallThroughDynamoDB(t *testing.T) {
 				for k := 1; k <= len(ops); k++ {
 					e, a, f := setup()
 					*f = deltatest.Faults{KillAt: k, After: after}
-					_, err1 := e.runOn(a, Options{})
-					*f = deltatest.Faults{}
-					res2, err2 := e.runOn(a, Options{})
-					e.exec(insert(13, 13))
-					res3, err3 := e.runOn(a, Options{})
-					e.mustDrain(Options{})
-					e.assertConverged()
-					if err2 != nil || err3 != nil || t.Failed() {
-						t.Fatalf("failure at call %d (after=%v, %s): first %v; warm again %+v %v; and again %+v %v",
-							k, after, ops[k-1], err1, res2, err2, res3, err3)
-					}
+					failedThenWarmAgain(t, e, a, func() { *f = deltatest.Faults{} }, fmt.Sprintf("failure at call %d (after=%v, %s)", k, after, ops[k-1]))
 				}
 			}
 		})

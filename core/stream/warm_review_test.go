@@ -185,8 +185,8 @@ func TestWarmHoleCheckpointResetSameBatchNumber(t *testing.T) {
 }
 
 // Another process runs more than Retain batches between two warm invocations, so that its
-// clean-ups delete the warm process's last offsets file: the listing shows the other's
-// batches and the warm process resumes after them. Then another process runs two batches,
+// clean-ups delete the warm process's last offsets file: its HEAD finds none, and the
+// warm process resumes cold, after the other's batches. Then another process runs two batches,
 // the second left pending (killed after its offsets put).
 func TestWarmProcessAfterManyBatchesOfAnother(t *testing.T) {
 	e := newEnv(t, cdcsim.Config{Seed: 75})
@@ -360,24 +360,33 @@ func transientAtEveryWarmCall(t *testing.T, backend testlake.Backend, seed uint6
 			}
 			e, a, p := setup()
 			p.arm(k, after)
-			_, err1 := e.runOn(a, Options{})
-			p.arm(0, false)
-			res2, err2 := e.runOn(a, Options{})
-			e.exec(insert(13, 13))
-			res3, err3 := e.runOn(a, Options{})
-			e.mustDrain(Options{})
-			e.assertConverged()
-			if err2 != nil || err3 != nil || t.Failed() {
-				t.Fatalf("failure at call %d (after=%v, %s): first %v; warm again %+v %v; and again %+v %v",
-					k, after, ops[k-1], err1, res2, err2, res3, err3)
-			}
+			failedThenWarmAgain(t, e, a, func() { p.arm(0, false) }, fmt.Sprintf("failure at call %d (after=%v, %s)", k, after, ops[k-1]))
 		}
+	}
+}
+
+// failedThenWarmAgain is the rest of a failure-at-every-call test of a warm process a
+// whose failure is armed: a's invocation (failing), disarm, a's invocation again, one
+// more change and invocation, then a cold process's drain; bronze must hold each change
+// once (assertConverged) and both later invocations succeed. what names the failure.
+func failedThenWarmAgain(t *testing.T, e *env, a Deps, disarm func(), what string) {
+	t.Helper()
+	_, err1 := e.runOn(a, Options{})
+	disarm()
+	res2, err2 := e.runOn(a, Options{})
+	e.exec(insert(13, 13))
+	res3, err3 := e.runOn(a, Options{})
+	e.mustDrain(Options{})
+	e.assertConverged()
+	if err2 != nil || err3 != nil || t.Failed() {
+		t.Fatalf("%s: first %v; warm again %+v %v; and again %+v %v", what, err1, res2, err2, res3, err3)
 	}
 }
 
 // Another process finds a data loss with snapshot "chunked", opens generation 1 and
 // streams in it, between two invocations of a warm process of generation 0: the warm
-// process's generations listing shows it, and it streams warm in generation 1.
+// process's put of its next offsets file finds B's (the fence of the resume by HEAD,
+// decision 0017), it resumes cold, finds generation 1, and streams in it.
 func TestWarmProcessAfterAnotherProcessesChunkedGeneration(t *testing.T) {
 	e, _ := chunkedResnapshotEnv(t, testlake.Local, 77, -1, 8)
 	a := e.deps()
