@@ -52,19 +52,7 @@ func TestReview2WarmBronzeAheadFactsDeferred(t *testing.T) {
 				if got := e.factsBatchRows(); got >= 4 {
 					t.Fatalf("precondition: B's facts rows should wait in its commit files; the facts table has %d batch rows", got)
 				}
-				switch how {
-				case "restored from a copy":
-					e.restore(e.spec.Checkpoint, copied)
-				default:
-					st := e.lake.RawStore(e.spec.Checkpoint)
-					for n := 3; n <= 5; n++ {
-						for _, k := range []string{fmt.Sprintf("offsets/%d.json", n), fmt.Sprintf("commits/%d.json", n)} {
-							if err := st.Delete(context.Background(), k); err != nil {
-								t.Fatal(err)
-							}
-						}
-					}
-				}
+				e.rewindCheckpoint(how, copied)
 				e.exec(insert(7, 7))
 				var rw *CheckpointRewoundError
 				if _, err := e.run(Options{}); !errors.As(err, &rw) {

@@ -76,8 +76,28 @@ func (e *env) restore(url string, files map[string][]byte) {
 	}
 }
 
-// HOLE (main 5481003): a warm process skipped checkNotRewound's facts-table check when
-// the listing's newest batch was its own last one. Process A commits batches 0..2; B, a
+// rewindCheckpoint puts the checkpoint behind the tables: "restored from a copy" writes
+// copied back in place of everything (e.restore); otherwise batches 3..5's offsets and
+// commit files are deleted (another process's newest batches stripped).
+func (e *env) rewindCheckpoint(how string, copied map[string][]byte) {
+	e.t.Helper()
+	if how == "restored from a copy" {
+		e.restore(e.spec.Checkpoint, copied)
+		return
+	}
+	st := e.lake.RawStore(e.spec.Checkpoint)
+	for n := 3; n <= 5; n++ {
+		for _, k := range []string{fmt.Sprintf("offsets/%d.json", n), fmt.Sprintf("commits/%d.json", n)} {
+			if err := st.Delete(context.Background(), k); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// Was a hole (main 5481003, closed by decision 0016's facts check): a warm process
+// skipped checkNotRewound's facts-table check when the listing's newest batch was its own
+// last one. Process A commits batches 0..2; B, a
 // cold process, commits batches 3..5, which append nothing to bronze but commit their facts
 // rows (txn(<app_id>#facts) = 5); then the checkpoint loses B's batches: restored from a
 // copy taken after A's batch 2 (every file written again, byte for byte: on S3 the same
@@ -108,19 +128,7 @@ func TestWarmHoleFactsAheadNotChecked(t *testing.T) {
 						t.Fatalf("B batch %d: %+v %v", n, res, err)
 					}
 				}
-				switch how {
-				case "restored from a copy":
-					e.restore(e.spec.Checkpoint, copied)
-				default:
-					st := e.lake.RawStore(e.spec.Checkpoint)
-					for n := 3; n <= 5; n++ {
-						for _, k := range []string{fmt.Sprintf("offsets/%d.json", n), fmt.Sprintf("commits/%d.json", n)} {
-							if err := st.Delete(context.Background(), k); err != nil {
-								t.Fatal(err)
-							}
-						}
-					}
-				}
+				e.rewindCheckpoint(how, copied)
 				e.exec(insert(4, 4))
 				var rw *CheckpointRewoundError
 				if _, err := e.run(Options{}); !errors.As(err, &rw) { // a cold process writes nothing here
@@ -143,7 +151,8 @@ func TestWarmHoleFactsAheadNotChecked(t *testing.T) {
 	}
 }
 
-// HOLE (main 5481003): the checkpoint, bronze and the facts table are deleted to start
+// Was a hole (main 5481003, closed by decision 0016's ETag identity): the checkpoint,
+// bronze and the facts table are deleted to start
 // over with the same app_id, while a warm process (A, last batch 2) lives on. A new
 // process streams from earliest again and reaches batch 2 with other ranges. A's listing
 // showed offsets/2, the number of its own last batch, and A took its memory for the
