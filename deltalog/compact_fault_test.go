@@ -2,16 +2,10 @@ package deltalog_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
@@ -19,8 +13,6 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
 )
-
-var idSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 
 // openCondPut opens the table at dir committing by conditional put, every call of both
 // through f.
@@ -34,71 +26,6 @@ func openCondPut(t *testing.T, dir string, f *deltatest.Faults) *deltalog.Table 
 	return deltalog.Open(fs, condput.New(fs), deltalog.Options{RetryBaseDelay: 1})
 }
 
-// appendIDs commits n files, one per commit, file i holding ids 10i..10i+9.
-func appendIDs(t *testing.T, tbl *deltalog.Table, from, n int) {
-	t.Helper()
-	ctx := context.Background()
-	for i := from; i < from+n; i++ {
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		for j := range 10 {
-			b.Append(int64(10*i + j))
-		}
-		rec := array.NewRecordBatch(idSchema, []arrow.Array{b.NewArray()}, 10)
-		w := parquetio.NewWriter(tbl.Store(), idSchema, parquetio.WriterOptions{TempDir: t.TempDir()})
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		files, err := w.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := tbl.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := tbl.Begin(snap)
-		if err := tx.SetSchema(idSchema); err != nil {
-			t.Fatal(err)
-		}
-		add := deltalog.AddFromParquet(files[0])
-		add.ModificationTime = 1700000000000 + int64(i)*1000
-		tx.Add(add)
-		tx.SetAppTxn("stream", int64(i+1))
-		if _, err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// tableIDs reads every id of the table, sorted.
-func tableIDs(t *testing.T, tbl *deltalog.Table) []int64 {
-	t.Helper()
-	ctx := context.Background()
-	snap, err := tbl.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := snap.Scan(ctx, deltalog.ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	var ids []int64
-	for {
-		rec, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
-		rec.Release()
-	}
-	slices.Sort(ids)
-	return ids
-}
-
 // A compaction killed at any external call — before the call happens, or after it took
 // effect with the answer lost — leaves a readable table with every row exactly once, and
 // a re-run converges. Six files in groups of three:
@@ -107,8 +34,8 @@ func tableIDs(t *testing.T, tbl *deltalog.Table) []int64 {
 func TestCompactKilledAtEveryCall(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
-	appendIDs(t, openCondPut(t, base, &deltatest.Faults{}), 0, 6)
-	want := tableIDs(t, openCondPut(t, base, &deltatest.Faults{}))
+	deltatest.AppendIDs(t, openCondPut(t, base, &deltatest.Faults{}), 0, 6)
+	want := deltatest.IDs(t, openCondPut(t, base, &deltatest.Faults{}))
 	snap, err := openCondPut(t, base, &deltatest.Faults{}).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +66,7 @@ func TestCompactKilledAtEveryCall(t *testing.T) {
 			ops := f.Ops()
 			step += " (" + ops[len(ops)-1] + ")"
 			clean := openCondPut(t, dir, &deltatest.Faults{})
-			if got := tableIDs(t, clean); !slices.Equal(got, want) {
+			if got := deltatest.IDs(t, clean); !slices.Equal(got, want) {
 				t.Fatalf("%s: after the kill the table holds %d ids, want %d exactly once", step, len(got), len(want))
 			}
 			// Re-runs converge: each packs what is small (compacted files of three small
@@ -157,15 +84,15 @@ func TestCompactKilledAtEveryCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := tableIDs(t, clean); !slices.Equal(got, want) || s.NumFiles() > 2 {
+			if got := deltatest.IDs(t, clean); !slices.Equal(got, want) || s.NumFiles() > 2 {
 				t.Fatalf("%s: after the re-runs %d ids in %d files", step, len(got), s.NumFiles())
 			}
 			if v, _ := s.TxnVersion("stream"); v != 6 {
 				t.Fatalf("%s: stream txn %d", step, v)
 			}
 			// The stream goes on appending after it.
-			appendIDs(t, clean, 6, 1)
-			if got := tableIDs(t, clean); len(got) != len(want)+10 {
+			deltatest.AppendIDs(t, clean, 6, 1)
+			if got := deltatest.IDs(t, clean); len(got) != len(want)+10 {
 				t.Fatalf("%s: %d ids after an append", step, len(got))
 			}
 		}

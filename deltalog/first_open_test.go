@@ -28,7 +28,7 @@ func TestFirstOpenReadsTheLogOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			appendIDs(t, openCondPut(t, dir, &deltatest.Faults{}), 0, tc.commits)
+			deltatest.AppendIDs(t, openCondPut(t, dir, &deltatest.Faults{}), 0, tc.commits)
 			f := &deltatest.Faults{}
 			tbl := openCondPut(t, dir, f)
 			snap, err := tbl.Snapshot(ctx)
@@ -75,7 +75,7 @@ func TestFirstOpenReadsTheLogOnce(t *testing.T) {
 				t.Errorf("open %d of an empty table: %q, want %d requests", i, ops, want)
 			}
 		}
-		appendIDs(t, tbl, 0, 1)
+		deltatest.AppendIDs(t, tbl, 0, 1)
 		if snap, err := deltalog.Open(tbl.Store(), tbl.LogStore(), deltalog.Options{}).Snapshot(ctx); err != nil || snap.Version() != 0 {
 			t.Fatalf("after the first commit: %v, %v", snap, err)
 		}

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,17 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/mssqlcdc/mssqlcdc/core/maintain"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
-
-var maintainSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 
 func openLocal(t *testing.T, dir string, opts deltalog.Options) *deltalog.Table {
 	t.Helper()
@@ -35,72 +27,17 @@ func openLocal(t *testing.T, dir string, opts deltalog.Options) *deltalog.Table 
 	return deltalog.Open(store, logs, opts)
 }
 
-// writeIDTable creates at dir a table of one id column: commits 0..n-1, commit i adding
-// one Parquet file of ids 10i..10i+9.
+// writeIDTable creates at dir a table of one id column (deltatest.IDSchema): commits
+// 0..n-1, commit i adding one Parquet file of ids 10i..10i+9.
 func writeIDTable(t *testing.T, dir string, n int) {
 	t.Helper()
-	ctx := context.Background()
-	tbl := openLocal(t, dir, deltalog.Options{})
-	for i := range n {
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		for id := range 10 {
-			b.Append(int64(10*i + id))
-		}
-		rec := array.NewRecordBatch(maintainSchema, []arrow.Array{b.NewArray()}, 10)
-		w := parquetio.NewWriter(tbl.Store(), maintainSchema, parquetio.WriterOptions{})
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		files, err := w.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := tbl.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := tbl.Begin(snap)
-		if err := tx.SetSchema(maintainSchema); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			tx.Add(deltalog.AddFromParquet(f))
-		}
-		if _, err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deltatest.AppendIDs(t, openLocal(t, dir, deltalog.Options{}), 0, n)
 }
 
-// readIDs reads every id of the table's latest snapshot from its Parquet files, sorted.
+// readIDs reads every id of the table's latest snapshot, sorted.
 func readIDs(t *testing.T, dir string) []int64 {
 	t.Helper()
-	ctx := context.Background()
-	tbl := openLocal(t, dir, deltalog.Options{})
-	snap, err := tbl.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []int64
-	for _, f := range snap.Files() {
-		it, err := parquetio.ReadFile(ctx, tbl.Store(), f.Path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			rec, err := it.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, rec.Column(0).(*array.Int64).Int64Values()...)
-		}
-		it.Close()
-	}
-	slices.Sort(ids)
-	return ids
+	return deltatest.IDs(t, openLocal(t, dir, deltalog.Options{}))
 }
 
 // orphan writes a file no commit references, modified age ago.
@@ -213,7 +150,7 @@ func TestMaintainCleanupLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		tx := tbl.Begin(snap)
-		if err := tx.SetSchema(maintainSchema); err != nil {
+		if err := tx.SetSchema(deltatest.IDSchema); err != nil {
 			t.Fatal(err)
 		}
 		tx.Add(deltalog.Add{Path: fmt.Sprintf("part-%03d.parquet", i), Size: 100, DataChange: true, Stats: `{"numRecords":10}`})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,19 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/mssqlcdc/mssqlcdc/core/maintain"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/condput"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/localstore"
 )
-
-var idSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 
 // open opens the table at dir (conditional put on local disk), every call through f, with
 // the clock now.
@@ -37,71 +29,6 @@ func open(t *testing.T, dir string, f *deltatest.Faults, now time.Time) *deltalo
 	fs := f.Store(s)
 	return deltalog.Open(fs, condput.New(fs), deltalog.Options{RetryBaseDelay: 1, CheckpointInterval: -1,
 		Now: func() time.Time { return now }})
-}
-
-// appendIDs commits n one-file batches as the stream does (txn "stream"), file i holding
-// ids 10i..10i+9.
-func appendIDs(t *testing.T, tbl *deltalog.Table, from, n int) {
-	t.Helper()
-	ctx := context.Background()
-	for i := from; i < from+n; i++ {
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		for j := range 10 {
-			b.Append(int64(10*i + j))
-		}
-		rec := array.NewRecordBatch(idSchema, []arrow.Array{b.NewArray()}, 10)
-		w := parquetio.NewWriter(tbl.Store(), idSchema, parquetio.WriterOptions{TempDir: t.TempDir()})
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		files, err := w.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := tbl.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := tbl.Begin(snap)
-		if err := tx.SetSchema(idSchema); err != nil {
-			t.Fatal(err)
-		}
-		add := deltalog.AddFromParquet(files[0])
-		add.ModificationTime = 1700000000000 + int64(i)*1000
-		tx.Add(add)
-		tx.SetAppTxn("stream", int64(i+1))
-		if _, err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func ids(t *testing.T, tbl *deltalog.Table) []int64 {
-	t.Helper()
-	ctx := context.Background()
-	snap, err := tbl.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := snap.Scan(ctx, deltalog.ScanOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	var out []int64
-	for {
-		rec, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, rec.Column(0).(*array.Int64).Int64Values()...)
-		rec.Release()
-	}
-	slices.Sort(out)
-	return out
 }
 
 // ageAll sets the modification time of every file under dir to at.
@@ -126,8 +53,8 @@ func TestRunAll(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	start := time.Now()
-	appendIDs(t, open(t, dir, &deltatest.Faults{}, start), 0, 8)
-	want := ids(t, open(t, dir, &deltatest.Faults{}, start))
+	deltatest.AppendIDs(t, open(t, dir, &deltatest.Faults{}, start), 0, 8)
+	want := deltatest.IDs(t, open(t, dir, &deltatest.Faults{}, start))
 	o := maintain.All()
 	o.Compaction.Writer.TempDir = t.TempDir()
 
@@ -166,7 +93,7 @@ func TestRunAll(t *testing.T) {
 		t.Fatalf("vacuum %+v\nlog %+v\ntemp %+v", rep.Vacuum, rep.CleanupLog, rep.TempFiles)
 	}
 	tbl := open(t, dir, &deltatest.Faults{}, later)
-	if got := ids(t, tbl); !slices.Equal(got, want) {
+	if got := deltatest.IDs(t, tbl); !slices.Equal(got, want) {
 		t.Fatalf("rows changed: %d", len(got))
 	}
 	if snap, err := tbl.Snapshot(ctx); err != nil || snap.NumFiles() != 1 {
@@ -175,8 +102,8 @@ func TestRunAll(t *testing.T) {
 		t.Fatalf("stream txn %d", v)
 	}
 	// The stream appends on top of it.
-	appendIDs(t, tbl, 8, 1)
-	if got := ids(t, tbl); len(got) != 90 {
+	deltatest.AppendIDs(t, tbl, 8, 1)
+	if got := deltatest.IDs(t, tbl); len(got) != 90 {
 		t.Fatalf("%d rows after an append", len(got))
 	}
 }
@@ -184,7 +111,7 @@ func TestRunAll(t *testing.T) {
 // A retention below the table's is refused before anything changes, unless forced.
 func TestRunRetentionTooShort(t *testing.T) {
 	dir := t.TempDir()
-	appendIDs(t, open(t, dir, &deltatest.Faults{}, time.Now()), 0, 3)
+	deltatest.AppendIDs(t, open(t, dir, &deltatest.Faults{}, time.Now()), 0, 3)
 	o := maintain.All()
 	o.Retention = time.Hour
 	_, err := maintain.Run(context.Background(), open(t, dir, &deltatest.Faults{}, time.Now()), o)
@@ -204,9 +131,9 @@ func TestRunKilledAtEveryCall(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
 	start := time.Now()
-	appendIDs(t, open(t, base, &deltatest.Faults{}, start), 0, 4)
+	deltatest.AppendIDs(t, open(t, base, &deltatest.Faults{}, start), 0, 4)
 	ageAll(t, base, start)
-	want := ids(t, open(t, base, &deltatest.Faults{}, start))
+	want := deltatest.IDs(t, open(t, base, &deltatest.Faults{}, start))
 	later := start.Add(40 * 24 * time.Hour)
 	o := maintain.All()
 	o.Compaction.Writer.TempDir = t.TempDir()
@@ -234,7 +161,7 @@ func TestRunKilledAtEveryCall(t *testing.T) {
 			}
 			kills++
 			clean := open(t, dir, &deltatest.Faults{}, later)
-			if got := ids(t, clean); !slices.Equal(got, want) {
+			if got := deltatest.IDs(t, clean); !slices.Equal(got, want) {
 				t.Fatalf("%s: after the kill %d rows, want %d", step, len(got), len(want))
 			}
 			// A re-run finishes the work (when it compacts, its removes are new, so VACUUM
@@ -246,10 +173,10 @@ func TestRunKilledAtEveryCall(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", step, err)
 			}
-			if got := ids(t, clean); !slices.Equal(got, want) || snap.NumFiles() != 1 {
+			if got := deltatest.IDs(t, clean); !slices.Equal(got, want) || snap.NumFiles() != 1 {
 				t.Fatalf("%s: after re-runs %d rows in %d files", step, len(got), snap.NumFiles())
 			}
-			appendIDs(t, clean, 4, 1)
+			deltatest.AppendIDs(t, clean, 4, 1)
 		}
 	}
 	t.Logf("killed %d runs", kills)
