@@ -11,53 +11,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 	"github.com/mssqlcdc/mssqlcdc/internal/runtimeapi/runtimeapitest"
 )
 
-var idSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-
-// smallFiles creates a table at dir with n one-row files, one commit each.
+// smallFiles creates a table at dir with n small files, one commit each
+// (deltatest.AppendIDs).
 func smallFiles(t *testing.T, dir string, n int) {
 	t.Helper()
-	ctx := context.Background()
-	tbl, err := connect.Table(ctx, dir, location.Config{})
+	tbl, err := connect.Table(context.Background(), dir, location.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range n {
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		b.Append(int64(i))
-		rec := array.NewRecordBatch(idSchema, []arrow.Array{b.NewArray()}, 1)
-		w := parquetio.NewWriter(tbl.Store(), idSchema, parquetio.WriterOptions{TempDir: t.TempDir()})
-		if err := w.Write(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-		files, err := w.Close(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := tbl.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := tbl.Begin(snap)
-		if err := tx.SetSchema(idSchema); err != nil {
-			t.Fatal(err)
-		}
-		tx.Add(deltalog.AddFromParquet(files[0]))
-		if _, err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deltatest.AppendIDs(t, tbl, 0, n)
 }
 
 func fixture(t *testing.T, bronzeFiles, factsFiles int) (*Handler, *bytes.Buffer) {
