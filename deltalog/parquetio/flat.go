@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -156,7 +157,13 @@ func (f *flatEncoder) writeColumn(dt arrow.DataType, pieces []arrow.Array, rows 
 				}
 			}
 		}
-		if err := pqarrow.WriteArrowToColumn(f.ctx, cw, p, defs, nil, optional); err != nil {
+		var err error
+		if d, ok := p.(*array.Dictionary); ok && len(pieces) == 1 {
+			err = writeOwnDictionary(f.ctx, cw, d, defs, optional)
+		} else {
+			err = pqarrow.WriteArrowToColumn(f.ctx, cw, p, defs, nil, optional)
+		}
+		if err != nil {
 			return err
 		}
 		written += int64(n)
@@ -180,4 +187,58 @@ func (f *flatEncoder) close() error {
 func flatSettings(e *propsEntry, sc *pqschema.Schema) {
 	e.root = sc.Root()
 	e.flat = flatSchema(e.schema)
+}
+
+// dictWriter is the part of arrow-go's dictionary encoder (parquet/internal/encoding's
+// DictEncoder, which a column chunk writer's CurrentEncoder is while it encodes with a
+// dictionary) that writeOwnDictionary uses.
+type dictWriter interface {
+	NormalizeDict(arrow.Array) (arrow.Array, error)
+	PutDictionary(arrow.Array) error
+	PreservedDictionary() arrow.Array
+	NumEntries() int
+}
+
+// writeOwnDictionary writes a dictionary array built by ownDictionary (dictionary.go) as
+// the column chunk's dictionary and indices: what pqarrow.WriteArrowToColumn does with a
+// dictionary array given to a fresh column chunk writer (writeDictionaryArrow in
+// arrow-go's parquet/pqarrow/encode_dict_compute.go), call for call, except for the
+// page statistics. pqarrow takes them from the dictionary values the indices reference,
+// found with compute.UniqueArray over the indices (and compute.TakeArray when some are
+// unreferenced or NULL): arrow-go's compute executor, its hash kernel and a goroutine per
+// call, ~5 % of a 1,000-row stream batch's CPU (docs/performance.md § Own dictionaries
+// without compute.Unique). ownDictionary's dictionary holds exactly the distinct values
+// of the non-NULL rows, each referenced, so the statistics are taken from it directly
+// and come out the same (TestFlatEncoderMatchesPqarrow compares the files byte for
+// byte). Any other state (the writer not encoding with a dictionary, a dictionary
+// already put, a dictionary with duplicates) goes through pqarrow as before.
+func writeOwnDictionary(ctx context.Context, cw file.ColumnChunkWriter, d *array.Dictionary, defs []int16, optional bool) error {
+	enc, ok := cw.CurrentEncoder().(dictWriter)
+	if !ok || cw.CurrentEncoder().Encoding() != parquet.Encodings.PlainDict || enc.PreservedDictionary() != nil || !arrow.IsBaseBinary(d.Dictionary().DataType().ID()) {
+		return pqarrow.WriteArrowToColumn(ctx, cw, d, defs, nil, optional)
+	}
+	normalized, err := enc.NormalizeDict(d.Dictionary())
+	if err != nil {
+		return err
+	}
+	defer normalized.Release()
+	if err := enc.PutDictionary(normalized); err != nil {
+		return err
+	}
+	if enc.NumEntries() != normalized.Len() {
+		// Duplicates in the dictionary: pqarrow falls back to plain (the encoder's
+		// memo no longer matches the indices), and so does its dense path from here.
+		cw.FallbackToPlain()
+		return pqarrow.WriteArrowToColumn(ctx, cw, d, defs, nil, optional)
+	}
+	indices := d.Indices()
+	if stats := cw.PageStatistics(); stats != nil {
+		nonNull := indices.Len() - indices.NullN()
+		stats.IncNulls(int64(max(len(defs)-nonNull, 0)))
+		stats.IncNumValues(int64(nonNull))
+		if err := stats.UpdateFromArrow(normalized, false); err != nil {
+			return err
+		}
+	}
+	return cw.WriteDictIndices(indices, defs, nil)
 }

@@ -106,6 +106,7 @@ func TestFlatEncoderMatchesPqarrow(t *testing.T) {
 	orders := mustSchema(t, benchColumns)
 	facts := factsLikeSchema()
 	other := otherTypesSchema()
+	dicts := ownDictSchema()
 	type input struct {
 		schema   *arrow.Schema
 		recs     func() []arrow.RecordBatch
@@ -147,6 +148,8 @@ func TestFlatEncoderMatchesPqarrow(t *testing.T) {
 		"other types, slices and row groups": {other, sliced(func() []arrow.RecordBatch {
 			return []arrow.RecordBatch{otherTypesRecord(other, 0, 3000), otherTypesRecord(other, 3000, 3000)}
 		}, 11, 2900), 32 << 10},
+		"own dictionaries, 1 row":                {dicts, func() []arrow.RecordBatch { return []arrow.RecordBatch{dictsRecord(dicts, 0, 1, 0)} }, 0},
+		"own dictionaries, NULLs and row groups": {dicts, dictsRecs(dicts, 3000, 3000, 2000), 16 << 10},
 	}
 	write := func(t *testing.T, in input, viaPqarrow bool) ([]byte, []File) {
 		t.Helper()
@@ -187,6 +190,71 @@ func TestFlatEncoderMatchesPqarrow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ownDictSchema has string and binary columns with few distinct values, which the writer
+// encodes with dictionaries of its own (dictionary.go), nullable and required.
+func ownDictSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "state", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "lsn", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "op", Type: arrow.BinaryTypes.String},
+		{Name: "sparse", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "drifts", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+}
+
+// dictsRecord is n rows of ownDictSchema from row start: state NULL every fourth row and
+// one of six values, lsn NULL every ninth row and one of three, op one of three, sparse
+// NULL but every 50th row; drifts repeats in the first rows and is unique from row
+// uniqueFrom on (when above zero), so a later row group's dictionary does not pay.
+func dictsRecord(s *arrow.Schema, start, n, uniqueFrom int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	for r := start; r < start+n; r++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(r))
+		if r%4 == 1 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(statuses[r%len(statuses)])
+		}
+		if r%9 == 4 {
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(2).(*array.BinaryBuilder).Append([]byte{0, 0, 0, 0x2a, byte(r / 1000 % 3)})
+		}
+		b.Field(3).(*array.StringBuilder).Append([]string{"insert", "update", "delete"}[r%3])
+		if r%50 == 7 {
+			b.Field(4).(*array.StringBuilder).Append("rare")
+		} else {
+			b.Field(4).AppendNull()
+		}
+		if uniqueFrom > 0 && r >= uniqueFrom {
+			b.Field(5).(*array.StringBuilder).Append(fmt.Sprintf("unique value %08d", r))
+		} else {
+			b.Field(5).(*array.StringBuilder).Append(fmt.Sprintf("v%d", r%5))
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// dictsRecs are records of the given sizes, drifts unique from the last one on.
+func dictsRecs(s *arrow.Schema, sizes ...int) func() []arrow.RecordBatch {
+	return func() []arrow.RecordBatch {
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		uniqueFrom := total - sizes[len(sizes)-1]
+		var out []arrow.RecordBatch
+		start := 0
+		for _, n := range sizes {
+			out = append(out, dictsRecord(s, start, n, uniqueFrom))
+			start += n
+		}
+		return out
 	}
 }
 
