@@ -385,3 +385,154 @@ func (d *dictBuilder) add(v string) int32 {
 	d.lastValue, d.last = d.values[i], i
 	return i
 }
+
+// dictionaryLoses says whether arrow-go's dictionary encoder, given one column chunk's
+// values (pieces), drops its dictionary by its cost check (parquet-mr's rule as arrow-go
+// estimates it): the distinct values (width bytes each in Parquet, or a string's bytes
+// and 4-byte length when width is 0) plus its estimate of the indices' size
+// (arrowIndexBytes) are not smaller than the plain values. False when it cannot tell
+// exactly: a type whose Parquet values are not its Arrow values one to one, or strings
+// in more than one piece (startsPlain, flat.go).
+func (s *distinctSets) dictionaryLoses(pieces []arrow.Array, width int) bool {
+	nonNull := 0
+	rows := 0
+	for _, p := range pieces {
+		rows += p.Len()
+		nonNull += p.Len() - p.NullN()
+	}
+	if nonNull == 0 {
+		return false
+	}
+	if width == 0 {
+		return s.bytesDictionaryLoses(pieces, nonNull)
+	}
+	w := 0
+	switch dt := pieces[0].DataType().(type) {
+	case *arrow.Int8Type, *arrow.Uint8Type:
+		w = 1
+	case *arrow.Int16Type, *arrow.Uint16Type:
+		w = 2
+	case *arrow.Int32Type, *arrow.Uint32Type, *arrow.Date32Type, *arrow.Time32Type:
+		w = 4
+	case *arrow.Int64Type, *arrow.Time64Type, *arrow.TimestampType:
+		w = 8
+	case *arrow.Decimal128Type:
+		if dt.Precision > 18 {
+			return false
+		}
+		w = 16
+	default:
+		return false
+	}
+	raw := int64(nonNull * width)
+	loses := func(distinct int) bool { return int64(distinct*width)+arrowIndexBytes(nonNull, distinct) >= raw }
+	if w == 16 {
+		s.u128.reset(rows)
+	} else {
+		s.u64.reset(rows)
+	}
+	for _, p := range pieces {
+		n, off := p.Len(), p.Data().Offset()
+		if n == 0 {
+			continue
+		}
+		var valid []byte
+		if p.NullN() > 0 {
+			valid = p.NullBitmapBytes()
+		}
+		values := p.Data().Buffers()[1].Bytes()[off*w:]
+		for i := 0; i < n; i++ {
+			if valid != nil && !bitutil.BitIsSet(valid, off+i) {
+				continue
+			}
+			v := values[i*w:]
+			var added bool
+			var distinct int
+			switch w {
+			case 16:
+				added, distinct = s.u128.add([2]uint64{binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[8:])}), s.u128.n
+			case 8:
+				added, distinct = s.u64.add(binary.LittleEndian.Uint64(v)), s.u64.n
+			case 4:
+				added, distinct = s.u64.add(uint64(binary.LittleEndian.Uint32(v))), s.u64.n
+			case 2:
+				added, distinct = s.u64.add(uint64(binary.LittleEndian.Uint16(v))), s.u64.n
+			default:
+				added, distinct = s.u64.add(uint64(v[0])), s.u64.n
+			}
+			if added && loses(distinct) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bytesDictionaryLoses is dictionaryLoses for a string or binary column chunk in one
+// piece with nonNull non-NULL values.
+func (s *distinctSets) bytesDictionaryLoses(pieces []arrow.Array, nonNull int) bool {
+	if len(pieces) != 1 {
+		return false
+	}
+	var offs []int32
+	var data []byte
+	switch c := pieces[0].(type) {
+	case *array.String:
+		offs, data = c.ValueOffsets(), c.ValueBytes()
+	case *array.Binary:
+		offs, data = c.ValueOffsets(), c.ValueBytes()
+	default:
+		return false
+	}
+	var valid []byte
+	if pieces[0].NullN() > 0 {
+		valid = pieces[0].NullBitmapBytes()
+	}
+	off := pieces[0].Data().Offset()
+	n := len(offs) - 1
+	base := offs[0]
+	raw := int64(4 * nonNull)
+	for i := 0; i < n; i++ {
+		if valid == nil || bitutil.BitIsSet(valid, off+i) {
+			raw += int64(offs[i+1] - offs[i])
+		}
+	}
+	set := &s.str
+	set.reset(n, data)
+	defer set.drop()
+	var dict int64
+	for i := 0; i < n; i++ {
+		if valid != nil && !bitutil.BitIsSet(valid, off+i) {
+			continue
+		}
+		start, end := offs[i]-base, offs[i+1]-base
+		if set.add(start, end) {
+			dict += int64(end-start) + 4
+			if dict+arrowIndexBytes(nonNull, set.len()) >= raw {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// arrowIndexBytes is arrow-go's estimate of the size of n dictionary indices into d
+// entries, which its cost check compares (parquet/internal/encoding's
+// dictEncoder.EstimatedDataEncodedSize with its BitWidth, from parquet/internal/utils'
+// MaxRLEBufferSize and MinRLEBufferSize, arrow-go v18.8.0): an upper bound of the
+// RLE/bit-packed hybrid, above indexBytes. TestArrowIndexBytes pins it to the encoder's
+// decisions.
+func arrowIndexBytes(n, d int) int64 {
+	bw := 0
+	switch {
+	case d == 1:
+		bw = 1
+	case d > 1:
+		bw = bits.Len32(uint32(d - 1))
+	}
+	groups := int64((n + 7) / 8)
+	maxRLE := max(groups*int64(1+bw), groups*int64(1+(bw+7)/8))
+	const maxValuesPerLiteralRun = 512
+	minRLE := max(1+int64((maxValuesPerLiteralRun*bw+7)/8), 5+int64((bw+7)/8))
+	return 1 + maxRLE + minRLE
+}

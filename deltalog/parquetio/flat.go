@@ -132,6 +132,9 @@ func (f *flatEncoder) writeColumn(dt arrow.DataType, pieces []arrow.Array, rows 
 		return err
 	}
 	optional := cw.Descr().SchemaNode().RepetitionType() == parquet.Repetitions.Optional
+	if startsPlain(cw, pieces, rows) {
+		cw.FallbackToPlain()
+	}
 	var written int64
 	for _, p := range pieces {
 		n := p.Len()
@@ -241,4 +244,48 @@ func writeOwnDictionary(ctx context.Context, cw file.ColumnChunkWriter, d *array
 		}
 	}
 	return cw.WriteDictIndices(indices, defs, nil)
+}
+
+// maxEarlyPlainRows bounds the row groups in which startsPlain may start a dictionary
+// column plain: far below the values whose dictionary indices could fill a data page
+// (DataPageSize, 1 MiB, at up to ~4 bytes a value) before arrow-go's cost check has seen
+// them all.
+const maxEarlyPlainRows = 1 << 16
+
+// startsPlain says whether the column chunk writer cw, about to encode pieces (rows rows)
+// with a dictionary, would drop it for plain anyway by its cost check (parquet-mr's rule,
+// which the writer properties turn on for every dictionary column, dictionary.go), and
+// so can start plain. arrow-go applies the check after each batch of WriteBatchSize
+// values until the first data page is cut, and then re-encodes what it buffered as
+// plain: in a small file, after hashing every value into a dictionary. The writer's
+// choice (chooseEncodings) estimates the indices bit-packed; arrow-go's check takes an
+// upper bound of their RLE size, so a column of ~700–850 distinct values in 1,000 rows
+// (timestamps, amounts, ids of a stream batch) is chosen for a dictionary that arrow-go
+// then drops: its hash table grown four times over for nothing, ~7 % of a batch's
+// allocation (docs/performance.md § Parquet CPU of a small file). dictionaryLoses counts
+// the distinct values and applies arrow-go's estimate (arrowIndexBytes); when it says the
+// dictionary loses over the whole row group, arrow-go's last check, which sees every
+// value (no page is cut under maxEarlyPlainRows), drops it too, so starting plain writes
+// the same bytes (TestArrowIndexBytes, TestStartsPlainMatchesArrow). Only types whose
+// Parquet values are their Arrow values one to one are counted (integers, dates, times,
+// timestamps, decimals stored as integers, strings and binaries in one piece); floats
+// (NaN, -0) and the rest keep arrow-go's course.
+func startsPlain(cw file.ColumnChunkWriter, pieces []arrow.Array, rows int64) bool {
+	if rows == 0 || rows > maxEarlyPlainRows || cw.CurrentEncoder().Encoding() != parquet.Encodings.PlainDict ||
+		!cw.Properties().DictionaryCostFallbackEnabledFor(cw.Descr().Path()) {
+		return false
+	}
+	width := 0
+	switch cw.Descr().PhysicalType() {
+	case parquet.Types.Int32:
+		width = 4
+	case parquet.Types.Int64:
+		width = 8
+	case parquet.Types.ByteArray:
+	default:
+		return false
+	}
+	seen := distinctPool.Get().(*distinctSets)
+	defer distinctPool.Put(seen)
+	return seen.dictionaryLoses(pieces, width)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // otherTypesSchema has the flat Arrow types bronze does not use, nullable and required,
@@ -319,6 +321,218 @@ func TestConcurrentFlatWriters(t *testing.T) {
 		}
 		if !bytes.Equal(got[i], want) {
 			t.Errorf("writer %d wrote %d bytes unlike the lone writer's %d", i, len(got[i]), len(want))
+		}
+	}
+}
+
+// TestStartsPlainMatchesArrow: a dictionary column whose dictionary loses over the row
+// group is started plain by the flat encoder (startsPlain) instead of being hashed and
+// dropped by arrow-go's cost check; the files must be byte for byte pqarrow's. Every
+// counted type, nullable and required, with the rows' distinct values swept across the
+// rule's threshold (the first piece repeats five values, so each column is chosen for a
+// dictionary; the rest cycle through distinct values), in one piece and in several, and
+// with a row group per piece (a string column's own dictionary declined for a row group
+// is then started plain too).
+func TestStartsPlainMatchesArrow(t *testing.T) {
+	types := []arrow.DataType{
+		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32,
+		arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Uint8, arrow.PrimitiveTypes.Uint16,
+		arrow.PrimitiveTypes.Uint32, arrow.FixedWidthTypes.Date32, arrow.FixedWidthTypes.Time32s,
+		arrow.FixedWidthTypes.Time64us, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+		&arrow.TimestampType{Unit: arrow.Second}, &arrow.Decimal128Type{Precision: 9, Scale: 2},
+		&arrow.Decimal128Type{Precision: 18, Scale: 2}, arrow.BinaryTypes.String, arrow.BinaryTypes.Binary,
+	}
+	var fields []arrow.Field
+	for i, dt := range types {
+		fields = append(fields,
+			arrow.Field{Name: fmt.Sprintf("n%02d", i), Type: dt, Nullable: true},
+			arrow.Field{Name: fmt.Sprintf("r%02d", i), Type: dt})
+	}
+	s := arrow.NewSchema(fields, nil)
+	record := func(start, n, distinct int) arrow.RecordBatch {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		defer b.Release()
+		for r := start; r < start+n; r++ {
+			v := r % distinct
+			for c, f := range s.Fields() {
+				fb := b.Field(c)
+				if f.Nullable && r%11 == 5 {
+					fb.AppendNull()
+					continue
+				}
+				switch fb := fb.(type) {
+				case *array.Int8Builder:
+					fb.Append(int8(v))
+				case *array.Int16Builder:
+					fb.Append(int16(v))
+				case *array.Int32Builder:
+					fb.Append(int32(v) * 7919)
+				case *array.Int64Builder:
+					fb.Append(int64(v) << 33)
+				case *array.Uint8Builder:
+					fb.Append(uint8(v))
+				case *array.Uint16Builder:
+					fb.Append(uint16(v))
+				case *array.Uint32Builder:
+					fb.Append(uint32(v) * 4_000_037)
+				case *array.Date32Builder:
+					fb.Append(arrow.Date32(v))
+				case *array.Time32Builder:
+					fb.Append(arrow.Time32(v))
+				case *array.Time64Builder:
+					fb.Append(arrow.Time64(int64(v) * 1_000_003))
+				case *array.TimestampBuilder:
+					fb.Append(arrow.Timestamp(int64(v)*1_000_003 + 1_700_000_000))
+				case *array.Decimal128Builder:
+					fb.Append(decimal128.FromI64(int64(v)*37 - 500))
+				case *array.StringBuilder:
+					fb.Append(fmt.Sprintf("value %d", v))
+				case *array.BinaryBuilder:
+					fb.Append([]byte(fmt.Sprintf("v%d", v)))
+				default:
+					panic(fmt.Sprintf("no values for %T", fb))
+				}
+			}
+		}
+		return b.NewRecordBatch()
+	}
+	write := func(t *testing.T, recs []arrow.RecordBatch, rowGroup int64, viaPqarrow bool) []byte {
+		t.Helper()
+		forcePqarrow = viaPqarrow
+		defer func() { forcePqarrow = false }()
+		var out bytes.Buffer
+		w := NewWriter(discardStore{&out}, s, WriterOptions{TempDir: t.TempDir(), RowGroupBytes: rowGroup})
+		for _, r := range recs {
+			if err := w.Write(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	for _, rows := range []int{100, 1000, 3000} {
+		for distinct := 6; distinct <= rows; distinct += max(rows/23, 1) {
+			for _, c := range []struct {
+				pieces   int
+				rowGroup int64
+			}{{1, 0}, {3, 0}, {2, 1}} {
+				pieces := c.pieces
+				t.Run(fmt.Sprintf("%d rows, %d distinct, %d pieces, row groups of %d bytes", rows, distinct, pieces, c.rowGroup), func(t *testing.T) {
+					recs := []arrow.RecordBatch{record(0, 40, 5)}
+					per := (rows - 40) / pieces
+					for p := range pieces {
+						n := per
+						if p == pieces-1 {
+							n = rows - 40 - per*(pieces-1)
+						}
+						recs = append(recs, record(40+per*p, n, distinct))
+					}
+					defer func() {
+						for _, r := range recs {
+							r.Release()
+						}
+					}()
+					if got, want := write(t, recs, c.rowGroup, false), write(t, recs, c.rowGroup, true); !bytes.Equal(got, want) {
+						t.Errorf("the file differs from pqarrow's: %d bytes against %d", len(got), len(want))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestArrowIndexBytes: dictionaryLoses (arrowIndexBytes) agrees with arrow-go's own cost
+// check value for value: for one int64 or string column of 100 or 1,000 rows, NULLs or
+// not, and every count of distinct values (every other one of 1,000) for which the writer
+// chooses a dictionary, the column written through arrow-go's dictionary encoder
+// (pqarrow, the writer's properties for a dictionary column) has no dictionary page
+// (arrow-go dropped it) exactly when dictionaryLoses says so; and the flat encoder's
+// file is byte for byte pqarrow's.
+func TestArrowIndexBytes(t *testing.T) {
+	for _, dt := range []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String} {
+		for _, nullable := range []bool{false, true} {
+			s := arrow.NewSchema([]arrow.Field{{Name: "v", Type: dt, Nullable: nullable}}, nil)
+			for _, rows := range []int{100, 1000} {
+				checked := 0
+				for distinct := 1; distinct <= rows; distinct += 1 + rows/1000 {
+					b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+					for r := range rows {
+						if nullable && r%7 == 3 {
+							b.Field(0).AppendNull()
+							continue
+						}
+						switch fb := b.Field(0).(type) {
+						case *array.Int64Builder:
+							fb.Append(int64(r%distinct) * 1_000_003)
+						case *array.StringBuilder:
+							fb.Append(fmt.Sprintf("value %d", r%distinct))
+						}
+					}
+					rec := b.NewRecordBatch()
+					b.Release()
+					if chooseEncodings(rec)[0] == encPlain {
+						rec.Release()
+						continue
+					}
+					checked++
+					write := func(viaPqarrow bool) []byte {
+						forcePqarrow = viaPqarrow
+						defer func() { forcePqarrow = false }()
+						var out bytes.Buffer
+						w := NewWriter(discardStore{&out}, s, WriterOptions{TempDir: t.TempDir()})
+						if err := w.Write(context.Background(), rec); err != nil {
+							t.Fatal(err)
+						}
+						if _, err := w.Close(context.Background()); err != nil {
+							t.Fatal(err)
+						}
+						return out.Bytes()
+					}
+					want, got := write(true), write(false)
+					// arrow-go's own decision: the column through its dictionary encoder
+					// with the writer's properties for a dictionary column.
+					props, err := writerProperties(s, Snappy, []colEncoding{encDict})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var arrowFile bytes.Buffer
+					fw, err := pqarrow.NewFileWriter(s, &arrowFile, props, pqarrow.DefaultWriterProps())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := fw.Write(rec); err != nil {
+						t.Fatal(err)
+					}
+					if err := fw.Close(); err != nil {
+						t.Fatal(err)
+					}
+					r, err := file.NewParquetReader(bytes.NewReader(arrowFile.Bytes()))
+					if err != nil {
+						t.Fatal(err)
+					}
+					cc, err := r.MetaData().RowGroup(0).ColumnChunk(0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					width := 8
+					if dt.ID() == arrow.STRING {
+						width = 0
+					}
+					var seen distinctSets
+					if loses := seen.dictionaryLoses([]arrow.Array{rec.Column(0)}, width); loses == cc.HasDictionaryPage() {
+						t.Errorf("%s nullable %v, %d rows, %d distinct: dictionaryLoses %v, arrow-go's file has a dictionary page: %v", dt, nullable, rows, distinct, loses, cc.HasDictionaryPage())
+					}
+					if !bytes.Equal(got, want) {
+						t.Errorf("%s nullable %v, %d rows, %d distinct: the file differs from pqarrow's", dt, nullable, rows, distinct)
+					}
+					rec.Release()
+				}
+				if checked < rows/3 {
+					t.Errorf("%s, %d rows: only %d dictionary columns checked", dt, rows, checked)
+				}
+			}
 		}
 	}
 }
