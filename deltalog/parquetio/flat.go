@@ -209,11 +209,10 @@ type dictWriter interface {
 // page statistics. pqarrow takes them from the dictionary values the indices reference,
 // found with compute.UniqueArray over the indices (and compute.TakeArray when some are
 // unreferenced or NULL): arrow-go's compute executor, its hash kernel and a goroutine per
-// call, ~5 % of a 1,000-row stream batch's CPU (docs/performance.md § Own dictionaries
-// without compute.Unique). ownDictionary's dictionary holds exactly the distinct values
-// of the non-NULL rows, each referenced, so the statistics are taken from it directly
-// and come out the same (TestFlatEncoderMatchesPqarrow compares the files byte for
-// byte). Any other state (the writer not encoding with a dictionary, a dictionary
+// call, ~5 % of a 1,000-row stream batch's CPU by profile (docs/performance.md § Parquet
+// CPU of a small file). ownDictionary's dictionary holds exactly the distinct values of
+// the non-NULL rows, each referenced, so the statistics are taken from it directly and
+// come out the same (TestFlatEncoderMatchesPqarrow compares the files byte for byte). Any other state (the writer not encoding with a dictionary, a dictionary
 // already put, a dictionary with duplicates) goes through pqarrow as before.
 func writeOwnDictionary(ctx context.Context, cw file.ColumnChunkWriter, d *array.Dictionary, defs []int16, optional bool) error {
 	enc, ok := cw.CurrentEncoder().(dictWriter)
