@@ -88,6 +88,9 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 	if snap.Version() < 0 && tx.metadata == nil {
 		return CommitResult{}, ErrNoSchema
 	}
+	if snap.replaced != replacedCount(tx.table.logs) {
+		return CommitResult{}, errLogReplaced(snap.Version() + 1)
+	}
 	if err := tx.validate(); err != nil {
 		return CommitResult{}, err
 	}
@@ -281,6 +284,9 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 	if err != nil {
 		return 0, false, nil, fmt.Errorf("latest version: %w", err)
 	}
+	if tx.snap.replaced != replacedCount(tx.table.logs) {
+		return 0, false, nil, errLogReplaced(lost)
+	}
 	latest = max(latest, lost)
 	winners := make([][]Action, 0, latest-lost+1)
 	for v := lost; v <= latest; v++ {
@@ -310,6 +316,13 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 		}
 	}
 	return latest + 1, false, nil, nil
+}
+
+// errLogReplaced is the conflict of a transaction begun on a snapshot of a log that the
+// log store found deleted (and perhaps written again) since (logstore.Replacements): its
+// snapshot is of another table. Begin again from a new Snapshot.
+func errLogReplaced(version int64) error {
+	return &ConcurrentModificationError{Version: version, Reason: "on a table deleted and written again since the snapshot was read"}
 }
 
 // backoff is the wait before the attempt-th retry: full jitter over

@@ -73,6 +73,13 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 			return nil, fmt.Errorf("latest version: %w", err)
 		}
 	}
+	replaced := replacedCount(t.logs)
+	if known != nil && known.replaced != replaced {
+		// The log store found the log it knew deleted (and perhaps written again) since
+		// known was read: read the table as a new process would.
+		t.replace(nil)
+		known = nil
+	}
 	if latest < 0 {
 		t.sawEmpty()
 		return t.emptySnapshot(), nil
@@ -89,6 +96,7 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 		if latest-known.version <= hintedReplayLimit {
 			s, err := t.advance(ctx, known, latest)
 			if err == nil {
+				s.replaced = replaced
 				t.remember(s)
 				return s, nil
 			}
@@ -103,6 +111,7 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.replaced = replaced
 	t.remember(s)
 	return s, nil
 }
@@ -194,7 +203,7 @@ func (t *Table) SnapshotAt(ctx context.Context, version int64) (*Snapshot, error
 
 func (t *Table) emptySnapshot() *Snapshot {
 	return &Snapshot{
-		table: t, version: -1, checkpoint: -1,
+		table: t, replaced: replacedCount(t.logs), version: -1, checkpoint: -1,
 		files: newFileSet[Add](0), tombstones: newFileSet[Remove](0),
 		txns: map[string]Txn{}, domains: map[string]DomainMetadata{},
 		commitInfos: map[int64]CommitInfo{},

@@ -20,7 +20,11 @@ type fileKey struct {
 // Snapshot is the reconciled state of a table at one version (docs/reference/delta-protocol.md
 // §9.2). It is immutable and safe for concurrent use.
 type Snapshot struct {
-	table    *Table
+	table *Table
+	// replaced is the table's log store's count of replaced logs when the snapshot was
+	// read (logstore.Replacements): a kept snapshot of another count is of a log deleted
+	// since, and is not used (Table.Snapshot).
+	replaced uint64
 	version  int64
 	protocol Protocol
 	metadata Metadata
@@ -277,7 +281,7 @@ func (s *Snapshot) CanReadData() error {
 // part is not copied), the small maps are copied, the lazy stats are shared.
 func (s *Snapshot) successor() *Snapshot {
 	n := &Snapshot{
-		table: s.table, version: s.version, protocol: s.protocol, metadata: s.metadata,
+		table: s.table, replaced: s.replaced, version: s.version, protocol: s.protocol, metadata: s.metadata,
 		files: s.files.derive(), tombstones: s.tombstones.derive(),
 		cpTombstones: s.cpTombstones,
 		txns:         maps.Clone(s.txns), domains: maps.Clone(s.domains), commitInfos: maps.Clone(s.commitInfos),

@@ -57,8 +57,10 @@ func (o Options) now() time.Time {
 //
 // A Table remembers the newest snapshot it read or committed (see Snapshot), so a process
 // that keeps it (a warm Lambda, a stream running batch after batch) reads only the commits
-// made since. It assumes the log at its location is never deleted and re-created while it
-// is open: open a new Table after re-creating a table.
+// made since. When its log store tells a log deleted and written again under the same
+// path (logstore.Replacements: the commit file of the newest version it knew gone or
+// another, seen in the listing or query it makes anyway), the kept snapshot is dropped
+// and the table read as a new process would (docs/operations.md § Starting a table over).
 type Table struct {
 	store storage.Store
 	logs  logstore.LogStore
@@ -98,6 +100,9 @@ func (t *Table) Known() *Snapshot {
 	t.mu.Lock()
 	s, empty := t.latest, t.empty
 	t.mu.Unlock()
+	if s != nil && s.replaced != replacedCount(t.logs) {
+		return nil // of a log found replaced since
+	}
 	if s == nil && empty {
 		return t.emptySnapshot()
 	}
@@ -127,13 +132,23 @@ func (t *Table) firstOpen() bool {
 	return first
 }
 
-// remember keeps s as the newest known snapshot unless a newer one is kept already.
+// remember keeps s as the newest known snapshot unless a newer one is kept already, or
+// one read after the log was found replaced later than s was read.
 func (t *Table) remember(s *Snapshot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.latest == nil || s.version >= t.latest.version {
+	if t.latest == nil || s.replaced > t.latest.replaced || (s.replaced == t.latest.replaced && s.version >= t.latest.version) {
 		t.latest, t.empty = s, false
 	}
+}
+
+// replacedCount is logs' count of logs found replaced (logstore.Replacements); 0 for a log
+// store that tells none.
+func replacedCount(logs logstore.LogStore) uint64 {
+	if r, ok := logs.(logstore.Replacements); ok {
+		return r.Replaced()
+	}
+	return 0
 }
 
 // replace keeps s as the newest known snapshot (nil: none), whatever was kept: the log

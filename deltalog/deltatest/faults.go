@@ -234,6 +234,15 @@ func (w *faultLogStore) Latest(ctx context.Context) (int64, error) {
 	return v, err
 }
 
+// Replaced passes on the wrapped log store's count of replaced logs
+// (logstore.Replacements; 0 when it tells none): no call of its own.
+func (w *faultLogStore) Replaced() uint64 {
+	if r, ok := w.l.(logstore.Replacements); ok {
+		return r.Replaced()
+	}
+	return 0
+}
+
 func (w *faultLogStore) Read(ctx context.Context, version int64) ([]byte, error) {
 	var b []byte
 	err := w.f.Hit(fmt.Sprintf("log.Read %d", version), func() error {

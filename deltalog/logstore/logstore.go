@@ -66,3 +66,17 @@ type Lister interface {
 // _last_checkpoint; a longer one costs that listing request on top of reading
 // _last_checkpoint and listing from it.
 const ListWholeIfShort int64 = -2
+
+// Replacements is implemented by log stores that tell a log deleted and written again
+// under the same path (a table started over) from the one they knew, at no request more:
+// they keep the identity of the newest commit they wrote or saw (its file's ETag, or its
+// DynamoDB entry's tempPath) and check it in the listing or query their Latest makes
+// anyway. A caller that keeps state read through the log store (deltalog.Table's kept
+// snapshot) drops that state when the count moves, and reads the table as a new process
+// would. docs/decisions/0016-own-write-identity.md § Follow-up: tables started over says
+// what is and is not told.
+type Replacements interface {
+	// Replaced counts the times this log store found the log it knew replaced: the
+	// newest commit it knew missing, or another one in its place. It only grows.
+	Replaced() uint64
+}

@@ -29,3 +29,30 @@ func TestDeltaFaultCommits(t *testing.T) {
 		return s, f.LogStore(condput.New(s))
 	})
 }
+
+// A kept Table tells the table deleted and written again under its path
+// (docs/operations.md § Starting a table over).
+func TestDeltaRecreated(t *testing.T) {
+	srv := emulators.StartS3(t)
+	store := s3store.New(srv.Client(), srv.Bucket(t), "lake/orders")
+	deltatest.Recreated(t, func() (storage.Store, logstore.LogStore) {
+		return store, condput.New(store)
+	}, func(t *testing.T) { wipe(t, store) })
+}
+
+// wipe deletes every object under store.
+func wipe(t *testing.T, store storage.Store) {
+	t.Helper()
+	var keys []string
+	for info, err := range store.List(t.Context(), "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, info.Key)
+	}
+	for _, k := range keys {
+		if err := store.Delete(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

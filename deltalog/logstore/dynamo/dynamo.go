@@ -115,19 +115,27 @@ type LogStore struct {
 
 	mu    sync.Mutex
 	known known
+	// replaced counts the logs found replaced (logstore.Replacements): known's entry gone
+	// or another, or its commit file gone.
+	replaced uint64
 }
 
 // known is an observation: version Version is committed (its entry complete or gone) and
 // Version+1.json did not exist at At. Version -1 with a non-zero At is an empty log seen
-// with no entry; with a zero At, no observation.
+// with no entry; with a zero At, no observation. TempPath is Version's entry's tempPath
+// (unique per commit: a random UUID) when the observation saw the entry, the identity by
+// which Latest tells the entry, and so the log, from another's (checkIdentity); "" when
+// no entry was seen.
 type known struct {
-	Version int64
-	At      time.Time
+	Version  int64
+	At       time.Time
+	TempPath string
 }
 
 var (
-	_ logstore.LogStore = (*LogStore)(nil)
-	_ logstore.Lister   = (*LogStore)(nil)
+	_ logstore.LogStore     = (*LogStore)(nil)
+	_ logstore.Lister       = (*LogStore)(nil)
+	_ logstore.Replacements = (*LogStore)(nil)
 )
 
 // New returns a LogStore for the table rooted at store. It does no I/O; the DynamoDB table
@@ -170,13 +178,43 @@ func (l *LogStore) TablePathKey() string { return l.tablePath }
 // Client is the DynamoDB client the log store was made with.
 func (l *LogStore) Client() Client { return l.ddb }
 
-// observe records that version v (-1: none) is committed and v+1.json was absent at time at.
-func (l *LogStore) observe(v int64, at time.Time) {
+// observe records that version v (-1: none) is committed and v+1.json was absent at time at;
+// tempPath is v's entry's ("" when none was seen: a tempPath known for v is kept).
+func (l *LogStore) observe(v int64, at time.Time, tempPath string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if v > l.known.Version || (v == l.known.Version && at.After(l.known.At)) {
-		l.known = known{Version: v, At: at}
+		if v == l.known.Version && tempPath == "" {
+			tempPath = l.known.TempPath
+		}
+		l.known = known{Version: v, At: at, TempPath: tempPath}
 	}
+}
+
+// current is the observation and the count of replaced logs, read together.
+func (l *LogStore) current() (known, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.known, l.replaced
+}
+
+// markReplaced records that the log known when Replaced was gen was found replaced: the
+// observation is forgotten (once, however many calls found it).
+func (l *LogStore) markReplaced(gen uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.replaced == gen {
+		l.replaced++
+		l.known = known{Version: -1}
+	}
+}
+
+// Replaced counts the times Latest found the log it knew replaced
+// (logstore.Replacements).
+func (l *LogStore) Replaced() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.replaced
 }
 
 // fresh reports whether the observation is less than KnownFor old. l.mu is held.

@@ -5,6 +5,10 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
@@ -97,4 +101,46 @@ func TestDeltaFirstOpenListsOnce(t *testing.T) {
 	}
 	check("first open, entries expired", deltalog.Open(storagetest.NewCounting(e.store, c), expired, deltalog.Options{}), 1,
 		map[string]int{"Get": 2, "List": 1, "ddb.Query": 1})
+}
+
+// A kept Table tells the table deleted and written again under its path, its DynamoDB
+// entries deleted with it (a Write of version 0 refuses while the old ones are there:
+// StaleEntryError) (docs/operations.md § Starting a table over).
+func TestDeltaRecreated(t *testing.T) {
+	srv := emulators.StartS3(t)
+	e := newEnv(t, srv)
+	deltatest.Recreated(t, func() (storage.Store, logstore.LogStore) {
+		return e.store, e.logStore(t, dynamo.Options{})
+	}, func(t *testing.T) {
+		ctx := t.Context()
+		var keys []string
+		for info, err := range e.store.List(ctx, "", "") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, info.Key)
+		}
+		for _, k := range keys {
+			if err := e.store.Delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tablePath := e.logStore(t, dynamo.Options{}).TablePathKey()
+		out, err := e.ddb.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 &e.table,
+			KeyConditionExpression:    aws.String("tablePath = :p"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: tablePath}},
+			ConsistentRead:            aws.Bool(true),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range out.Items {
+			if _, err := e.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{
+				"tablePath": item["tablePath"], "fileName": item["fileName"],
+			}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/internal/commitlog"
@@ -20,16 +21,34 @@ import (
 // (KnownFor is well under every writer's TTL), and the newest entry is the newest commit.
 // A writer that keeps its LogStore (a warm Lambda, a stream's batches, the steps of a
 // bootstrap on a table not yet created) thus checks for others' commits with one Query.
+//
+// The same Query tells a log deleted and written again (checkIdentity): the entry of the
+// version this LogStore knew is among the newest entries, and another one (another
+// tempPath) or none means the log was replaced; Replaced counts it, and the log is then
+// listed as on a first Latest.
 func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	queriedAt := l.opts.Now()
-	e, found, err := l.newestEntry(ctx)
+	kn, gen := l.current()
+	page, full, err := l.newestEntries(ctx)
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
+	}
+	replaced, err := l.checkIdentity(ctx, kn, page, full, queriedAt)
+	if err != nil {
+		return 0, err
+	}
+	if replaced {
+		l.markReplaced(gen)
+		kn, gen = l.current()
+	}
+	e, found := entry{}, len(page) > 0
+	if found {
+		e = page[0]
 	}
 	hint := l.hint()
 	if found {
 		if e.Complete && l.knowsUpTo(e.Version) {
-			l.observe(e.Version, queriedAt)
+			l.observe(e.Version, queriedAt, e.TempPath)
 			return e.Version, nil
 		}
 		if err := l.recover(ctx, e); err != nil {
@@ -37,19 +56,61 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 		}
 		hint = max(hint, e.Version)
 	} else if v, ok := l.knownLatest(); ok {
-		l.observe(v, queriedAt)
+		l.observe(v, queriedAt, "")
 		return v, nil
 	}
 	listedAt := l.opts.Now()
-	v, err := commitlog.Latest(ctx, l.store, hint)
+	var res commitlog.Listed
+	if kn.Version >= 0 && hint == kn.Version {
+		// From the version known: its commit file gone is a replaced log too.
+		res, err = commitlog.LatestFrom(ctx, l.store, kn.Version, "")
+	} else {
+		res, err = commitlog.Newest(ctx, l.store, hint)
+	}
 	if err != nil {
 		return 0, wrap("latest: after", hint, err)
 	}
+	if res.Replaced {
+		l.markReplaced(gen)
+	}
+	v := res.Version
 	if !found || v == e.Version {
 		// Entry v is complete (or none is left) and v+1.json was absent when listed.
-		l.observe(v, listedAt)
+		l.observe(v, listedAt, e.TempPath)
 	}
 	return v, nil
+}
+
+// checkIdentity reports whether the log kn was observed in was replaced: kn.Version's
+// entry, when kn saw it (kn.TempPath), is now another (another tempPath: the entry was
+// deleted and the version claimed again, by a new log), or is gone while kn is less than
+// KnownFor old (a complete entry lives for the TTL, well over KnownFor, so only a person
+// deletes it that soon). page holds the newest entries; kn.Version's is read with a
+// GetItem only when it is older than the page (more than entriesQueried commits since).
+// An entry gone after KnownFor is not told from one expired: the listing from kn.Version
+// then tells only a log with fewer versions (commitlog.LatestFrom).
+func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (bool, error) {
+	if kn.TempPath == "" || kn.Version < 0 {
+		return false, nil
+	}
+	var mine entry
+	found := false
+	for _, e := range page {
+		if e.Version == kn.Version {
+			mine, found = e, true
+			break
+		}
+	}
+	if !found && full && page[len(page)-1].Version > kn.Version {
+		var err error
+		if mine, found, err = l.getEntry(ctx, kn.Version); err != nil {
+			return false, wrap("latest: get entry of", kn.Version, err)
+		}
+	}
+	if found {
+		return mine.TempPath != kn.TempPath, nil
+	}
+	return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, nil
 }
 
 // shortLog is the newest version below which a log is listed whole on a table's first
@@ -65,9 +126,13 @@ const shortLog = 100
 // entries' TTL; it is listed whole when one listing request holds it
 // (logstore.ListWholeIfShort), so an empty log costs the Query and one listing.
 func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
-	e, found, err := l.newestEntry(ctx)
+	page, _, err := l.newestEntries(ctx)
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
+	}
+	e, found := entry{}, len(page) > 0
+	if found {
+		e = page[0]
 	}
 	from := logstore.ListWholeIfShort
 	if found {
@@ -85,7 +150,7 @@ func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context
 		return 0, err
 	}
 	if !found || v == e.Version {
-		l.observe(v, listedAt)
+		l.observe(v, listedAt, e.TempPath)
 	}
 	return v, nil
 }

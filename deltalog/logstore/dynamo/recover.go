@@ -89,23 +89,37 @@ func (l *LogStore) getEntry(ctx context.Context, v int64) (entry, bool, error) {
 	return e, err == nil, err
 }
 
-// newestEntry queries the table's entry with the greatest fileName (consistent read).
-func (l *LogStore) newestEntry(ctx context.Context) (entry, bool, error) {
+// entriesQueried is how many of the newest entries the Query of Latest and OpenLatest
+// reads (one request, strongly consistent: under 8 KB of items, 2 read units): the newest
+// decides, and the entry of the version this LogStore knew, when among them, is checked
+// (checkIdentity) without a GetItem. Many more commits by others between two calls than
+// this, and it is read with a GetItem.
+const entriesQueried = 32
+
+// newestEntries queries the table's newest entries, newest first (consistent read). An
+// unparsable newest entry is an error; older unparsable ones are left out.
+func (l *LogStore) newestEntries(ctx context.Context) (page []entry, full bool, err error) {
 	out, err := l.ddb.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &l.table,
 		KeyConditionExpression:    aws.String("#p = :p"),
 		ExpressionAttributeNames:  map[string]string{"#p": attrTablePath},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: l.tablePath}},
 		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(1),
+		Limit:                     aws.Int32(entriesQueried),
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
-		return entry{}, false, err
+		return nil, false, err
 	}
-	if len(out.Items) == 0 {
-		return entry{}, false, nil
+	for i, item := range out.Items {
+		e, err := parseEntry(item)
+		if err != nil {
+			if i == 0 {
+				return nil, false, err
+			}
+			continue
+		}
+		page = append(page, e)
 	}
-	e, err := parseEntry(out.Items[0])
-	return e, err == nil, err
+	return page, len(out.Items) == entriesQueried, nil
 }

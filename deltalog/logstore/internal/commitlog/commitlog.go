@@ -68,29 +68,95 @@ func Read(ctx context.Context, s storage.Store, v int64) ([]byte, error) {
 // _last_checkpoint (when present and valid) gives one, since its version's commit existed
 // when it was written.
 func Latest(ctx context.Context, s storage.Store, hint int64) (int64, error) {
+	l, err := Newest(ctx, s, hint)
+	return l.Version, err
+}
+
+// Listed is what a listing of the log found: its newest commit file, and whether the
+// commit file of the version the lister knew was still the one it knew (LatestFrom).
+type Listed struct {
+	// Version is the newest commit's version, -1 when the log has none.
+	Version int64
+	// ETag is the newest commit file's ETag, as the listing showed it.
+	ETag string
+	// Replaced is true when the known version's commit file was missing from the listing,
+	// or had another ETag than the one known: the log was deleted (and perhaps written
+	// again) since. Version and ETag are then the new log's.
+	Replaced bool
+}
+
+// Newest is Latest with the newest commit file's ETag.
+func Newest(ctx context.Context, s storage.Store, hint int64) (Listed, error) {
 	if hint < 0 {
 		hint = lastCheckpoint(ctx, s)
 	}
 	if hint > 0 {
-		v, err := newest(ctx, s, fmt.Sprintf("%s%020d", Dir, hint))
-		if err != nil || v >= 0 {
-			return v, err
+		l, _, err := newest(ctx, s, hint)
+		if err != nil || l.Version >= 0 {
+			return l, err
 		}
 	}
-	return newest(ctx, s, "")
+	l, _, err := newest(ctx, s, 0)
+	return l, err
 }
 
-func newest(ctx context.Context, s storage.Store, startAfter string) (int64, error) {
-	latest := int64(-1)
-	for info, err := range s.List(ctx, Dir, startAfter) {
-		if err != nil {
-			return 0, fmt.Errorf("list log: %w", err)
-		}
-		if v, ok := ParseKey(info.Key); ok && v > latest {
-			latest = v
+// LatestFrom lists the log from version known, a version whose commit file the caller
+// wrote or saw, with ETag tag ("" when unknown), and returns the newest commit. The
+// listing starts after the key "_delta_log/<known:020>", which sorts just before that
+// version's own commit file, so it shows that file with its ETag: no request more than
+// listing from the next version. When the file is missing, or has another ETag than tag,
+// the log was deleted since (and perhaps written again: its commit files, carrying a
+// random txnId and a timestamp, never have the old ETags): Replaced, and the result is
+// the new log's newest commit (the whole log is listed when nothing was found from
+// known). docs/decisions/0016-own-write-identity.md § Follow-up: tables started over.
+func LatestFrom(ctx context.Context, s storage.Store, known int64, tag string) (Listed, error) {
+	l, seen, err := newest(ctx, s, known)
+	if err != nil {
+		return Listed{}, err
+	}
+	if seen.found && (tag == "" || seen.etag == tag) {
+		return l, nil
+	}
+	if l.Version < 0 && known > 0 {
+		if l, _, err = newest(ctx, s, 0); err != nil {
+			return Listed{}, err
 		}
 	}
-	return latest, nil
+	l.Replaced = true
+	return l, nil
+}
+
+// seenFile is what a listing showed of one commit file.
+type seenFile struct {
+	found bool
+	etag  string
+}
+
+// newest lists the log from version from (its commit file included; 0: the whole log)
+// and returns the newest commit file and what it showed of version from's.
+func newest(ctx context.Context, s storage.Store, from int64) (Listed, seenFile, error) {
+	startAfter := ""
+	if from > 0 {
+		startAfter = fmt.Sprintf("%s%020d", Dir, from)
+	}
+	l := Listed{Version: -1}
+	var seen seenFile
+	for info, err := range s.List(ctx, Dir, startAfter) {
+		if err != nil {
+			return Listed{}, seenFile{}, fmt.Errorf("list log: %w", err)
+		}
+		v, ok := ParseKey(info.Key)
+		if !ok {
+			continue
+		}
+		if v > l.Version {
+			l.Version, l.ETag = v, info.ETag
+		}
+		if v == from {
+			seen = seenFile{found: true, etag: info.ETag}
+		}
+	}
+	return l, seen, nil
 }
 
 // lastCheckpoint reads _delta_log/_last_checkpoint's version, or -1 when it is missing or

@@ -1,6 +1,9 @@
 package commitlog
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +50,50 @@ func TestLatest(t *testing.T) {
 	}
 	if v, err := Latest(ctx, s, -1); err != nil || v != 3 {
 		t.Errorf("with _last_checkpoint: %d, %v", v, err)
+	}
+}
+
+// LatestFrom lists from the known version's own commit file: the file there with the
+// known ETag is the log known; gone, or with another ETag, the log was replaced.
+func TestLatestFrom(t *testing.T) {
+	dir := t.TempDir()
+	s, err := localstore.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	tags := map[int64]string{}
+	for v := range int64(4) {
+		if tags[v], err = s.PutIfAbsentTag(ctx, Key(v), []byte(fmt.Sprintf("old %d", v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, known := range []int64{0, 2, 3} {
+		if l, err := LatestFrom(ctx, s, known, tags[known]); err != nil || l.Version != 3 || l.Replaced || l.ETag != tags[3] {
+			t.Errorf("LatestFrom(%d, its tag) = %+v, %v; want 3, not replaced", known, l, err)
+		}
+		if l, err := LatestFrom(ctx, s, known, ""); err != nil || l.Version != 3 || l.Replaced {
+			t.Errorf("LatestFrom(%d, no tag) = %+v, %v; want 3, not replaced", known, l, err)
+		}
+	}
+	if l, err := LatestFrom(ctx, s, 3, "another"); err != nil || l.Version != 3 || !l.Replaced {
+		t.Errorf("LatestFrom(3, another tag) = %+v, %v; want 3, replaced", l, err)
+	}
+	if l, err := LatestFrom(ctx, s, 5, ""); err != nil || l.Version != 3 || !l.Replaced {
+		t.Errorf("LatestFrom(5) on a log of 4 = %+v, %v; want 3 (the whole log listed), replaced", l, err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "_delta_log")); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int64{0, 1} {
+		if err := s.PutIfAbsent(ctx, Key(v), []byte(fmt.Sprintf("new %d", v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := LatestFrom(ctx, s, 1, tags[1]); err != nil || l.Version != 1 || !l.Replaced {
+		t.Errorf("LatestFrom(1) on a new log = %+v, %v; want 1, replaced", l, err)
+	}
+	if l, err := LatestFrom(ctx, s, 3, tags[3]); err != nil || l.Version != 1 || !l.Replaced {
+		t.Errorf("LatestFrom(3) on a new log of 2 = %+v, %v; want 1, replaced", l, err)
 	}
 }
