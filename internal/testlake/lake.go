@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
@@ -175,6 +177,36 @@ func (l *Lake) RawTable(url string) *deltalog.Table {
 	l.Faults, l.WrapStore = nil, nil
 	defer func() { l.Faults, l.WrapStore = f, ws }()
 	return l.Table(url)
+}
+
+// DeleteLogEntries deletes the DynamoDB log store's entries of the table at url (the AWS
+// backend; nothing on the others), as starting a table over deletes them with its files
+// (a first commit refuses while the old ones are there: dynamo.StaleEntryError).
+func (l *Lake) DeleteLogEntries(url string) {
+	l.t.Helper()
+	if l.Backend != AWS {
+		return
+	}
+	ls, err := dynamo.New(l.ddb, l.RawStore(url), dynamo.Options{Table: l.logs})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	ctx := context.Background()
+	out, err := l.ddb.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &l.logs,
+		KeyConditionExpression:    aws.String("tablePath = :p"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: ls.TablePathKey()}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for _, item := range out.Items {
+		key := map[string]types.AttributeValue{"tablePath": item["tablePath"], "fileName": item["fileName"]}
+		if _, err := l.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &l.logs, Key: key}); err != nil {
+			l.t.Fatal(err)
+		}
+	}
 }
 
 // Source is src through WrapSource and Faults (FaultSource) when set.
