@@ -136,6 +136,7 @@ type logListing struct {
 	commits     map[int64]bool
 	checkpoints []checkpointRef // ascending by version
 	maxCommit   int64           // -1 when none
+	maxETag     string          // maxCommit's commit file's ETag, as listed
 }
 
 // listLog lists _delta_log/ from version from onwards and groups the files. Multi-part
@@ -183,7 +184,9 @@ func listLogUpTo(ctx context.Context, store storage.Store, from int64, maxKeys i
 		switch f.kind {
 		case kindCommit:
 			l.commits[f.version] = true
-			l.maxCommit = max(l.maxCommit, f.version)
+			if f.version > l.maxCommit {
+				l.maxCommit, l.maxETag = f.version, oi.ETag
+			}
 		case kindCheckpoint:
 			classic[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
 		case kindUUIDCheckpoint:

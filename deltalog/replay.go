@@ -45,7 +45,7 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 		// for Latest and again for the checkpoint; or, when the log store knows the log is
 		// short, it is listed whole without reading _last_checkpoint.
 		var err error
-		latest, err = ll.OpenLatest(ctx, func(ctx context.Context, from int64) (int64, error) {
+		latest, err = ll.OpenLatest(ctx, func(ctx context.Context, from int64) (int64, string, error) {
 			var err error
 			switch {
 			case from == logstore.ListWholeIfShort:
@@ -57,9 +57,9 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 				pre.listing, err = listLog(ctx, t.store, from)
 			}
 			if err != nil {
-				return 0, err
+				return 0, "", err
 			}
-			return pre.listing.maxCommit, nil
+			return pre.listing.maxCommit, pre.listing.maxETag, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("latest version: %w", err)

@@ -101,7 +101,7 @@ type faultLister struct {
 	ll logstore.Lister
 }
 
-func (w *faultLister) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
+func (w *faultLister) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, string, error)) (int64, error) {
 	if w.f.Killed() {
 		return 0, fmt.Errorf("log.OpenLatest: %w", ErrKilled)
 	}

@@ -13,12 +13,14 @@ import (
 
 // Recreated checks that a kept Table (a warm process's) tells a table deleted and written
 // again from scratch under the same path from the one it knew, as a new process would:
-// the warm Table commits versions 0..4 (its kept snapshot at 4); the table is deleted
+// the warm Table commits versions 0..4 (its kept snapshot at 4), and a reader opens it
+// once (its first open: the log store learns version 4 from the reader's listing); the table is deleted
 // (wipe: every object under the table, and whatever the log store keeps elsewhere, such
 // as DynamoDB's entries) and another writer writes it again with fewer versions (3),
 // as many (5) or more (8), other files and another txn; then the warm Table's Snapshot
 // must equal a fresh read (version, files, txns), and its next commit must follow the
 // new table's newest version with the new table's files: no gap, nothing of the old one.
+// The reader's Snapshot too must equal a fresh read.
 //
 // open is called for each Table (the warm one, the other writer, the fresh readers) and
 // must return handles on the same table; wipe deletes it. The cases run one after the
@@ -38,6 +40,12 @@ func Recreated(t *testing.T, open func() (storage.Store, logstore.LogStore), wip
 			if snap, err := warm.Snapshot(ctx); err != nil || snap.Version() != 4 {
 				t.Fatalf("old table: %v, %v; want version 4", snap, err)
 			}
+			// A reader that opened the old table once (a first open: logstore.Lister).
+			rs, rl := open()
+			reader := deltalog.Open(rs, rl, deltalog.Options{})
+			if snap, err := reader.Snapshot(ctx); err != nil || snap.Version() != 4 {
+				t.Fatalf("old table, reader: %v, %v; want version 4", snap, err)
+			}
 			wipe(t)
 			s2, l2 := open()
 			other := deltalog.Open(s2, l2, deltalog.Options{})
@@ -55,12 +63,14 @@ func Recreated(t *testing.T, open func() (storage.Store, logstore.LogStore), wip
 				}
 				return snap
 			}
-			got, err := warm.Snapshot(ctx)
-			if err != nil {
-				t.Fatalf("warm Snapshot of the new table: %v", err)
-			}
-			if g, w := state(got), state(fresh()); g != w {
-				t.Errorf("warm Snapshot of the new table:\n%s\nwant what a fresh read sees:\n%s", g, w)
+			for name, tbl := range map[string]*deltalog.Table{"warm": warm, "reader": reader} {
+				got, err := tbl.Snapshot(ctx)
+				if err != nil {
+					t.Fatalf("%s Snapshot of the new table: %v", name, err)
+				}
+				if g, w := state(got), state(fresh()); g != w {
+					t.Errorf("%s Snapshot of the new table:\n%s\nwant what a fresh read sees:\n%s", name, g, w)
+				}
 			}
 			res, err := appendOnce(ctx, warm, warm, "warm", 1, "warm-1.parquet")
 			if err != nil {

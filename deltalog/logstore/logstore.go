@@ -47,7 +47,9 @@ type LogStore interface {
 // checkpoint, does not list it a second time through Latest.
 type Lister interface {
 	// OpenLatest is Latest for a table's first open. list lists the log and returns the
-	// newest commit file it saw (-1: none): from version from when from >= 0 (0: the whole
+	// newest commit file it saw (-1: none) and that file's ETag as the listing showed it
+	// (the identity by which the log store tells the log from one written again later,
+	// Replacements): from version from when from >= 0 (0: the whole
 	// log); with ListWholeIfShort, the whole log when one listing request holds it, else
 	// from where _last_checkpoint says; with any other negative from, from where
 	// _last_checkpoint says. OpenLatest calls it once, completes a
@@ -58,7 +60,7 @@ type Lister interface {
 	// short log, has it listed whole without reading _last_checkpoint; when it finds no
 	// entry (a new table, or one without a commit for the entries' TTL), it passes
 	// ListWholeIfShort (logstore/dynamo).
-	OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error)
+	OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, string, error)) (int64, error)
 }
 
 // ListWholeIfShort, as the from of OpenLatest's list, asks for the whole log when one

@@ -103,15 +103,15 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 // OpenLatest is the newest version the caller's listing found (logstore.Lister): the next
 // Latest lists from it (from the log's start when it found none, without reading
 // _last_checkpoint). No request of its own.
-func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
+func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, string, error)) (int64, error) {
 	l.mu.Lock()
 	gen := l.replaced
 	l.mu.Unlock()
-	v, err := list(ctx, -1)
+	v, tag, err := list(ctx, -1)
 	if err != nil {
 		return 0, err
 	}
-	l.listed(gen, commitlog.Listed{Version: v})
+	l.listed(gen, commitlog.Listed{Version: v, ETag: tag})
 	return v, nil
 }
 

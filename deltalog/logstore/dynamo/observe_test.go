@@ -112,9 +112,10 @@ func TestExpiredEntriesKnownAfterOneListing(t *testing.T) {
 func openLatest(t *testing.T, l *dynamo.LogStore, st storage.Store) (int64, int64) {
 	t.Helper()
 	listedFrom := int64(-2)
-	v, err := l.OpenLatest(t.Context(), func(ctx context.Context, from int64) (int64, error) {
+	v, err := l.OpenLatest(t.Context(), func(ctx context.Context, from int64) (int64, string, error) {
 		listedFrom = from
-		return commitlog.Latest(ctx, st, from)
+		n, err := commitlog.Newest(ctx, st, from)
+		return n.Version, n.ETag, err
 	})
 	if err != nil {
 		t.Fatal(err)

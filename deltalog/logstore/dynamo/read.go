@@ -125,7 +125,7 @@ const shortLog = 100
 // log is either empty (a table's first bootstrap opens two such) or had no commit for the
 // entries' TTL; it is listed whole when one listing request holds it
 // (logstore.ListWholeIfShort), so an empty log costs the Query and one listing.
-func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, error)) (int64, error) {
+func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context, from int64) (int64, string, error)) (int64, error) {
 	page, _, err := l.newestEntries(ctx)
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
@@ -145,7 +145,7 @@ func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context
 		}
 	}
 	listedAt := l.opts.Now()
-	v, err := list(ctx, from)
+	v, _, err := list(ctx, from) // the entry's tempPath is the identity here
 	if err != nil {
 		return 0, err
 	}
