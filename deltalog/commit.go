@@ -48,6 +48,9 @@ type CommitResult struct {
 //  1. Refuse a table this package may not write (Snapshot.CanWrite: unknown writer
 //     features, deletion vectors, column mapping, ...). Creating a table needs SetSchema
 //     (ErrNoSchema).
+//     A snapshot read before its log store found the log deleted and written again
+//     (logstore.Replacements) is of another table: *ConcurrentModificationError, here
+//     and after a lost race.
 //  2. Skip when SetAppTxn's version is not above the snapshot's recorded version for the
 //     app id: CommitResult{Skipped: true}, nothing written.
 //  3. logstore.Write the actions at snapshot version + 1. On ErrVersionExists another

@@ -14,7 +14,7 @@ import (
 )
 
 // Was a hole (main 5b73a5b, closed by the log stores' identity of the newest commit they
-// know: docs/decisions/0016-own-write-identity.md § Follow-up: tables started over): a
+// know: docs/decisions/0016-own-write-identity.md § Tables started over): a
 // warm process's kept table state outlived its table. Process A streams 11 batches with
 // FactsEvery 5 (the facts table at version 2 with txn(<app_id>#facts) 10); the
 // checkpoint, bronze and the facts table are deleted (with their DynamoDB entries) and a

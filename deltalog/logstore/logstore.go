@@ -75,7 +75,7 @@ const ListWholeIfShort int64 = -2
 // DynamoDB entry's tempPath) and check it in the listing or query their Latest makes
 // anyway. A caller that keeps state read through the log store (deltalog.Table's kept
 // snapshot) drops that state when the count moves, and reads the table as a new process
-// would. docs/decisions/0016-own-write-identity.md § Follow-up: tables started over says
+// would. docs/decisions/0016-own-write-identity.md § Tables started over says
 // what is and is not told.
 type Replacements interface {
 	// Replaced counts the times this log store found the log it knew replaced: the

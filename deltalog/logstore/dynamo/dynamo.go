@@ -179,14 +179,12 @@ func (l *LogStore) TablePathKey() string { return l.tablePath }
 func (l *LogStore) Client() Client { return l.ddb }
 
 // observe records that version v (-1: none) is committed and v+1.json was absent at time at;
-// tempPath is v's entry's ("" when none was seen: a tempPath known for v is kept).
+// tempPath is v's entry's, "" when the observation found no entry (a tempPath known for v
+// is then forgotten: its entry expired, and Latest must not take it for deleted).
 func (l *LogStore) observe(v int64, at time.Time, tempPath string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if v > l.known.Version || (v == l.known.Version && at.After(l.known.At)) {
-		if v == l.known.Version && tempPath == "" {
-			tempPath = l.known.TempPath
-		}
 		l.known = known{Version: v, At: at, TempPath: tempPath}
 	}
 }

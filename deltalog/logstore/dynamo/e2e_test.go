@@ -112,35 +112,30 @@ func TestDeltaRecreated(t *testing.T) {
 	deltatest.Recreated(t, func() (storage.Store, logstore.LogStore) {
 		return e.store, e.logStore(t, dynamo.Options{})
 	}, func(t *testing.T) {
-		ctx := t.Context()
-		var keys []string
-		for info, err := range e.store.List(ctx, "", "") {
-			if err != nil {
-				t.Fatal(err)
-			}
-			keys = append(keys, info.Key)
-		}
-		for _, k := range keys {
-			if err := e.store.Delete(ctx, k); err != nil {
-				t.Fatal(err)
-			}
-		}
-		tablePath := e.logStore(t, dynamo.Options{}).TablePathKey()
-		out, err := e.ddb.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 &e.table,
-			KeyConditionExpression:    aws.String("tablePath = :p"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: tablePath}},
-			ConsistentRead:            aws.Bool(true),
-		})
-		if err != nil {
+		wipeStore(t, e)
+		deleteEntries(t, e, e.logStore(t, dynamo.Options{}).TablePathKey())
+	})
+}
+
+// deleteEntries deletes the entries of tablePath, as a person starting the table over
+// does, or as the TTL does.
+func deleteEntries(t *testing.T, e env, tablePath string) {
+	t.Helper()
+	ctx := t.Context()
+	out, err := e.ddb.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &e.table,
+		KeyConditionExpression:    aws.String("tablePath = :p"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: tablePath}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range out.Items {
+		if _, err := e.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{
+			"tablePath": item["tablePath"], "fileName": item["fileName"],
+		}}); err != nil {
 			t.Fatal(err)
 		}
-		for _, item := range out.Items {
-			if _, err := e.ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{
-				"tablePath": item["tablePath"], "fileName": item["fileName"],
-			}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	}
 }

@@ -108,7 +108,7 @@ func Newest(ctx context.Context, s storage.Store, hint int64) (Listed, error) {
 // the log was deleted since (and perhaps written again: its commit files, carrying a
 // random txnId and a timestamp, never have the old ETags): Replaced, and the result is
 // the new log's newest commit (the whole log is listed when nothing was found from
-// known). docs/decisions/0016-own-write-identity.md § Follow-up: tables started over.
+// known). docs/decisions/0016-own-write-identity.md § Tables started over.
 func LatestFrom(ctx context.Context, s storage.Store, known int64, tag string) (Listed, error) {
 	l, seen, err := newest(ctx, s, known)
 	if err != nil {
