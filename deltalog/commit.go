@@ -91,7 +91,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 	if snap.Version() < 0 && tx.metadata == nil {
 		return CommitResult{}, ErrNoSchema
 	}
-	if snap.replaced != replacedCount(tx.table.logs) {
+	if snap.stale() {
 		return CommitResult{}, errLogReplaced(snap.Version() + 1)
 	}
 	if err := tx.validate(); err != nil {
@@ -287,7 +287,7 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 	if err != nil {
 		return 0, false, nil, fmt.Errorf("latest version: %w", err)
 	}
-	if tx.snap.replaced != replacedCount(tx.table.logs) {
+	if tx.snap.stale() {
 		return 0, false, nil, errLogReplaced(lost)
 	}
 	latest = max(latest, lost)

@@ -100,7 +100,7 @@ func (t *Table) Known() *Snapshot {
 	t.mu.Lock()
 	s, empty := t.latest, t.empty
 	t.mu.Unlock()
-	if s != nil && s.replaced != replacedCount(t.logs) {
+	if s != nil && s.stale() {
 		return nil // of a log found replaced since
 	}
 	if s == nil && empty {
@@ -149,6 +149,13 @@ func replacedCount(logs logstore.LogStore) uint64 {
 		return r.Replaced()
 	}
 	return 0
+}
+
+// stale reports whether the log store of the snapshot's table found the log replaced
+// since the snapshot was read: the snapshot is of another table than the one at its
+// path now.
+func (s *Snapshot) stale() bool {
+	return s.table != nil && s.replaced != replacedCount(s.table.logs)
 }
 
 // replace keeps s as the newest known snapshot (nil: none), whatever was kept: the log

@@ -2,6 +2,7 @@ package deltatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -20,7 +21,8 @@ import (
 // as many (5) or more (8), other files and another txn; then the warm Table's Snapshot
 // must equal a fresh read (version, files, txns), and its next commit must follow the
 // new table's newest version with the new table's files: no gap, nothing of the old one.
-// The reader's Snapshot too must equal a fresh read.
+// The reader's Snapshot too must equal a fresh read, and a transaction begun on the old
+// table's snapshot must be refused (*deltalog.ConcurrentModificationError).
 //
 // open is called for each Table (the warm one, the other writer, the fresh readers) and
 // must return handles on the same table; wipe deletes it. The cases run one after the
@@ -46,6 +48,7 @@ func Recreated(t *testing.T, open func() (storage.Store, logstore.LogStore), wip
 			if snap, err := reader.Snapshot(ctx); err != nil || snap.Version() != 4 {
 				t.Fatalf("old table, reader: %v, %v; want version 4", snap, err)
 			}
+			old := warm.Known()
 			wipe(t)
 			s2, l2 := open()
 			other := deltalog.Open(s2, l2, deltalog.Options{})
@@ -71,6 +74,17 @@ func Recreated(t *testing.T, open func() (storage.Store, logstore.LogStore), wip
 				if g, w := state(got), state(fresh()); g != w {
 					t.Errorf("%s Snapshot of the new table:\n%s\nwant what a fresh read sees:\n%s", name, g, w)
 				}
+			}
+			// A transaction begun on the old table's snapshot is refused, not committed
+			// into the new table.
+			tx := warm.Begin(old)
+			tx.Add(fakeAdd("stale.parquet"))
+			var cme *deltalog.ConcurrentModificationError
+			if _, err := tx.Commit(ctx); !errors.As(err, &cme) {
+				t.Errorf("commit on the old table's snapshot: %v, want *ConcurrentModificationError", err)
+			}
+			if k := warm.Known(); k == nil || k.Version() != int64(n-1) {
+				t.Errorf("Known after the Snapshot of the new table: %v, want version %d", k, n-1)
 			}
 			res, err := appendOnce(ctx, warm, warm, "warm", 1, "warm-1.parquet")
 			if err != nil {
