@@ -25,8 +25,9 @@ type LogStore struct {
 
 	mu sync.Mutex
 	// known is the newest version known to exist (written or listed), where listing
-	// starts; -1 when none. tag is its commit file's ETag ("" when unknown: a store that
-	// is no storage.TagPutter, or a first open's listing), learned from the next listing.
+	// starts; -1 when none. tag is its commit file's ETag, the identity Latest checks
+	// ("" when unknown: a store that is no storage.TagPutter, or our own commit found by
+	// an SDK resend), learned from the next listing.
 	known int64
 	tag   string
 	// empty is true when the log was listed and had no commit: the next Latest lists it
@@ -46,7 +47,8 @@ var (
 // New returns a LogStore for the table rooted at store. It does no I/O.
 func New(store storage.Store) *LogStore { return &LogStore{store: store, known: -1} }
 
-// Write creates version v's commit file with PutIfAbsent. An existing file is read back:
+// Write creates version v's commit file with PutIfAbsent (storage.PutIfAbsentTag: its
+// ETag is kept as the identity of the newest commit known). An existing file is read back:
 // other bytes are logstore.ErrVersionExists; our own bytes are success, since the SDK
 // resends a PutObject whose answer was lost and the resend fails If-None-Match on the
 // object the first request created. When the file cannot be read back the error is
