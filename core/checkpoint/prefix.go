@@ -25,6 +25,12 @@ func (p *prefixStore) Get(ctx context.Context, key string) (io.ReadCloser, error
 	return p.Store.Get(ctx, p.prefix+key)
 }
 
+var _ storage.TagGetter = (*prefixStore)(nil)
+
+func (p *prefixStore) GetTag(ctx context.Context, key string) ([]byte, string, error) {
+	return storage.GetTag(ctx, p.Store, p.prefix+key)
+}
+
 func (p *prefixStore) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	return p.Store.GetRange(ctx, p.prefix+key, offset, length)
 }

@@ -133,6 +133,17 @@ func (w *faultStore) Get(ctx context.Context, key string) (io.ReadCloser, error)
 	return rc, nil
 }
 
+var _ storage.TagGetter = (*faultStore)(nil)
+
+// GetTag is one call, named as Get's.
+func (w *faultStore) GetTag(ctx context.Context, key string) (b []byte, tag string, err error) {
+	err = w.f.Hit("store.Get "+key, func() (err error) { b, tag, err = storage.GetTag(ctx, w.s, key); return err })
+	if err != nil {
+		return nil, "", err
+	}
+	return b, tag, nil
+}
+
 func (w *faultStore) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	var b []byte
 	err := w.f.Hit("store.GetRange "+key, func() error {

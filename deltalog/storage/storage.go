@@ -94,6 +94,35 @@ func PutIfAbsentTag(ctx context.Context, s Store, key string, data []byte) (stri
 	return "", s.PutIfAbsent(ctx, key, data)
 }
 
+// TagGetter is a Store whose read of a whole object also reports that object's ETag, as
+// List and Head report it, from the same request (S3's GetObject answers it; local disk
+// stats the file it opened). A writer that read back an object it may have written
+// (condput's commit whose conditional-put answer was lost) learns its identity without a
+// HEAD. docs/decisions/0016-own-write-identity.md.
+type TagGetter interface {
+	// GetTag reads the whole object and returns it with its ETag; ErrNotFound (wrapped)
+	// when the key does not exist.
+	GetTag(ctx context.Context, key string) (data []byte, etag string, err error)
+}
+
+// GetTag reads the whole object at key with its ETag (see TagGetter); the ETag is "" when
+// s is no TagGetter (a wrapper that does not pass it on): callers treat "" as unknown.
+func GetTag(ctx context.Context, s Store, key string) ([]byte, string, error) {
+	if t, ok := s.(TagGetter); ok {
+		return t.GetTag(ctx, key)
+	}
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, "", nil
+}
+
 // KeysDeleter is a Store that deletes many objects in one request (S3's DeleteObjects).
 type KeysDeleter interface {
 	// DeleteKeys removes the objects; missing keys are not an error. A key the store could

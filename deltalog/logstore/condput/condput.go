@@ -26,8 +26,9 @@ type LogStore struct {
 	mu sync.Mutex
 	// known is the newest version known to exist (written or listed), where listing
 	// starts; -1 when none. tag is its commit file's ETag, the identity Latest checks
-	// ("" when unknown: a store that is no storage.TagPutter, or our own commit found by
-	// an SDK resend), learned from the next listing.
+	// (from the put's answer, or from the read-back when the SDK's resend found our own
+	// commit; "" when unknown: a store that is no storage.TagPutter or TagGetter), learned
+	// from the next listing when unknown.
 	known int64
 	tag   string
 	// empty is true when the log was listed and had no commit: the next Latest lists it
@@ -51,22 +52,25 @@ func New(store storage.Store) *LogStore { return &LogStore{store: store, known: 
 // ETag is kept as the identity of the newest commit known). An existing file is read back:
 // other bytes are logstore.ErrVersionExists; our own bytes are success, since the SDK
 // resends a PutObject whose answer was lost and the resend fails If-None-Match on the
-// object the first request created. When the file cannot be read back the error is
-// neither (v undecided).
+// object the first request created, and the read-back's ETag (storage.GetTag) is then
+// the identity kept, so that a table started over before the next listing is told
+// (docs/decisions/0016-own-write-identity.md § Tables started over). When the file
+// cannot be read back the error is neither (v undecided).
 func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 	if v < 0 {
 		return fmt.Errorf("condput: write version %d: negative version", v)
 	}
 	tag, err := storage.PutIfAbsentTag(ctx, l.store, commitlog.Key(v), data)
 	if errors.Is(err, storage.ErrExists) {
-		got, rerr := commitlog.Read(ctx, l.store, v)
+		got, gotTag, rerr := commitlog.ReadTag(ctx, l.store, v)
 		if rerr != nil {
 			return fmt.Errorf("condput: write version %d: exists, read back: %w", v, rerr)
 		}
 		if !bytes.Equal(got, data) {
 			return fmt.Errorf("condput: write version %d: %w", v, logstore.ErrVersionExists)
 		}
-		err, tag = nil, "" // our own file, its ETag not known from this call
+		// Our own file: its ETag is the read-back's (storage.GetTag, no request more).
+		err, tag = nil, gotTag
 	}
 	if err != nil {
 		return fmt.Errorf("condput: write version %d: %w", v, err)

@@ -96,6 +96,28 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return f, nil
 }
 
+var _ storage.TagGetter = (*Store)(nil)
+
+// GetTag reads the whole file and returns it with its ETag (storage.TagGetter), from the
+// file it opened, so a file put at the key since is not taken for it.
+func (s *Store) GetTag(ctx context.Context, key string) ([]byte, string, error) {
+	rc, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rc.Close()
+	f := rc.(*os.File)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, "", mapErr("get", key, err)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, "", mapErr("get", key, err)
+	}
+	return b, etag(st), nil
+}
+
 // GetRange reads length bytes from offset; length < 0 reads to the end. A range past the
 // end of the file is cut at the end, like S3.
 func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {

@@ -85,6 +85,23 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return out.Body, nil
 }
 
+var _ storage.TagGetter = (*Store)(nil)
+
+// GetTag reads the whole object with one GetObject and returns it with the ETag that
+// GetObject answered, without quotes, as List and Head give it (storage.TagGetter).
+func (s *Store) GetTag(ctx context.Context, key string) ([]byte, string, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(key))})
+	if err != nil {
+		return nil, "", mapErr("get", key, err)
+	}
+	defer out.Body.Close()
+	b, err := readAll(out.Body, aws.ToInt64(out.ContentLength))
+	if err != nil {
+		return nil, "", fmt.Errorf("s3store: get %s: %w", key, err)
+	}
+	return b, strings.Trim(aws.ToString(out.ETag), `"`), nil
+}
+
 // GetRange reads length bytes from offset (length < 0 to the end) with a Range request.
 // A range past the end is cut at the end.
 func (s *Store) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {

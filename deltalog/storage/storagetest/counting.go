@@ -82,6 +82,14 @@ func (s *Counting) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return s.Store.Get(ctx, key)
 }
 
+var _ storage.TagGetter = (*Counting)(nil)
+
+// GetTag is one request, counted as Get.
+func (s *Counting) GetTag(ctx context.Context, key string) ([]byte, string, error) {
+	s.Counter.Add("Get")
+	return storage.GetTag(ctx, s.Store, key)
+}
+
 func (s *Counting) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	s.Counter.Add("GetRange")
 	return s.Store.GetRange(ctx, key, offset, length)

@@ -152,6 +152,17 @@ func (s *Faulty) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return rc, nil
 }
 
+var _ storage.TagGetter = (*Faulty)(nil)
+
+// GetTag is one faultable call, counted as Get.
+func (s *Faulty) GetTag(ctx context.Context, key string) (b []byte, tag string, err error) {
+	err = s.Faults.Do("Get", func() (err error) { b, tag, err = storage.GetTag(ctx, s.Store, key); return err })
+	if err != nil {
+		return nil, "", err
+	}
+	return b, tag, nil
+}
+
 func (s *Faulty) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
 	var b []byte
 	err := s.Faults.Do("GetRange", func() (err error) { b, err = s.Store.GetRange(ctx, key, offset, length); return err })

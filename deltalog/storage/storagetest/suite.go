@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"PutIfAbsent", testPutIfAbsent},
 		{"PutIfAbsentRace", testPutIfAbsentRace},
 		{"PutIfAbsentTag", testPutIfAbsentTag},
+		{"GetTag", testGetTag},
 		{"Copy", testCopy},
 		{"CopyIfAbsent", testCopyIfAbsent},
 		{"CopyIfAbsentRace", testCopyIfAbsentRace},
@@ -400,5 +401,27 @@ func testPutIfAbsentTag(t *testing.T, s storage.Store) {
 	}
 	if got := listed("tag/0.json"); got != other || got == tag {
 		t.Errorf("List's ETag %q after the key was written again, want %q (not %q)", got, other, tag)
+	}
+}
+
+// testGetTag: GetTag returns the whole object with the ETag its put returned and List
+// shows; a missing key is storage.ErrNotFound. Every Store of this module is a
+// storage.TagGetter.
+func testGetTag(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	if _, ok := s.(storage.TagGetter); !ok {
+		t.Fatalf("%T is not a storage.TagGetter", s)
+	}
+	data := []byte(`{"writer":"a"}`)
+	tag, err := storage.PutIfAbsentTag(ctx, s, "gettag/0.json", data)
+	if err != nil || tag == "" {
+		t.Fatalf("put: tag %q, %v", tag, err)
+	}
+	got, gotTag, err := storage.GetTag(ctx, s, "gettag/0.json")
+	if err != nil || string(got) != string(data) || gotTag != tag {
+		t.Errorf("GetTag = %q, %q, %v; want %q, the put's ETag %q", got, gotTag, err, data, tag)
+	}
+	if _, _, err := storage.GetTag(ctx, s, "gettag/missing.json"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("GetTag of a missing key: %v, want ErrNotFound", err)
 	}
 }

@@ -62,6 +62,16 @@ func Read(ctx context.Context, s storage.Store, v int64) ([]byte, error) {
 	return b, nil
 }
 
+// ReadTag is Read that also returns the commit file's ETag, from the same request
+// (storage.GetTag; "" when the store does not say).
+func ReadTag(ctx context.Context, s storage.Store, v int64) ([]byte, string, error) {
+	b, tag, err := storage.GetTag(ctx, s, Key(v))
+	if err != nil {
+		return nil, "", fmt.Errorf("read version %d: %w", v, err)
+	}
+	return b, tag, nil
+}
+
 // Latest lists the log and returns the newest version whose commit file exists, or -1.
 // hint is a version known to exist (or -1): listing starts at it, and falls back to the
 // whole log when nothing is found from there; 0 lists the whole log at once. With no hint,
