@@ -125,11 +125,14 @@ type LogStore struct {
 // with no entry; with a zero At, no observation. TempPath is Version's entry's tempPath
 // (unique per commit: a random UUID) when the observation saw the entry, the identity by
 // which Latest tells the entry, and so the log, from another's (checkIdentity); "" when
-// no entry was seen.
+// no entry was seen. ETag is Version.json's ETag as a listing showed it ("" when no
+// listing has shown it yet): the identity that outlives the entry, checked by the
+// listing from Version when no entry identifies the log (commitlog.LatestFrom).
 type known struct {
 	Version  int64
 	At       time.Time
 	TempPath string
+	ETag     string
 }
 
 var (
@@ -180,12 +183,24 @@ func (l *LogStore) Client() Client { return l.ddb }
 
 // observe records that version v (-1: none) is committed and v+1.json was absent at time at;
 // tempPath is v's entry's, "" when the observation found no entry (a tempPath known for v
-// is then forgotten: its entry expired, and Latest must not take it for deleted).
-func (l *LogStore) observe(v int64, at time.Time, tempPath string) {
+// is then forgotten: its entry expired, and Latest must not take it for deleted); etag is
+// v.json's ETag as a listing showed it, "" when the observation made no listing (an
+// ETag known for v is then kept: a commit file does not expire).
+func (l *LogStore) observe(v int64, at time.Time, tempPath, etag string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if v > l.known.Version || (v == l.known.Version && at.After(l.known.At)) {
-		l.known = known{Version: v, At: at, TempPath: tempPath}
+	switch {
+	case v > l.known.Version:
+		l.known = known{Version: v, At: at, TempPath: tempPath, ETag: etag}
+	case v == l.known.Version:
+		if etag == "" {
+			etag = l.known.ETag
+		}
+		if at.After(l.known.At) {
+			l.known = known{Version: v, At: at, TempPath: tempPath, ETag: etag}
+		} else {
+			l.known.ETag = etag
+		}
 	}
 }
 

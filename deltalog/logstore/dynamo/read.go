@@ -33,7 +33,7 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
 	}
-	replaced, err := l.checkIdentity(ctx, kn, page, full, queriedAt)
+	replaced, identified, err := l.checkIdentity(ctx, kn, page, full, queriedAt)
 	if err != nil {
 		return 0, err
 	}
@@ -48,7 +48,7 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	hint := l.hint()
 	if found {
 		if e.Complete && l.knowsUpTo(e.Version) {
-			l.observe(e.Version, queriedAt, e.TempPath)
+			l.observe(e.Version, queriedAt, e.TempPath, "")
 			return e.Version, nil
 		}
 		if err := l.recover(ctx, e); err != nil {
@@ -56,14 +56,17 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 		}
 		hint = max(hint, e.Version)
 	} else if v, ok := l.knownLatest(); ok {
-		l.observe(v, queriedAt, "")
+		l.observe(v, queriedAt, "", "")
 		return v, nil
 	}
 	listedAt := l.opts.Now()
 	var res commitlog.Listed
-	if kn.Version >= 0 && hint == kn.Version {
-		// From the version known: its commit file gone is a replaced log too.
-		res, err = commitlog.LatestFrom(ctx, l.store, kn.Version, "")
+	if kn.Version >= 0 && (hint == kn.Version || (!identified && kn.ETag != "")) {
+		// From the version known: its commit file gone, or another than the one a
+		// listing showed (kn.ETag), is a replaced log too. Listed from there also when
+		// the log has newer commits but no entry identified the version known (its
+		// entry expired): the same one request while the log since is short.
+		res, err = commitlog.LatestFrom(ctx, l.store, kn.Version, kn.ETag)
 	} else {
 		res, err = commitlog.Newest(ctx, l.store, hint)
 	}
@@ -76,7 +79,7 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	v := res.Version
 	if !found || v == e.Version {
 		// Entry v is complete (or none is left) and v+1.json was absent when listed.
-		l.observe(v, listedAt, e.TempPath)
+		l.observe(v, listedAt, e.TempPath, res.ETag)
 	}
 	return v, nil
 }
@@ -85,13 +88,15 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 // entry, when kn saw it (kn.TempPath), is now another (another tempPath: the entry was
 // deleted and the version claimed again, by a new log), or is gone while kn is less than
 // KnownFor old (a complete entry lives for the TTL, well over KnownFor, so only a person
-// deletes it that soon). page holds the newest entries; kn.Version's is read with a
-// GetItem only when it is older than the page (more than entriesQueried commits since).
-// An entry gone after KnownFor is not told from one expired: the listing from kn.Version
-// then tells only a log with fewer versions (commitlog.LatestFrom).
-func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (bool, error) {
+// deletes it that soon). identified is true when the entry is there with kn's tempPath.
+// page holds the newest entries; kn.Version's is read with a GetItem only when it is
+// older than the page (more than entriesQueried commits since). An entry gone after
+// KnownFor is not told from one expired: Latest then lists from kn.Version and checks
+// the commit file's ETag, when a listing showed it to this LogStore (kn.ETag); without
+// it, only a log with fewer versions is told (commitlog.LatestFrom).
+func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (replaced, identified bool, err error) {
 	if kn.TempPath == "" || kn.Version < 0 {
-		return false, nil
+		return false, false, nil
 	}
 	var mine entry
 	found := false
@@ -104,13 +109,13 @@ func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, fu
 	if !found && full && page[len(page)-1].Version > kn.Version {
 		var err error
 		if mine, found, err = l.getEntry(ctx, kn.Version); err != nil {
-			return false, wrap("latest: get entry of", kn.Version, err)
+			return false, false, wrap("latest: get entry of", kn.Version, err)
 		}
 	}
 	if found {
-		return mine.TempPath != kn.TempPath, nil
+		return mine.TempPath != kn.TempPath, mine.TempPath == kn.TempPath, nil
 	}
-	return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, nil
+	return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, false, nil
 }
 
 // shortLog is the newest version below which a log is listed whole on a table's first
@@ -145,12 +150,12 @@ func (l *LogStore) OpenLatest(ctx context.Context, list func(ctx context.Context
 		}
 	}
 	listedAt := l.opts.Now()
-	v, _, err := list(ctx, from) // the entry's tempPath is the identity here
+	v, tag, err := list(ctx, from) // the identity: the entry's tempPath and v.json's ETag
 	if err != nil {
 		return 0, err
 	}
 	if !found || v == e.Version {
-		l.observe(v, listedAt, e.TempPath)
+		l.observe(v, listedAt, e.TempPath, tag)
 	}
 	return v, nil
 }

@@ -74,7 +74,7 @@ func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 		// conditional put succeeded although v was taken. The file is the truth.
 		return wrap("write", v, logstore.ErrVersionExists)
 	}
-	l.observe(v, claimedAt, e.TempPath)
+	l.observe(v, claimedAt, e.TempPath, "")
 	return nil
 }
 
