@@ -63,6 +63,12 @@ func (p *prefixStore) CopyIfAbsent(ctx context.Context, src, dst string) error {
 	return p.Store.CopyIfAbsent(ctx, p.prefix+src, p.prefix+dst)
 }
 
+var _ storage.TagCopier = (*prefixStore)(nil)
+
+func (p *prefixStore) CopyIfAbsentTag(ctx context.Context, src, dst string) (string, error) {
+	return storage.CopyIfAbsentTag(ctx, p.Store, p.prefix+src, p.prefix+dst)
+}
+
 func (p *prefixStore) List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.ObjectInfo, error] {
 	after := ""
 	if startAfter != "" {

@@ -194,6 +194,17 @@ func (w *faultStore) CopyIfAbsent(ctx context.Context, src, dst string) error {
 	return w.f.Hit("store.CopyIfAbsent "+dst, func() error { return w.s.CopyIfAbsent(ctx, src, dst) })
 }
 
+var _ storage.TagCopier = (*faultStore)(nil)
+
+// CopyIfAbsentTag is one call, named as CopyIfAbsent's.
+func (w *faultStore) CopyIfAbsentTag(ctx context.Context, src, dst string) (tag string, err error) {
+	err = w.f.Hit("store.CopyIfAbsent "+dst, func() (err error) { tag, err = storage.CopyIfAbsentTag(ctx, w.s, src, dst); return err })
+	if err != nil {
+		return "", err
+	}
+	return tag, nil
+}
+
 func (w *faultStore) Delete(ctx context.Context, key string) error {
 	return w.f.Hit("store.Delete "+key, func() error { return w.s.Delete(ctx, key) })
 }

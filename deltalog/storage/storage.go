@@ -123,6 +123,23 @@ func GetTag(ctx context.Context, s Store, key string) ([]byte, string, error) {
 	return b, "", nil
 }
 
+// TagCopier is a Store whose conditional copy reports the identity of the object it
+// wrote, as TagPutter's put does (S3's CopyObject answers its ETag; local disk stats the
+// new file). The DynamoDB log store keeps the ETag of the commit file it copied.
+type TagCopier interface {
+	// CopyIfAbsentTag is CopyIfAbsent, also returning the ETag of the object written.
+	CopyIfAbsentTag(ctx context.Context, src, dst string) (etag string, err error)
+}
+
+// CopyIfAbsentTag is s.CopyIfAbsent that also returns the written object's ETag (see
+// TagCopier); "" when s is no TagCopier or its answer did not say.
+func CopyIfAbsentTag(ctx context.Context, s Store, src, dst string) (string, error) {
+	if t, ok := s.(TagCopier); ok {
+		return t.CopyIfAbsentTag(ctx, src, dst)
+	}
+	return "", s.CopyIfAbsent(ctx, src, dst)
+}
+
 // KeysDeleter is a Store that deletes many objects in one request (S3's DeleteObjects).
 type KeysDeleter interface {
 	// DeleteKeys removes the objects; missing keys are not an error. A key the store could

@@ -15,12 +15,12 @@ import (
 // whose entries had expired, the log deleted and written again with as many versions or
 // more was not told: nothing identified the version known but its entry, and the listing
 // from it took the new file for the one known. The LogStore now also keeps the commit
-// file's ETag from the listings it makes anyway (OpenLatest's, Latest's) and checks it
-// there as condput does. Entries expiring alone are still no start over (Replaced 0), and
+// file's ETag, from its own commit's copy (storage.CopyIfAbsentTag) or from the listings
+// it makes anyway (OpenLatest's, Latest's), and checks it there as condput does. Entries expiring alone are still no start over (Replaced 0), and
 // the new table's entries, kept or expired, make no difference.
 func TestExpiredEntriesStartedOverTold(t *testing.T) {
 	srv := emulators.StartS3(t)
-	for _, first := range []string{"latest", "open"} {
+	for _, first := range []string{"write", "latest", "open"} {
 		for _, newEntries := range []string{"kept", "expired"} {
 			for _, n := range []int64{2, 4, 6} { // the old table has 4 versions
 				t.Run(fmt.Sprintf("%s/new-entries-%s/started-over-with-%d", first, newEntries, n), func(t *testing.T) {
@@ -46,6 +46,10 @@ func TestExpiredEntriesStartedOverTold(t *testing.T) {
 						}
 					}
 					switch first {
+					case "write": // a warm writer that made no listing before they expired
+						write(l, 4, 0)
+						now = now.Add(dynamo.DefaultTTL)
+						deleteEntries(t, e, l.TablePathKey())
 					case "latest": // a warm writer, which lists once more before they expire
 						write(l, 4, 0)
 						now = now.Add(dynamo.DefaultKnownFor)

@@ -65,7 +65,7 @@ func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 	}
 
 	// Version v is ours from here on: never report failure, never delete the entry.
-	mine, err := l.publish(ctx, e, data)
+	mine, tag, err := l.publish(ctx, e, data)
 	if err != nil {
 		return nil // left incomplete; the next reader or writer recovers it
 	}
@@ -74,7 +74,7 @@ func (l *LogStore) Write(ctx context.Context, v int64, data []byte) error {
 		// conditional put succeeded although v was taken. The file is the truth.
 		return wrap("write", v, logstore.ErrVersionExists)
 	}
-	l.observe(v, claimedAt, e.TempPath, "")
+	l.observe(v, claimedAt, e.TempPath, tag)
 	return nil
 }
 
@@ -120,43 +120,49 @@ func (l *LogStore) precheck(ctx context.Context, v int64) error {
 
 // publish copies the entry's temp file to its commit file and marks the entry complete,
 // with up to Attempts tries. mine is false when the commit file already held other bytes.
-func (l *LogStore) publish(ctx context.Context, e entry, data []byte) (mine bool, err error) {
+// tag is the commit file's ETag, from the answer of the request that copied, read or
+// described it ("" when the store did not say): the identity of the newest commit this
+// LogStore knows once its entry expires (known.ETag), at no request more.
+func (l *LogStore) publish(ctx context.Context, e entry, data []byte) (mine bool, tag string, err error) {
 	copied := false
 	for n := range l.opts.Attempts {
 		if err = l.sleep(ctx, n); err != nil {
-			return true, err
+			return true, "", err
 		}
 		if !copied {
-			err = l.store.CopyIfAbsent(ctx, e.tempKey(), commitlog.Key(e.Version))
+			tag, err = storage.CopyIfAbsentTag(ctx, l.store, e.tempKey(), commitlog.Key(e.Version))
 			switch {
 			case err == nil:
 			case errors.Is(err, storage.ErrExists):
 				// Someone recovered our entry already, or the file predates our claim.
-				got, rerr := commitlog.Read(ctx, l.store, e.Version)
+				got, gotTag, rerr := commitlog.ReadTag(ctx, l.store, e.Version)
 				if rerr != nil {
 					err = rerr
 					continue
 				}
 				if !bytes.Equal(got, data) {
 					_ = l.markComplete(ctx, e)
-					return false, nil
+					return false, "", nil
 				}
+				tag = gotTag
 			case errors.Is(err, storage.ErrNotFound):
 				// The temp file moved: a delta-rs recovery copies, then deletes it.
-				if _, herr := l.store.Head(ctx, commitlog.Key(e.Version)); herr != nil {
+				info, herr := l.store.Head(ctx, commitlog.Key(e.Version))
+				if herr != nil {
 					err = herr
 					continue
 				}
+				tag = info.ETag
 			default:
 				continue
 			}
 			copied = true
 		}
 		if err = l.markComplete(ctx, e); err == nil {
-			return true, nil
+			return true, tag, nil
 		}
 	}
-	return true, err
+	return true, tag, err
 }
 
 // errEntryGone: a claim failed its condition, yet the entry it collided with no longer

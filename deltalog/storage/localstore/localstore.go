@@ -240,16 +240,26 @@ func (s *Store) Copy(ctx context.Context, src, dst string) error {
 
 // CopyIfAbsent copies src to dst only if dst does not exist (storage.ErrExists otherwise).
 func (s *Store) CopyIfAbsent(ctx context.Context, src, dst string) error {
+	_, err := s.CopyIfAbsentTag(ctx, src, dst)
+	return err
+}
+
+var _ storage.TagCopier = (*Store)(nil)
+
+// CopyIfAbsentTag is CopyIfAbsent returning the new file's ETag (storage.TagCopier).
+func (s *Store) CopyIfAbsentTag(ctx context.Context, src, dst string) (string, error) {
 	p, err := s.path(dst)
 	if err != nil {
-		return err
+		return "", err
 	}
 	rc, err := s.Get(ctx, src)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer rc.Close()
-	return s.linkNew(ctx, "copy if absent", dst, p, rc, nil)
+	var tag string
+	err = s.linkNew(ctx, "copy if absent", dst, p, rc, &tag)
+	return tag, err
 }
 
 // linkNew writes r to the new file p (storage.ErrExists when it exists); tag, when not

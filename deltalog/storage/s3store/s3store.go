@@ -288,17 +288,30 @@ func (s *Store) Copy(ctx context.Context, src, dst string) error {
 // CopyIfAbsent is CopyObject with If-None-Match: * (supported by S3 since 2025); 409s are
 // retried as in PutIfAbsent.
 func (s *Store) CopyIfAbsent(ctx context.Context, src, dst string) error {
+	_, err := s.CopyIfAbsentTag(ctx, src, dst)
+	return err
+}
+
+var _ storage.TagCopier = (*Store)(nil)
+
+// CopyIfAbsentTag is CopyIfAbsent returning the ETag CopyObject answered, without quotes,
+// as List and Head give it (storage.TagCopier).
+func (s *Store) CopyIfAbsentTag(ctx context.Context, src, dst string) (string, error) {
+	var tag string
 	err := retryConflict(ctx, func() error {
-		_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		out, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 			Bucket: &s.bucket, Key: aws.String(s.key(dst)), CopySource: s.copySource(src),
 			IfNoneMatch: aws.String("*"),
 		})
+		if err == nil && out.CopyObjectResult != nil {
+			tag = strings.Trim(aws.ToString(out.CopyObjectResult.ETag), `"`)
+		}
 		return err
 	})
 	if err != nil {
-		return mapErr("copy if absent", src+" to "+dst, err)
+		return "", mapErr("copy if absent", src+" to "+dst, err)
 	}
-	return nil
+	return tag, nil
 }
 
 // List pages through ListObjectsV2 (1000 keys a request).

@@ -128,6 +128,14 @@ func (s *Counting) CopyIfAbsent(ctx context.Context, src, dst string) error {
 	return s.Store.CopyIfAbsent(ctx, src, dst)
 }
 
+var _ storage.TagCopier = (*Counting)(nil)
+
+// CopyIfAbsentTag is one request, counted as CopyIfAbsent.
+func (s *Counting) CopyIfAbsentTag(ctx context.Context, src, dst string) (string, error) {
+	s.Counter.Add("CopyIfAbsent")
+	return storage.CopyIfAbsentTag(ctx, s.Store, src, dst)
+}
+
 func (s *Counting) List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.ObjectInfo, error] {
 	s.Counter.Add("List")
 	return s.Store.List(ctx, prefix, startAfter)

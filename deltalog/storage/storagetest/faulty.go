@@ -208,6 +208,17 @@ func (s *Faulty) CopyIfAbsent(ctx context.Context, src, dst string) error {
 	return s.Faults.Do("CopyIfAbsent", func() error { return s.Store.CopyIfAbsent(ctx, src, dst) })
 }
 
+var _ storage.TagCopier = (*Faulty)(nil)
+
+// CopyIfAbsentTag is one faultable call, counted as CopyIfAbsent.
+func (s *Faulty) CopyIfAbsentTag(ctx context.Context, src, dst string) (tag string, err error) {
+	err = s.Faults.Do("CopyIfAbsent", func() (err error) { tag, err = storage.CopyIfAbsentTag(ctx, s.Store, src, dst); return err })
+	if err != nil {
+		return "", err
+	}
+	return tag, nil
+}
+
 func (s *Faulty) List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.ObjectInfo, error] {
 	return func(yield func(storage.ObjectInfo, error) bool) {
 		if err := s.Faults.Check("List"); err != nil {

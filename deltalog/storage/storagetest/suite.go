@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"PutIfAbsentRace", testPutIfAbsentRace},
 		{"PutIfAbsentTag", testPutIfAbsentTag},
 		{"GetTag", testGetTag},
+		{"CopyIfAbsentTag", testCopyIfAbsentTag},
 		{"Copy", testCopy},
 		{"CopyIfAbsent", testCopyIfAbsent},
 		{"CopyIfAbsentRace", testCopyIfAbsentRace},
@@ -423,5 +424,37 @@ func testGetTag(t *testing.T, s storage.Store) {
 	}
 	if _, _, err := storage.GetTag(ctx, s, "gettag/missing.json"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("GetTag of a missing key: %v, want ErrNotFound", err)
+	}
+}
+
+// testCopyIfAbsentTag: CopyIfAbsentTag returns the ETag List shows for the copy, and
+// storage.ErrExists with no ETag when the destination is taken. Every Store of this
+// module is a storage.TagCopier.
+func testCopyIfAbsentTag(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	if _, ok := s.(storage.TagCopier); !ok {
+		t.Fatalf("%T is not a storage.TagCopier", s)
+	}
+	data := []byte(`{"writer":"a"}`)
+	if err := s.PutIfAbsent(ctx, "copytag/src", data); err != nil {
+		t.Fatal(err)
+	}
+	tag, err := storage.CopyIfAbsentTag(ctx, s, "copytag/src", "copytag/0.json")
+	if err != nil || tag == "" {
+		t.Fatalf("copy: tag %q, %v", tag, err)
+	}
+	if info, err := s.Head(ctx, "copytag/0.json"); err != nil || info.ETag != tag {
+		t.Errorf("Head's ETag %q (%v), the copy's %q", info.ETag, err, tag)
+	}
+	for info, err := range s.List(ctx, "copytag/0.json", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ETag != tag {
+			t.Errorf("List's ETag %q, the copy's %q", info.ETag, tag)
+		}
+	}
+	if again, err := storage.CopyIfAbsentTag(ctx, s, "copytag/src", "copytag/0.json"); !errors.Is(err, storage.ErrExists) || again != "" {
+		t.Errorf("copy onto a taken key: tag %q, %v; want ErrExists and no tag", again, err)
 	}
 }
