@@ -61,6 +61,10 @@ type CommitResult struct {
 //     this transaction meant to create) is *ConcurrentModificationError; one that moved
 //     the app id's txn below ours is *ConcurrentTxnError. Otherwise — blind appends only —
 //     retry at latest + 1. After MaxCommitAttempts lost races: *CommitAttemptsError.
+//     A version the Table knows taken (Known is newer than the snapshot) is not written
+//     but checked at once, and a commit since the snapshot missing below the latest (the
+//     log's clean-up deleted it) is *ConcurrentModificationError: written, it would land
+//     in the cleaned range, where no reader looks.
 //  4. A Write error matching logstore.ErrRefused (nothing written, and writing again fails
 //     the same way) is returned at once, wrapped. Any other Write error leaves the
 //     version undecided (logstore contract); Commit reads the version back: our bytes
@@ -124,8 +128,23 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		}
 		return CommitResult{}, err
 	}
+	// A version the Table knows taken (it read or committed a newer one) is not written:
+	// Commit goes straight to reading the commits since the snapshot, as after a lost
+	// race. Written, it would be lost the race as usual, unless the log's clean-up had
+	// deleted it, when the conditional put succeeds in the cleaned range, a commit no
+	// reader sees (they start at the cleanup's checkpoint); the read finds it missing and
+	// refuses instead (rebase). No request more: the Table's own knowledge.
+	knownTaken := false
+	if k := tx.table.known(); k != nil && k.Version() > snap.Version() {
+		knownTaken = true
+	}
 	for attempt := 1; ; attempt++ {
-		err := logs.Write(ctx, version, data)
+		var err error
+		if attempt == 1 && knownTaken {
+			err = logstore.ErrVersionExists
+		} else {
+			err = logs.Write(ctx, version, data)
+		}
 		won := err == nil
 		if errors.Is(err, logstore.ErrRefused) {
 			// Decided: nothing written at version, and writing again fails the same way.
@@ -165,8 +184,10 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		if attempt >= maxAttempts {
 			return fail(&CommitAttemptsError{Attempts: attempt, LastVersion: version})
 		}
-		if err := sleep(ctx, tx.table.backoff(attempt)); err != nil {
-			return fail(err)
+		if attempt > 1 || !knownTaken { // no race was lost to wait out
+			if err := sleep(ctx, tx.table.backoff(attempt)); err != nil {
+				return fail(err)
+			}
 		}
 		next, won, skip, err := tx.rebase(ctx, version, data)
 		var cme *ConcurrentModificationError
@@ -294,6 +315,11 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 	winners := make([][]Action, 0, latest-lost+1)
 	for v := lost; v <= latest; v++ {
 		got, err := tx.table.logs.Read(ctx, v)
+		if errors.Is(err, storage.ErrNotFound) {
+			// Below the latest, so it was committed: the log's clean-up (CleanupLog,
+			// log retention) deleted it after the snapshot was read.
+			return 0, false, nil, errLogCleaned(v)
+		}
 		if err != nil {
 			return 0, false, nil, fmt.Errorf("read winning commit %d: %w", v, err)
 		}
@@ -326,6 +352,15 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 // snapshot is of another table. Begin again from a new Snapshot.
 func errLogReplaced(version int64) error {
 	return &ConcurrentModificationError{Version: version, Reason: "on a table deleted and written again since the snapshot was read"}
+}
+
+// errLogCleaned is the conflict of a transaction whose snapshot is older than the log's
+// clean-up: commit version, committed since the snapshot, is gone (CleanupLog deleted it
+// with the commits below its checkpoint), so the commits since cannot be checked and a
+// commit after the snapshot would land where no reader looks. Nothing was written; begin
+// again from a new Snapshot.
+func errLogCleaned(version int64) error {
+	return &ConcurrentModificationError{Version: version, Reason: "deleted by the log's clean-up since the snapshot was read (log retention); begin again from a new Snapshot"}
 }
 
 // backoff is the wait before the attempt-th retry: full jitter over

@@ -9,7 +9,9 @@ import (
 // transaction's snapshot changed what the transaction depends on: the protocol or the
 // metadata (schema, partitioning, configuration), a domain it writes, or — for a commit
 // that is not a blind append — a file it read or removes (removed by the winner), or rows
-// its read predicate matches (added by the winner). Version is the winning commit's
+// its read predicate matches (added by the winner); or, with the Reason saying so, a
+// commit since the snapshot that the log's clean-up deleted (CleanupLog: the snapshot is
+// older than the log retention), which cannot be checked. Version is the winning commit's
 // version, Path the data file concerned ("" for the others) and Reason names what it
 // changed. Re-read the table (and re-validate the schema) before trying again; retrying the
 // same transaction cannot succeed (docs/reference/delta-protocol.md §10.2; Spark
