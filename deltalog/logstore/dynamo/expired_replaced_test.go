@@ -16,14 +16,20 @@ import (
 // more was not told: nothing identified the version known but its entry, and the listing
 // from it took the new file for the one known. The LogStore now also keeps the commit
 // file's ETag, from its own commit's copy (storage.CopyIfAbsentTag) or from the listings
-// it makes anyway (OpenLatest's, Latest's), and checks it there as condput does. Entries expiring alone are still no start over (Replaced 0), and
-// the new table's entries, kept or expired, make no difference.
+// it makes anyway (OpenLatest's, Latest's), and checks it there as condput does. Entries
+// expiring alone are still no start over (Replaced 0), and the new table's entries, kept
+// or expired, make no difference; nor does a Latest within KnownFor of an observation
+// made with no entry (the new table's entries at or below the version known, made since,
+// have Latest list rather than trust the Query).
 func TestExpiredEntriesStartedOverTold(t *testing.T) {
 	srv := emulators.StartS3(t)
 	for _, first := range []string{"write", "latest", "open"} {
-		for _, newEntries := range []string{"kept", "expired"} {
+		for _, c := range []struct {
+			newEntries string
+			wait       time.Duration // from the start over to the Latest that must tell it
+		}{{"kept", dynamo.DefaultKnownFor}, {"kept", 0}, {"expired", dynamo.DefaultKnownFor}} {
 			for _, n := range []int64{2, 4, 6} { // the old table has 4 versions
-				t.Run(fmt.Sprintf("%s/new-entries-%s/started-over-with-%d", first, newEntries, n), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/new-entries-%s/after-%s/started-over-with-%d", first, c.newEntries, c.wait, n), func(t *testing.T) {
 					e := newEnv(t, srv)
 					ctx := t.Context()
 					now := time.Unix(1_700_000_000, 0)
@@ -66,10 +72,10 @@ func TestExpiredEntriesStartedOverTold(t *testing.T) {
 					}
 					wipeStore(t, e)
 					write(e.logStore(t, dynamo.Options{}), n, 1)
-					if newEntries == "expired" {
+					if c.newEntries == "expired" {
 						deleteEntries(t, e, l.TablePathKey())
 					}
-					now = now.Add(dynamo.DefaultKnownFor)
+					now = now.Add(c.wait)
 					latest("started over", n-1, 1)
 				})
 			}

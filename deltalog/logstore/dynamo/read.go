@@ -33,7 +33,7 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
 	}
-	replaced, identified, err := l.checkIdentity(ctx, kn, page, full, queriedAt)
+	replaced, identified, suspect, err := l.checkIdentity(ctx, kn, page, full, queriedAt)
 	if err != nil {
 		return 0, err
 	}
@@ -47,7 +47,7 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	}
 	hint := l.hint()
 	if found {
-		if e.Complete && l.knowsUpTo(e.Version) {
+		if e.Complete && !suspect && l.knowsUpTo(e.Version) {
 			l.observe(e.Version, queriedAt, e.TempPath, "")
 			return e.Version, nil
 		}
@@ -61,11 +61,12 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	}
 	listedAt := l.opts.Now()
 	var res commitlog.Listed
-	if kn.Version >= 0 && (hint == kn.Version || (!identified && kn.ETag != "")) {
+	if kn.Version >= 0 && (hint == kn.Version || (!identified && kn.ETag != "") || suspect) {
 		// From the version known: its commit file gone, or another than the one a
 		// listing showed (kn.ETag), is a replaced log too. Listed from there also when
 		// the log has newer commits but no entry identified the version known (its
-		// entry expired): the same one request while the log since is short.
+		// entry expired, or an entry made since claims it: suspect): the same one
+		// request while the log since is short.
 		res, err = commitlog.LatestFrom(ctx, l.store, kn.Version, kn.ETag)
 	} else {
 		res, err = commitlog.Newest(ctx, l.store, hint)
@@ -94,9 +95,30 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 // KnownFor is not told from one expired: Latest then lists from kn.Version and checks
 // the commit file's ETag, when a listing showed it to this LogStore (kn.ETag); without
 // it, only a log with fewer versions is told (commitlog.LatestFrom).
-func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (replaced, identified bool, err error) {
-	if kn.TempPath == "" || kn.Version < 0 {
-		return false, false, nil
+//
+// suspect is true when kn was observed with no entry (they had expired) and an entry at
+// or below kn.Version exists now: made since, it claims a version that was committed,
+// which only a new log does, so Latest lists from kn.Version to check the commit file
+// instead of trusting the Query within KnownFor. With a full page above kn.Version, entry
+// kn.Version is read with a GetItem, as for a tempPath.
+func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (replaced, identified, suspect bool, err error) {
+	if kn.Version < 0 {
+		return false, false, false, nil
+	}
+	if kn.TempPath == "" {
+		if len(page) == 0 {
+			return false, false, false, nil
+		}
+		if oldest := page[len(page)-1].Version; oldest <= kn.Version {
+			return false, false, true, nil
+		} else if !full {
+			return false, false, false, nil
+		}
+		_, found, err := l.getEntry(ctx, kn.Version)
+		if err != nil {
+			return false, false, false, wrap("latest: get entry of", kn.Version, err)
+		}
+		return false, false, found, nil
 	}
 	var mine entry
 	found := false
@@ -109,13 +131,13 @@ func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, fu
 	if !found && full && page[len(page)-1].Version > kn.Version {
 		var err error
 		if mine, found, err = l.getEntry(ctx, kn.Version); err != nil {
-			return false, false, wrap("latest: get entry of", kn.Version, err)
+			return false, false, false, wrap("latest: get entry of", kn.Version, err)
 		}
 	}
 	if found {
-		return mine.TempPath != kn.TempPath, mine.TempPath == kn.TempPath, nil
+		return mine.TempPath != kn.TempPath, mine.TempPath == kn.TempPath, false, nil
 	}
-	return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, false, nil
+	return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, false, false, nil
 }
 
 // shortLog is the newest version below which a log is listed whole on a table's first
