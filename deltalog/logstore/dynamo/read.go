@@ -25,7 +25,9 @@ import (
 // The same Query tells a log deleted and written again (checkIdentity): the entry of the
 // version this LogStore knew is among the newest entries, and another one (another
 // tempPath) or none means the log was replaced; Replaced counts it, and the log is then
-// listed as on a first Latest.
+// listed as on a first Latest. When no entry identifies the version known (its entry
+// expired), the listing starts at that version's commit file and checks its ETag, kept
+// from the copy that published it or from a listing (commitlog.LatestFrom).
 func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	queriedAt := l.opts.Now()
 	kn, gen := l.current()
