@@ -156,21 +156,11 @@ const listPage = 1000
 // listLogUpTo is listLog stopping after maxKeys keys (0: no bound); complete is false when
 // it stopped there, the rest of the log unlisted (the listing is then not to be used).
 func listLogUpTo(ctx context.Context, store storage.Store, from int64, maxKeys int) (l logListing, complete bool, err error) {
-	l = logListing{commits: map[int64]bool{}, maxCommit: -1}
 	startAfter := ""
 	if from > 0 {
 		startAfter = fmt.Sprintf("%s%020d", LogDir, from)
 	}
-	// A part set is kept as the parts found, never as a slice of the count its names
-	// claim: a name claiming a billion parts costs one map entry, and its set is never
-	// complete (docs/reference/delta-protocol.md §7.4: a set missing a part is ignored).
-	type partSet struct {
-		keys map[int]string // part number -> key
-		size int64
-	}
-	classic := map[int64]checkpointRef{}
-	uuidNamed := map[int64]checkpointRef{}
-	multi := map[int64]map[int]*partSet{} // version -> parts -> set
+	g := newLogGrouper()
 	n := 0
 	for oi, err := range store.List(ctx, LogDir, startAfter) {
 		if err != nil {
@@ -180,45 +170,80 @@ func listLogUpTo(ctx context.Context, store storage.Store, from int64, maxKeys i
 			// Possibly more beyond: asking for the next key would list another page.
 			return logListing{}, false, nil
 		}
-		f := parseLogFile(oi.Key)
-		switch f.kind {
-		case kindCommit:
-			l.commits[f.version] = true
-			if f.version > l.maxCommit {
-				l.maxCommit, l.maxETag = f.version, oi.ETag
-			}
-		case kindCheckpoint:
-			classic[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
-		case kindUUIDCheckpoint:
-			// A classic file of the same version is preferred; either is the whole state.
-			if _, ok := uuidNamed[f.version]; !ok {
-				uuidNamed[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
-			}
-		case kindMultiPartCheckpoint:
-			if multi[f.version] == nil {
-				multi[f.version] = map[int]*partSet{}
-			}
-			ps := multi[f.version][f.parts]
-			if ps == nil {
-				ps = &partSet{keys: map[int]string{}}
-				multi[f.version][f.parts] = ps
-			}
-			ps.keys[f.part] = f.key
-			ps.size += oi.Size
-		}
+		g.add(oi)
 	}
+	return g.listing(), true, nil
+}
+
+// logGrouper groups the _delta_log files of a listing, fed in any order, into a
+// logListing: listLogUpTo's, and CleanupLog's, which stops its listing early.
+type logGrouper struct {
+	l         logListing
+	classic   map[int64]checkpointRef
+	uuidNamed map[int64]checkpointRef
+	multi     map[int64]map[int]*partSet // version -> parts -> set
+}
+
+// partSet is the parts found of one multi-part checkpoint set. It is kept as the parts
+// found, never as a slice of the count its names claim: a name claiming a billion parts
+// costs one map entry, and its set is never complete (docs/reference/delta-protocol.md
+// §7.4: a set missing a part is ignored).
+type partSet struct {
+	keys map[int]string // part number -> key
+	size int64
+}
+
+func newLogGrouper() *logGrouper {
+	return &logGrouper{l: logListing{commits: map[int64]bool{}, maxCommit: -1},
+		classic: map[int64]checkpointRef{}, uuidNamed: map[int64]checkpointRef{}, multi: map[int64]map[int]*partSet{}}
+}
+
+// add takes one listed file; files of other kinds than commits and checkpoints are ignored.
+func (g *logGrouper) add(oi storage.ObjectInfo) {
+	f := parseLogFile(oi.Key)
+	switch f.kind {
+	case kindCommit:
+		g.l.commits[f.version] = true
+		if f.version > g.l.maxCommit {
+			g.l.maxCommit, g.l.maxETag = f.version, oi.ETag
+		}
+	case kindCheckpoint:
+		g.classic[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
+	case kindUUIDCheckpoint:
+		// A classic file of the same version is preferred; either is the whole state.
+		if _, ok := g.uuidNamed[f.version]; !ok {
+			g.uuidNamed[f.version] = checkpointRef{version: f.version, keys: []string{f.key}, size: oi.Size}
+		}
+	case kindMultiPartCheckpoint:
+		if g.multi[f.version] == nil {
+			g.multi[f.version] = map[int]*partSet{}
+		}
+		ps := g.multi[f.version][f.parts]
+		if ps == nil {
+			ps = &partSet{keys: map[int]string{}}
+			g.multi[f.version][f.parts] = ps
+		}
+		ps.keys[f.part] = f.key
+		ps.size += oi.Size
+	}
+}
+
+// listing is what the files added so far make: the complete checkpoints, in version order.
+func (g *logGrouper) listing() logListing {
+	l := g.l
+	l.checkpoints = nil
 	seen := map[int64]bool{}
-	for v, c := range classic {
+	for v, c := range g.classic {
 		l.checkpoints = append(l.checkpoints, c)
 		seen[v] = true
 	}
-	for v, c := range uuidNamed {
+	for v, c := range g.uuidNamed {
 		if !seen[v] {
 			l.checkpoints = append(l.checkpoints, c)
 			seen[v] = true
 		}
 	}
-	for v, sets := range multi {
+	for v, sets := range g.multi {
 		if seen[v] {
 			continue
 		}
@@ -235,7 +260,7 @@ func listLogUpTo(ctx context.Context, store storage.Store, from int64, maxKeys i
 		}
 	}
 	sortCheckpoints(l.checkpoints)
-	return l, true, nil
+	return l
 }
 
 func sortCheckpoints(c []checkpointRef) {
