@@ -3,7 +3,6 @@ package deltalog
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,10 +28,17 @@ type CleanupResult struct {
 	Checkpoint int64
 	// Deleted are the keys deleted (or, with DryRun, that would be), oldest first.
 	Deleted []string
+	// DeletedBytes is the size of the Deleted files, as listed.
+	DeletedBytes int64
 	// Cutoff is midnight UTC of the day Retention ago (step 1 below): only commits at or
 	// before it can expire. Zero when the table does not exist.
 	Cutoff time.Time
 }
+
+// versionedLogStart is where the versioned files of _delta_log/ start in key order: every
+// "<v:020>.…" name starts with a digit, and "/" sorts just below "0", so listing after
+// this key skips the ".tmp/" files (and any other name below the digits) that sort first.
+const versionedLogStart = LogDir + "/"
 
 // CleanupLog deletes expired log files (docs/reference/delta-protocol.md §11.2), as Spark does
 // after a checkpoint:
@@ -44,11 +50,20 @@ type CleanupResult struct {
 //  2. The cutoff commit is the newest commit at or before the cutoff; the cutoff
 //     checkpoint is the newest complete checkpoint at or below it. With none, nothing is
 //     deleted. The cutoff checkpoint must read back as a snapshot (it becomes the oldest
-//     state the table can rebuild), else nothing is deleted.
+//     state the table can rebuild), else nothing is deleted; it is read only when there
+//     is something older to delete.
 //  3. Commits, checkpoints, .crc files and compacted files whose (start) version is below
 //     the cutoff checkpoint are deleted, oldest first, so an interrupted clean-up leaves
 //     a log that still starts at a checkpoint. The cutoff checkpoint, its commit and all
 //     later files are kept, as are _last_checkpoint and every other file.
+//
+// The log is listed once, from its oldest versioned file, and only as far as the first
+// commit newer than the cutoff: keys list in version order (20-digit zero-padded
+// versions), and every file of a version sorts before the next version's, so every file
+// at or below the cutoff commit has been seen there, every checkpoint part included, and
+// every later commit is newer still (step 1). A cleaned log is listed from the checkpoint
+// the last clean-up kept to a day past it, whatever the table's age
+// (docs/performance.md § Maintenance that does not grow with age).
 //
 // Versions older than the cutoff checkpoint can no longer be read by time travel.
 func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupResult, error) {
@@ -72,14 +87,14 @@ func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupRes
 	type logEntry struct {
 		key     string
 		version int64
+		size    int64
 	}
-	var entries []logEntry // every file of a version kind, for deletion
-	commitTimes := map[int64]time.Time{}
-	listing, err := listLog(ctx, t.store, 0)
-	if err != nil {
-		return res, err
-	}
-	for oi, err := range t.store.List(ctx, LogDir, "") {
+	var entries []logEntry // every file of a version kind, in key (so version) order
+	checkpoints := newLogGrouper()
+	cutoffCommit := int64(-1)
+	var prev time.Time // the last commit's time, made increasing
+	commits := 0
+	for oi, err := range t.store.List(ctx, LogDir, versionedLogStart) {
 		if err != nil {
 			return res, fmt.Errorf("list log: %w", err)
 		}
@@ -92,57 +107,44 @@ func (t *Table) CleanupLog(ctx context.Context, opts CleanupOptions) (CleanupRes
 			continue
 		}
 		if f.kind == kindCommit {
-			commitTimes[v] = oi.ModTime
-		}
-		entries = append(entries, logEntry{key: oi.Key, version: v})
-	}
-
-	versions := slices.Sorted(func(yield func(int64) bool) {
-		for v := range commitTimes {
-			if !yield(v) {
-				return
+			ts := oi.ModTime
+			if commits > 0 && !ts.After(prev) {
+				ts = prev.Add(time.Millisecond)
 			}
+			prev = ts
+			commits++
+			if ts.After(cutoff) {
+				break // this commit and every later one are newer than the cutoff
+			}
+			cutoffCommit = v
 		}
-	})
-	cutoffCommit := int64(-1)
-	var prev time.Time
-	for i, v := range versions {
-		ts := commitTimes[v]
-		if i > 0 && !ts.After(prev) {
-			ts = prev.Add(time.Millisecond)
-		}
-		prev = ts
-		if ts.After(cutoff) {
-			break
-		}
-		cutoffCommit = v
+		checkpoints.add(oi)
+		entries = append(entries, logEntry{key: oi.Key, version: v, size: oi.Size})
 	}
-	cp := listing.newestCheckpoint(cutoffCommit)
+	cp := checkpoints.listing().newestCheckpoint(cutoffCommit)
 	if cutoffCommit < 0 || cp == nil || cp.version <= 0 {
 		return res, nil
 	}
-	// The checkpoint that will be the oldest state must be readable: read that checkpoint
-	// itself (SnapshotAt could start from an older _last_checkpoint hint instead).
-	if _, err := t.build(ctx, cp, cp.version, snap.Version()); err != nil {
-		return res, fmt.Errorf("clean up log: checkpoint %d is not readable: %w", cp.version, err)
+	expired := 0
+	for expired < len(entries) && entries[expired].version < cp.version {
+		expired++
+	}
+	if expired > 0 {
+		// The checkpoint that will be the oldest state must be readable: read that
+		// checkpoint itself (SnapshotAt could start from an older _last_checkpoint hint).
+		if _, err := t.build(ctx, cp, cp.version, snap.Version()); err != nil {
+			return res, fmt.Errorf("clean up log: checkpoint %d is not readable: %w", cp.version, err)
+		}
 	}
 	res.Checkpoint = cp.version
-	slices.SortStableFunc(entries, func(a, b logEntry) int {
-		if a.version != b.version {
-			return int(a.version - b.version)
-		}
-		return strings.Compare(a.key, b.key)
-	})
-	for _, e := range entries {
-		if e.version >= cp.version {
-			break
-		}
+	for _, e := range entries[:expired] {
 		if !opts.DryRun {
 			if err := t.store.Delete(ctx, e.key); err != nil {
 				return res, fmt.Errorf("clean up log: %w", err)
 			}
 		}
 		res.Deleted = append(res.Deleted, e.key)
+		res.DeletedBytes += e.size
 	}
 	return res, nil
 }

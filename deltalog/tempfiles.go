@@ -29,6 +29,16 @@ type TempFileCleaner interface {
 	RemoveTempFiles(ctx context.Context, olderThan time.Time, dryRun bool) ([]string, error)
 }
 
+// TempFileResult is what CleanupTempFiles did.
+type TempFileResult struct {
+	// Deleted are the keys deleted (or, with DryRun, that would be), relative to the table
+	// root: the listed temporary files in key order, then the store's own (TempFileCleaner).
+	Deleted []string
+	// DeletedBytes is the size of the listed files deleted; the store's own temporary
+	// files, which List does not show, count 0.
+	DeletedBytes int64
+}
+
 // CleanupTempFiles deletes the temporary commit files writers leave in _delta_log when
 // they die between writing a commit's temporary copy and finishing the commit, and are
 // never needed again (docs/reference/delta-protocol.md §13.5, §13.8):
@@ -41,66 +51,119 @@ type TempFileCleaner interface {
 //     age alone;
 //   - the store's own temporary files (TempFileCleaner), by age alone.
 //
-// Only files older than MinAge are deleted. Keys are returned relative to the table root,
-// sorted as listed.
-func (t *Table) CleanupTempFiles(ctx context.Context, opts TempFileOptions) ([]string, error) {
+// Only files older than MinAge are deleted. It lists the ".tmp/" and "_commit_" prefixes,
+// and only when a ".tmp/" file is old enough, the commits of the versions those name (one
+// listing from the lowest to the highest) and, for one with no commit file, the oldest
+// commit (a listing that stops there): never the whole log (docs/performance.md
+// § Maintenance that does not grow with age).
+func (t *Table) CleanupTempFiles(ctx context.Context, opts TempFileOptions) (TempFileResult, error) {
+	var res TempFileResult
 	age := opts.MinAge
 	if age <= 0 {
 		age = DefaultTempFileAge
 	}
 	cutoff := t.opts.now().Add(-age)
-	commits := map[int64]bool{}
-	oldest := int64(-1)
 	type tmp struct {
 		key     string
 		version int64 // -1: no version in the name
+		size    int64
 	}
 	var cands []tmp
-	for oi, err := range t.store.List(ctx, LogDir, "") {
-		if err != nil {
-			return nil, fmt.Errorf("temp files: list: %w", err)
-		}
-		name := strings.TrimPrefix(oi.Key, LogDir)
-		if v, ok := commitVersion(name); ok {
-			commits[v] = true
-			if oldest < 0 || v < oldest {
-				oldest = v
+	lowest, highest := int64(-1), int64(-1) // the versions the candidates name
+	for _, prefix := range []string{LogDir + ".tmp/", LogDir + "_commit_"} {
+		for oi, err := range t.store.List(ctx, prefix, "") {
+			if err != nil {
+				return res, fmt.Errorf("temp files: list: %w", err)
 			}
-			continue
-		}
-		if !oi.ModTime.Before(cutoff) {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(name, ".tmp/"); ok && len(rest) > 26 && rest[20:26] == ".json." {
-			if v, err := strconv.ParseInt(rest[:20], 10, 64); err == nil {
-				cands = append(cands, tmp{oi.Key, v})
+			if !oi.ModTime.Before(cutoff) {
+				continue
 			}
-			continue
-		}
-		if strings.HasPrefix(name, "_commit_") && strings.HasSuffix(name, ".json.tmp") && !strings.Contains(name, "/") {
-			cands = append(cands, tmp{oi.Key, -1})
+			name := strings.TrimPrefix(oi.Key, LogDir)
+			if rest, ok := strings.CutPrefix(name, ".tmp/"); ok && len(rest) > 26 && rest[20:26] == ".json." {
+				if v, err := strconv.ParseInt(rest[:20], 10, 64); err == nil && v >= 0 {
+					cands = append(cands, tmp{oi.Key, v, oi.Size})
+					lowest, highest = minVersion(lowest, v), max(highest, v)
+				}
+				continue
+			}
+			if strings.HasPrefix(name, "_commit_") && strings.HasSuffix(name, ".json.tmp") && !strings.Contains(name, "/") {
+				cands = append(cands, tmp{oi.Key, -1, oi.Size})
+			}
 		}
 	}
-	var deleted []string
+	// The commit files of the candidates' versions: listed from the lowest version to past
+	// the highest, in version order.
+	commits := map[int64]bool{}
+	if highest >= 0 {
+		for oi, err := range t.store.List(ctx, LogDir, fmt.Sprintf("%s%020d", LogDir, lowest)) {
+			if err != nil {
+				return res, fmt.Errorf("temp files: list: %w", err)
+			}
+			name := strings.TrimPrefix(oi.Key, LogDir)
+			if name == "" || name[0] < '0' || name[0] > '9' {
+				break // past the versioned files
+			}
+			if len(name) > 20 && name[20] == '.' {
+				if v, err := strconv.ParseInt(name[:20], 10, 64); err == nil && v > highest {
+					break
+				}
+			}
+			if v, ok := commitVersion(name); ok {
+				commits[v] = true
+			}
+		}
+	}
+	oldest := int64(-2) // not looked up yet
 	for _, c := range cands {
-		if c.version >= 0 && !commits[c.version] && (oldest < 0 || c.version >= oldest) {
-			continue
+		if c.version >= 0 && !commits[c.version] {
+			if oldest == -2 {
+				var err error
+				if oldest, err = t.oldestCommit(ctx); err != nil {
+					return res, fmt.Errorf("temp files: %w", err)
+				}
+			}
+			if oldest < 0 || c.version >= oldest {
+				continue
+			}
 		}
 		if !opts.DryRun {
 			if err := t.store.Delete(ctx, c.key); err != nil {
-				return deleted, fmt.Errorf("temp files: %w", err)
+				return res, fmt.Errorf("temp files: %w", err)
 			}
 		}
-		deleted = append(deleted, c.key)
+		res.Deleted = append(res.Deleted, c.key)
+		res.DeletedBytes += c.size
 	}
 	if c, ok := t.store.(TempFileCleaner); ok {
 		more, err := c.RemoveTempFiles(ctx, cutoff, opts.DryRun)
-		deleted = append(deleted, more...)
+		res.Deleted = append(res.Deleted, more...)
 		if err != nil {
-			return deleted, fmt.Errorf("temp files: %w", err)
+			return res, fmt.Errorf("temp files: %w", err)
 		}
 	}
-	return deleted, nil
+	return res, nil
+}
+
+// oldestCommit is the version of the oldest commit file in the log, -1 when there is none:
+// the first commit of a listing of the versioned files, which stops there.
+func (t *Table) oldestCommit(ctx context.Context) (int64, error) {
+	for oi, err := range t.store.List(ctx, LogDir, versionedLogStart) {
+		if err != nil {
+			return -1, fmt.Errorf("list: %w", err)
+		}
+		if v, ok := commitVersion(strings.TrimPrefix(oi.Key, LogDir)); ok {
+			return v, nil
+		}
+	}
+	return -1, nil
+}
+
+// minVersion is the lower of two versions, where -1 is none.
+func minVersion(a, b int64) int64 {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // commitVersion parses a commit file name "<v:020>.json".

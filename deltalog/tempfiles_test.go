@@ -52,14 +52,14 @@ func TestCleanupTempFiles(t *testing.T) {
 	want := []string{"_delta_log/.tmp/00000000000000000001.json.aaa", "_delta_log/.tmp/00000000000000000004.json.bbb",
 		"_delta_log/_commit_0f1e.json.tmp", ".localstore-456.tmp", "_delta_log/.localstore-123.tmp"}
 	got, err := tbl.CleanupTempFiles(ctx, TempFileOptions{DryRun: true})
-	if err != nil || !slices.Equal(got, want) {
+	if err != nil || !slices.Equal(got.Deleted, want) {
 		t.Fatalf("dry run %v, %v\nwant %v", got, err, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".localstore-456.tmp")); err != nil {
 		t.Fatalf("dry run deleted: %v", err)
 	}
 	got, err = tbl.CleanupTempFiles(ctx, TempFileOptions{})
-	if err != nil || !slices.Equal(got, want) {
+	if err != nil || !slices.Equal(got.Deleted, want) {
 		t.Fatalf("run %v, %v", got, err)
 	}
 	for _, k := range want {
@@ -73,7 +73,7 @@ func TestCleanupTempFiles(t *testing.T) {
 			t.Fatalf("%s deleted: %v", k, err)
 		}
 	}
-	if got, err := tbl.CleanupTempFiles(ctx, TempFileOptions{}); err != nil || len(got) != 0 {
+	if got, err := tbl.CleanupTempFiles(ctx, TempFileOptions{}); err != nil || len(got.Deleted) != 0 {
 		t.Fatalf("second run %v, %v", got, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // VacuumOptions tune Vacuum.
@@ -17,7 +19,8 @@ type VacuumOptions struct {
 	// DryRun lists what would be deleted without deleting it.
 	DryRun bool
 	// Progress, when set, is told how the listing goes: after every ProgressEvery
-	// objects listed, the result so far and the objects listed (hidden ones included).
+	// objects listed, the result so far and the objects listed (hidden ones included,
+	// except _delta_log/, which is not listed).
 	Progress func(listed int, so VacuumResult)
 	// ProgressEvery is how many listed objects apart Progress is called; 1000 when 0.
 	ProgressEvery int
@@ -29,6 +32,8 @@ type VacuumResult struct {
 	Version int64
 	// Deleted are the keys deleted (or, with DryRun, that would be), in key order.
 	Deleted []string
+	// DeletedBytes is the size of the Deleted files, as listed.
+	DeletedBytes int64
 	// Protected counts the files kept because the snapshot references them (live files
 	// and removes younger than the retention); TooNew counts unreferenced files kept
 	// because they are younger than the retention (possibly a writer's uncommitted file).
@@ -41,7 +46,11 @@ type VacuumResult struct {
 //   - it lists the whole table root, skipping _delta_log and every hidden path: a path
 //     segment starting with "." or with "_" unless it contains "=" (a partition
 //     directory of a column named _x), as Spark's hidden-file rule does — so
-//     _change_data, _delta_log and temporary files are never touched;
+//     _change_data, _delta_log and temporary files are never touched. The listing steps
+//     over _delta_log/ (one listing up to it, one from past it), as Spark's does not
+//     descend into a hidden directory: the log is most of a table's objects, 30 days of
+//     commits and checkpoints against the data files VACUUM keeps within days
+//     (docs/performance.md § Maintenance that does not grow with age);
 //   - referenced are the live files and the files of removes whose deletionTimestamp is
 //     within the retention, so a snapshot time travel can still reach within the retention
 //     keeps its files, and the deletion vector files those adds and removes name
@@ -119,30 +128,55 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		every = 1000
 	}
 	listed := 0
-	for oi, err := range t.store.List(ctx, "", "") {
-		if err != nil {
-			return res, fmt.Errorf("vacuum: list: %w", err)
-		}
+	visit := func(oi storage.ObjectInfo) error {
 		if listed++; opts.Progress != nil && listed%every == 0 {
 			opts.Progress(listed, res)
 		}
 		if hiddenPath(oi.Key) {
-			continue
+			return nil
 		}
 		if referenced[oi.Key] {
 			res.Protected++
-			continue
+			return nil
 		}
 		if oi.ModTime.After(cutoff) {
 			res.TooNew++
-			continue
+			return nil
 		}
 		if !opts.DryRun {
 			if err := t.store.Delete(ctx, oi.Key); err != nil {
-				return res, fmt.Errorf("vacuum: %w", err)
+				return fmt.Errorf("vacuum: %w", err)
 			}
 		}
 		res.Deleted = append(res.Deleted, oi.Key)
+		res.DeletedBytes += oi.Size
+		return nil
+	}
+	// Two listings: the keys before _delta_log/, then those after it. Every key from
+	// LogDir up to afterLog starts with LogDir (or is afterLog, as hidden).
+	afterLog := strings.TrimSuffix(LogDir, "/") + string(rune('/'+1))
+	reachedLog := false
+	for oi, err := range t.store.List(ctx, "", "") {
+		if err != nil {
+			return res, fmt.Errorf("vacuum: list: %w", err)
+		}
+		if strings.HasPrefix(oi.Key, LogDir) {
+			reachedLog = true
+			break
+		}
+		if err := visit(oi); err != nil {
+			return res, err
+		}
+	}
+	if reachedLog {
+		for oi, err := range t.store.List(ctx, "", afterLog) {
+			if err != nil {
+				return res, fmt.Errorf("vacuum: list: %w", err)
+			}
+			if err := visit(oi); err != nil {
+				return res, err
+			}
+		}
 	}
 	return res, nil
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // The table properties that set each deleting operation's retention
@@ -201,15 +200,11 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 		}
 	}
 	if o.CleanupLog {
-		sizes, err := objectSizes(ctx, tbl.Store(), deltalog.LogDir)
-		if err != nil {
-			return rep, err
-		}
 		res, err := tbl.CleanupLog(ctx, deltalog.CleanupOptions{Retention: logRet, DryRun: o.DryRun})
 		if err != nil {
 			return rep, fmt.Errorf("cleanup-log: %w", err)
 		}
-		r := newOpResult(logRet, logMin, res.Deleted, sizes)
+		r := newOpResult(logRet, logMin, res.Deleted, res.DeletedBytes)
 		if res.Checkpoint >= 0 {
 			r.Checkpoint = &res.Checkpoint
 		}
@@ -219,10 +214,6 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 		rep.CleanupLog = r
 	}
 	if o.Vacuum {
-		sizes, err := objectSizes(ctx, tbl.Store(), "")
-		if err != nil {
-			return rep, err
-		}
 		vo := deltalog.VacuumOptions{Retention: vacRet, DryRun: o.DryRun,
 			Progress: o.VacuumProgress, ProgressEvery: o.VacuumProgressEvery}
 		if o.VacuumStart != nil {
@@ -236,7 +227,7 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 		if err != nil {
 			return rep, fmt.Errorf("vacuum: %w", err)
 		}
-		r := newOpResult(vacRet, vacMin, res.Deleted, sizes)
+		r := newOpResult(vacRet, vacMin, res.Deleted, res.DeletedBytes)
 		r.Version, r.Protected, r.TooNew = &res.Version, &res.Protected, &res.TooNew
 		rep.Vacuum = r
 	}
@@ -245,15 +236,11 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 		if age <= 0 {
 			age = deltalog.DefaultTempFileAge
 		}
-		sizes, err := objectSizes(ctx, tbl.Store(), deltalog.LogDir)
+		res, err := tbl.CleanupTempFiles(ctx, deltalog.TempFileOptions{MinAge: age, DryRun: o.DryRun})
 		if err != nil {
 			return rep, err
 		}
-		deleted, err := tbl.CleanupTempFiles(ctx, deltalog.TempFileOptions{MinAge: age, DryRun: o.DryRun})
-		if err != nil {
-			return rep, err
-		}
-		rep.TempFiles = newOpResult(age, age, deleted, sizes)
+		rep.TempFiles = newOpResult(age, age, res.Deleted, res.DeletedBytes)
 	}
 	return rep, nil
 }
@@ -278,27 +265,14 @@ func retention(md deltalog.Metadata, o Options, op, property string, def time.Du
 	return use, minimum, nil
 }
 
-// objectSizes lists the sizes of the objects under prefix, so a report can add up the bytes
-// of the files an operation deletes (its result names only their keys).
-func objectSizes(ctx context.Context, store storage.Store, prefix string) (map[string]int64, error) {
-	sizes := map[string]int64{}
-	for oi, err := range store.List(ctx, prefix, "") {
-		if err != nil {
-			return nil, fmt.Errorf("list %q: %w", prefix, err)
-		}
-		sizes[oi.Key] = oi.Size
-	}
-	return sizes, nil
-}
-
-func newOpResult(retention, minimum time.Duration, deleted []string, sizes map[string]int64) *OpResult {
+// newOpResult is a deleting operation's result; bytes is the deleted files' size as the
+// operation listed them (each lists only what it may delete, so the report costs no
+// listing of its own).
+func newOpResult(retention, minimum time.Duration, deleted []string, bytes int64) *OpResult {
 	r := &OpResult{RetentionHours: retention.Hours(), MinimumHours: minimum.Hours(),
-		DeletedFiles: len(deleted), Deleted: deleted}
+		DeletedFiles: len(deleted), Deleted: deleted, DeletedBytes: bytes}
 	if r.Deleted == nil {
 		r.Deleted = []string{}
-	}
-	for _, k := range deleted {
-		r.DeletedBytes += sizes[k]
 	}
 	return r
 }
