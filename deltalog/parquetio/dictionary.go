@@ -201,6 +201,19 @@ func (s *distinctSets) chooseEncoding(a arrow.Array) colEncoding {
 // values: offs its len+1 value offsets, data its value bytes (from offs[0]), valid its
 // validity bitmap from bit off (nil: no NULLs).
 func (s *distinctSets) chooseBytes(offs []int32, data []byte, nonNull int, valid []byte, off int) colEncoding {
+	if s.bytesLoses(offs, data, nonNull, valid, off, indexBytes) {
+		return encPlain
+	}
+	return encOwnDict
+}
+
+// bytesLoses reports whether a dictionary of the string or binary values (offs, data,
+// valid and off as chooseBytes takes them) reaches their plain size (4 bytes of length
+// and the bytes of each non-NULL value): its entries (4 bytes of length each, and their
+// bytes) plus indexEst(nonNull, entries), the size of the indices by one writer's
+// estimate (indexBytes for ours, arrowIndexBytes for arrow-go's check). It stops at the
+// first distinct value that makes the dictionary lose.
+func (s *distinctSets) bytesLoses(offs []int32, data []byte, nonNull int, valid []byte, off int, indexEst func(n, d int) int64) bool {
 	n := len(offs) - 1
 	base := offs[0]
 	raw := int64(4 * nonNull)
@@ -224,12 +237,12 @@ func (s *distinctSets) chooseBytes(offs []int32, data []byte, nonNull int, valid
 		start, end := offs[i]-base, offs[i+1]-base
 		if set.add(start, end) {
 			dict += int64(end-start) + 4
-			if dict+indexBytes(nonNull, set.len()) >= raw {
-				return encPlain
+			if dict+indexEst(nonNull, set.len()) >= raw {
+				return true
 			}
 		}
 	}
-	return encOwnDict
+	return false
 }
 
 // indexBytes is the size of n bit-packed indices into a dictionary of d entries.
@@ -488,32 +501,7 @@ func (s *distinctSets) bytesDictionaryLoses(pieces []arrow.Array, nonNull int) b
 	if pieces[0].NullN() > 0 {
 		valid = pieces[0].NullBitmapBytes()
 	}
-	off := pieces[0].Data().Offset()
-	n := len(offs) - 1
-	base := offs[0]
-	raw := int64(4 * nonNull)
-	for i := 0; i < n; i++ {
-		if valid == nil || bitutil.BitIsSet(valid, off+i) {
-			raw += int64(offs[i+1] - offs[i])
-		}
-	}
-	set := &s.str
-	set.reset(n, data)
-	defer set.drop()
-	var dict int64
-	for i := 0; i < n; i++ {
-		if valid != nil && !bitutil.BitIsSet(valid, off+i) {
-			continue
-		}
-		start, end := offs[i]-base, offs[i+1]-base
-		if set.add(start, end) {
-			dict += int64(end-start) + 4
-			if dict+arrowIndexBytes(nonNull, set.len()) >= raw {
-				return true
-			}
-		}
-	}
-	return false
+	return s.bytesLoses(offs, data, nonNull, valid, pieces[0].Data().Offset(), arrowIndexBytes)
 }
 
 // arrowIndexBytes is arrow-go's estimate of the size of n dictionary indices into d
