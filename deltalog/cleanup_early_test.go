@@ -34,14 +34,6 @@ func (k *keyCounting) List(ctx context.Context, prefix, startAfter string) iter.
 	}
 }
 
-func (k *keyCounting) total() int {
-	n := 0
-	for _, v := range k.keys {
-		n += v
-	}
-	return n
-}
-
 // cleanupReference is what CleanupLog did before it stopped its listing early, kept as the
 // reference: it lists the whole log, takes the cutoff commit from every commit's time
 // made increasing, the newest complete checkpoint at or below it, and the files of a
