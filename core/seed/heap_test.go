@@ -39,9 +39,12 @@ func TestConvertHeapFlatInCopySize(t *testing.T) {
 		t.Skip("converts 440,000 rows")
 	}
 	// margin: the one-file copy (four copy row groups) does not quite reach the steady
-	// state of the ten-file one: decoding, 6.0 to 7.0 MiB against 8.0 to 8.2 over runs;
-	// holding the copy would add its 3 MB of Arrow data per file.
-	const rows, bound, margin = 40_000, 16 << 20, 3 << 20
+	// state of the ten-file one, and the sampled peak moves with the collector's timing:
+	// decoding, 5.7 to 13.5 MiB for one file and 8.0 to 10.8 for ten over runs on the
+	// shared machine (3 Dec 2026: a margin of 3 MiB failed the merge train at 5.7 against
+	// 9.8). Holding the copy would add its 3 MB of Arrow data per file, 27 MB more for ten
+	// files than for one: the margin and the bound stay well below that.
+	const rows, bound, margin = 40_000, 20 << 20, 10 << 20
 	ctx := context.Background()
 	for _, decodeAll := range []bool{false, true} {
 		t.Run(fmt.Sprintf("decode-all=%v", decodeAll), func(t *testing.T) {
