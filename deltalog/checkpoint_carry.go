@@ -2,15 +2,18 @@ package deltalog
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/thrift/lib/go/thrift"
 )
 
 // A checkpoint must hold every unexpired tombstone (docs/reference/delta-protocol.md §7.1),
@@ -20,43 +23,135 @@ import (
 // checkpoint's remove row groups byte for byte (their column chunks are position-free; only
 // the footer's offsets move) and encodes only what is new: the other actions and the
 // removes replayed from JSON since. The result is one ordinary V1 checkpoint file, read as
-// any other (docs/decisions/0014-checkpoint-tombstones.md).
+// any other (docs/decisions/0014-checkpoint-tombstones.md). Each remove row group spans
+// less than carrySlack of deletion times, so expiry drops groups whole instead of
+// re-encoding the week (the follow-up of 3 Dec 2026 in that decision).
 
-// maxCarriedGroups bounds the remove row groups a checkpoint copies: each carried
-// checkpoint adds one when new removes arrived (a compaction), and past this many the
-// tombstones are encoded afresh into full row groups (a footer of hundreds of row groups
-// would cost every reader).
-const maxCarriedGroups = 24
+// maxCarriedGroups bounds the remove row groups a checkpoint copies: past this many the
+// tombstones are encoded afresh (a footer of hundreds of row groups would cost every
+// reader). Carried checkpoints keep well under it by merging (mergeAbove).
+const maxCarriedGroups = 32
 
-// carrySlack is how long past its expiry a copied tombstone may stay in checkpoints before
-// the tombstones are encoded afresh without the expired ones. Carrying an expired tombstone
-// is harmless (VACUUM and log replay check deletionTimestamp themselves); the slack bounds
-// how many.
+// mergeAbove is the number of remove row groups past which a carried checkpoint merges the
+// newest ones into its new row group (re-encoding their tombstones with those replayed
+// since), as far as that group then spans less than carrySlack of deletion times. Each
+// carried checkpoint with new removes (a compaction) adds a row group; merging keeps a
+// week of hourly compactions' tombstones in about ten groups, each spanning less than a
+// day and dropped whole once all its tombstones have expired, so that expiry never
+// re-encodes them (docs/decisions/0014-checkpoint-tombstones.md, follow-up of 3 Dec 2026).
+const mergeAbove = 12
+
+// carrySlack is how long past its expiry a copied tombstone may stay in checkpoints. A row
+// group of removes is dropped whole when all its tombstones have expired, so a group
+// spanning less than carrySlack of deletion times never carries one longer; a group
+// spanning more (written before groups were bounded, or after a writer idle for a day)
+// makes the next checkpoint encode the tombstones afresh. Carrying an expired tombstone is
+// harmless (VACUUM and log replay check deletionTimestamp themselves).
 const carrySlack = 24 * time.Hour
+
+// checkpointCounts counts, over the process, what writing checkpoints encoded and copied
+// (tests and benchmarks read them: BenchmarkFactsAged and BenchmarkFactsFleet say where
+// an aged table's checkpoint costs more than a young one's; docs/performance.md § The
+// facts side alone, "The aged table's checkpoint"). A few atomic adds per checkpoint.
+var checkpointCounts struct {
+	written                                  atomic.Int64 // checkpoints built
+	carried                                  atomic.Int64 // of them, copying an earlier checkpoint's remove row groups
+	full                                     atomic.Int64 // of them, encoding every tombstone (there were some)
+	encoded                                  atomic.Int64 // tombstones encoded
+	copied                                   atomic.Int64 // remove row groups copied
+	footer                                   atomic.Int64 // footer bytes written by carried checkpoints
+	dropped                                  atomic.Int64 // remove row groups dropped whole, all expired
+	merged                                   atomic.Int64 // remove row groups merged into a new one (re-encoded)
+	noCarrySlack, noCarryGroups, noCarryKeys atomic.Int64 // why a base was not carried
+}
 
 // tombstoneBase is the tombstones of a checkpoint whose remove row groups a later
 // checkpoint can copy.
 type tombstoneBase struct {
-	groups  []carriedGroup // they hold the removes, and nothing else
+	groups  []carriedGroup // they hold the removes, and nothing else; oldest first
 	removes []*Remove      // their rows
 	keys    *keyChain      // the keys of removes
 	oldest  int64          // the earliest deletionTimestamp (ms), 0 when one has none
+	footer  int            // the footer length of the checkpoint that made it, 0 unknown
 }
 
 // carriedGroup is one remove row group: its column chunks' bytes as written, and the
 // footer that lists it (offsets in the frame of the file it was written to, in which its
 // chunks began at start). A copy moves the offsets by where the chunks land minus start,
 // so a group keeps pointing at the footer and bytes it was first written with, however
-// many checkpoints copy it.
+// many checkpoints copy it. It also keeps its rows, their keys and the span of their
+// deletion times, so that it can be dropped whole when they have all expired, or merged.
 type carriedGroup struct {
 	meta   *metadata.FileMetaData
 	index  int
 	chunks []byte
 	start  int64
+
+	removes        []*Remove
+	keys           map[fileKey]struct{}
+	oldest, newest int64 // deletionTimestamp span (ms); a remove without one counts as 0
+
+	// moved is the group's footer entry as the last checkpoint that copied it placed it,
+	// shared by the copies of the group: a checkpoint that places it at the same offset and
+	// ordinal (carried groups come first in the file, oldest first, so they keep their
+	// place until an older one expires) lists it without building it again.
+	moved *atomic.Pointer[movedGroup]
 }
 
-// keyChain is a set of file keys as a short chain of maps, newest first, so extending a
-// base by a few keys shares the older maps instead of copying them.
+// movedGroup is a carried row group's footer entry moved to offset pos as row group
+// ordinal: holder.RowGroups[0] (a footer holding just it).
+type movedGroup struct {
+	pos     int64
+	ordinal int
+	holder  *metadata.FileMetaData
+}
+
+func (g *carriedGroup) setRows(rs []*Remove) {
+	g.removes = rs
+	g.keys = make(map[fileKey]struct{}, len(rs))
+	g.oldest, g.newest = spanOf(rs)
+	for _, r := range rs {
+		g.keys[removeKey(r)] = struct{}{}
+	}
+}
+
+// spanOf is the earliest and latest deletionTimestamp of rs (a remove without one counts
+// as 0).
+func spanOf(rs []*Remove) (oldest, newest int64) {
+	oldest = 1 << 62
+	for _, r := range rs {
+		ts := deletionMs(r)
+		oldest, newest = min(oldest, ts), max(newest, ts)
+	}
+	return oldest, newest
+}
+
+func deletionMs(r *Remove) int64 {
+	if r.DeletionTimestamp == nil {
+		return 0
+	}
+	return *r.DeletionTimestamp
+}
+
+// baseOf is the base of groups (oldest first).
+func baseOf(groups []carriedGroup) *tombstoneBase {
+	b := &tombstoneBase{groups: groups, oldest: 1 << 62}
+	n := 0
+	for i := range groups {
+		n += len(groups[i].removes)
+	}
+	b.removes = make([]*Remove, 0, n)
+	for i := range groups {
+		g := &groups[i]
+		b.removes = append(b.removes, g.removes...)
+		b.keys = &keyChain{m: g.keys, next: b.keys}
+		b.oldest = min(b.oldest, g.oldest)
+	}
+	return b
+}
+
+// keyChain is a set of file keys as a short chain of maps (one a row group), so extending
+// a base by a few keys shares the older maps instead of copying them.
 type keyChain struct {
 	m    map[fileKey]struct{}
 	next *keyChain
@@ -75,28 +170,14 @@ func removeKey(r *Remove) fileKey {
 	return fileKey{path: r.DecodedPath(), dvID: r.DeletionVector.UniqueID()}
 }
 
-func keysOf(rs []*Remove, next *keyChain) *keyChain {
-	m := make(map[fileKey]struct{}, len(rs))
-	for _, r := range rs {
-		m[removeKey(r)] = struct{}{}
-	}
-	return &keyChain{m: m, next: next}
-}
+// deletionDay is the UTC day of r's deletion (days since the epoch): a full encode puts
+// the removes of each day in row groups of their own (so each spans less than
+// carrySlack, and is later dropped whole).
+func deletionDay(r *Remove) int64 { return deletionMs(r) / (24 * time.Hour).Milliseconds() }
 
-func oldestDeletion(rs []*Remove, oldest int64) int64 {
-	for _, r := range rs {
-		ts := int64(0)
-		if r.DeletionTimestamp != nil {
-			ts = *r.DeletionTimestamp
-		}
-		oldest = min(oldest, ts)
-	}
-	return oldest
-}
-
-// newTombstoneBase makes data, a checkpoint holding removes, a base when the row groups
-// with removes hold nothing else (as encodeCheckpoint writes them); nil otherwise (Spark's
-// checkpoints mix actions in a row group).
+// newTombstoneBase makes data, a checkpoint holding removes (in row order), a base when
+// the row groups with removes hold nothing else (as encodeCheckpoint writes them); nil
+// otherwise (Spark's checkpoints mix actions in a row group).
 func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
 	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
@@ -109,7 +190,8 @@ func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
 	for i := range leaves {
 		leaves[i] = i
 	}
-	b := &tombstoneBase{removes: removes, keys: keysOf(removes, nil), oldest: oldestDeletion(removes, 1<<62)}
+	var groups []carriedGroup
+	row := 0
 	for rg := range pf.NumRowGroups() {
 		withRemoves, others := false, false
 		for _, l := range presentLeaves(pf, rg, leaves) {
@@ -124,13 +206,20 @@ func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
 			return nil
 		case withRemoves:
 			g, err := groupOf(md, rg, data)
-			if err != nil {
+			n := int(md.RowGroups[rg].NumRows)
+			if err != nil || row+n > len(removes) {
 				return nil
 			}
-			b.groups = append(b.groups, g)
+			g.setRows(removes[row : row+n : row+n])
+			row += n
+			groups = append(groups, g)
 		}
 	}
-	return b
+	if row != len(removes) {
+		return nil
+	}
+	return baseOf(groups) // the files list them oldest first
+
 }
 
 // groupOf is row group rg of the Parquet file data, whose footer is md.
@@ -157,24 +246,37 @@ func groupOf(md *metadata.FileMetaData, rg int, data []byte) (carriedGroup, erro
 	if start < 4 || stop > int64(len(data)) || stop-start != total {
 		return carriedGroup{}, fmt.Errorf("row group %d is not one contiguous run of column chunks", rg)
 	}
-	return carriedGroup{meta: md, index: rg, chunks: data[start:stop], start: start}, nil
+	return carriedGroup{meta: md, index: rg, chunks: data[start:stop], start: start, moved: new(atomic.Pointer[movedGroup])}, nil
 }
 
-// carries reports whether a checkpoint of snap may copy b's remove row groups: there are
-// not too many, none of their tombstones expired more than carrySlack before cutoff, and
-// none names a file that is live again or was removed again since (the copy would then
-// hold a stale tombstone beside its add, or two removes of one file).
+// carries reports whether a checkpoint of snap may copy b's remove row groups: none of
+// the groups it keeps (those with a tombstone unexpired at cutoff) holds a tombstone that
+// expired more than carrySlack before cutoff, there are not too many, and none names a
+// file that is live again or was removed again since (the copy would then hold a stale
+// tombstone beside its add, or two removes of one file).
 func (b *tombstoneBase) carries(snap *Snapshot, cutoff int64) bool {
-	if len(b.groups) == 0 || len(b.groups) > maxCarriedGroups || b.oldest <= cutoff-carrySlack.Milliseconds() {
+	if len(b.groups) == 0 {
+		return false
+	}
+	for i := range b.groups {
+		if g := &b.groups[i]; g.newest > cutoff && g.oldest <= cutoff-carrySlack.Milliseconds() {
+			checkpointCounts.noCarrySlack.Add(1)
+			return false
+		}
+	}
+	if len(b.groups) > maxCarriedGroups {
+		checkpointCounts.noCarryGroups.Add(1)
 		return false
 	}
 	for k := range snap.files.All() {
 		if b.keys.has(k) {
+			checkpointCounts.noCarryKeys.Add(1)
 			return false
 		}
 	}
 	for k := range snap.tombstones.All() {
 		if b.keys.has(k) {
+			checkpointCounts.noCarryKeys.Add(1)
 			return false
 		}
 	}
@@ -182,9 +284,11 @@ func (b *tombstoneBase) carries(snap *Snapshot, cutoff int64) bool {
 }
 
 // carriedCheckpoint encodes others and the unexpired tombstones snap replayed from JSON,
-// then appends b's remove row groups. It returns the checkpoint's parts (to be written one
-// after the other: the copied row groups are never gathered into one buffer), its size and
-// row count, and the base it makes for the next one.
+// after b's remove row groups but those whose tombstones have all expired at cutoff
+// (dropped whole). When more than mergeAbove groups would remain, the newest are merged
+// into the new one as far as it then spans less than carrySlack. It returns the checkpoint's parts
+// (to be written one after the other: the copied row groups are never gathered into one
+// buffer), its size and row count, and the base it makes for the next one.
 func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombstoneBase) ([][]byte, int64, int64, *tombstoneBase, error) {
 	var fresh []*Remove
 	for _, r := range snap.tombstones.All() {
@@ -193,6 +297,27 @@ func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombsto
 			c.Stats, c.Tags = "", nil // never in checkpoints
 			fresh = append(fresh, &c)
 		}
+	}
+	kept := make([]carriedGroup, 0, len(b.groups)+1)
+	for _, g := range b.groups {
+		if g.newest > cutoff {
+			kept = append(kept, g)
+		} else {
+			checkpointCounts.dropped.Add(1)
+		}
+	}
+	if len(fresh) > 0 && len(kept)+1 > mergeAbove {
+		oldest, newest := spanOf(fresh)
+		n := len(kept)
+		for n > 0 && max(newest, kept[n-1].newest)-min(oldest, kept[n-1].oldest) < carrySlack.Milliseconds() {
+			oldest, newest = min(oldest, kept[n-1].oldest), max(newest, kept[n-1].newest)
+			n--
+		}
+		for _, g := range kept[n:] {
+			fresh = append(fresh, g.removes...)
+		}
+		checkpointCounts.merged.Add(int64(len(kept) - n))
+		kept = kept[:n]
 	}
 	slices.SortFunc(fresh, func(x, y *Remove) int { return compareKeys(removeKey(x), removeKey(y)) })
 	acts := slices.Clip(others)
@@ -203,61 +328,79 @@ func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombsto
 	if err != nil {
 		return nil, 0, 0, nil, err
 	}
-	parts, size, md, err := appendRowGroups(head, b.groups)
+	checkpointCounts.encoded.Add(int64(len(fresh)))
+	parts, size, md, err := appendRowGroups(head, kept, b.footer)
 	if err != nil {
 		return nil, 0, 0, nil, err
 	}
-	next := &tombstoneBase{removes: b.removes, keys: b.keys, oldest: b.oldest}
 	// The fresh removes' row groups follow the others' in head.
+	var groups []carriedGroup
 	first := (len(others) + checkpointBatchRows - 1) / checkpointBatchRows
 	for g := first; g < first+(len(fresh)+checkpointBatchRows-1)/checkpointBatchRows; g++ {
 		cg, err := groupOf(md, g, head)
 		if err != nil {
 			return nil, 0, 0, nil, err
 		}
-		next.groups = append(next.groups, cg)
+		at := (g - first) * checkpointBatchRows
+		cg.setRows(fresh[at:min(at+checkpointBatchRows, len(fresh)):min(at+checkpointBatchRows, len(fresh))])
+		groups = append(groups, cg)
 	}
-	next.groups = append(next.groups, b.groups...)
-	if len(fresh) > 0 {
-		next.removes = append(slices.Clip(b.removes), fresh...)
-		next.keys = keysOf(fresh, b.keys)
-		next.oldest = oldestDeletion(fresh, b.oldest)
-	}
+	next := baseOf(append(kept, groups...))
+	next.footer = int(binary.LittleEndian.Uint32(parts[len(parts)-1][len(parts[len(parts)-1])-8:]))
 	return parts, size, int64(len(others) + len(next.removes)), next, nil
 }
 
-// appendRowGroups appends row groups copied from other Parquet files with the same schema
-// to the Parquet file dst: their column chunks are copied as they are (pages,
-// dictionaries, statistics), and a new footer lists dst's row groups, then the copies with
-// their offsets moved to where they now are. Page indexes and bloom filters of the copies
-// are left out (this package writes neither). It returns the new file as parts to write in
-// order, its size, and dst's footer (as read; its first row groups are dst's own).
-func appendRowGroups(dst []byte, groups []carriedGroup) ([][]byte, int64, *metadata.FileMetaData, error) {
+// appendRowGroups puts row groups copied from other Parquet files with the same schema
+// before the row groups of the Parquet file dst: their column chunks are copied as they
+// are (pages, dictionaries, statistics), then dst's, and a new footer lists the copies,
+// then dst's row groups, with their offsets moved to where they now are. The copies come
+// first so that a group carried by checkpoint after checkpoint keeps its place, and its
+// footer entry is built once (carriedGroup.moved). Page indexes and bloom filters of the
+// copies are left out (this package writes neither). footerHint is the footer length of
+// the checkpoint the groups were last copied into (0: unknown), to size the new one's
+// buffer once. It returns the new file as parts to write in order, its size, and dst's
+// footer as read (dst's own offsets).
+func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byte, int64, *metadata.FileMetaData, error) {
 	pd, err := file.NewParquetReader(bytes.NewReader(dst))
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	defer pd.Close()
 	md := pd.MetaData()
-	own := len(md.RowGroups)
+	own, ownRows := md.RowGroups, md.NumRows
+	rows := ownRows
 	footer := int(binary.LittleEndian.Uint32(dst[len(dst)-8:]))
 	end := len(dst) - 8 - footer
-	if end < 4 {
-		return nil, 0, nil, errors.New("append row groups: bad footer length")
+	if end < 4 || len(own) == 0 {
+		return nil, 0, nil, errors.New("append row groups: bad footer")
 	}
-	parts := [][]byte{dst[:end]}
-	pos := int64(end)
-	for _, g := range groups {
-		if !md.Schema.Equals(g.meta.Schema) {
-			return nil, 0, nil, errors.New("append row groups: the schemas differ")
+	parts := make([][]byte, 0, len(groups)+3)
+	parts = append(parts, dst[:4]) // "PAR1"
+	all := slices.Grow(own[:0:0], len(groups)+len(own))
+	pos := int64(4)
+	for i := range len(groups) + len(own) {
+		var delta int64
+		rg := own[0]
+		if i < len(groups) {
+			g := &groups[i]
+			if !md.Schema.Equals(g.meta.Schema) {
+				return nil, 0, nil, errors.New("append row groups: the schemas differ")
+			}
+			parts = append(parts, g.chunks)
+			at := pos
+			pos += int64(len(g.chunks))
+			rows += g.meta.RowGroups[g.index].NumRows
+			if m := g.moved.Load(); m != nil && m.pos == at && m.ordinal == i {
+				all = append(all, m.holder.RowGroups[0])
+				continue
+			}
+			rg, delta = g.meta.RowGroups[g.index], at-g.start
+		} else {
+			rg, delta = own[i-len(groups)], pos-4 // dst's chunks follow the copies
 		}
-		rg := g.meta.RowGroups[g.index]
-		delta := pos - g.start
-		parts = append(parts, g.chunks)
-		pos += int64(len(g.chunks))
 		moved := *rg
 		moved.Columns = slices.Clone(rg.Columns)
-		for i, c := range rg.Columns {
+		for j, c := range rg.Columns {
 			cc, cm := *c, *c.MetaData
 			cm.DataPageOffset += delta
 			cm.DictionaryPageOffset = shifted(cm.DictionaryPageOffset, delta)
@@ -268,24 +411,39 @@ func appendRowGroups(dst []byte, groups []carriedGroup) ([][]byte, int64, *metad
 				cc.FileOffset += delta
 			}
 			cc.OffsetIndexOffset, cc.OffsetIndexLength, cc.ColumnIndexOffset, cc.ColumnIndexLength = nil, nil, nil, nil
-			moved.Columns[i] = &cc
+			moved.Columns[j] = &cc
 		}
 		moved.FileOffset = shifted(moved.FileOffset, delta)
-		ordinal := int16(len(md.RowGroups))
+		ordinal := int16(i)
 		moved.Ordinal = &ordinal
-		md.RowGroups = append(md.RowGroups, &moved)
-		md.NumRows += moved.NumRows
+		all = append(all, &moved)
+		if i < len(groups) {
+			holder := *md.FileMetaData
+			holder.RowGroups = all[len(all)-1:]
+			groups[i].moved.Store(&movedGroup{pos: pos - int64(len(groups[i].chunks)), ordinal: i, holder: &metadata.FileMetaData{FileMetaData: &holder}})
+		}
 	}
-	var tail bytes.Buffer
-	_, err = md.WriteTo(&tail, nil)
-	md.RowGroups = md.RowGroups[:own:own] // the caller reads dst's own groups
+	parts = append(parts, dst[4:end])
+	pos += int64(end - 4)
+	md.RowGroups, md.NumRows = all, rows
+	buf := thrift.NewTMemoryBufferLen(max(footerHint+footerHint/8, footer) + 8)
+	proto := thrift.NewTCompactProtocolConf(buf, nil)
+	err = md.FileMetaData.Write(context.Background(), proto)
+	if err == nil {
+		err = proto.Flush(context.Background())
+	}
+	md.RowGroups, md.NumRows = own, ownRows // the caller reads dst's own groups
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	tail.Write(binary.LittleEndian.AppendUint32(nil, uint32(tail.Len())))
-	tail.WriteString("PAR1")
-	parts = append(parts, tail.Bytes())
-	return parts, pos + int64(tail.Len()), md, nil
+	n := buf.Len()
+	buf.Write(binary.LittleEndian.AppendUint32(nil, uint32(n)))
+	buf.WriteString("PAR1")
+	tail := buf.Bytes()
+	parts = append(parts, tail)
+	checkpointCounts.copied.Add(int64(len(groups)))
+	checkpointCounts.footer.Add(int64(n))
+	return parts, pos + int64(len(tail)), md, nil
 }
 
 func shifted(p *int64, delta int64) *int64 {

@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -147,9 +148,11 @@ func buildCheckpoint(snap *Snapshot, cutoff int64) ([][]byte, int64, int64, *tom
 	if _, err := snap.cpTombstones.load(); err != nil {
 		return nil, 0, 0, nil, err
 	}
+	checkpointCounts.written.Add(1)
 	others := checkpointOthers(snap)
 	if b := snap.cpTombstones.carryBase(); b != nil && b.carries(snap, cutoff) {
 		if parts, size, rows, next, err := carriedCheckpoint(snap, others, cutoff, b); err == nil {
+			checkpointCounts.carried.Add(1)
 			return parts, size, rows, next, nil
 		}
 		// A base that cannot be copied: encode everything, as without one.
@@ -158,13 +161,19 @@ func buildCheckpoint(snap *Snapshot, cutoff int64) ([][]byte, int64, int64, *tom
 	if err != nil {
 		return nil, 0, 0, nil, err
 	}
+	// Oldest day first, as carried checkpoints order their groups; a row group a day.
+	slices.SortStableFunc(removes, func(x, y *Remove) int { return cmp.Compare(deletionDay(x), deletionDay(y)) })
 	actions := slices.Clip(others)
 	for _, r := range removes {
 		actions = append(actions, Action{Remove: r})
 	}
-	data, err := encodeCheckpoint(actions)
+	data, err := encodeCheckpointByDay(actions, true)
 	if err != nil {
 		return nil, 0, 0, nil, err
+	}
+	if len(removes) > 0 {
+		checkpointCounts.full.Add(1)
+		checkpointCounts.encoded.Add(int64(len(removes)))
 	}
 	var next *tombstoneBase
 	if len(removes) > 0 {
@@ -281,6 +290,13 @@ func (s *Snapshot) rebaseTombstones(b *tombstoneBase) {
 // package's open, which leaves tombstones undecoded) then skips them whole, and the
 // other row groups' remove columns cost nothing to skip (docs/decisions/0014-checkpoint-tombstones.md).
 func encodeCheckpoint(actions []Action) ([]byte, error) {
+	return encodeCheckpointByDay(actions, false)
+}
+
+// encodeCheckpointByDay is encodeCheckpoint, also starting a new row group of removes
+// where the UTC day of deletion changes from one remove to the next when byDay is set
+// (docs/decisions/0014-checkpoint-tombstones.md, follow-up of 3 Dec 2026).
+func encodeCheckpointByDay(actions []Action, byDay bool) ([]byte, error) {
 	var buf bytes.Buffer
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Snappy),
@@ -300,7 +316,20 @@ func encodeCheckpoint(actions []Action) ([]byte, error) {
 			others = append(others, a)
 		}
 	}
-	for _, group := range [][]Action{others, removes} {
+	groups := [][]Action{others}
+	if byDay {
+		for start := 0; start < len(removes); {
+			end := start + 1
+			for end < len(removes) && deletionDay(removes[end].Remove) == deletionDay(removes[start].Remove) {
+				end++
+			}
+			groups = append(groups, removes[start:end])
+			start = end
+		}
+	} else {
+		groups = append(groups, removes)
+	}
+	for _, group := range groups {
 		for start := 0; start < len(group); start += checkpointBatchRows {
 			if err := writeCheckpointRows(fw, group[start:min(start+checkpointBatchRows, len(group))]); err != nil {
 				fw.Close()

@@ -156,6 +156,26 @@ type fleetDay struct {
 	ddbRequests           int // the DynamoDB log store's, among factsStats.requests
 	logFiles, dataFiles   int
 	liveFiles, tombstones int // in table 0's snapshot at the day's end
+	// checkpoints is what the commits' checkpoints encoded and copied (the commits of a
+	// minute run together, the control's apart from the old tables').
+	checkpoints checkpointTally
+	// The minutes whose commits wrote a checkpoint: their commits, CPU and allocation
+	// (with 10 tables a minute has one commit, so these are the checkpointing commits).
+	cpCommits int
+	cpCPU     time.Duration
+	cpAlloc   uint64
+}
+
+// atRate is d's CPU (µs) and allocation (KB) per facts commit had a fraction rate of its
+// commits written a checkpoint: the old tables' versions and the control's are not in
+// step, so on a given day one fleet may write a checkpoint more per table than the other
+// (15 against 14), which alone moves the per-commit figures by several per cent.
+func (d *fleetDay) atRate(rate float64) (cpu, allocKB float64) {
+	plain := float64(max(d.commits-d.cpCommits, 1))
+	cps := float64(max(d.cpCommits, 1))
+	cpu = float64((d.cpu-d.cpCPU).Microseconds())/plain*(1-rate) + float64(d.cpCPU.Microseconds())/cps*rate
+	allocKB = float64(d.alloc-d.cpAlloc)/1024/plain*(1-rate) + float64(d.cpAlloc)/1024/cps*rate
+	return cpu, allocKB
 }
 
 // sumFacts adds up days' facts figures.
@@ -279,7 +299,16 @@ func runFleet(b *testing.B, tables, days, perDay int, coarse coarseDays) (stats 
 		b.Logf("day %2d%s: %d facts commits, %5.3f req (%5.3f DynamoDB), %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed; table 0: %d log files, %d data files, %d live files, %d tombstones; heap %d MB; %v wall, %v CPU since the start",
 			day+1, step, f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(d.ddbRequests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
 			f.perCommit(float64(f.alloc)/1024), f.perCommit(float64(f.commitWall.Microseconds())), d.failed, d.logFiles, d.dataFiles, d.liveFiles, d.tombstones, ms.HeapAlloc>>20, time.Since(start).Round(time.Second), (benchmetrics.CPUTime() - cpuStart).Round(time.Second))
+		if !d.coarse {
+			b.Logf("day %2d: the commits' %v", day+1, d.checkpoints)
+		}
 		if control != nil {
+			b.Logf("day %2d control: the commits' %v", day+1, control.checkpoints)
+			rate := float64(d.cpCommits+control.cpCommits) / float64(d.commits+control.commits)
+			oc, oa := d.atRate(rate)
+			cc, ca := control.atRate(rate)
+			b.Logf("day %2d at the common rate of checkpointing commits %.4f (old %d, control %d of %d): old %6.0f µs CPU, %5.0f KB; control %6.0f µs CPU, %5.0f KB per commit; old/control CPU %.3f, allocation %.3f",
+				day+1, rate, d.cpCommits, control.cpCommits, d.commits, oc, oa, cc, ca, oc/cc, oa/ca)
 			f := control.factsStats
 			b.Logf("day %2d control (%d tables created this day, committing in the same minutes): %d facts commits, %5.3f req (%5.3f DynamoDB), %5.3f retries, %6.0f µs CPU, %5.0f KB, %6.0f µs commit wall per commit; %d failed",
 				day+1, len(young), f.commits, f.perCommit(float64(f.requests)), f.perCommit(float64(control.ddbRequests)), f.perCommit(float64(f.lost)), f.perCommit(float64(f.cpu.Microseconds())),
@@ -302,6 +331,7 @@ func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, m
 	}
 	walls := make([]time.Duration, len(due))
 	errs := make([]error, len(due))
+	tally0 := readTally()
 	runtime.ReadMemStats(ms)
 	alloc0, cpu0 := ms.TotalAlloc, benchmetrics.CPUTime()
 	var wg sync.WaitGroup
@@ -315,9 +345,18 @@ func (d *fleetDay) commitMinute(b *testing.B, due []*longRunTable, tmp string, m
 		}()
 	}
 	wg.Wait()
-	d.cpu += benchmetrics.CPUTime() - cpu0
+	cpu := benchmetrics.CPUTime() - cpu0
 	runtime.ReadMemStats(ms)
-	d.alloc += ms.TotalAlloc - alloc0
+	alloc := ms.TotalAlloc - alloc0
+	d.cpu += cpu
+	d.alloc += alloc
+	tally := readTally()
+	d.checkpoints = d.checkpoints.add(tally, tally0)
+	if tally.written > tally0.written {
+		d.cpCommits += len(due)
+		d.cpCPU += cpu
+		d.cpAlloc += alloc
+	}
 	for j, t := range due {
 		var attempts *CommitAttemptsError
 		if errors.As(errs[j], &attempts) {
