@@ -419,7 +419,7 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 		all = append(all, &moved)
 		if i < len(groups) {
 			holder := *md.FileMetaData
-			holder.RowGroups = all[len(all)-1:]
+			holder.RowGroups = all[len(all)-1 : len(all) : len(all)]
 			groups[i].moved.Store(&movedGroup{pos: pos - int64(len(groups[i].chunks)), ordinal: i, holder: &metadata.FileMetaData{FileMetaData: &holder}})
 		}
 	}
