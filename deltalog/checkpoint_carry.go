@@ -379,8 +379,8 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 	all := slices.Grow(own[:0:0], len(groups)+len(own))
 	pos := int64(4)
 	for i := range len(groups) + len(own) {
-		var delta int64
-		rg := own[0]
+		// dst's own row groups, after the copies: their chunks follow the copies' chunks.
+		rg, delta := own[max(i-len(groups), 0)], pos-4
 		if i < len(groups) {
 			g := &groups[i]
 			if !md.Schema.Equals(g.meta.Schema) {
@@ -395,8 +395,6 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 				continue
 			}
 			rg, delta = g.meta.RowGroups[g.index], at-g.start
-		} else {
-			rg, delta = own[i-len(groups)], pos-4 // dst's chunks follow the copies
 		}
 		moved := *rg
 		moved.Columns = slices.Clone(rg.Columns)
