@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sync"
@@ -80,32 +79,7 @@ func TestWarmLostPutAnswerTableRecreated(t *testing.T) {
 			if n < 3 {
 				t.Fatalf("precondition: %d commits of A lost their answer, want every one", n)
 			}
-			e.wipe(e.spec.Checkpoint)
-			for _, url := range []string{e.spec.Bronze, e.spec.FactsTable} {
-				e.wipe(url)
-			}
-			for i := 1; i <= b.batches; i++ { // B: batch 0 holds inserts 1..11
-				if i > 1 {
-					e.exec(insert(100+i, i))
-				}
-				if res, err := e.run(Options{FactsEvery: 1}); err != nil || res.Batches != 1 {
-					t.Fatalf("B %d: %+v %v", i, res, err)
-				}
-			}
-			fs, err := e.lake.RawTable(e.spec.FactsTable).Snapshot(context.Background())
-			if err != nil || fs.Version() != int64(b.batches-1) {
-				t.Fatalf("precondition: the new facts table: %v %v, want version %d", fs, err, b.batches-1)
-			}
-			e.exec(insert(200, 200))
-			res, err := e.runOn(a, Options{FactsEvery: 1})
-			var rw *CheckpointRewoundError
-			if errors.As(err, &rw) {
-				t.Fatalf("warm A on the tables started over: %v; a new process goes on", err)
-			}
-			if err != nil || res.Rows != 1 {
-				t.Fatalf("warm A on the tables started over: %+v %v; want the one new change", res, err)
-			}
-			e.assertConverged()
+			e.startOverThenWarm(t, a, b.batches)
 		})
 	}
 }

@@ -40,36 +40,47 @@ func TestWarmHoleTableRecreated(t *testing.T) {
 						t.Fatalf("A %d: %+v %v", i, res, err)
 					}
 				}
-				e.wipe(e.spec.Checkpoint)
-				for _, url := range []string{e.spec.Bronze, e.spec.FactsTable} {
-					e.wipe(url)
-					e.lake.DeleteLogEntries(url)
-				}
-				for i := 1; i <= b.batches; i++ { // B: batch 0 holds inserts 1..11
-					if i > 1 {
-						e.exec(insert(100+i, i))
-					}
-					if res, err := e.run(Options{FactsEvery: 1}); err != nil || res.Batches != 1 {
-						t.Fatalf("B %d: %+v %v", i, res, err)
-					}
-				}
-				fs, err := e.lake.RawTable(e.spec.FactsTable).Snapshot(context.Background())
-				if err != nil || fs.Version() != int64(b.batches-1) {
-					t.Fatalf("precondition: the new facts table: %v %v, want version %d", fs, err, b.batches-1)
-				}
-				e.exec(insert(200, 200))
-				res, err := e.runOn(a, Options{FactsEvery: 1})
-				var rw *CheckpointRewoundError
-				if errors.As(err, &rw) {
-					t.Fatalf("warm A on the tables started over: %v; a new process goes on", err)
-				}
-				if err != nil || res.Rows != 1 {
-					t.Fatalf("warm A on the tables started over: %+v %v; want the one new change", res, err)
-				}
-				e.assertConverged()
+				e.startOverThenWarm(t, a, b.batches)
 			})
 		}
 	}
+}
+
+// startOverThenWarm deletes the checkpoint, bronze and the facts table (with their
+// DynamoDB entries) and has a new process B stream batches batches from scratch with
+// FactsEvery 1 (the facts table then at version batches-1); then the warm process a,
+// which streamed the old tables, runs on one new change. It must read the new tables as
+// a new process does: no *CheckpointRewoundError, the one change streamed, and bronze
+// converged with the source.
+func (e *env) startOverThenWarm(t *testing.T, a Deps, batches int) {
+	t.Helper()
+	e.wipe(e.spec.Checkpoint)
+	for _, url := range []string{e.spec.Bronze, e.spec.FactsTable} {
+		e.wipe(url)
+		e.lake.DeleteLogEntries(url)
+	}
+	for i := 1; i <= batches; i++ { // B: batch 0 holds what A streamed
+		if i > 1 {
+			e.exec(insert(100+i, i))
+		}
+		if res, err := e.run(Options{FactsEvery: 1}); err != nil || res.Batches != 1 {
+			t.Fatalf("B %d: %+v %v", i, res, err)
+		}
+	}
+	fs, err := e.lake.RawTable(e.spec.FactsTable).Snapshot(context.Background())
+	if err != nil || fs.Version() != int64(batches-1) {
+		t.Fatalf("precondition: the new facts table: %v %v, want version %d", fs, err, batches-1)
+	}
+	e.exec(insert(200, 200))
+	res, err := e.runOn(a, Options{FactsEvery: 1})
+	var rw *CheckpointRewoundError
+	if errors.As(err, &rw) {
+		t.Fatalf("warm A on the tables started over: %v; a new process goes on", err)
+	}
+	if err != nil || res.Rows != 1 {
+		t.Fatalf("warm A on the tables started over: %+v %v; want the one new change", res, err)
+	}
+	e.assertConverged()
 }
 
 // The tables started over by a stream on another checkpoint, which ran further (13
