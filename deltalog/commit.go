@@ -138,7 +138,26 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 	if k := tx.table.known(); k != nil && k.Version() > snap.Version() {
 		knownTaken = true
 	}
+	// A snapshot this Table has not seen as the log's newest lately (read by another
+	// Table, by SnapshotAt, or long ago) may be older than the log's clean-up, which
+	// deletes commits older than delta.logRetentionDuration: the next version may be
+	// taken and deleted, and the Table not know it. One Latest tells; a snapshot seen as
+	// the newest within half the retention needs none (the next version was committed
+	// after that, so it is too young to be cleaned up).
+	if !knownTaken && snap.Version() >= 0 && !tx.table.fresh(snap.Version(), freshFor(snap)) {
+		at := tx.table.opts.now()
+		latest, err := logs.Latest(ctx)
+		if err != nil {
+			return fail(fmt.Errorf("commit version %d: latest version: %w", version, err))
+		}
+		if latest > snap.Version() {
+			knownTaken = true
+		} else {
+			tx.table.sawNewest(latest, at)
+		}
+	}
 	for attempt := 1; ; attempt++ {
+		at := tx.table.opts.now()
 		var err error
 		if attempt == 1 && knownTaken {
 			err = logstore.ErrVersionExists
@@ -176,6 +195,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			}
 		}
 		if won {
+			tx.table.sawNewest(version, at)
 			res := tx.finish(CommitResult{Version: version}, actions)
 			tx.maybeCheckpoint(ctx)
 			tx.remember()
@@ -202,6 +222,7 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 		case err != nil:
 			return fail(err)
 		case won:
+			tx.table.sawNewest(next, at)
 			res := tx.finish(CommitResult{Version: next}, actions)
 			tx.maybeCheckpoint(ctx)
 			tx.remember()
@@ -352,6 +373,18 @@ func (tx *Transaction) rebase(ctx context.Context, lost int64, data []byte) (nex
 // snapshot is of another table. Begin again from a new Snapshot.
 func errLogReplaced(version int64) error {
 	return &ConcurrentModificationError{Version: version, Reason: "on a table deleted and written again since the snapshot was read"}
+}
+
+// freshFor is how long after a Table saw a snapshot's version as the log's newest a
+// commit on that snapshot needs no check against the log's clean-up: half the table's
+// delta.logRetentionDuration (docs/reference/delta-protocol.md §11.2; CleanupLog deletes
+// only commits older than the retention), 0 (always check) when the property is invalid.
+func freshFor(snap *Snapshot) time.Duration {
+	r, err := retentionProperty(snap.Metadata(), "delta.logRetentionDuration", DefaultLogRetention)
+	if err != nil {
+		return 0
+	}
+	return r / 2
 }
 
 // errLogCleaned is the conflict of a transaction whose snapshot is older than the log's

@@ -37,6 +37,7 @@ const readConcurrency = 8
 // them all (conflict detection, txn versions).
 func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 	known := t.known()
+	askedAt := t.opts.now()
 	var pre *preRead
 	var latest int64
 	if ll, ok := t.logs.(logstore.Lister); ok && t.firstOpen() {
@@ -75,20 +76,24 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	replaced := replacedCount(t.logs)
 	if known != nil && known.replaced != replaced {
+		t.forgetNewest()
 		// The log store found the log it knew deleted (and perhaps written again) since
 		// known was read: read the table as a new process would.
 		t.replace(nil)
 		known = nil
 	}
 	if latest < 0 {
+		t.forgetNewest()
 		t.sawEmpty()
 		return t.emptySnapshot(), nil
 	}
 	if known != nil && known.version > latest {
 		// The log is behind what this Table saw: the table was deleted and re-created.
 		t.replace(nil)
+		t.forgetNewest()
 		known = nil
 	}
+	t.sawNewest(latest, askedAt)
 	if known != nil && known.version >= 0 {
 		if known.version == latest {
 			return known, nil

@@ -73,12 +73,43 @@ type Table struct {
 	listed bool
 	// empty is true when the newest Snapshot found no commit (latest nil).
 	empty bool
+	// newest is the newest version the log store answered as the latest (Latest) or this
+	// Table committed, and newestAt when: no earlier than newestAt, the next version was
+	// not yet committed (fresh). -1 with the zero time when none.
+	newest   int64
+	newestAt time.Time
 }
 
 // Open returns the table at store's root, committing through logs. It does no I/O: a
 // missing table is a Snapshot with Version() == -1.
 func Open(store storage.Store, logs logstore.LogStore, opts Options) *Table {
-	return &Table{store: store, logs: logs, opts: opts}
+	return &Table{store: store, logs: logs, opts: opts, newest: -1}
+}
+
+// sawNewest records that version v was the log's newest at time at (the log store
+// answered it, or this Table committed it, after at). An older record is replaced only
+// by a newer version or a later time of the same one.
+func (t *Table) sawNewest(v int64, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v > t.newest || (v == t.newest && at.After(t.newestAt)) {
+		t.newest, t.newestAt = v, at
+	}
+}
+
+// forgetNewest drops the record of sawNewest: the log was found replaced or emptied.
+func (t *Table) forgetNewest() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.newest, t.newestAt = -1, time.Time{}
+}
+
+// fresh reports whether the Table saw version v as the log's newest less than d ago:
+// the next version was committed after that, so it is younger than d.
+func (t *Table) fresh(v int64, d time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.newest == v && t.opts.now().Sub(t.newestAt) < d
 }
 
 // Store is the object store rooted at the table directory.
