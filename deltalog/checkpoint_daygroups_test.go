@@ -66,7 +66,7 @@ func TestCheckpointTombstoneGroupsByDay(t *testing.T) {
 	c := &clock{t: time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC)}
 	s := newMemStore()
 	tbl := Open(s, &memLogStore{s: s}, Options{CheckpointInterval: 2, Now: c.now, RetryBaseDelay: 1})
-	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	lgCreate(t, tbl)
 	removedAt := map[string]int64{}
 	cc := &checkpointCounts
 	full0, dropped0, merged0 := cc.full.Load(), cc.dropped.Load(), cc.merged.Load()
@@ -189,7 +189,7 @@ func TestCheckpointEncodesTombstonesByDay(t *testing.T) {
 	c := &clock{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
 	tbl := openDir(t, t.TempDir())
 	tbl.opts.Now = c.now
-	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	lgCreate(t, tbl)
 	for i := 1; i <= 9; i++ {
 		lgCommit(t, tbl, int64(i), Action{Add: lgAdd(i)})
 	}
@@ -311,7 +311,7 @@ func TestCarriedCheckpointConcurrentWriters(t *testing.T) {
 	c := &clock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
 	s := newMemStore()
 	tbl := Open(s, &memLogStore{s: s}, Options{CheckpointInterval: 2, Now: c.now, RetryBaseDelay: 1})
-	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	lgCreate(t, tbl)
 	for i := 1; i <= 30; i++ {
 		c.t = c.t.Add(time.Hour)
 		snap := snapshot(t, tbl)

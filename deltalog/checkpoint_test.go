@@ -26,6 +26,12 @@ func lgCommit(t testing.TB, tbl *Table, v int64, actions ...Action) {
 	}
 }
 
+// lgCreate writes version 0 of tbl: reader 1, writer 2, and lgMetadata partitioned by p.
+func lgCreate(t testing.TB, tbl *Table) {
+	t.Helper()
+	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+}
+
 func lgPtr[T any](v T) *T { return &v }
 
 func lgMetadata(partitions ...string) *Metadata {
@@ -55,7 +61,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	now := time.UnixMilli(1800000000000)
 	tbl := openDir(t, t.TempDir())
 	tbl.opts.Now = func() time.Time { return now }
-	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	lgCreate(t, tbl)
 	for i := 1; i <= 5; i++ {
 		lgCommit(t, tbl, int64(i), Action{Add: lgAdd(i)}, Action{Txn: &Txn{AppID: "app", Version: int64(i)}})
 	}
@@ -191,7 +197,7 @@ func TestCheckpointSchema(t *testing.T) {
 func TestMultiPartCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	tbl := openDir(t, t.TempDir())
-	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	lgCreate(t, tbl)
 	for i := 1; i <= 4; i++ {
 		lgCommit(t, tbl, int64(i), Action{Add: lgAdd(i)})
 	}

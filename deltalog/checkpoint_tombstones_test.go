@@ -22,7 +22,7 @@ func TestCheckpointCarriesTombstonesUndecoded(t *testing.T) {
 	c := &clock{t: time.UnixMilli(1800000000000)}
 	tbl := openDir(t, t.TempDir())
 	tbl.opts.Now = c.now
-	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	lgCreate(t, tbl)
 	for i := 1; i <= 20; i++ {
 		lgCommit(t, tbl, int64(i), Action{Add: lgAdd(i)})
 	}
@@ -223,7 +223,7 @@ func TestKeptWriterCarriesTombstones(t *testing.T) {
 	c := &clock{t: time.UnixMilli(1800000000000)}
 	s := newMemStore()
 	tbl := Open(s, &memLogStore{s: s}, Options{CheckpointInterval: 3, Now: c.now, RetryBaseDelay: 1})
-	lgCommit(t, tbl, 0, Action{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}, Action{MetaData: lgMetadata("p")})
+	lgCreate(t, tbl)
 	var removed []string
 	for i := 1; i <= 39; i++ {
 		c.t = c.t.Add(time.Minute)
