@@ -99,7 +99,7 @@ func (s *Store) GetTag(ctx context.Context, key string) ([]byte, string, error) 
 	if err != nil {
 		return nil, "", fmt.Errorf("s3store: get %s: %w", key, err)
 	}
-	return b, strings.Trim(aws.ToString(out.ETag), `"`), nil
+	return b, etagOf(out.ETag), nil
 }
 
 // GetRange reads length bytes from offset (length < 0 to the end) with a Range request.
@@ -171,7 +171,7 @@ func (s *Store) Head(ctx context.Context, key string) (storage.ObjectInfo, error
 		Key:     key,
 		Size:    aws.ToInt64(out.ContentLength),
 		ModTime: aws.ToTime(out.LastModified),
-		ETag:    strings.Trim(aws.ToString(out.ETag), `"`),
+		ETag:    etagOf(out.ETag),
 	}, nil
 }
 
@@ -251,7 +251,7 @@ func (s *Store) PutIfAbsentTag(ctx context.Context, key string, data []byte) (st
 			ContentLength: &n, IfNoneMatch: aws.String("*"),
 		})
 		if err == nil {
-			tag = strings.Trim(aws.ToString(out.ETag), `"`)
+			tag = etagOf(out.ETag)
 		}
 		return err
 	})
@@ -304,7 +304,7 @@ func (s *Store) CopyIfAbsentTag(ctx context.Context, src, dst string) (string, e
 			IfNoneMatch: aws.String("*"),
 		})
 		if err == nil && out.CopyObjectResult != nil {
-			tag = strings.Trim(aws.ToString(out.CopyObjectResult.ETag), `"`)
+			tag = etagOf(out.CopyObjectResult.ETag)
 		}
 		return err
 	})
@@ -336,7 +336,7 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) iter.Seq2[s
 					Key:     k,
 					Size:    aws.ToInt64(o.Size),
 					ModTime: aws.ToTime(o.LastModified),
-					ETag:    strings.Trim(aws.ToString(o.ETag), `"`),
+					ETag:    etagOf(o.ETag),
 				}
 				if !yield(info, nil) {
 					return
@@ -404,3 +404,7 @@ func retryConflict(ctx context.Context, call func() error) error {
 	}
 	return err
 }
+
+// etagOf is an S3 answer's ETag without its quotes, as every Store method reports it
+// (ObjectInfo.ETag, TagPutter, TagGetter, TagCopier).
+func etagOf(quoted *string) string { return strings.Trim(aws.ToString(quoted), `"`) }
