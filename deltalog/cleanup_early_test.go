@@ -309,10 +309,10 @@ func TestCleanupTempFilesListsLittle(t *testing.T) {
 	oldest := int64(-1)
 	commits := map[int64]bool{}
 	for _, k := range keys(t, s, LogDir) {
-		if v, ok := commitVersion(strings.TrimPrefix(k, LogDir)); ok {
-			commits[v] = true
+		if f := parseLogFile(k); f.kind == kindCommit {
+			commits[f.version] = true
 			if oldest < 0 {
-				oldest = v
+				oldest = f.version
 			}
 		}
 	}

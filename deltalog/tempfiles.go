@@ -103,13 +103,12 @@ func (t *Table) CleanupTempFiles(ctx context.Context, opts TempFileOptions) (Tem
 			if name == "" || name[0] < '0' || name[0] > '9' {
 				break // past the versioned files
 			}
-			if len(name) > 20 && name[20] == '.' {
-				if v, err := strconv.ParseInt(name[:20], 10, 64); err == nil && v > highest {
-					break
-				}
+			f := parseLogFile(oi.Key)
+			if f.key != "" && f.version > highest {
+				break
 			}
-			if v, ok := commitVersion(name); ok {
-				commits[v] = true
+			if f.kind == kindCommit {
+				commits[f.version] = true
 			}
 		}
 	}
@@ -151,8 +150,8 @@ func (t *Table) oldestCommit(ctx context.Context) (int64, error) {
 		if err != nil {
 			return -1, fmt.Errorf("list: %w", err)
 		}
-		if v, ok := commitVersion(strings.TrimPrefix(oi.Key, LogDir)); ok {
-			return v, nil
+		if f := parseLogFile(oi.Key); f.kind == kindCommit {
+			return f.version, nil
 		}
 	}
 	return -1, nil
@@ -164,13 +163,4 @@ func minVersion(a, b int64) int64 {
 		return b
 	}
 	return a
-}
-
-// commitVersion parses a commit file name "<v:020>.json".
-func commitVersion(name string) (int64, bool) {
-	if len(name) != 25 || !strings.HasSuffix(name, ".json") {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(name[:20], 10, 64)
-	return v, err == nil
 }
