@@ -126,6 +126,8 @@ func spanOf(rs []*Remove) (oldest, newest int64) {
 	return oldest, newest
 }
 
+// deletionMs is r's deletionTimestamp (ms since the epoch), 0 when it has none: the one
+// rule by which checkpoints expire tombstones (tombstoneExpired) and group them by day.
 func deletionMs(r *Remove) int64 {
 	if r.DeletionTimestamp == nil {
 		return 0

@@ -269,7 +269,7 @@ func checkpointRemoves(snap *Snapshot, cutoff int64) ([]*Remove, error) {
 // tombstoneExpired reports whether remove r was deleted at or before cutoff (ms since the
 // epoch), a remove without deletionTimestamp counting as deleted at 0.
 func tombstoneExpired(r Remove, cutoff int64) bool {
-	return r.DeletionTimestamp == nil || *r.DeletionTimestamp <= cutoff
+	return deletionMs(&r) <= cutoff
 }
 
 // rebaseTombstones makes s's tombstones those of the checkpoint it was just written to,
