@@ -125,3 +125,31 @@ func TestPasswordErrorsNameNoSecret(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A password pasted into password_secret_arn or password_env by mistake is refused without
+// being repeated, and the problem says what the field wants (docs/spec.md: no problem
+// repeats a password).
+func TestParseNeverEchoesAPasswordInAPasswordField(t *testing.T) {
+	const pw = "Pa55w0rd! x"
+	for _, field := range []string{"password_secret_arn", "password_env"} {
+		q, _ := json.Marshal(pw)
+		doc := fmt.Sprintf(`{"app_id":"a","source":{"dsn":"sqlserver://u@h?database=d","%s":%s,"captureInstance":"dbo_t"},"bronze":"/b","checkpoint":"/c","facts_table":"/f"}`, field, q)
+		_, err := Parse([]byte(doc))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !ce.Has("source."+field) {
+			t.Errorf("%s: err = %v, want a problem on source.%s", field, err, field)
+			continue
+		}
+		if piece, ok := leaks(err.Error(), pw); ok {
+			t.Errorf("%s: error repeats %q: %v", field, piece, err)
+		}
+	}
+	for _, doc := range []string{
+		`{"app_id":"a","source":{"dsn":"sqlserver://u@h","password_env":"MSSQL_PASSWORD","captureInstance":"dbo_t"},"bronze":"/b","checkpoint":"/c","facts_table":"/f"}`,
+		`{"app_id":"a","source":{"dsn":"sqlserver://u@h","password_secret_arn":"arn:aws:secretsmanager:eu-west-1:123456789012:secret:r","captureInstance":"dbo_t"},"bronze":"/b","checkpoint":"/c","facts_table":"/f"}`,
+	} {
+		if _, err := Parse([]byte(doc)); err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}

@@ -292,8 +292,13 @@ func (src Source) validate(ps *problems) {
 	if src.PasswordEnv != "" && src.PasswordSecretARN != "" {
 		ps.add("source.password_secret_arn", "set together with password_env: choose one")
 	}
+	// Neither value is repeated: a password pasted into the field by mistake would reach
+	// the logs and Step Functions (docs/spec.md).
 	if src.PasswordSecretARN != "" && !strings.HasPrefix(src.PasswordSecretARN, "arn:") {
-		ps.add("source.password_secret_arn", "%q is not an ARN", src.PasswordSecretARN)
+		ps.add("source.password_secret_arn", "not an ARN (not shown, in case it is the password): want the secret's ARN, arn:aws:secretsmanager:<region>:<account>:secret:<name>")
+	}
+	if src.PasswordEnv != "" && !envName.MatchString(src.PasswordEnv) {
+		ps.add("source.password_env", "not an environment variable name (not shown, in case it is the password): want the name of the variable that holds the password, such as MSSQL_PASSWORD")
 	}
 	if src.DialTimeoutSeconds < 0 || src.DialTimeoutSeconds > MaxDialTimeoutSeconds {
 		ps.add("source.dial_timeout_seconds", "%d: want seconds in 0..%d (0 = 30 s)", src.DialTimeoutSeconds, MaxDialTimeoutSeconds)
@@ -454,6 +459,10 @@ func (st Storage) validate(ps *problems) {
 		}
 	}
 }
+
+// envName is an environment variable name: a letter or '_', then letters, digits and
+// '_' (the POSIX portable shape, which Lambda and shells take).
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // regionName is an AWS region's shape ("eu-west-1", "us-gov-west-1").
 var regionName = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
