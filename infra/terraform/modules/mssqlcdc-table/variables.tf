@@ -527,7 +527,7 @@ variable "maintain_schedule_enabled" {
 }
 
 variable "schedule_group_name" {
-  description = "EventBridge Scheduler group of the stream's and the maintain function's schedules; null uses the default group."
+  description = "EventBridge Scheduler group of the table's schedules (stream, maintain, apply, reconcile); null uses the default group."
   type        = string
   default     = null
 }
