@@ -18,7 +18,7 @@ import (
 func init() {
 	register(command{
 		name:    "maintain",
-		summary: "Delta maintenance: delete expired log files (--cleanup-log) and unreferenced data files (--vacuum)",
+		summary: "Delta maintenance, what the scheduled maintain function runs (--all): compaction (--compact), a checkpoint (--checkpoint), expired log files (--cleanup-log), unreferenced data files (--vacuum), orphaned temporary files (--temp-files)",
 		run:     runMaintain,
 	})
 }
@@ -81,7 +81,7 @@ func runMaintain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Usage = maintainUsage(fs)
 	all := fs.Bool("all", false, "every operation below, in order (the scheduled maintain function's set)")
 	compact := fs.Bool("compact", false, "bin-pack small files into target-size files (dataChange=false)")
-	checkpoint := fs.Bool("checkpoint", false, "write a checkpoint of the newest version if none exists")
+	checkpoint := fs.Bool("checkpoint", false, "write a checkpoint of the newest version when the newest checkpoint is older")
 	cleanup := fs.Bool("cleanup-log", false, "delete expired _delta_log files (docs/reference/delta-protocol.md §11.2)")
 	vacuum := fs.Bool("vacuum", false, "delete data files the table no longer references (VACUUM)")
 	tempFiles := fs.Bool("temp-files", false, "delete orphaned temporary commit and write files older than a day")

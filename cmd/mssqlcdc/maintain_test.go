@@ -269,6 +269,23 @@ func TestMaintainUsage(t *testing.T) {
 	}
 }
 
+// maintain's one-line summary in `mssqlcdc --help` names every operation it runs (it once
+// named only --cleanup-log and --vacuum), and --checkpoint's help says when it writes one:
+// whenever the newest checkpoint is older than the newest version (docs/operations.md §
+// Maintenance), not only when none exists.
+func TestMaintainHelpNamesEveryOperation(t *testing.T) {
+	s := commands["maintain"].summary
+	for _, op := range []string{"--compact", "--checkpoint", "--cleanup-log", "--vacuum", "--temp-files"} {
+		if !strings.Contains(s, op) {
+			t.Errorf("summary %q does not name %s", s, op)
+		}
+	}
+	_, errOut, _ := runCLI(t, "maintain", "-h")
+	if !strings.Contains(errOut, "write a checkpoint of the newest version when the newest checkpoint is older") {
+		t.Errorf("maintain -h does not say when --checkpoint writes one:\n%s", errOut)
+	}
+}
+
 // A long vacuum listing prints its counts so far, at most once per interval.
 func TestMaintainVacuumProgress(t *testing.T) {
 	dir := t.TempDir()
