@@ -66,7 +66,7 @@ func Handle(ctx context.Context, d Deps, ev Event) (any, error) {
 			return nil, err
 		}
 		if ev.Range == nil {
-			return nil, &EventError{Step: ev.Step, Reason: "needs range {index, lo, hi}"}
+			return nil, &EventError{Step: ev.Step, Reason: `needs range {"index": i}, an index of the plan step's ranges`}
 		}
 		return Read(ctx, d, *ev.Snapshot, *ev.Range)
 	case StepCommit:

@@ -93,8 +93,10 @@ func (h *Handler) handle(ctx context.Context, deps coresnapshot.Deps, ev Event) 
 			h.emitResnapshot(ctx, res.Generation)
 		}
 		return res, err
+	case coresnapshot.StepOpen, coresnapshot.StepPlan, coresnapshot.StepRead, coresnapshot.StepCommit, coresnapshot.StepClose:
+		return coresnapshot.Handle(ctx, deps, ev.Event)
 	}
-	return coresnapshot.Handle(ctx, deps, ev.Event)
+	return nil, &coresnapshot.EventError{Step: ev.Step, Reason: "step must be open, plan, read, commit, close, recover_open or recover_commit"}
 }
 
 // emitResnapshot writes the CloudWatch Embedded Metric Format line the resnapshot alarm

@@ -194,6 +194,22 @@ func TestErrorsAreNamed(t *testing.T) {
 	}
 }
 
+// An EventError says what the handler takes (docs/handlers.md § snapshot): an unknown
+// step is answered with all seven steps, the recover ones included, and a read without a
+// range asks for the range's index only (its bounds stay in plan.json).
+func TestEventErrorsSayWhatTheHandlerTakes(t *testing.T) {
+	h, _ := newHandler(t)
+	invoke := runtimeapitest.Start(t, "snapshot", h.Handle).Invoke
+	for event, want := range map[string]string{
+		`{"step": "explode"}`: "open, plan, read, commit, close, recover_open or recover_commit",
+		`{"step": "read", "snapshot": {"lsn": "0x00000001000000010001"}}`: `needs range {"index": i}`,
+	} {
+		if r := invoke(event); r.Error == nil || r.Error.Type != "EventError" || !strings.Contains(r.Error.Message, want) {
+			t.Errorf("%s: %s, want an EventError saying %q", event, r.ErrorBody, want)
+		}
+	}
+}
+
 // A column bronze cannot hold fails the read as ColumnsError (it was joinError); open and
 // plan read no rows and pass.
 func TestUnsupportedColumnIsNamed(t *testing.T) {
