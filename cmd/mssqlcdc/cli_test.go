@@ -236,6 +236,11 @@ func TestServeAnswersABadLineAndGoesOn(t *testing.T) {
 	if r := replies["5"]; r == nil || r["errorType"] != "RequestError" || !strings.Contains(r["errorMessage"].(string), `unknown function "explode"`) {
 		t.Errorf("line 6: %v, want a RequestError reply naming the function", r)
 	}
+	// The shape a reply asks for names no subset of the functions (it once said
+	// "snapshot"|"stream" only, though seven are served).
+	if r := replies["5"]; r == nil || strings.Contains(r["errorMessage"].(string), `"snapshot"|"stream"`) {
+		t.Errorf("line 6: %v, want the request shape without a partial list of functions", r)
+	}
 }
 
 // Duration flags are bounded like the spec's durations: a --max-seconds that would

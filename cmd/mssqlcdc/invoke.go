@@ -310,7 +310,7 @@ func (e *RequestError) Error() string {
 	if e.Line == 0 {
 		return "bad request: " + e.Reason
 	}
-	return fmt.Sprintf("bad request line %d: %s (want {\"id\": n, \"function\": \"snapshot\"|\"stream\", \"event\": {...}})", e.Line, e.Reason)
+	return fmt.Sprintf("bad request line %d: %s (want {\"id\": n, \"function\": name, \"event\": {...}}, the functions of mssqlcdc invoke -h)", e.Line, e.Reason)
 }
 
 // localFailure is the reply of an error the CLI itself returned (invoke returns only these
