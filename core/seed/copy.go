@@ -65,12 +65,20 @@ type copyData struct {
 	adds   map[string]int     // Delta only: the index in snap.Files() by path, built on first use
 }
 
+// requireCopy refuses an empty copy URL, a *config.ConfigError on "copy".
+func requireCopy(rawURL string) error {
+	if rawURL == "" {
+		return configErr("copy", "no copy URL: give the copy's location (a Delta table, a folder of Parquet files or one Parquet file)")
+	}
+	return nil
+}
+
 // openCopy opens the copy at url through open. version pins a Delta table's version (-1:
 // the latest). A Delta table asked for as Parquet is refused (its folder holds removed
 // files too), and so is a folder without a log asked for as Delta.
 func openCopy(ctx context.Context, open func(ctx context.Context, url string) (*deltalog.Table, error), rawURL, format string, version int64) (*copyData, error) {
-	if rawURL == "" {
-		return nil, configErr("copy", "no copy URL: give the copy's location (a Delta table, a folder of Parquet files or one Parquet file)")
+	if err := requireCopy(rawURL); err != nil {
+		return nil, err
 	}
 	t, err := open(ctx, rawURL)
 	if err != nil {

@@ -113,6 +113,11 @@ func Plan(ctx context.Context, d Deps, req Request) (PlanResult, error) {
 	if err != nil {
 		return PlanResult{}, err
 	}
+	// Both required fields are checked before SQL Server is asked anything, so a missing
+	// copy is not reported as whatever the as_of lookup finds first.
+	if err := requireCopy(req.Copy); err != nil {
+		return PlanResult{}, err
+	}
 	started := d.now()
 	dec, err := d.decide(ctx, asOf, req.Reseed)
 	if err != nil {

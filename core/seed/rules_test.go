@@ -169,6 +169,23 @@ func TestPurgedAsOfIsDataLoss(t *testing.T) {
 	}
 }
 
+// A request without a copy is a ConfigError on "copy" before anything is asked of SQL
+// Server (docs/handlers.md: copy and as_of are required), not whatever the as_of check
+// finds first: with an as_of behind cleanup it was a DataLossError about the copy's age.
+func TestMissingCopyIsAConfigErrorFirst(t *testing.T) {
+	e := tEnv(t, 3, cdcsim.Config{})
+	for _, asOf := range []string{"2001-01-01T00:00:00Z", e.maxLSN().String()} {
+		_, err := e.run(seed.Request{AsOf: asOf})
+		var ce *config.ConfigError
+		if !errors.As(err, &ce) || !ce.Has("copy") {
+			t.Errorf("as_of %s, no copy: %v, want a ConfigError on copy", asOf, err)
+		}
+	}
+	if e.bronzeVersion() != -1 || len(e.factsRows()) != 0 {
+		t.Fatal("a refused seed wrote something")
+	}
+}
+
 // Another snapshot of the table in bronze (a seed at another LSN, a chunked snapshot's
 // waves) refuses the seed; reseed seeds a newer copy over an older one, for a new app_id
 // and checkpoint, and the new stream rebuilds the table from it.
