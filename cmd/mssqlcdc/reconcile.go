@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/reconcile"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
@@ -24,22 +27,31 @@ func init() {
 
 func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("reconcile", stderr)
+	var f reconcileFlags
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
-	silverURL := fs.String("silver", "", "the silver Delta table (local path or s3:// URL)")
-	reportURL := fs.String("report", "", "a Delta table the report rows are appended to (optional)")
-	keys := fs.String("keys", "", "silver's key columns, comma-separated (default: snapshotKeys, else the unique index)")
-	bucketRows := fs.Int64("bucket-rows", reconcile.DefaultBucketRows, "rows a tier-1 bucket aims to hold")
-	sample := fs.Float64("sample", 0.01, "fraction of matching buckets also compared row by row (0..1)")
-	seed := fs.Uint64("seed", 1, "seed of the sample")
+	fs.StringVar(&f.Silver, "silver", "", "the silver Delta table (local path or s3:// URL) (default: the spec's silver.table)")
+	fs.StringVar(&f.Report, "report", "", "a Delta table the report rows are appended to (default: the spec's reconcile.report_table, else none)")
+	keys := fs.String("keys", "", "silver's key columns, comma-separated (default: the spec's silver.keys, else the keys silver recorded, else snapshotKeys, else the unique index)")
+	fs.Int64Var(&f.BucketRows, "bucket-rows", 0, "rows a tier-1 bucket aims to hold (default: the spec's reconcile.bucket_rows, else 1000000)")
+	fs.Float64Var(&f.Sample, "sample", 0, "fraction of matching buckets also compared row by row, 0..1 (default: the spec's reconcile.sample, else 0.01)")
+	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the sample")
 	verbose := fs.Bool("v", false, "print every report row, not only the differences")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *specPath == "" || *silverURL == "" || fs.NArg() > 0 || *bucketRows < 1 || !(*sample >= 0 && *sample <= 1) {
-		return &usageError{msg: "usage: mssqlcdc reconcile --spec FILE --silver URL [--report URL] [--keys a,b] [--bucket-rows N (>= 1)] [--sample F (0..1)] [--seed K] [-v]"}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if *keys != "" {
+		f.Keys = strings.Split(*keys, ",")
+	}
+	if *specPath == "" || fs.NArg() > 0 || (f.set["bucket-rows"] && f.BucketRows < 1) || !(f.Sample >= 0 && f.Sample <= 1) {
+		return &usageError{msg: reconcileUsage}
 	}
 	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
+		return err
+	}
+	if f, err = reconcileSettings(spec, f); err != nil {
 		return err
 	}
 	src, err := connect.SQLServer(ctx, spec, os.Getenv, nil)
@@ -54,18 +66,15 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return connect.Table(ctx, url, cfg)
 	}
-	job := reconcile.Job{Spec: spec, Source: src, BucketRows: *bucketRows, Sample: *sample, Seed: *seed,
+	job := reconcile.Job{Spec: spec, Source: src, Keys: f.Keys, BucketRows: f.BucketRows, Sample: f.Sample, Seed: f.Seed,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil))}
-	if *keys != "" {
-		job.Keys = strings.Split(*keys, ",")
-	}
-	if job.Silver, err = open(*silverURL); err != nil {
+	if job.Silver, err = open(f.Silver); err != nil {
 		return err
 	}
 	if job.Bronze, err = open(spec.Bronze); err != nil {
 		return err
 	}
-	if job.Report, err = open(*reportURL); err != nil {
+	if job.Report, err = open(f.Report); err != nil {
 		return err
 	}
 	// The chunk checks of a chunked snapshot read the facts and plans tables.
@@ -84,6 +93,54 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("reconcile: silver differs from the source (see the rows above)")
 	}
 	return nil
+}
+
+const reconcileUsage = "usage: mssqlcdc reconcile --spec FILE [--silver URL] [--report URL] [--keys a,b] [--bucket-rows N (>= 1)] [--sample F (0..1)] [--seed K] [-v] (--silver when the spec has no silver section)"
+
+// reconcileFlags are reconcile's settings: the flags as given (set names those given on
+// the command line), then as reconcileSettings completes them from the spec.
+type reconcileFlags struct {
+	Silver, Report string
+	Keys           []string
+	BucketRows     int64
+	Sample         float64
+	Seed           uint64
+	set            map[string]bool
+}
+
+// reconcileSettings fills what the command line left out from the spec's silver and
+// reconcile sections, as the reconcile function reads them (docs/spec.md § Reconcile),
+// else the function's defaults; keys stay empty for the job to choose (silver's recorded
+// keys, else snapshotKeys, else the unique index). A usage error when no silver table is
+// named anywhere.
+func reconcileSettings(spec *config.Spec, f reconcileFlags) (reconcileFlags, error) {
+	out := reconcileFlags{Silver: f.Silver, Report: f.Report, Keys: f.Keys, BucketRows: f.BucketRows, Sample: f.Sample, Seed: f.Seed}
+	if !f.set["seed"] {
+		out.Seed = 1
+	}
+	rc := spec.Reconcile
+	if rc == nil {
+		rc = &config.Reconcile{}
+	}
+	if !f.set["silver"] && spec.Silver != nil {
+		out.Silver = spec.Silver.Table
+	}
+	if !f.set["keys"] && spec.Silver != nil {
+		out.Keys = spec.Silver.Keys
+	}
+	if !f.set["report"] {
+		out.Report = rc.ReportTable
+	}
+	if !f.set["bucket-rows"] {
+		out.BucketRows = cmp.Or(rc.BucketRows, reconcile.DefaultBucketRows)
+	}
+	if !f.set["sample"] {
+		out.Sample = rc.SampleOr()
+	}
+	if out.Silver == "" {
+		return out, &usageError{msg: reconcileUsage}
+	}
+	return out, nil
 }
 
 // printReconcile prints the differences (every row with verbose) and a summary line.

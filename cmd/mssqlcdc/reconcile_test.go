@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/reconcile"
 )
 
@@ -59,6 +61,37 @@ func TestInvokeReconcile(t *testing.T) {
 		if err := json.Unmarshal(out.Bytes(), &res); err != nil || !res.OK || res.Run != 1 || res.Counts["MATCH"] == 0 || res.Replayed != want {
 			t.Fatalf("invoke reconcile output %q: %v; want ok, run 1, replayed %v", out.String(), err, want)
 		}
+	}
+}
+
+// `mssqlcdc reconcile` takes what the spec's silver and reconcile sections say, as the
+// scheduled function does (docs/spec.md § Reconcile: the fields are the flags'), and a
+// flag given overrides it; without the sections --silver is required, the defaults are
+// the function's, and the keys are left to the job (silver's recorded keys, else
+// snapshotKeys, else the unique index).
+func TestReconcileFlagsDefaultToTheSpec(t *testing.T) {
+	sample := 0.5
+	spec := &config.Spec{Options: config.Options{SnapshotKeys: []string{"k"}},
+		Silver:    &config.Silver{Table: "/lake/silver", Keys: []string{"id"}},
+		Reconcile: &config.Reconcile{ReportTable: "/lake/report", BucketRows: 100, Sample: &sample}}
+	got, err := reconcileSettings(spec, reconcileFlags{})
+	want := reconcileFlags{Silver: "/lake/silver", Report: "/lake/report", Keys: []string{"id"}, BucketRows: 100, Sample: 0.5, Seed: 1}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("from the spec: %+v, %v; want %+v", got, err, want)
+	}
+	flags := reconcileFlags{Silver: "/other", Report: "/r2", Keys: []string{"a", "b"}, BucketRows: 7, Sample: 0, Seed: 9,
+		set: map[string]bool{"silver": true, "report": true, "keys": true, "bucket-rows": true, "sample": true, "seed": true}}
+	if got, err := reconcileSettings(spec, flags); err != nil || got.Silver != "/other" || got.Report != "/r2" || got.BucketRows != 7 || got.Sample != 0 || got.Seed != 9 || len(got.Keys) != 2 {
+		t.Errorf("flags given: %+v, %v; want the flags", got, err)
+	}
+	bare := &config.Spec{Options: config.Options{SnapshotKeys: []string{"k"}}}
+	if _, err := reconcileSettings(bare, reconcileFlags{}); err == nil || !strings.Contains(err.Error(), "--silver") {
+		t.Errorf("no silver anywhere: %v, want a usage error naming --silver", err)
+	}
+	got, err = reconcileSettings(bare, reconcileFlags{Silver: "/s", set: map[string]bool{"silver": true}})
+	want = reconcileFlags{Silver: "/s", BucketRows: reconcile.DefaultBucketRows, Sample: config.DefaultReconcileSample, Seed: 1}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("no sections: %+v, %v; want %+v", got, err, want)
 	}
 }
 
