@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -20,7 +21,7 @@ func init() {
 	})
 }
 
-const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N] [--max-seconds S]"
+const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N (>= 0)] [--max-seconds S (>= 0)]"
 
 // runBackfill is one backfill call (docs/snapshots.md "Chunked snapshots"), as the backfill
 // machine's backfill-wave Task makes it: the spec's chunked parameters, max_waves and
@@ -30,12 +31,14 @@ const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N] [--m
 func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("backfill", stderr)
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md), with snapshot: \"chunked\"")
-	maxWaves := fs.Int("max-waves", -1, "waves this call reads at most (default: the spec's max_waves; 0: no bound)")
-	maxSeconds := fs.Float64("max-seconds", -1, "this call's time budget in seconds (default: the spec's max_seconds; 0: no bound)")
+	maxWaves := fs.Int("max-waves", 0, "waves this call reads at most (default: the spec's max_waves; 0: no bound)")
+	maxSeconds := fs.Float64("max-seconds", 0, "this call's time budget in seconds (default: the spec's max_seconds; 0: no bound)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *specPath == "" || fs.NArg() > 0 {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *specPath == "" || fs.NArg() > 0 || *maxWaves < 0 || *maxSeconds < 0 {
 		return &usageError{msg: backfillUsage}
 	}
 	// The mode first: a spec for a full snapshot is refused before anything is opened.
@@ -51,10 +54,10 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer deps.Source.Close()
 	p := snapshot.ParamsOf(spec)
-	if *maxWaves >= 0 {
+	if set["max-waves"] {
 		p.MaxWaves = *maxWaves
 	}
-	if *maxSeconds >= 0 {
+	if set["max-seconds"] {
 		p.MaxSeconds = *maxSeconds
 	}
 	st, err := backfillCall(ctx, deps, p, stdout)

@@ -66,6 +66,22 @@ func TestBackfillRefusesFullSpec(t *testing.T) {
 	}
 }
 
+// A negative --max-waves or --max-seconds is a usage error (it was taken silently as "the
+// spec's value"), and -h shows no "(default -1)" beside "default: the spec's".
+func TestBackfillFlagsRefuseNegatives(t *testing.T) {
+	var out, errOut bytes.Buffer
+	for _, args := range [][]string{{"--max-waves", "-2"}, {"--max-seconds", "-5"}} {
+		errOut.Reset()
+		if code := run(context.Background(), append([]string{"backfill", "--spec", "x.json"}, args...), &out, &errOut); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut.String())
+		}
+	}
+	_, help, _ := runCLI(t, "backfill", "-h")
+	if strings.Contains(help, "(default -1)") {
+		t.Errorf("backfill -h shows a default of -1:\n%s", help)
+	}
+}
+
 // The demo's chunked bootstrap passes its own check: the plan, the plans table, the facts
 // and bronze's snapshot rows agree, no key read twice, no stamp below S, and the rebuild
 // and silver equal the table.
