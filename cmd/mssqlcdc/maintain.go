@@ -185,14 +185,14 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 	}
 	fmt.Fprintf(w, "table: %s\n", r.Table)
 	if c := r.Compact; c != nil {
-		did := "rewrote"
+		// A dry run writes nothing, so it has no written counts to show.
+		did, wrote := "rewrote", fmt.Sprintf(", writing %d %s (%d bytes, %d rows)", c.FilesAdded, plural(c.FilesAdded, "file"), c.BytesAdded, c.Rows)
 		if r.DryRun {
-			did = "would rewrite"
+			did, wrote = "would rewrite", ""
 		}
-		fmt.Fprintf(w, "compact: %s %d small %s (%d bytes) in %d %s, writing %d %s (%d bytes, %d rows); %d live %s, %d small %s left for the next run\n",
+		fmt.Fprintf(w, "compact: %s %d small %s (%d bytes) in %d %s%s; %d live %s, %d small %s left for the next run\n",
 			did, c.FilesRemoved, plural(c.FilesRemoved, "file"), c.BytesRemoved, c.Commits, plural(c.Commits, "commit"),
-			c.FilesAdded, plural(c.FilesAdded, "file"), c.BytesAdded, c.Rows, c.LiveFiles, plural(c.LiveFiles, "file"),
-			c.FilesLeft, plural(c.FilesLeft, "file"))
+			wrote, c.LiveFiles, plural(c.LiveFiles, "file"), c.FilesLeft, plural(c.FilesLeft, "file"))
 	}
 	if c := r.Checkpoint; c != nil {
 		switch {

@@ -269,6 +269,17 @@ func TestMaintainUsage(t *testing.T) {
 	}
 }
 
+// A dry-run compaction says what it would rewrite and not "writing 0 files (0 bytes, 0
+// rows)": it writes nothing, so it cannot know what it would write.
+func TestMaintainDryRunCompactSaysNoWrittenCounts(t *testing.T) {
+	dir := t.TempDir()
+	writeIDTable(t, dir, 3)
+	out, errOut, code := runCLI(t, "maintain", dir, "--compact", "--dry-run")
+	if code != 0 || !strings.Contains(out, "compact: would rewrite 3 small files") || strings.Contains(out, "writing 0") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want the files it would rewrite, without written counts", code, out, errOut)
+	}
+}
+
 // maintain's one-line summary in `mssqlcdc --help` names every operation it runs (it once
 // named only --cleanup-log and --vacuum), and --checkpoint's help says when it writes one:
 // whenever the newest checkpoint is older than the newest version (docs/operations.md §
