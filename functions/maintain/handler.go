@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -57,7 +58,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		}
 	}
 	if e.TargetFileSize < 0 {
-		return bad("target_file_size must be positive")
+		return bad(fmt.Sprintf("target_file_size: %d: want bytes >= 1, or 0 or leave it out for %d (128 MiB)", e.TargetFileSize, deltalog.DefaultCompactTargetSize))
 	}
 	return nil
 }

@@ -102,6 +102,10 @@ func TestMaintainErrorsAndMissingTables(t *testing.T) {
 			t.Errorf("%s: %s, want %s", payload, r.ErrorBody, want)
 		}
 	}
+	// The refusal says what the field takes: 0 (or none) is the default size, not an error.
+	if r := invoke(`{"target_file_size": -1}`); r.Error == nil || !strings.Contains(r.Error.Message, "0 or leave it out for") {
+		t.Errorf("negative target_file_size: %s, want the message to say 0 is the default", r.ErrorBody)
+	}
 	for want, typed := range map[string]error{
 		"ConcurrentModificationError": &deltalog.ConcurrentModificationError{Version: 3, Reason: "removed a file"},
 		"UnexpectedError":             errors.New("bucket on fire"),
