@@ -344,6 +344,11 @@ func typeProblem(path string, raw json.RawMessage, t reflect.Type) string {
 	return fmt.Sprintf("got %s, want %s", got, typeWant(t))
 }
 
+// JSONTypeWant describes the JSON a Go field type takes ("a number", "an array of
+// strings", "true or false"), as a spec problem says it; the handlers' event errors say
+// it the same way (functions/lambdaerr.EventDecodeReason).
+func JSONTypeWant(t reflect.Type) string { return typeWant(t) }
+
 // typeWant describes the JSON a Go field type takes.
 func typeWant(t reflect.Type) string {
 	if t.Kind() == reflect.Pointer {

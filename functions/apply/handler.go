@@ -48,7 +48,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}}
 	}
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return bad("(event)", "not an apply event: "+err.Error())
+		return bad("(event)", "not an apply event: "+lambdaerr.EventDecodeReason(err))
 	}
 	if e.MaxSeconds != nil && (*e.MaxSeconds < 0 || *e.MaxSeconds > config.MaxDurationSeconds) {
 		return bad("max_seconds", "want 0 (the deadline only) or more seconds, at most 366 days")

@@ -60,7 +60,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	dec.DisallowUnknownFields()
 	var p plain
 	if err := dec.Decode(&p); err != nil {
-		return &coresnapshot.EventError{Step: "backfill-wave", Reason: "not a backfill-wave event: " + err.Error()}
+		return &coresnapshot.EventError{Step: "backfill-wave", Reason: "not a backfill-wave event: " + lambdaerr.EventDecodeReason(err)}
 	}
 	*e = Event(p)
 	return nil

@@ -11,8 +11,11 @@
 package lambdaerr
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
@@ -227,4 +230,34 @@ func find(err error, f func(error) error) error {
 		}
 	}
 	return nil
+}
+
+// EventDecodeReason says why json.Unmarshal refused a handler's event, in the event's
+// terms: "max_seconds: got a string, want a number", "got an array, want a JSON object",
+// "not JSON: ..."; json's own message names Go types (the handler's local struct and
+// float64), which mean nothing to whoever wrote the event. Handlers put it in their
+// EventError or ConfigError (docs/handlers.md).
+func EventDecodeReason(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		got := "a " + te.Value
+		switch te.Value {
+		case "array", "object":
+			got = "an " + te.Value
+		case "bool":
+			got = "true or false"
+		}
+		want := config.JSONTypeWant(te.Type)
+		if te.Field == "" {
+			return "got " + got + ", want " + want
+		}
+		return te.Field + ": got " + got + ", want " + want
+	case errors.As(err, &se):
+		return "not JSON: " + strings.TrimPrefix(se.Error(), "json: ")
+	case err == nil:
+		return ""
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }

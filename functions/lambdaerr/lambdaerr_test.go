@@ -313,3 +313,27 @@ func TestHandlersDocNamesEveryDeclaredName(t *testing.T) {
 		}
 	}
 }
+
+// EventDecodeReason says which field of an event is of the wrong type in the event's
+// own terms, without Go's type names (the handlers' events decode through a local type
+// named plain, which json's message repeated).
+func TestEventDecodeReason(t *testing.T) {
+	var ev struct {
+		MaxSeconds *float64 `json:"max_seconds"`
+		Tables     []string `json:"tables"`
+		DryRun     bool     `json:"dry_run"`
+	}
+	for doc, want := range map[string]string{
+		`{"max_seconds": "x"}`: "max_seconds: got a string, want a number",
+		`{"tables": "bronze"}`: "tables: got a string, want an array of strings",
+		`{"dry_run": 1}`:       "dry_run: got a number, want true or false",
+		`[1]`:                  "got an array, want a JSON object",
+		`{"dry_run": tru}`:     "not JSON: invalid character",
+	} {
+		err := json.Unmarshal([]byte(doc), &ev)
+		got := EventDecodeReason(err)
+		if !strings.HasPrefix(got, want) || strings.Contains(got, "Go ") || strings.Contains(got, "float64") {
+			t.Errorf("%s: %q, want %q", doc, got, want)
+		}
+	}
+}

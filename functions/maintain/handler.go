@@ -50,7 +50,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		return &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: reason}}}
 	}
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return bad("not a maintain event: " + err.Error())
+		return bad("not a maintain event: " + lambdaerr.EventDecodeReason(err))
 	}
 	for _, t := range e.Tables {
 		if t != "bronze" && t != "facts" {

@@ -57,7 +57,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}}
 	}
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return bad("(event)", "not a reconcile event: "+err.Error())
+		return bad("(event)", "not a reconcile event: "+lambdaerr.EventDecodeReason(err))
 	}
 	if e.Sample != nil && !(*e.Sample >= 0 && *e.Sample <= 1) {
 		return bad("sample", "want a fraction between 0 and 1")

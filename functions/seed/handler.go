@@ -37,7 +37,7 @@ type Event struct {
 // report json's own error type, which no machine declares).
 func (e *Event) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &e.Event); err != nil {
-		return &coreseed.EventError{Step: e.Step, Reason: "not a seed event: " + err.Error()}
+		return &coreseed.EventError{Step: e.Step, Reason: "not a seed event: " + lambdaerr.EventDecodeReason(err)}
 	}
 	return nil
 }

@@ -54,14 +54,14 @@ const (
 // json's own error type, which no machine declares).
 func (e *Event) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &e.Event); err != nil {
-		return &coresnapshot.EventError{Step: e.Step, Reason: "not a snapshot event: " + err.Error()}
+		return &coresnapshot.EventError{Step: e.Step, Reason: "not a snapshot event: " + lambdaerr.EventDecodeReason(err)}
 	}
 	var rc struct {
 		Request *corestream.RecoverRequest    `json:"request"`
 		Recover *corestream.RecoverOpenResult `json:"recover"`
 	}
 	if err := json.Unmarshal(data, &rc); err != nil {
-		return &coresnapshot.EventError{Step: e.Step, Reason: "not a snapshot event: " + err.Error()}
+		return &coresnapshot.EventError{Step: e.Step, Reason: "not a snapshot event: " + lambdaerr.EventDecodeReason(err)}
 	}
 	e.Request, e.Recover = rc.Request, rc.Recover
 	return nil

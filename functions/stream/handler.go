@@ -43,7 +43,7 @@ type Event struct {
 func (e *Event) UnmarshalJSON(data []byte) error {
 	type plain Event
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + err.Error()}}}
+		return &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + lambdaerr.EventDecodeReason(err)}}}
 	}
 	if e.MaxBatches < 0 {
 		return &config.ConfigError{Problems: []config.Problem{{Field: "max_batches", Reason: fmt.Sprintf("%d: want 0 (no bound) or more", e.MaxBatches)}}}

@@ -173,6 +173,10 @@ func TestInvalidEventIsConfigError(t *testing.T) {
 			t.Errorf("%s: %s %s, want ConfigError", ev, r.Output, r.ErrorBody)
 		}
 	}
+	// The message names the field in the event's terms, not Go's (lambdaerr.EventDecodeReason).
+	if r := invoke(`{"max_seconds": "x"}`); r.Error == nil || !strings.Contains(r.Error.Message, "max_seconds: got a string, want a number") || strings.Contains(r.Error.Message, "Go struct") {
+		t.Errorf("wrong type: %s", r.ErrorBody)
+	}
 }
 
 // A purge of unread changes reaches Step Functions as errorType DataLossError.
