@@ -153,3 +153,30 @@ func TestParseNeverEchoesAPasswordInAPasswordField(t *testing.T) {
 		}
 	}
 }
+
+// A DSN carrying its password as a query parameter (password=, or ADO's pwd=) is refused
+// beside password_env or password_secret_arn, as one in user:password@ is (and as the
+// Terraform module refuses it): with ConnString's password both would be given, which
+// go-mssqldb refuses only when it connects. The password is not repeated.
+func TestDSNPasswordParameterWithPasswordSource(t *testing.T) {
+	for _, dsn := range []string{
+		"sqlserver://u@h?database=d&password=Qu3ry-pw",
+		"sqlserver://u@h?PWD=Qu3ry-pw&database=d",
+	} {
+		q, _ := json.Marshal(dsn)
+		doc := fmt.Sprintf(`{"app_id":"a","source":{"dsn":%s,"password_env":"MSSQL_PASSWORD","captureInstance":"dbo_t"},"bronze":"/b","checkpoint":"/c","facts_table":"/f"}`, q)
+		_, err := Parse([]byte(doc))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !ce.Has("source.dsn") {
+			t.Errorf("%s: err = %v, want a problem on source.dsn", dsn, err)
+			continue
+		}
+		if piece, ok := leaks(err.Error(), "Qu3ry-pw"); ok {
+			t.Errorf("%s: error repeats %q: %v", dsn, piece, err)
+		}
+	}
+	// Without a password source the DSN's own password is the one used: accepted.
+	if _, err := Parse([]byte(`{"app_id":"a","source":{"dsn":"sqlserver://u@h?password=x","captureInstance":"dbo_t"},"bronze":"/b","checkpoint":"/c","facts_table":"/f"}`)); err != nil {
+		t.Errorf("password= without a password source: %v", err)
+	}
+}

@@ -285,7 +285,7 @@ func (src Source) validate(ps *problems) {
 		if u.Host == "" {
 			ps.add("source.dsn", "no host")
 		}
-		if _, hasPw := u.User.Password(); hasPw && (src.PasswordEnv != "" || src.PasswordSecretARN != "") {
+		if _, hasPw := u.User.Password(); (hasPw || dsnPasswordParam(u)) && (src.PasswordEnv != "" || src.PasswordSecretARN != "") {
 			ps.add("source.dsn", "holds a password and password_env/password_secret_arn is set: keep the password out of the DSN")
 		}
 	}
@@ -458,6 +458,18 @@ func (st Storage) validate(ps *problems) {
 			ps.add("storage.table_path_scheme", "has no effect without storage.dynamo_table (commits use S3 conditional puts): set dynamo_table or remove it")
 		}
 	}
+}
+
+// dsnPasswordParam reports whether the DSN's query gives a password (go-mssqldb's
+// password=, or ADO's pwd=; keys compare ignoring case), which the Terraform module
+// refuses too.
+func dsnPasswordParam(u *url.URL) bool {
+	for k := range u.Query() {
+		if strings.EqualFold(k, "password") || strings.EqualFold(k, "pwd") {
+			return true
+		}
+	}
+	return false
 }
 
 // envName is an environment variable name: a letter or '_', then letters, digits and
