@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
@@ -59,6 +62,23 @@ func TestNoArgumentsExits2WithUsage(t *testing.T) {
 		errOut.Reset()
 		if code := run(context.Background(), []string{h}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Usage: mssqlcdc <command>") {
 			t.Errorf("%s: exit %d, stdout %q: want exit 0 and the usage on stdout", h, code, out.String())
+		}
+	}
+}
+
+// A --sim run refused as rewound says what that means for a simulated database (each
+// --sim run builds it afresh: docs/getting-started.md), not only the advice for a real
+// one (check the DSN, re-snapshot); a run without --sim prints the error alone.
+func TestSimRewoundSaysWhatToDo(t *testing.T) {
+	commands["zz-rewound"] = command{name: "zz-rewound", run: func(context.Context, []string, io.Writer, io.Writer) error {
+		return fmt.Errorf("stream: %w", &source.LSNRewoundError{Recorded: lsn.MustParse("0x00000005000000010001")})
+	}}
+	defer delete(commands, "zz-rewound")
+	for args, want := range map[string]bool{"--sim": true, "-sim": true, "--sim=true": true, "--spec": false} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"zz-rewound", args}, &out, &errOut)
+		if got := strings.Contains(errOut.String(), "delete the --sim tables and checkpoint"); code != 1 || got != want {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and the --sim hint %v", args, code, errOut.String(), want)
 		}
 	}
 }

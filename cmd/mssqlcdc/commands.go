@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's name and
@@ -84,8 +86,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	default:
 		fmt.Fprintf(stderr, "mssqlcdc %s: %v\n", c.name, err)
+		if rw := (*source.LSNRewoundError)(nil); errors.As(err, &rw) && simArg(args[1:]) {
+			fmt.Fprintf(stderr, "mssqlcdc %s: with --sim, this checkpoint was written against another simulated database: each --sim run builds it afresh, "+
+				"the same only within one UTC hour, and invoke --sim builds a shorter history than stream --sim; delete the --sim tables and checkpoint "+
+				"and run again (docs/getting-started.md)\n", c.name)
+		}
 		return 1
 	}
+}
+
+// simArg reports whether args set --sim (the flag package's spellings: -sim, --sim,
+// --sim=true).
+func simArg(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "sim" && (!hasVal || val == "true" || val == "1") {
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer) {
