@@ -3,9 +3,10 @@ package deltalog
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/internal/logname"
 )
 
 // DefaultLogRetention is delta.logRetentionDuration's default, "interval 30 days"
@@ -157,8 +158,8 @@ func otherLogFileVersion(key string) (int64, bool) {
 	if !ok || len(name) < 21 || name[20] != '.' || strings.Contains(name, "/") {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(name[:20], 10, 64)
-	if err != nil {
+	v, ok := logname.ParseVersion(name[:20])
+	if !ok {
 		return 0, false
 	}
 	rest := name[21:]
@@ -166,7 +167,7 @@ func otherLogFileVersion(key string) (int64, bool) {
 		return v, true
 	}
 	if len(rest) == 20+len(".compacted.json") && strings.HasSuffix(rest, ".compacted.json") {
-		if _, err := strconv.ParseInt(rest[:20], 10, 64); err == nil {
+		if _, ok := logname.ParseVersion(rest[:20]); ok {
 			return v, true
 		}
 	}

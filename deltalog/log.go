@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
+	"github.com/mssqlcdc/mssqlcdc/deltalog/internal/logname"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -97,8 +97,8 @@ func parseLogFile(key string) logFile {
 	if !ok || len(name) < 21 || name[20] != '.' || strings.Contains(name, "/") {
 		return logFile{}
 	}
-	v, err := strconv.ParseInt(name[:20], 10, 64)
-	if err != nil {
+	v, ok := logname.ParseVersion(name[:20])
+	if !ok {
 		return logFile{}
 	}
 	rest := name[21:]
@@ -110,10 +110,10 @@ func parseLogFile(key string) logFile {
 		f.kind = kindCheckpoint
 	case strings.HasPrefix(rest, "checkpoint."):
 		mid := strings.TrimPrefix(rest, "checkpoint.")
-		if p := strings.Split(mid, "."); len(p) == 3 && p[2] == "parquet" && len(p[0]) == 10 && len(p[1]) == 10 {
-			part, err1 := strconv.Atoi(p[0])
-			parts, err2 := strconv.Atoi(p[1])
-			if err1 == nil && err2 == nil && part >= 1 && part <= parts {
+		if p := strings.Split(mid, "."); len(p) == 3 && p[2] == "parquet" {
+			part, ok1 := logname.ParsePart(p[0])
+			parts, ok2 := logname.ParsePart(p[1])
+			if ok1 && ok2 && part >= 1 && part <= parts {
 				f.kind, f.part, f.parts = kindMultiPartCheckpoint, part, parts
 			}
 		} else if len(p) == 2 && (p[1] == "json" || p[1] == "parquet") {

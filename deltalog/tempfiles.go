@@ -3,9 +3,10 @@ package deltalog
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/internal/logname"
 )
 
 // DefaultTempFileAge is how old an orphaned temporary file must be before
@@ -80,7 +81,7 @@ func (t *Table) CleanupTempFiles(ctx context.Context, opts TempFileOptions) (Tem
 			}
 			name := strings.TrimPrefix(oi.Key, LogDir)
 			if rest, ok := strings.CutPrefix(name, ".tmp/"); ok && len(rest) > 26 && rest[20:26] == ".json." {
-				if v, err := strconv.ParseInt(rest[:20], 10, 64); err == nil && v >= 0 {
+				if v, ok := logname.ParseVersion(rest[:20]); ok {
 					cands = append(cands, tmp{oi.Key, v, oi.Size})
 					lowest, highest = minVersion(lowest, v), max(highest, v)
 				}

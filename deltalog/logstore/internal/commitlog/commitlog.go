@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
+	"github.com/mssqlcdc/mssqlcdc/deltalog/internal/logname"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -24,19 +24,14 @@ func Key(v int64) string { return fmt.Sprintf("%s%020d.json", Dir, v) }
 // FileName is the base name of version v's commit file: "<v:020>.json".
 func FileName(v int64) string { return fmt.Sprintf("%020d.json", v) }
 
-// ParseFileName returns the version of a commit file's base name "<20 digits>.json".
+// ParseFileName returns the version of a commit file's base name "<20 digits>.json"
+// (exactly 20 ASCII digits: logname.ParseVersion).
 func ParseFileName(name string) (int64, bool) {
 	digits, ok := strings.CutSuffix(name, ".json")
-	if !ok || len(digits) != 20 {
+	if !ok {
 		return 0, false
 	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(digits, 10, 64)
-	return v, err == nil
+	return logname.ParseVersion(digits)
 }
 
 // ParseKey returns the version of a commit file's key "_delta_log/<20 digits>.json".

@@ -19,7 +19,8 @@ func TestNames(t *testing.T) {
 			t.Errorf("ParseFileName(%q) = %d, %v", name, v, ok)
 		}
 	}
-	for _, bad := range []string{"12.json", "00000000000000000012.checkpoint.parquet", "0000000000000000001x.json", "_last_checkpoint", "00000000000000000012.json.tmp"} {
+	for _, bad := range []string{"12.json", "00000000000000000012.checkpoint.parquet", "0000000000000000001x.json", "_last_checkpoint", "00000000000000000012.json.tmp",
+		"+0000000000000000012.json", "-0000000000000000012.json", "0000000000000000012.json", "99999999999999999999.json"} {
 		if _, ok := ParseFileName(bad); ok {
 			t.Errorf("ParseFileName(%q) accepted", bad)
 		}
@@ -43,6 +44,19 @@ func TestLatest(t *testing.T) {
 	for _, hint := range []int64{-1, 0, 2, 3, 7} {
 		if v, err := Latest(ctx, s, hint); err != nil || v != 3 {
 			t.Errorf("Latest(hint %d) = %d, %v; want 3", hint, v, err)
+		}
+	}
+	// "+" and 19 digits is no commit file of version 4 (docs/reference/delta-protocol.md
+	// §1.1: exactly 20 digits), though strconv.ParseInt reads it as 4.
+	if err := s.PutIfAbsent(ctx, Dir+"+0000000000000000004.json", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := ParseKey(Dir + "+0000000000000000004.json"); ok {
+		t.Errorf("ParseKey took the sign-prefixed name for version %d", v)
+	}
+	for _, hint := range []int64{-1, 0, 3} {
+		if v, err := Latest(ctx, s, hint); err != nil || v != 3 {
+			t.Errorf("with a sign-prefixed name, Latest(hint %d) = %d, %v; want 3", hint, v, err)
 		}
 	}
 	if err := s.Put(ctx, Dir+"_last_checkpoint", strings.NewReader(`{"version":2,"size":4}`), -1); err != nil {
