@@ -87,59 +87,57 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// checkIdentity reports whether the log kn was observed in was replaced: kn.Version's
-// entry, when kn saw it (kn.TempPath), is now another (another tempPath: the entry was
-// deleted and the version claimed again, by a new log), or is gone while kn is less than
-// KnownFor old (a complete entry lives for the TTL, well over KnownFor, so only a person
-// deletes it that soon). identified is true when the entry is there with kn's tempPath.
-// page holds the newest entries; kn.Version's is read with a GetItem only when it is
-// older than the page (more than entriesQueried commits since). An entry gone after
-// KnownFor is not told from one expired: Latest then lists from kn.Version and checks
-// the commit file's ETag, when a listing showed it to this LogStore (kn.ETag); without
-// it, only a log with fewer versions is told (commitlog.LatestFrom).
+// checkIdentity reports whether the log kn was observed in was replaced. It looks up one
+// entry, the newest at or below kn.Version (entryAtOrBelow), and decides:
 //
-// suspect is true when kn was observed with no entry (they had expired) and an entry at
-// or below kn.Version exists now: made since, it claims a version that was committed,
-// which only a new log does, so Latest lists from kn.Version to check the commit file
-// instead of trusting the Query within KnownFor. With a full page above kn.Version, entry
-// kn.Version is read with a GetItem, as for a tempPath.
+//   - kn saw kn.Version's entry (kn.TempPath): identified when the entry found is
+//     kn.Version's with kn's tempPath; replaced when it is kn.Version's with another
+//     tempPath (the entry was deleted and the version claimed again, by a new log), or
+//     when kn.Version's is gone while kn is less than KnownFor old (a complete entry lives
+//     for the TTL, well over KnownFor, so only a person deletes it that soon). An entry
+//     gone after KnownFor is not told from one expired: Latest then lists from kn.Version
+//     and checks the commit file's ETag, when a listing showed it to this LogStore
+//     (kn.ETag); without it, only a log with fewer versions is told
+//     (commitlog.LatestFrom).
+//   - kn was observed with no entry (they had expired): suspect when any entry at or
+//     below kn.Version exists now. Made since, it claims a version that was committed,
+//     which only a new log does, so Latest lists from kn.Version to check the commit file
+//     instead of trusting the Query within KnownFor.
+//
+// At most one of replaced, identified and suspect is true.
 func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (replaced, identified, suspect bool, err error) {
 	if kn.Version < 0 {
 		return false, false, false, nil
 	}
-	if kn.TempPath == "" {
-		if len(page) == 0 {
-			return false, false, false, nil
-		}
-		if oldest := page[len(page)-1].Version; oldest <= kn.Version {
-			return false, false, true, nil
-		} else if !full {
-			return false, false, false, nil
-		}
-		_, found, err := l.getEntry(ctx, kn.Version)
-		if err != nil {
-			return false, false, false, wrap("latest: get entry of", kn.Version, err)
-		}
+	e, found, err := l.entryAtOrBelow(ctx, kn.Version, page, full)
+	if err != nil {
+		return false, false, false, wrap("latest: get entry of", kn.Version, err)
+	}
+	switch {
+	case kn.TempPath == "":
 		return false, false, found, nil
+	case found && e.Version == kn.Version:
+		return e.TempPath != kn.TempPath, e.TempPath == kn.TempPath, false, nil
+	default:
+		return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, false, false, nil
 	}
-	var mine entry
-	found := false
+}
+
+// entryAtOrBelow returns the newest entry at or below version v, found false when there is
+// none. page holds the newest entries, newest first (newestEntries), and decides when it
+// reaches down to v or is not full; a full page all above v (more than entriesQueried
+// commits since v) leaves the entries below it unread, and v's own entry is read with a
+// GetItem (so an older entry, with v's gone, is not found there).
+func (l *LogStore) entryAtOrBelow(ctx context.Context, v int64, page []entry, full bool) (entry, bool, error) {
 	for _, e := range page {
-		if e.Version == kn.Version {
-			mine, found = e, true
-			break
+		if e.Version <= v {
+			return e, true, nil
 		}
 	}
-	if !found && full && page[len(page)-1].Version > kn.Version {
-		var err error
-		if mine, found, err = l.getEntry(ctx, kn.Version); err != nil {
-			return false, false, false, wrap("latest: get entry of", kn.Version, err)
-		}
+	if !full {
+		return entry{}, false, nil
 	}
-	if found {
-		return mine.TempPath != kn.TempPath, mine.TempPath == kn.TempPath, false, nil
-	}
-	return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, false, false, nil
+	return l.getEntry(ctx, v)
 }
 
 // shortLog is the newest version below which a log is listed whole on a table's first
