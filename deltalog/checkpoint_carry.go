@@ -62,6 +62,7 @@ var checkpointCounts struct {
 	footer                                   atomic.Int64 // footer bytes written by carried checkpoints
 	dropped                                  atomic.Int64 // remove row groups dropped whole, all expired
 	merged                                   atomic.Int64 // remove row groups merged into a new one (re-encoded)
+	reused                                   atomic.Int64 // copied groups' footer entries spliced as serialized before
 	noCarrySlack, noCarryGroups, noCarryKeys atomic.Int64 // why a base was not carried
 }
 
@@ -94,16 +95,26 @@ type carriedGroup struct {
 	// moved is the group's footer entry as the last checkpoint that copied it placed it,
 	// shared by the copies of the group: a checkpoint that places it at the same offset and
 	// ordinal (carried groups come first in the file, oldest first, so they keep their
-	// place until an older one expires) lists it without building it again.
+	// place until an older one expires) splices its bytes into the footer without
+	// building or serializing it again.
 	moved *atomic.Pointer[movedGroup]
 }
 
 // movedGroup is a carried row group's footer entry moved to offset pos as row group
-// ordinal: holder.RowGroups[0] (a footer holding just it).
+// ordinal: its RowGroup struct as Thrift's compact protocol writes it, the bytes the
+// footer's row_groups list holds for it (rowGroupSplicer).
 type movedGroup struct {
 	pos     int64
 	ordinal int
-	holder  *metadata.FileMetaData
+	entry   []byte
+}
+
+// entryLen is the length of m's entry, 0 for nil.
+func (m *movedGroup) entryLen() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.entry)
 }
 
 func (g *carriedGroup) setRows(rs []*Remove) {
@@ -357,11 +368,12 @@ func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombsto
 // are (pages, dictionaries, statistics), then dst's, and a new footer lists the copies,
 // then dst's row groups, with their offsets moved to where they now are. The copies come
 // first so that a group carried by checkpoint after checkpoint keeps its place, and its
-// footer entry is built once (carriedGroup.moved). Page indexes and bloom filters of the
-// copies are left out (this package writes neither). footerHint is the footer length of
-// the checkpoint the groups were last copied into (0: unknown), to size the new one's
-// buffer once. It returns the new file as parts to write in order, its size, and dst's
-// footer as read (dst's own offsets).
+// footer entry is serialized once and its bytes spliced into later footers
+// (carriedGroup.moved, rowGroupSplicer). Page indexes and bloom filters of the copies are
+// left out (this package writes neither). footerHint is the footer length of the
+// checkpoint the groups were last copied into (0: unknown), to size the new one's buffer
+// once. It returns the new file as parts to write in order, its size, and dst's footer as
+// read (dst's own offsets).
 func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byte, int64, *metadata.FileMetaData, error) {
 	pd, err := file.NewParquetReader(bytes.NewReader(dst))
 	if err != nil {
@@ -378,7 +390,8 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 	}
 	parts := make([][]byte, 0, len(groups)+3)
 	parts = append(parts, dst[:4]) // "PAR1"
-	all := slices.Grow(own[:0:0], len(groups)+len(own))
+	entries := make([][]byte, 0, len(groups))
+	moved := slices.Grow(own[:0:0], len(own))
 	pos := int64(4)
 	for i := range len(groups) + len(own) {
 		// dst's own row groups, after the copies: their chunks follow the copies' chunks.
@@ -393,13 +406,14 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 			pos += int64(len(g.chunks))
 			rows += g.meta.RowGroups[g.index].NumRows
 			if m := g.moved.Load(); m != nil && m.pos == at && m.ordinal == i {
-				all = append(all, m.holder.RowGroups[0])
+				entries = append(entries, m.entry)
+				checkpointCounts.reused.Add(1)
 				continue
 			}
 			rg, delta = g.meta.RowGroups[g.index], at-g.start
 		}
-		moved := *rg
-		moved.Columns = slices.Clone(rg.Columns)
+		m := *rg
+		m.Columns = slices.Clone(rg.Columns)
 		for j, c := range rg.Columns {
 			cc, cm := *c, *c.MetaData
 			cm.DataPageOffset += delta
@@ -411,26 +425,32 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 				cc.FileOffset += delta
 			}
 			cc.OffsetIndexOffset, cc.OffsetIndexLength, cc.ColumnIndexOffset, cc.ColumnIndexLength = nil, nil, nil, nil
-			moved.Columns[j] = &cc
+			m.Columns[j] = &cc
 		}
-		moved.FileOffset = shifted(moved.FileOffset, delta)
+		m.FileOffset = shifted(m.FileOffset, delta)
 		ordinal := int16(i)
-		moved.Ordinal = &ordinal
-		all = append(all, &moved)
-		if i < len(groups) {
-			holder := *md.FileMetaData
-			holder.RowGroups = all[len(all)-1 : len(all) : len(all)]
-			groups[i].moved.Store(&movedGroup{pos: pos - int64(len(groups[i].chunks)), ordinal: i, holder: &metadata.FileMetaData{FileMetaData: &holder}})
+		m.Ordinal = &ordinal
+		if i >= len(groups) {
+			moved = append(moved, &m)
+			continue
 		}
+		buf := thrift.NewTMemoryBufferLen(groups[i].moved.Load().entryLen() + 1024)
+		proto := thrift.NewTCompactProtocolConf(buf, nil)
+		if err := m.Write(context.Background(), proto); err != nil {
+			return nil, 0, nil, err
+		}
+		entry := buf.Bytes()
+		groups[i].moved.Store(&movedGroup{pos: pos - int64(len(groups[i].chunks)), ordinal: i, entry: entry})
+		entries = append(entries, entry)
 	}
 	parts = append(parts, dst[4:end])
 	pos += int64(end - 4)
-	md.RowGroups, md.NumRows = all, rows
+	md.RowGroups, md.NumRows = moved, rows
 	buf := thrift.NewTMemoryBufferLen(max(footerHint+footerHint/8, footer) + 8)
-	proto := thrift.NewTCompactProtocolConf(buf, nil)
+	proto := &rowGroupSplicer{TCompactProtocol: thrift.NewTCompactProtocolConf(buf, nil), out: buf, entries: entries}
 	err = md.FileMetaData.Write(context.Background(), proto)
-	if err == nil {
-		err = proto.Flush(context.Background())
+	if err == nil && proto.entries != nil {
+		err = errors.New("append row groups: the footer has no row_groups list")
 	}
 	md.RowGroups, md.NumRows = own, ownRows // the caller reads dst's own groups
 	if err != nil {
@@ -444,6 +464,58 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 	checkpointCounts.copied.Add(int64(len(groups)))
 	checkpointCounts.footer.Add(int64(n))
 	return parts, pos + int64(len(tail)), md, nil
+}
+
+// rowGroupSplicer writes a Parquet footer (the FileMetaData struct in Thrift's compact
+// protocol) whose row_groups list (FileMetaData's field 4) begins with entries, RowGroup
+// structs already serialized by the same protocol, and goes on with the row groups of the
+// FileMetaData being written. The compact protocol encodes a struct's field ids as deltas
+// from the previous field of the same struct, starting from 0, so a struct's bytes do not
+// depend on where it stands: an entry spliced in is byte for byte what writing its
+// RowGroup there would give (docs/decisions/0014-checkpoint-tombstones.md, follow-up "The
+// carried groups' footer entries"; TestCarriedFooterSpliced). entries is nil once
+// spliced.
+type rowGroupSplicer struct {
+	*thrift.TCompactProtocol
+	out     *thrift.TMemoryBuffer
+	entries [][]byte
+	depth   int  // structs open; FileMetaData is 1
+	next    bool // the field just begun is FileMetaData.row_groups
+}
+
+func (p *rowGroupSplicer) WriteStructBegin(ctx context.Context, name string) error {
+	p.depth++
+	return p.TCompactProtocol.WriteStructBegin(ctx, name)
+}
+
+func (p *rowGroupSplicer) WriteStructEnd(ctx context.Context) error {
+	p.depth--
+	return p.TCompactProtocol.WriteStructEnd(ctx)
+}
+
+func (p *rowGroupSplicer) WriteFieldBegin(ctx context.Context, name string, typeID thrift.TType, id int16) error {
+	p.next = p.depth == 1 && id == 4 && typeID == thrift.LIST
+	return p.TCompactProtocol.WriteFieldBegin(ctx, name, typeID, id)
+}
+
+func (p *rowGroupSplicer) WriteListBegin(ctx context.Context, elemType thrift.TType, size int) error {
+	if !p.next || elemType != thrift.STRUCT {
+		return p.TCompactProtocol.WriteListBegin(ctx, elemType, size)
+	}
+	p.next = false
+	if err := p.TCompactProtocol.WriteListBegin(ctx, elemType, len(p.entries)+size); err != nil {
+		return err
+	}
+	if err := p.TCompactProtocol.Flush(ctx); err != nil {
+		return err
+	}
+	for _, e := range p.entries {
+		if _, err := p.out.Write(e); err != nil {
+			return err
+		}
+	}
+	p.entries = nil
+	return nil
 }
 
 func shifted(p *int64, delta int64) *int64 {

@@ -61,7 +61,8 @@ func removeGroupsOf(t *testing.T, data []byte) (spans [][2]int64, firstOther int
 // unexpired tombstone and none expired more than carrySlack ago; the groups stay few and
 // each spans less than a day; after the first, no checkpoint encodes all the tombstones
 // again, expired groups are dropped whole; a carried group keeps its offset from one
-// checkpoint to the next; a fresh read and parquet-go agree.
+// checkpoint to the next, and its footer entry's bytes are spliced into the next footer,
+// which is still the whole FileMetaData serialized; a fresh read and parquet-go agree.
 func TestCheckpointTombstoneGroupsByDay(t *testing.T) {
 	c := &clock{t: time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC)}
 	s := newMemStore()
@@ -69,7 +70,7 @@ func TestCheckpointTombstoneGroupsByDay(t *testing.T) {
 	lgCreate(t, tbl)
 	removedAt := map[string]int64{}
 	cc := &checkpointCounts
-	full0, dropped0, merged0 := cc.full.Load(), cc.dropped.Load(), cc.merged.Load()
+	full0, dropped0, merged0, reused0 := cc.full.Load(), cc.dropped.Load(), cc.merged.Load(), cc.reused.Load()
 	var prev []byte
 	moved, most := 0, 0
 	for i := 1; i <= 10*12; i++ { // every two hours for ten days
@@ -105,6 +106,7 @@ func TestCheckpointTombstoneGroupsByDay(t *testing.T) {
 				t.Fatalf("checkpoint %d lacks the unexpired tombstone %s", kept.Version(), p)
 			}
 		}
+		assertCanonicalFooter(t, data, fmt.Sprintf("checkpoint %d", kept.Version()))
 		spans, firstOther := removeGroupsOf(t, data)
 		if len(spans) > maxCarriedGroups {
 			t.Fatalf("checkpoint %d has %d remove row groups, want at most %d", kept.Version(), len(spans), maxCarriedGroups)
@@ -136,6 +138,9 @@ func TestCheckpointTombstoneGroupsByDay(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Error("no checkpoint kept its oldest remove row group in place")
+	}
+	if cc.reused.Load() == reused0 {
+		t.Error("no carried group's footer entry was spliced as serialized before")
 	}
 	t.Logf("at most %d remove row groups in a checkpoint", most)
 	kept := snapshot(t, tbl)
