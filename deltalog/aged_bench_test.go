@@ -1,9 +1,11 @@
 package deltalog
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -23,7 +25,9 @@ import (
 // (checkpointCounts): full re-encodes, tombstones encoded, remove row groups copied,
 // footer bytes of carried checkpoints. The counts are deterministic; the CPU is not (run
 // -count 5 and compare the cpu-old/young ratios; a collection after each hour's
-// maintenance keeps its garbage off the commits' CPU).
+// maintenance keeps its garbage off the commits' CPU). MSSQLCDC_BENCH_CPUPROFILE=FILE
+// writes a CPU profile of the measured days only, the commits' samples labelled
+// aged=old and aged=young (go tool pprof -tagfocus aged=old FILE).
 // docs/performance.md § The facts side alone, "The aged table's checkpoint".
 //
 //	go test ./deltalog -run '^$' -bench FactsAged -benchtime 1x -count 3
@@ -31,6 +35,7 @@ func BenchmarkFactsAged(b *testing.B) {
 	aged := envInt(b, "MSSQLCDC_BENCH_AGED_DAYS", 8)
 	measured := envInt(b, "MSSQLCDC_BENCH_MEASURE_DAYS", 1)
 	only := os.Getenv("MSSQLCDC_BENCH_AGED_ONLY") // "old" or "young": the other makes no commits (profiles)
+	profile := os.Getenv("MSSQLCDC_BENCH_CPUPROFILE")
 	for range b.N {
 		b.StopTimer()
 		c := &clock{t: longRunStart}
@@ -52,6 +57,10 @@ func BenchmarkFactsAged(b *testing.B) {
 		young := newLongRunTable(b, c, 10, nil)
 		var st [2]agedStats
 		var ms runtime.MemStats
+		stopProfile := func() {}
+		if profile != "" {
+			stopProfile = startCPUProfile(b, profile)
+		}
 		b.StartTimer()
 		for range measured * perDay {
 			c.t = c.t.Add(minute)
@@ -63,7 +72,9 @@ func BenchmarkFactsAged(b *testing.B) {
 					if only != "" && only != []string{"old", "young"}[i] {
 						continue
 					}
-					st[i].commit(b, t, tmp, &ms)
+					pprof.Do(context.Background(), pprof.Labels("aged", []string{"old", "young"}[i]), func(context.Context) {
+						st[i].commit(b, t, tmp, &ms)
+					})
 				}
 			}
 			if m%60 == 0 {
@@ -75,6 +86,7 @@ func BenchmarkFactsAged(b *testing.B) {
 			}
 		}
 		b.StopTimer()
+		stopProfile()
 		// The two tables' versions are not in step, so one may write a checkpoint more in
 		// the day than the other: the per-commit figures are given at the checkpoint rate
 		// of both together (norm-), the fair comparison.
@@ -91,8 +103,8 @@ func BenchmarkFactsAged(b *testing.B) {
 			b.ReportMetric(norm[i][1], name+"-KB/commit")
 			b.Logf("%-5s: %d commits: %d without a checkpoint, %4.0f µs, %5.1f KB each; %d with one, %5.0f µs, %6.1f KB each; at the common checkpoint rate %.3f, %4.0f µs, %5.1f KB per commit",
 				name, s.commits, s.commits-s.cpCommits, pc, pa, s.cpCommits, cc, ca, rate, norm[i][0], norm[i][1])
-			b.Logf("%-5s: %d checkpoints: %d carried, %d full (%d past the groups, %d past the slack, %d keys), %d tombstones encoded, %d groups copied (%d dropped whole, %d merged), %d footer bytes; %d tombstones at the end",
-				name, s.written, s.carried, s.full, s.noGroups, s.noSlack, s.noKeys, s.encoded, s.copied, s.dropped, s.merged, s.footer,
+			b.Logf("%-5s: %d checkpoints: %d carried, %d full (%d past the groups, %d past the slack, %d keys), %d tombstones encoded, %d groups copied (%d dropped whole, %d merged; %d footer entries spliced as serialized before), %d footer bytes; %d tombstones at the end",
+				name, s.written, s.carried, s.full, s.noGroups, s.noSlack, s.noKeys, s.encoded, s.copied, s.dropped, s.merged, s.reused, s.footer,
 				len(tombstonesOf(b, snapshotB(b, []*longRunTable{old, young}[i].open()))))
 		}
 		b.ReportMetric(norm[0][0]/norm[1][0], "cpu-old/young")
@@ -110,7 +122,7 @@ type agedStats struct {
 	alloc                                   uint64
 	written, carried, full, encoded, copied int64
 	footer, noGroups, noSlack, noKeys       int64
-	dropped, merged                         int64
+	dropped, merged, reused                 int64
 }
 
 // commit makes t's facts commit, adding its CPU, allocation and checkpoint counts to s.
@@ -118,7 +130,7 @@ func (s *agedStats) commit(b *testing.B, t *longRunTable, tmp string, ms *runtim
 	cc := &checkpointCounts
 	w0, c0, f0, e0, p0, ft0 := cc.written.Load(), cc.carried.Load(), cc.full.Load(), cc.encoded.Load(), cc.copied.Load(), cc.footer.Load()
 	g0, s0, k0 := cc.noCarryGroups.Load(), cc.noCarrySlack.Load(), cc.noCarryKeys.Load()
-	d0, m0 := cc.dropped.Load(), cc.merged.Load()
+	d0, m0, r0 := cc.dropped.Load(), cc.merged.Load(), cc.reused.Load()
 	runtime.ReadMemStats(ms)
 	alloc0, cpu0 := ms.TotalAlloc, benchmetrics.CPUTime()
 	t.appendBatch(b, tmp)
@@ -144,6 +156,7 @@ func (s *agedStats) commit(b *testing.B, t *longRunTable, tmp string, ms *runtim
 	s.noKeys += cc.noCarryKeys.Load() - k0
 	s.dropped += cc.dropped.Load() - d0
 	s.merged += cc.merged.Load() - m0
+	s.reused += cc.reused.Load() - r0
 }
 
 // checkpointTally is checkpointCounts at one moment (benchmarks subtract two).
