@@ -452,6 +452,9 @@ func appendRowGroups(dst []byte, groups []carriedGroup, footerHint int) ([][]byt
 	if err == nil && proto.entries != nil {
 		err = errors.New("append row groups: the footer has no row_groups list")
 	}
+	if err == nil {
+		err = proto.Flush(context.Background())
+	}
 	md.RowGroups, md.NumRows = own, ownRows // the caller reads dst's own groups
 	if err != nil {
 		return nil, 0, nil, err
