@@ -249,7 +249,8 @@ func (l *lazyStats) add(data []byte, adds []*Add) {
 
 // decodeStats reads the add stats of one checkpoint file (add.stats, else
 // add.stats_parsed rendered as JSON) into adds, which are its add rows in order.
-func decodeStats(ctx context.Context, data []byte, adds []*Add, mem memory.Allocator) error {
+func decodeStats(ctx context.Context, data []byte, adds []*Add, mem memory.Allocator) (err error) {
+	defer recoverUnreadable(&err)
 	if len(adds) == 0 {
 		return nil
 	}
@@ -368,6 +369,20 @@ func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem me
 	return out, decodeStats(ctx, data, adds, mem)
 }
 
+// errUnreadableParquet is the error a checkpoint's decoding returns when arrow-go's Parquet
+// reader panicked on its bytes: a page header of a data page without its
+// data_page_header, for one, which a footer pointing into the middle of a column chunk
+// meets (TestCheckpointWithBadPageFallsBack). The open then falls back to an older
+// checkpoint, as for any unreadable one (the package doc, doc.go).
+var errUnreadableParquet = errors.New("the Parquet reader failed on the file")
+
+// recoverUnreadable, deferred, turns a panic into errUnreadableParquet in *err.
+func recoverUnreadable(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %v", errUnreadableParquet, r)
+	}
+}
+
 // A leafFilter says whether decodeCheckpointLeaves reads the leaf column at path p
 // (top-level column first); hasStats is whether the file has an add.stats column.
 type leafFilter func(p []string, hasStats bool) bool
@@ -394,7 +409,11 @@ func onlyRemoves(p []string, _ bool) bool { return len(p) > 0 && p[0] == "remove
 // the adds are appended there instead, in row order (an open: an Action per add would
 // cost 80 bytes each). The add rows are decoded by decodeAdds, straight from their
 // leaves; the other actions (a few rows, or the removes) through Arrow.
-func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, adds *[]*Add, mem memory.Allocator, keep leafFilter) ([]Action, error) {
+//
+// A panic of the Parquet reader on malformed pages is returned as an error
+// (errUnreadableParquet), so that such a checkpoint is unreadable like any other.
+func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, adds *[]*Add, mem memory.Allocator, keep leafFilter) (_ []Action, err error) {
+	defer recoverUnreadable(&err)
 	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, err
