@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -74,6 +75,40 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 			return nil, fmt.Errorf("latest version: %w", err)
 		}
 	}
+	return t.snapshotAt(ctx, known, askedAt, latest, pre)
+}
+
+// SnapshotWith is Snapshot of t and of other read together: when t's log store can ask
+// for other's latest version in the request it makes for t's (logstore.Joint: the
+// DynamoDB log store, two tables' entries in one DynamoDB table) and neither table is at
+// its first open (which lists its log), one request answers for both, where two Snapshot
+// calls make two. Otherwise it is t's Snapshot alone and otherSnap is nil: the caller
+// reads other's Snapshot when it needs it, at no request more than before. The snapshots
+// are what Snapshot returns (docs/decisions/0019-dynamo-warm-check-one-request.md).
+func (t *Table) SnapshotWith(ctx context.Context, other *Table) (snap, otherSnap *Snapshot, err error) {
+	j, ok := t.logs.(logstore.Joint)
+	if !ok || other == t || !j.JointWith(other.logs) || !t.opened() || !other.opened() {
+		snap, err = t.Snapshot(ctx)
+		return snap, nil, err
+	}
+	known, otherKnown := t.known(), other.known()
+	askedAt, otherAskedAt := t.opts.now(), other.opts.now()
+	latest, otherLatest, err := j.LatestWith(ctx, other.logs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("latest version: %w", err)
+	}
+	if snap, err = t.snapshotAt(ctx, known, askedAt, latest, nil); err != nil {
+		return nil, nil, err
+	}
+	if otherSnap, err = other.snapshotAt(ctx, otherKnown, otherAskedAt, otherLatest, nil); err != nil {
+		return nil, nil, err
+	}
+	return snap, otherSnap, nil
+}
+
+// snapshotAt is Snapshot once the log store answered latest: known is the snapshot kept
+// when it was asked (at askedAt), pre what a first open read.
+func (t *Table) snapshotAt(ctx context.Context, known *Snapshot, askedAt time.Time, latest int64, pre *preRead) (*Snapshot, error) {
 	replaced := replacedCount(t.logs)
 	if known != nil && known.replaced != replaced {
 		t.forgetNewest()

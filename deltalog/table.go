@@ -154,6 +154,13 @@ func (t *Table) known() *Snapshot {
 	return t.latest
 }
 
+// opened reports whether the Table's first open is behind it (firstOpen was asked).
+func (t *Table) opened() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.listed
+}
+
 // firstOpen reports whether no Snapshot has asked the log store yet, and marks it asked.
 func (t *Table) firstOpen() bool {
 	t.mu.Lock()

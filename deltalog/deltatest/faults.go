@@ -88,12 +88,38 @@ func (f *Faults) Store(s storage.Store) storage.Store { return &faultStore{s: s,
 // LogStore wraps l so every call goes through Hit. The wrapper is a logstore.Lister when
 // l is: OpenLatest is passed on without a Hit of its own (its listing goes through the
 // caller's store, DynamoDB's requests through the Faults' DynamoDB client).
+//
+// It is a logstore.Joint when l is both a Lister and a Joint (the DynamoDB log store):
+// LatestWith goes through Hit as "log.LatestWith" and passes the other log store on
+// unwrapped (its DynamoDB requests go through the Faults' DynamoDB client), and Unwrap
+// returns l (logstore.Wrapper).
 func (f *Faults) LogStore(l logstore.LogStore) logstore.LogStore {
 	w := &faultLogStore{l: l, f: f}
 	if ll, ok := l.(logstore.Lister); ok {
+		if j, ok := l.(logstore.Joint); ok {
+			return &faultJoint{faultLister: &faultLister{faultLogStore: w, ll: ll}, j: j}
+		}
 		return &faultLister{faultLogStore: w, ll: ll}
 	}
 	return w
+}
+
+type faultJoint struct {
+	*faultLister
+	j logstore.Joint
+}
+
+func (w *faultJoint) JointWith(other logstore.LogStore) bool {
+	return w.j.JointWith(logstore.Unwrap(other))
+}
+
+func (w *faultJoint) LatestWith(ctx context.Context, other logstore.LogStore) (v, ov int64, err error) {
+	err = w.f.Hit("log.LatestWith", func() error {
+		var err error
+		v, ov, err = w.j.LatestWith(ctx, logstore.Unwrap(other))
+		return err
+	})
+	return v, ov, err
 }
 
 type faultLister struct {
@@ -240,7 +266,14 @@ type faultLogStore struct {
 	f *Faults
 }
 
-var _ logstore.LogStore = (*faultLogStore)(nil)
+var (
+	_ logstore.LogStore = (*faultLogStore)(nil)
+	_ logstore.Wrapper  = (*faultLogStore)(nil)
+	_ logstore.Joint    = (*faultJoint)(nil)
+)
+
+// Unwrap is the wrapped log store (logstore.Wrapper).
+func (w *faultLogStore) Unwrap() logstore.LogStore { return w.l }
 
 func (w *faultLogStore) Write(ctx context.Context, version int64, data []byte) error {
 	return w.f.Hit(fmt.Sprintf("log.Write %d", version), func() error { return w.l.Write(ctx, version, data) })

@@ -82,3 +82,37 @@ type Replacements interface {
 	// newest commit it knew missing, or another one in its place. It only grows.
 	Replaced() uint64
 }
+
+// Joint is implemented by log stores that can ask for the latest version of another
+// table's log in the request they make for their own (DynamoDB: one BatchGetItem for two
+// tables' entries in one DynamoDB table), so a caller that needs both tables' newest state
+// at once (a warm stream invocation: its facts table's txn and bronze's) pays one request,
+// not two (docs/decisions/0019-dynamo-warm-check-one-request.md).
+type Joint interface {
+	LogStore
+	// JointWith reports whether LatestWith can ask for other's latest version in this log
+	// store's request; when false, LatestWith asks other's Latest apart.
+	JointWith(other LogStore) bool
+	// LatestWith returns this log store's Latest and other's: the same answers, with the
+	// same completion of half-done commits and the same telling of a replaced log
+	// (Replacements), as the two Latest calls give.
+	LatestWith(ctx context.Context, other LogStore) (int64, int64, error)
+}
+
+// Wrapper is implemented by a log store that wraps another (a test's fault injection,
+// a counter) and passes every call on, so that a Joint log store finds its own kind
+// under it (Unwrap).
+type Wrapper interface {
+	Unwrap() LogStore
+}
+
+// Unwrap returns l without the Wrappers around it.
+func Unwrap(l LogStore) LogStore {
+	for {
+		w, ok := l.(Wrapper)
+		if !ok {
+			return l
+		}
+		l = w.Unwrap()
+	}
+}

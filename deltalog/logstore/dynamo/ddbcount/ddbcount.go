@@ -13,7 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
 )
 
-// Counting returns c with each GetItem, PutItem, UpdateItem and Query counted in counter
+// Counting returns c with each GetItem, PutItem, UpdateItem, Query and BatchGetItem counted in counter
 // as "ddb.<Method>" (the names dynamotest.WithFaults gives), so one Counter can hold a test's S3 and
 // DynamoDB requests side by side.
 func Counting(c dynamo.Client, counter *storagetest.Counter) dynamo.Client {
@@ -43,4 +43,9 @@ func (d countingClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemI
 func (d countingClient) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	d.c.Add("ddb.Query")
 	return d.Client.Query(ctx, in, o...)
+}
+
+func (d countingClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	d.c.Add("ddb.BatchGetItem")
+	return d.Client.BatchGetItem(ctx, in, o...)
 }

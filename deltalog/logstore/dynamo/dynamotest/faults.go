@@ -13,7 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 )
 
-// WithFaults returns c with GetItem, PutItem, UpdateItem and Query routed through f, each
+// WithFaults returns c with GetItem, PutItem, UpdateItem, Query and BatchGetItem routed through f, each
 // named "ddb.<Method>" in f.Ops.
 func WithFaults(c dynamo.Client, f *deltatest.Faults) dynamo.Client { return faultClient{c, f} }
 
@@ -39,5 +39,10 @@ func (d faultClient) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 
 func (d faultClient) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (out *dynamodb.QueryOutput, err error) {
 	err = d.f.Hit("ddb.Query", func() (err error) { out, err = d.Client.Query(ctx, in, o...); return err })
+	return out, err
+}
+
+func (d faultClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, o ...func(*dynamodb.Options)) (out *dynamodb.BatchGetItemOutput, err error) {
+	err = d.f.Hit("ddb.BatchGetItem", func() (err error) { out, err = d.Client.BatchGetItem(ctx, in, o...); return err })
 	return out, err
 }

@@ -1,0 +1,107 @@
+package dynamo_test
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/logstoretest"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+)
+
+// LatestWith answers two tables' Latest in one BatchGetItem while each knows its newest
+// entry and nothing was committed since; a commit by another, a log started over and a
+// log store that knows nothing are asked by their own Latest, with Latest's answers and
+// requests on top (docs/decisions/0019-dynamo-warm-check-one-request.md).
+func TestLatestWithOneRequest(t *testing.T) {
+	srv := emulators.StartS3(t)
+	e := newEnv(t, srv)
+	ctx := t.Context()
+	c := &storagetest.Counter{}
+	now := time.Unix(1_700_000_000, 0)
+	factsStore := s3store.New(srv.Client(), srv.Bucket(t), "warehouse/facts/")
+	open := func(st storage.Store, counted bool) *dynamo.LogStore {
+		t.Helper()
+		var ddb dynamo.Client = e.ddb
+		if counted {
+			ddb, st = ddbcount.Counting(e.ddb, c), storagetest.NewCounting(st, c)
+		}
+		l, err := dynamo.New(ddb, st, dynamo.Options{Table: e.table, Scheme: "s3a", RetryDelay: time.Millisecond,
+			Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	bronze, facts := open(e.store, true), open(factsStore, true)
+	write := func(l *dynamo.LogStore, from, to int64, seed int) {
+		t.Helper()
+		for v := from; v <= to; v++ {
+			if err := l.Write(ctx, v, logstoretest.Commit(seed, int(v))); err != nil {
+				t.Fatalf("write %d: %v", v, err)
+			}
+		}
+	}
+	latestWith := func(step string, wantB, wantF int64, wantReplaced uint64, wantReqs map[string]int) {
+		t.Helper()
+		c.Reset()
+		b, f, err := bronze.LatestWith(ctx, facts)
+		if err != nil || b != wantB || f != wantF {
+			t.Fatalf("%s: LatestWith = %d, %d, %v; want %d, %d", step, b, f, err, wantB, wantF)
+		}
+		if got := bronze.Replaced(); got != wantReplaced {
+			t.Errorf("%s: bronze Replaced = %d, want %d", step, got, wantReplaced)
+		}
+		if !maps.Equal(c.Counts(), wantReqs) {
+			t.Errorf("%s: %s, want %v", step, summary(c), wantReqs)
+		}
+	}
+	if !bronze.JointWith(facts) {
+		t.Fatal("JointWith: false for two log stores on one client and DynamoDB table")
+	}
+
+	// Nothing known: each asks its own Latest (a Query and a listing of an empty log).
+	latestWith("empty", -1, -1, 0, map[string]int{"ddb.Query": 2, "GetRange": 2, "List": 2})
+	write(bronze, 0, 2, 0)
+	write(facts, 0, 2, 0)
+	one := map[string]int{"ddb.BatchGetItem": 1}
+	latestWith("after our commits", 2, 2, 0, one)
+	latestWith("again", 2, 2, 0, one)
+
+	// Another writer's facts commit: facts asks its own Latest (its Query), bronze not.
+	other := open(factsStore, false)
+	write(other, 3, 3, 1)
+	latestWith("after another's facts commit", 2, 3, 0, map[string]int{"ddb.BatchGetItem": 1, "ddb.Query": 1})
+	latestWith("then", 2, 3, 0, one)
+
+	// Bronze started over with as many versions: told by bronze's Latest (its entry 2
+	// has another tempPath), as TestReplacedTold.
+	wipeStore(t, e)
+	deleteEntries(t, e, bronze.TablePathKey())
+	write(open(e.store, false), 0, 2, 2)
+	latestWith("bronze started over", 2, 3, 1, map[string]int{"ddb.BatchGetItem": 1, "ddb.Query": 1, "List": 1})
+	latestWith("then", 2, 3, 1, one)
+
+	// Past KnownFor nothing is known fresh: each asks its own Latest.
+	now = now.Add(dynamo.DefaultKnownFor)
+	latestWith("after KnownFor", 2, 3, 1, map[string]int{"ddb.Query": 2, "List": 2})
+	latestWith("then", 2, 3, 1, one)
+
+	// Not joint: another DynamoDB table, or another endpoint.
+	e2 := newEnv(t, srv)
+	if bronze.JointWith(e2.logStore(t, dynamo.Options{})) {
+		t.Error("JointWith: true for a log store on another DynamoDB table")
+	}
+	apart, err := dynamo.New(emulators.DynamoDB(t), factsStore, dynamo.Options{Table: e.table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.logStore(t, dynamo.Options{}).JointWith(apart) {
+		t.Error("JointWith: false for two SDK clients of one region and endpoint")
+	}
+}
