@@ -438,11 +438,15 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 		limit = st.Pending.ID + 1 // a pending batch may already be in the tables
 	}
 	if r.handed == nil {
-		snap, err := r.deps.Facts.Snapshot(ctx)
+		// Bronze is read with the facts table when its log store answers both in one
+		// request (the DynamoDB log store: docs/decisions/0019-dynamo-warm-check-one-request.md);
+		// its snapshot is then the one the first batch commits on, and for a remembered
+		// state the one the warm fence checks.
+		snap, bronzeSnap, err := r.deps.Facts.SnapshotWith(ctx, r.deps.Bronze)
 		if err != nil {
 			return fmt.Errorf("read facts table: %w", err)
 		}
-		r.factsSnap = snap
+		r.factsSnap, r.bronzeSnap = snap, bronzeSnap
 		if v, ok := snap.TxnVersion(facts.TxnFacts(r.spec.AppID)); ok && v >= limit {
 			return &CheckpointRewoundError{AppID: r.spec.AppID, Next: st.Next, FactsBatch: v}
 		}
@@ -450,11 +454,14 @@ func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 	if st.Remembered {
 		return nil
 	}
-	snap, err := r.deps.Bronze.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("read bronze table: %w", err)
+	snap := r.bronzeSnap
+	if snap == nil {
+		var err error
+		if snap, err = r.deps.Bronze.Snapshot(ctx); err != nil {
+			return fmt.Errorf("read bronze table: %w", err)
+		}
+		r.bronzeSnap = snap
 	}
-	r.bronzeSnap = snap
 	if v, ok := snap.TxnVersion(r.spec.AppID); ok && v >= limit {
 		return &CheckpointRewoundError{AppID: r.spec.AppID, Next: st.Next, FactsBatch: v, Table: "bronze"}
 	}

@@ -205,6 +205,50 @@ func TestWarmInvocationListsNoCheckpoint(t *testing.T) {
 	}
 }
 
+// Through the DynamoDB log store a warm invocation reads the facts table and bronze in one
+// DynamoDB request (a BatchGetItem of each table's newest entry known and the next:
+// docs/decisions/0019-dynamo-warm-check-one-request.md), not a Query each, whether it
+// runs a batch (then its commit's PutItem and UpdateItem) or finds nothing to do.
+func TestWarmInvocationOneDynamoDBRead(t *testing.T) {
+	e := newEnvOn(t, testlake.AWS, cdcsim.Config{Seed: 62})
+	f := &deltatest.Faults{}
+	e.lake.Faults = f
+	a := e.deps()
+	for i := 1; i <= 3; i++ {
+		e.exec(insert(i, i))
+		if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 {
+			t.Fatalf("invocation %d: %+v %v", i, res, err)
+		}
+	}
+	ddbOps := func(from int) []string {
+		var ops []string
+		for _, op := range f.Ops()[from:] {
+			if strings.HasPrefix(op, "ddb.") || strings.HasPrefix(op, "log.Latest") {
+				ops = append(ops, op)
+			}
+		}
+		return ops
+	}
+	before := len(f.Ops())
+	e.exec(insert(4, 4))
+	if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 1 || !res.CaughtUp {
+		t.Fatalf("warm invocation: %+v %v", res, err)
+	}
+	want := []string{"log.LatestWith", "ddb.BatchGetItem", "ddb.PutItem", "ddb.UpdateItem"}
+	if got := ddbOps(before); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("DynamoDB requests of a warm invocation with a batch:\n got %q\nwant %q", got, want)
+	}
+	before = len(f.Ops())
+	if res, err := e.runOn(a, Options{}); err != nil || res.Rows != 0 || !res.CaughtUp {
+		t.Fatalf("idle warm invocation: %+v %v", res, err)
+	}
+	want = []string{"log.LatestWith", "ddb.BatchGetItem"}
+	if got := ddbOps(before); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("DynamoDB requests of an idle warm invocation:\n got %q\nwant %q", got, want)
+	}
+	e.assertConverged()
+}
+
 // FactsEvery above the checkpoint's Retain is refused before any I/O: facts rows waiting
 // in commit files a clean-up deletes would be lost, and a warm process relies on the
 // facts table holding every batch a clean-up deleted (docs/decisions/0017).
