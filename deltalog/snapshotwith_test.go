@@ -1,0 +1,78 @@
+package deltalog
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
+	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
+)
+
+// SnapshotWith reads two tables whose DynamoDB log stores share a DynamoDB table in one
+// request once both are open, with the snapshots Snapshot gives, another process's commit
+// included; on a log store that cannot (here the in-memory one) it is Snapshot of the
+// first table alone, with no request for the other
+// (docs/decisions/0019-dynamo-warm-check-one-request.md).
+func TestSnapshotWith(t *testing.T) {
+	ctx := context.Background()
+	ddb := emulators.DynamoDB(t)
+	table := emulators.UniqueName("delta_log_")
+	if err := dynamo.CreateTable(ctx, ddb, table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	c := &storagetest.Counter{}
+	stores := map[string]*memStore{"a": newMemStore(), "b": newMemStore()}
+	open := func(name string, counted bool) *Table {
+		t.Helper()
+		var client dynamo.Client = ddb
+		if counted {
+			client = ddbcount.Counting(ddb, c)
+		}
+		l, err := dynamo.New(client, stores[name], dynamo.Options{Table: table, TablePath: "s3a://b/" + name, RetryDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Open(stores[name], l, Options{RetryBaseDelay: time.Microsecond})
+	}
+	a, b := open("a", true), open("b", true)
+	createTable(t, a)
+	createTable(t, b)
+	appendFile(t, a, "a1")
+	with := func(step string, wantA, wantB int64, wantReqs map[string]int) {
+		t.Helper()
+		c.Reset()
+		sa, sb, err := a.SnapshotWith(ctx, b)
+		if err != nil || sa == nil || sb == nil {
+			t.Fatalf("%s: SnapshotWith = %v, %v, %v", step, sa, sb, err)
+		}
+		if sa.Version() != wantA || sb.Version() != wantB {
+			t.Fatalf("%s: versions %d, %d; want %d, %d", step, sa.Version(), sb.Version(), wantA, wantB)
+		}
+		if len(sb.Files()) != int(wantB)+1 {
+			t.Errorf("%s: b has %d files at version %d, want %d", step, len(sb.Files()), wantB, wantB+1)
+		}
+		if !maps.Equal(c.Counts(), wantReqs) {
+			t.Errorf("%s: requests %v, want %v", step, c.Counts(), wantReqs)
+		}
+	}
+	with("both kept", 1, 0, map[string]int{"ddb.BatchGetItem": 1})
+
+	// Another process commits to b: b's Latest (its Query) finds it, b's kept snapshot is
+	// advanced by reading the commit.
+	appendFile(t, open("b", false), "b1")
+	with("after another's commit to b", 1, 1, map[string]int{"ddb.BatchGetItem": 1, "ddb.Query": 1})
+	with("then", 1, 1, map[string]int{"ddb.BatchGetItem": 1})
+
+	// Not joint (the in-memory log store): a's Snapshot alone.
+	m1, _ := newMemTable(Options{})
+	m2, _ := newMemTable(Options{})
+	createTable(t, m1)
+	createTable(t, m2)
+	if s1, s2, err := m1.SnapshotWith(ctx, m2); err != nil || s1 == nil || s2 != nil || s1.Version() != 0 {
+		t.Fatalf("SnapshotWith on memLogStore: %v, %v, %v; want version 0 and nil", s1, s2, err)
+	}
+}
