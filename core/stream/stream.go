@@ -430,8 +430,10 @@ func (r *run) stopTime(ctx context.Context, began time.Time) time.Time {
 // with the same ETags, or those batches' files deleted), and when those batches appended
 // nothing to bronze only the facts table holds them
 // (TestWarmHoleFactsAheadNotChecked). That is one request an invocation (a LIST of the
-// facts log, or a DynamoDB Query), which the invocation's facts commit, when it makes one,
-// saves again (waitingFacts).
+// facts log), which the invocation's facts commit, when it makes one, saves again
+// (waitingFacts). Through the DynamoDB log store the one request (a BatchGetItem) reads
+// bronze too (Table.SnapshotWith), whose snapshot the warm fence then checks and the
+// first batch commits on (docs/decisions/0019-dynamo-warm-check-one-request.md).
 func (r *run) checkNotRewound(ctx context.Context, st checkpoint.State) error {
 	limit := st.Next // the next new batch must be above every recorded one
 	if st.Pending != nil {
