@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"context"
 	"maps"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/s3store"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
+	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
 	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
@@ -103,5 +105,59 @@ func TestLatestWithOneRequest(t *testing.T) {
 	}
 	if !e.logStore(t, dynamo.Options{}).JointWith(apart) {
 		t.Error("JointWith: false for two SDK clients of one region and endpoint")
+	}
+}
+
+// BenchmarkWarmCheck measures a warm stream invocation's check of its two tables through
+// production's DynamoDB client against the emulator: two Latest calls (a Query each, as
+// before decision 0019) against one LatestWith (one BatchGetItem), both tables knowing
+// their newest entry. cpu-µs/op is the process's CPU (getrusage: the SDK, net/http's
+// goroutines, the collector), requests/op the DynamoDB requests.
+//
+//	scripts/with-dynalite.sh go test ./deltalog/logstore/dynamo -run '^$' -bench WarmCheck -benchtime 2000x
+func BenchmarkWarmCheck(b *testing.B) {
+	srv := emulators.StartS3(b)
+	for _, mode := range []string{"two-latest", "latest-with"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newEnvTB(b, srv)
+			c := &storagetest.Counter{}
+			ctx := context.Background()
+			factsStore := s3store.New(srv.Client(), srv.Bucket(b), "warehouse/facts/")
+			var stores []*dynamo.LogStore
+			for _, st := range []storage.Store{e.store, factsStore} {
+				l, err := dynamo.New(ddbcount.Counting(e.ddb, c), st, dynamo.Options{Table: e.table, Scheme: "s3a"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for v := range int64(3) {
+					if err := l.Write(ctx, v, logstoretest.Commit(0, int(v))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				stores = append(stores, l)
+			}
+			bronze, facts := stores[0], stores[1]
+			c.Reset()
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := benchmetrics.CPUTime()
+			for range b.N {
+				var vb, vf int64
+				var err error
+				if mode == "two-latest" {
+					if vf, err = facts.Latest(ctx); err == nil {
+						vb, err = bronze.Latest(ctx)
+					}
+				} else {
+					vb, vf, err = bronze.LatestWith(ctx, facts)
+				}
+				if err != nil || vb != 2 || vf != 2 {
+					b.Fatalf("%d, %d, %v", vb, vf, err)
+				}
+			}
+			cpu := benchmetrics.CPUTime() - cpu0
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(c.Total())/float64(b.N), "requests/op")
+		})
 	}
 }
