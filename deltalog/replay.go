@@ -80,11 +80,12 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 
 // SnapshotWith is Snapshot of t and of other read together: when t's log store can ask
 // for other's latest version in the request it makes for t's (logstore.Joint: the
-// DynamoDB log store, two tables' entries in one DynamoDB table) and neither table is at
-// its first open (which lists its log), one request answers for both, where two Snapshot
-// calls make two. Otherwise it is t's Snapshot alone and otherSnap is nil: the caller
-// reads other's Snapshot when it needs it, at no request more than before. The snapshots
-// are what Snapshot returns (docs/decisions/0019-dynamo-warm-check-one-request.md).
+// DynamoDB log store, two tables' entries in one DynamoDB table, while both know their
+// newest entry) and neither table is at its first open (which lists its log), one
+// request answers for both, where two Snapshot calls make two. Otherwise otherSnap is
+// nil and the snapshot is t's alone, at no request more than t's Snapshot: the caller
+// reads other's Snapshot when it needs it. The snapshots are what Snapshot returns
+// (docs/decisions/0019-dynamo-warm-check-one-request.md).
 func (t *Table) SnapshotWith(ctx context.Context, other *Table) (snap, otherSnap *Snapshot, err error) {
 	j, ok := t.logs.(logstore.Joint)
 	if !ok || other == t || !j.JointWith(other.logs) || !t.opened() || !other.opened() {
@@ -93,12 +94,12 @@ func (t *Table) SnapshotWith(ctx context.Context, other *Table) (snap, otherSnap
 	}
 	known, otherKnown := t.known(), other.known()
 	askedAt, otherAskedAt := t.opts.now(), other.opts.now()
-	latest, otherLatest, err := j.LatestWith(ctx, other.logs)
+	latest, otherLatest, ok, err := j.LatestWith(ctx, other.logs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("latest version: %w", err)
 	}
-	if snap, err = t.snapshotAt(ctx, known, askedAt, latest, nil); err != nil {
-		return nil, nil, err
+	if snap, err = t.snapshotAt(ctx, known, askedAt, latest, nil); err != nil || !ok {
+		return snap, nil, err
 	}
 	if otherSnap, err = other.snapshotAt(ctx, otherKnown, otherAskedAt, otherLatest, nil); err != nil {
 		return nil, nil, err

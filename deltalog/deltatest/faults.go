@@ -90,9 +90,9 @@ func (f *Faults) Store(s storage.Store) storage.Store { return &faultStore{s: s,
 // caller's store, DynamoDB's requests through the Faults' DynamoDB client).
 //
 // It is a logstore.Joint when l is both a Lister and a Joint (the DynamoDB log store):
-// LatestWith goes through Hit as "log.LatestWith" and passes the other log store on
-// unwrapped (its DynamoDB requests go through the Faults' DynamoDB client), and Unwrap
-// returns l (logstore.Wrapper).
+// LatestWith goes through Hit as "log.LatestWith" (the other log store's DynamoDB
+// requests go through the Faults' DynamoDB client), and Unwrap returns l
+// (logstore.Wrapper), so a Joint log store finds its own kind under the wrapper.
 func (f *Faults) LogStore(l logstore.LogStore) logstore.LogStore {
 	w := &faultLogStore{l: l, f: f}
 	if ll, ok := l.(logstore.Lister); ok {
@@ -109,17 +109,15 @@ type faultJoint struct {
 	j logstore.Joint
 }
 
-func (w *faultJoint) JointWith(other logstore.LogStore) bool {
-	return w.j.JointWith(logstore.Unwrap(other))
-}
+func (w *faultJoint) JointWith(other logstore.LogStore) bool { return w.j.JointWith(other) }
 
-func (w *faultJoint) LatestWith(ctx context.Context, other logstore.LogStore) (v, ov int64, err error) {
+func (w *faultJoint) LatestWith(ctx context.Context, other logstore.LogStore) (v, ov int64, ok bool, err error) {
 	err = w.f.Hit("log.LatestWith", func() error {
 		var err error
-		v, ov, err = w.j.LatestWith(ctx, logstore.Unwrap(other))
+		v, ov, ok, err = w.j.LatestWith(ctx, other)
 		return err
 	})
-	return v, ov, err
+	return v, ov, ok, err
 }
 
 type faultLister struct {

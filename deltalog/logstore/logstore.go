@@ -91,12 +91,14 @@ type Replacements interface {
 type Joint interface {
 	LogStore
 	// JointWith reports whether LatestWith can ask for other's latest version in this log
-	// store's request; when false, LatestWith asks other's Latest apart.
+	// store's request.
 	JointWith(other LogStore) bool
-	// LatestWith returns this log store's Latest and other's: the same answers, with the
-	// same completion of half-done commits and the same telling of a replaced log
-	// (Replacements), as the two Latest calls give.
-	LatestWith(ctx context.Context, other LogStore) (int64, int64, error)
+	// LatestWith returns this log store's Latest and, when it could answer for other in
+	// the same request at no request more (ok true), other's Latest: the same answers,
+	// with the same completion of half-done commits and the same telling of a replaced
+	// log (Replacements), as Latest calls give. With ok false the caller asks other's
+	// Latest when it needs it.
+	LatestWith(ctx context.Context, other LogStore) (v, otherV int64, ok bool, err error)
 }
 
 // Wrapper is implemented by a log store that wraps another (a test's fault injection,

@@ -23,46 +23,64 @@ func (l *LogStore) JointWith(other logstore.LogStore) bool {
 	return ok && o != l && o.table == l.table && sameService(l.ddb, o.ddb)
 }
 
-// LatestWith is Latest of l and of other (logstore.Joint). When both know their newest
-// version (an observation less than KnownFor old that identified its entry, as a Latest,
-// Write or first open on the same log leaves it) and JointWith(other), it asks for both
-// in one strongly consistent BatchGetItem: the entry of the version each knows and the
-// one after it. The entry known there with the tempPath known, complete, and none after
-// it is what Latest's Query concludes on (the same log, nothing committed since: a
-// version committed after the observation would still have its entry, KnownFor being
-// well under every writer's TTL), and is answered so. Every other answer (an entry
-// after it, the known one another's, gone or incomplete, a key the request left
-// unprocessed) and a log store without such an observation is asked by its own Latest,
-// which decides as it always does (recovery, started over told: Replaced). So the
-// answers are Latest's; a warm stream pays one request for both tables where it paid
-// two Queries (docs/decisions/0019-dynamo-warm-check-one-request.md).
-func (l *LogStore) LatestWith(ctx context.Context, other logstore.LogStore) (int64, int64, error) {
-	o, _ := logstore.Unwrap(other).(*LogStore)
-	if !l.JointWith(other) {
-		o = nil
+// LatestWith is Latest of l and, when it costs no request more, of other
+// (logstore.Joint). When l knows its newest version (an observation less than KnownFor
+// old that identified its entry, as a Latest, Write or first open on the same log leaves
+// it), it asks in one strongly consistent BatchGetItem for the entry of that version and
+// the one after it, and for other's too when JointWith(other) and other knows its newest
+// version so. The entry known there with the tempPath known, complete, and none after it
+// is what Latest's Query concludes on (the same log, nothing committed since: a version
+// committed after the observation would still have its entry, KnownFor being well under
+// every writer's TTL), and is answered so. For l anything else (an entry after it, the
+// known one another's, gone or incomplete, a key left unprocessed, an unparsable item),
+// and an l without such an observation, goes to l's own Latest, which decides as it
+// always does (recovery, started over told: Replaced); for other, ok is false and the
+// caller asks other's Latest when it needs it. So every answer is one Latest gives, and
+// LatestWith never makes more requests than l's Latest alone but for that fallback;
+// a warm stream pays one request for its facts table and bronze where it paid two Queries
+// (docs/decisions/0019-dynamo-warm-check-one-request.md).
+func (l *LogStore) LatestWith(ctx context.Context, other logstore.LogStore) (v, otherV int64, ok bool, err error) {
+	mine := l.ask()
+	if mine == nil {
+		v, err = l.Latest(ctx)
+		return v, 0, false, err
 	}
-	stores := []*LogStore{l}
-	if o != nil {
-		stores = append(stores, o)
+	stores, asks := []*LogStore{l}, []*ask{mine}
+	if o, _ := logstore.Unwrap(other).(*LogStore); o != nil && l.JointWith(other) {
+		if theirs := o.ask(); theirs != nil {
+			stores, asks = append(stores, o), append(asks, theirs)
+		}
 	}
-	answers, err := jointLatest(ctx, l.ddb, l.table, stores)
+	answered, err := jointLatest(ctx, l.ddb, l.table, stores, asks)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
-	v, err := answers[0].or(ctx, l)
-	if err != nil {
-		return 0, 0, err
+	if v, err = answered[0].or(ctx, l); err != nil {
+		return 0, 0, false, err
 	}
-	var ov int64
-	if o != nil {
-		ov, err = answers[1].or(ctx, o)
-	} else {
-		ov, err = other.Latest(ctx)
+	if len(answered) > 1 && answered[1].ok {
+		return v, answered[1].version, true, nil
 	}
-	if err != nil {
-		return 0, 0, err
+	return v, 0, false, nil
+}
+
+// ask is what a joint request checks for a log store: its observation, when fresh and
+// identified by its entry's tempPath (nil: none such), and the count of replaced logs it
+// was made under.
+type ask struct {
+	kn  known
+	gen uint64
+}
+
+// ask returns the log store's ask, nil when its observation cannot be checked by the
+// entry it names (none, older than KnownFor, an empty log, or made with no entry).
+func (l *LogStore) ask() *ask {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.fresh() || l.known.Version < 0 || l.known.TempPath == "" {
+		return nil
 	}
-	return v, ov, nil
+	return &ask{l.known, l.replaced}
 }
 
 // jointAnswer is what the joint request decided for one log store: ok with the version
@@ -81,28 +99,12 @@ func (a jointAnswer) or(ctx context.Context, l *LogStore) (int64, error) {
 }
 
 // jointLatest asks, in one BatchGetItem through ddb, for each store's known entry and the
-// next one, and answers for the stores whose known entry stands as it was observed with
-// no entry after it (see LatestWith). No request when no store knows its newest entry.
-func jointLatest(ctx context.Context, ddb Client, table string, stores []*LogStore) ([]jointAnswer, error) {
-	answers := make([]jointAnswer, len(stores))
-	type ask struct {
-		kn  known
-		gen uint64
-	}
-	asks := make([]*ask, len(stores))
-	var keys []map[string]types.AttributeValue
+// next one (asks[i] is stores[i]'s), and answers for the stores whose known entry stands
+// as it was observed with no entry after it (see LatestWith).
+func jointLatest(ctx context.Context, ddb Client, table string, stores []*LogStore, asks []*ask) ([]jointAnswer, error) {
+	keys := make([]map[string]types.AttributeValue, 0, 2*len(stores))
 	for i, s := range stores {
-		s.mu.Lock()
-		kn, gen, fresh := s.known, s.replaced, s.fresh()
-		s.mu.Unlock()
-		if !fresh || kn.Version < 0 || kn.TempPath == "" {
-			continue
-		}
-		asks[i] = &ask{kn, gen}
-		keys = append(keys, itemKey(s.tablePath, kn.Version), itemKey(s.tablePath, kn.Version+1))
-	}
-	if len(keys) == 0 {
-		return answers, nil
+		keys = append(keys, itemKey(s.tablePath, asks[i].kn.Version), itemKey(s.tablePath, asks[i].kn.Version+1))
 	}
 	askedAt := stores[0].opts.Now()
 	out, err := ddb.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
@@ -111,7 +113,7 @@ func jointLatest(ctx context.Context, ddb Client, table string, stores []*LogSto
 		},
 	})
 	if err != nil {
-		return nil, wrap("latest: get newest entries of", stores[0].hint()+1, err)
+		return nil, wrap("latest: get newest entries of", asks[0].kn.Version+1, err)
 	}
 	got := map[string]map[int64]entry{}
 	for _, item := range out.Responses[table] {
@@ -130,9 +132,10 @@ func jointLatest(ctx context.Context, ddb Client, table string, stores []*LogSto
 			unprocessed[p.Value] = true
 		}
 	}
+	answers := make([]jointAnswer, len(stores))
 	for i, s := range stores {
 		a := asks[i]
-		if a == nil || unprocessed[s.tablePath] {
+		if unprocessed[s.tablePath] {
 			continue
 		}
 		mine, found := got[s.tablePath][a.kn.Version]
