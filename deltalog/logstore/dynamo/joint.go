@@ -115,27 +115,35 @@ func jointLatest(ctx context.Context, ddb Client, table string, stores []*LogSto
 	if err != nil {
 		return nil, wrap("latest: get newest entries of", asks[0].kn.Version+1, err)
 	}
+	// undecided: the tablePaths with a key left unprocessed or an item that cannot be
+	// parsed (its key attribute says whose: an unparsable entry after the one known is
+	// still a claim of the next version, which the store's own Latest reads and says
+	// what is wrong with).
+	undecided := map[string]bool{}
+	tablePathOf := func(item map[string]types.AttributeValue) {
+		if p, ok := item[attrTablePath].(*types.AttributeValueMemberS); ok {
+			undecided[p.Value] = true
+		}
+	}
 	got := map[string]map[int64]entry{}
 	for _, item := range out.Responses[table] {
 		e, err := parseEntry(item)
 		if err != nil {
-			continue // the store's own Latest reads it and says what is wrong
+			tablePathOf(item)
+			continue
 		}
 		if got[e.TablePath] == nil {
 			got[e.TablePath] = map[int64]entry{}
 		}
 		got[e.TablePath][e.Version] = e
 	}
-	unprocessed := map[string]bool{}
 	for _, k := range out.UnprocessedKeys[table].Keys {
-		if p, ok := k[attrTablePath].(*types.AttributeValueMemberS); ok {
-			unprocessed[p.Value] = true
-		}
+		tablePathOf(k)
 	}
 	answers := make([]jointAnswer, len(stores))
 	for i, s := range stores {
 		a := asks[i]
-		if unprocessed[s.tablePath] {
+		if undecided[s.tablePath] {
 			continue
 		}
 		mine, found := got[s.tablePath][a.kn.Version]
