@@ -15,12 +15,13 @@ var _ logstore.Joint = (*LogStore)(nil)
 
 // JointWith reports whether LatestWith can ask for other's newest entries in the request
 // it makes for l's (logstore.Joint): other is a DynamoDB log store (under any wrappers
-// that unwrap, logstore.Unwrap) on the same DynamoDB table, through the same client or one
-// of the same region and endpoint. Two tables of one spec (bronze and its facts table)
-// are.
+// that unwrap, logstore.Unwrap) of another Delta table (another tablePath: one table's
+// keys twice in one request are refused by DynamoDB) on the same DynamoDB table, through
+// the same client or one of the same region and endpoint. Two tables of one spec (bronze
+// and its facts table) are.
 func (l *LogStore) JointWith(other logstore.LogStore) bool {
 	o, ok := logstore.Unwrap(other).(*LogStore)
-	return ok && o != l && o.table == l.table && sameService(l.ddb, o.ddb)
+	return ok && o != l && o.tablePath != l.tablePath && o.table == l.table && sameService(l.ddb, o.ddb)
 }
 
 // LatestWith is Latest of l and, when it costs no request more, of other
