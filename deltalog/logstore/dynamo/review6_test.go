@@ -381,12 +381,17 @@ func TestReview6NotJoint(t *testing.T) {
 		dynamo.Client
 		tags []string
 	}
-	un, err := dynamo.New(uncomparable{Client: f.e.ddb}, f.factsStore, dynamo.Options{Table: f.e.table, Scheme: "s3a"})
+	uc := uncomparable{Client: f.e.ddb, tags: []string{"x"}}
+	un, err := dynamo.New(uc, f.factsStore, dynamo.Options{Table: f.e.table, Scheme: "s3a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if un.JointWith(un) || f.bronze.JointWith(un) {
-		t.Error("JointWith: true for an uncomparable client or itself")
+	un2, err := dynamo.New(uc, f.e.store, dynamo.Options{Table: f.e.table, Scheme: "s3a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if un2.JointWith(un) || f.bronze.JointWith(un) {
+		t.Error("JointWith: true for an uncomparable client")
 	}
 
 	// Two SDK clients of different regions, one endpoint: not the same service.
