@@ -625,3 +625,29 @@ func (f *jointFixture) storeOf(l *dynamo.LogStore) storage.Store {
 	}
 	return f.e.store
 }
+
+// A table whose entries expired (a quiet one) is known by an observation made with no
+// entry, which the batch cannot check: as the first, its Latest alone (one Query, no
+// batch); as the second, not asked (the batch is the first's alone, ok false), each time,
+// so its caller's Latest is the Query it always was.
+func TestReview6EntriesExpiredNotAsked(t *testing.T) {
+	f := newJointFixture(t, 3)
+	f.latestWith("warm", f.bronze, f.facts, 2, 2, oneBatch)
+	f.now = f.now.Add(dynamo.DefaultKnownFor) // as the TTL would: long after
+	deleteEntries(t, f.e, f.facts.TablePathKey())
+	f.latest("facts, entries expired", f.facts, 2, map[string]int{"ddb.Query": 1, "List": 1})
+	f.latest("bronze", f.bronze, 2, nil)
+	for _, step := range []string{"facts second", "again"} {
+		f.latestWith(step, f.bronze, f.facts, 2, notAnswered, oneBatch)
+		f.latest(step+": facts Latest", f.facts, 2, oneQuery)
+	}
+	f.latestWith("facts first", f.facts, f.bronze, 2, notAnswered, oneQuery)
+	// Another's commit to facts is found by its Query (a newer entry than the one
+	// known, with no entry: one Query), and the batch asks it again.
+	f.write(f.open(f.factsStore, false), 3, 3, 1)
+	f.latestWith("facts first, another's commit", f.facts, f.bronze, 3, notAnswered, oneQuery)
+	f.latestWith("then", f.facts, f.bronze, 3, 2, oneBatch)
+	if f.facts.Replaced() != 0 {
+		t.Errorf("facts Replaced = %d, want 0", f.facts.Replaced())
+	}
+}
