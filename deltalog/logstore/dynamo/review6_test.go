@@ -651,3 +651,59 @@ func TestReview6EntriesExpiredNotAsked(t *testing.T) {
 		t.Errorf("facts Replaced = %d, want 0", f.facts.Replaced())
 	}
 }
+
+// LatestWith concurrent with the log stores' own commits (one process's goroutines): every
+// answer is a version committed by then, never below one the caller saw answered before
+// (for bronze, whose writer is this goroutine's sibling), and no error.
+func TestReview6ConcurrentWithCommits(t *testing.T) {
+	f := newJointFixture(t, 3)
+	ctx := t.Context()
+	const last = 12
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for v := int64(3); v <= last; v++ {
+			if err := f.bronze.Write(ctx, v, logstoretest.Commit(0, int(v))); err != nil {
+				t.Errorf("bronze write %d: %v", v, err)
+				return
+			}
+			if err := f.facts.Write(ctx, v, logstoretest.Commit(0, int(v))); err != nil {
+				t.Errorf("facts write %d: %v", v, err)
+				return
+			}
+		}
+	}()
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seenB, seenF := int64(2), int64(2)
+			for range 30 {
+				first, second := logstore.LogStore(f.bronze), logstore.LogStore(f.facts)
+				if g == 1 {
+					first, second = second, first
+				}
+				v, ov, ok, err := first.(logstore.Joint).LatestWith(ctx, second)
+				if err != nil {
+					t.Errorf("LatestWith: %v", err)
+					return
+				}
+				if g == 1 {
+					v, ov = ov, v
+					if !ok {
+						v = seenB
+					}
+				} else if !ok {
+					ov = seenF
+				}
+				if v < seenB || ov < seenF || v > last || ov > last {
+					t.Errorf("goroutine %d: bronze %d facts %d after %d, %d", g, v, ov, seenB, seenF)
+				}
+				seenB, seenF = v, ov
+			}
+		}()
+	}
+	wg.Wait()
+	f.latestWith("after", f.bronze, f.facts, last, last, oneBatch)
+}
