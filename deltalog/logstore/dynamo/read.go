@@ -57,7 +57,7 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		hint = max(hint, e.Version)
-	} else if v, ok := l.knownLatest(); ok {
+	} else if v, ok := l.knownLatest(); ok && !suspect {
 		l.observe(v, queriedAt, "", "")
 		return v, nil
 	}
@@ -93,11 +93,14 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 //   - kn saw kn.Version's entry (kn.TempPath): identified when the entry found is
 //     kn.Version's with kn's tempPath; replaced when it is kn.Version's with another
 //     tempPath (the entry was deleted and the version claimed again, by a new log), or
-//     when kn.Version's is gone while kn is less than KnownFor old (a complete entry lives
-//     for the TTL, well over KnownFor, so only a person deletes it that soon). An entry
-//     gone after KnownFor is not told from one expired: Latest then lists from kn.Version
-//     and checks the commit file's ETag, when a listing showed it to this LogStore
-//     (kn.ETag); without it, only a log with fewer versions is told
+//     when kn.Version's is gone while kn is less than KnownFor old and no commit file's
+//     ETag is known (kn.ETag). With the ETag known, an entry gone within KnownFor is
+//     suspect: every check renews the observation while the entry ages from its
+//     completion, so an idle table's entry expires (the TTL) under a fresh observation,
+//     and the commit file tells (Latest lists from kn.Version and checks the ETag). An
+//     entry gone after KnownFor is not told from one expired: Latest then lists from
+//     kn.Version and checks the commit file's ETag, when a copy or listing showed it to
+//     this LogStore (kn.ETag); without it, only a log with fewer versions is told
 //     (commitlog.LatestFrom).
 //   - kn was observed with no entry (they had expired): suspect when any entry at or
 //     below kn.Version exists now. Made since, it claims a version that was committed,
@@ -118,8 +121,15 @@ func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, fu
 		return false, false, found, nil
 	case found && e.Version == kn.Version:
 		return e.TempPath != kn.TempPath, e.TempPath == kn.TempPath, false, nil
+	case l.opts.KnownFor < 0 || now.Sub(kn.At) >= l.opts.KnownFor:
+		return false, false, false, nil
+	case kn.ETag != "":
+		// Gone within KnownFor of the observation, which every check renews while the
+		// entry ages from its completion: an idle table's entry expires under a fresh
+		// observation. The commit file's ETag tells (suspect: listed from kn.Version).
+		return false, false, true, nil
 	default:
-		return l.opts.KnownFor >= 0 && now.Sub(kn.At) < l.opts.KnownFor, false, false, nil
+		return true, false, false, nil
 	}
 }
 
