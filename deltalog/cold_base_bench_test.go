@@ -1,0 +1,151 @@
+package deltalog
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// BenchmarkColdTombstoneBase measures what a cold maintenance run's checkpoint could take
+// from the footer of the checkpoint it read instead of decoding its remove rows
+// (docs/decisions/0014-checkpoint-tombstones.md, follow-up "A carry base from the footer
+// alone"): it ages a facts table as BenchmarkFactsAged does (MSSQLCDC_BENCH_AGED_DAYS,
+// default 8), then runs maintainErr's sequence from a new Table and logs, for the
+// checkpoint that run read, each remove row group's path and deletionTimestamp statistics,
+// how many of the keys the carry rule checks fall inside some group's path range, and the
+// time to parse the footer and to decode the remove rows with all their leaves, with the
+// leaves VACUUM reads (path, deletionTimestamp, deletionVector) and with the path alone.
+// It fails when VACUUM's snapshot does not share the checkpoint's tombstones, or a remove
+// row group lacks path or deletionTimestamp statistics.
+func BenchmarkColdTombstoneBase(b *testing.B) {
+	aged := envInt(b, "MSSQLCDC_BENCH_AGED_DAYS", 8)
+	for range b.N {
+		b.StopTimer()
+		c := &clock{t: longRunStart}
+		tmp := b.TempDir()
+		old := newLongRunTable(b, c, 10, nil)
+		for m := 1; m <= aged*1440; m++ {
+			c.t = c.t.Add(time.Minute)
+			if m%10 == 0 {
+				old.appendBatch(b, tmp)
+			}
+			if m%60 == 0 && m < aged*1440 {
+				old.maintain(b, tmp)
+			}
+		}
+		// maintainErr's sequence: a cold Table compacts, checkpoints, then VACUUM reads
+		// its snapshot again.
+		ctx := context.Background()
+		tbl := old.open()
+		if _, err := tbl.Compact(ctx, CompactOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		snap := snapshotB(b, tbl)
+		data, err := tbl.Store().GetRange(ctx, CheckpointFileKey(snap.CheckpointVersion()), 0, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lt := snap.cpTombstones
+		if lt.decoded() {
+			b.Fatal("the open decoded the tombstones")
+		}
+		if err := WriteCheckpoint(ctx, snap); err != nil {
+			b.Fatal(err)
+		}
+		if vs := snapshotB(b, tbl); vs.cpTombstones != lt || !lt.decoded() {
+			b.Fatalf("VACUUM's snapshot does not share the checkpoint's decoded tombstones (same %v, decoded %v)", vs.cpTombstones == lt, lt.decoded())
+		}
+
+		pf, err := file.NewParquetReader(bytes.NewReader(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		md := pf.MetaData()
+		pathCol, tsCol := md.Schema.ColumnIndexByName("remove.path"), md.Schema.ColumnIndexByName("remove.deletionTimestamp")
+		type span struct{ lo, hi string }
+		var ranges []span
+		var rows int64
+		for rg := range pf.NumRowGroups() {
+			r := md.RowGroup(rg)
+			pc, err1 := r.ColumnChunk(pathCol)
+			tc, err2 := r.ColumnChunk(tsCol)
+			if err1 != nil || err2 != nil {
+				b.Fatal(err1, err2)
+			}
+			ps, err1 := pc.Statistics()
+			ts, err2 := tc.Statistics()
+			if err1 != nil || err2 != nil || ps == nil || ts == nil {
+				b.Fatalf("row group %d: no statistics (%v, %v)", rg, err1, err2)
+			}
+			if ps.NullCount() == r.NumRows() {
+				continue // not a group of removes
+			}
+			p, t := ps.(*metadata.ByteArrayStatistics), ts.(*metadata.Int64Statistics)
+			if !p.HasMinMax() || !t.HasMinMax() {
+				b.Fatalf("row group %d of removes: path min/max %v, deletionTimestamp min/max %v", rg, p.HasMinMax(), t.HasMinMax())
+			}
+			rows += r.NumRows()
+			ranges = append(ranges, span{string(p.Min()), string(p.Max())})
+			b.Logf("remove row group %d: %d rows, deletionTimestamp [%d, %d] (nulls %d), path [%.24q, %.24q]",
+				rg, r.NumRows(), t.Min(), t.Max(), t.NullCount(), p.Min(), p.Max())
+		}
+		keys, inside, hits := 0, 0, 0
+		check := func(k fileKey) {
+			keys++
+			n := 0
+			for _, r := range ranges {
+				if k.path >= r.lo && k.path <= r.hi {
+					n++
+				}
+			}
+			hits += n
+			if n > 0 {
+				inside++
+			}
+		}
+		for k := range snap.files.All() {
+			check(k)
+		}
+		for k := range snap.tombstones.All() {
+			check(k)
+		}
+		b.Logf("%d remove row groups, %d tombstones; of the %d keys the carry rule checks (live files, removes since), %d fall inside some group's path range (%d group hits)",
+			len(ranges), rows, keys, inside, hits)
+
+		const n = 50
+		t0 := time.Now()
+		for range n {
+			f, err := file.NewParquetReader(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+		b.Logf("footer parse: %.2f ms", float64(time.Since(t0).Microseconds())/1000/n)
+		vacuumLeaves := func(p []string, _ bool) bool {
+			return len(p) > 1 && p[0] == "remove" && (p[1] == "path" || p[1] == "deletionTimestamp" || p[1] == "deletionVector")
+		}
+		pathLeaf := func(p []string, _ bool) bool { return len(p) > 1 && p[0] == "remove" && p[1] == "path" }
+		ways := []struct {
+			name string
+			keep leafFilter
+		}{{"every remove leaf", onlyRemoves}, {"path, deletionTimestamp, deletionVector", vacuumLeaves}, {"path", pathLeaf}}
+		b.StartTimer()
+		for i := range 3 * len(ways) { // alternated
+			w := ways[i%len(ways)]
+			t0 := time.Now()
+			for range n {
+				acts, err := decodeCheckpointLeaves(ctx, data, nil, nil, memory.DefaultAllocator, w.keep)
+				if err != nil || int64(len(acts)) != rows {
+					b.Fatalf("decode %s: %d actions, %v", w.name, len(acts), err)
+				}
+			}
+			b.Logf("decode %s: %.2f ms", w.name, float64(time.Since(t0).Microseconds())/1000/n)
+		}
+	}
+}
