@@ -5,16 +5,10 @@ import (
 	"maps"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
-	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
-	"github.com/mssqlcdc/mssqlcdc/internal/emulators"
 )
 
 // SnapshotWith on two kept tables, each started over (its files and entries deleted and
@@ -27,25 +21,9 @@ import (
 // between an invocation's read and its commit.)
 func TestReview6SnapshotWithStartedOver(t *testing.T) {
 	ctx := context.Background()
-	ddb := emulators.DynamoDB(t)
-	table := emulators.UniqueName("delta_log_")
-	if err := dynamo.CreateTable(ctx, ddb, table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	c := &storagetest.Counter{}
-	stores := map[string]*memStore{"a": newMemStore(), "b": newMemStore()}
-	open := func(name string, counted bool) *Table {
-		t.Helper()
-		var client dynamo.Client = ddb
-		if counted {
-			client = ddbcount.Counting(ddb, c)
-		}
-		l, err := dynamo.New(client, stores[name], dynamo.Options{Table: table, TablePath: "s3a://b/" + name, RetryDelay: time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Open(stores[name], l, Options{RetryBaseDelay: time.Microsecond})
-	}
+	p := newDynamoPair(t)
+	ddb, table, c, stores := p.ddb, p.table, p.c, p.stores
+	open := func(name string, counted bool) *Table { t.Helper(); return p.open(t, name, counted) }
 	startOver := func(name, file string) {
 		t.Helper()
 		m := stores[name]

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore/dynamo/ddbcount"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage/storagetest"
@@ -19,25 +21,9 @@ import (
 // (docs/decisions/0019-dynamo-warm-check-one-request.md).
 func TestSnapshotWith(t *testing.T) {
 	ctx := context.Background()
-	ddb := emulators.DynamoDB(t)
-	table := emulators.UniqueName("delta_log_")
-	if err := dynamo.CreateTable(ctx, ddb, table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	c := &storagetest.Counter{}
-	stores := map[string]*memStore{"a": newMemStore(), "b": newMemStore()}
-	open := func(name string, counted bool) *Table {
-		t.Helper()
-		var client dynamo.Client = ddb
-		if counted {
-			client = ddbcount.Counting(ddb, c)
-		}
-		l, err := dynamo.New(client, stores[name], dynamo.Options{Table: table, TablePath: "s3a://b/" + name, RetryDelay: time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Open(stores[name], l, Options{RetryBaseDelay: time.Microsecond})
-	}
+	p := newDynamoPair(t)
+	c := p.c
+	open := func(name string, counted bool) *Table { t.Helper(); return p.open(t, name, counted) }
 	a, b := open("a", true), open("b", true)
 	createTable(t, a)
 	createTable(t, b)
@@ -85,4 +71,39 @@ func TestSnapshotWith(t *testing.T) {
 	if s1, s2, err := m1.SnapshotWith(ctx, m2); err != nil || s1 == nil || s2 != nil || s1.Version() != 0 {
 		t.Fatalf("SnapshotWith on memLogStore: %v, %v, %v; want version 0 and nil", s1, s2, err)
 	}
+}
+
+// dynamoPair is two in-memory tables, "a" and "b", whose DynamoDB log stores share one
+// DynamoDB table on dynalite (ddb, table).
+type dynamoPair struct {
+	ddb    *dynamodb.Client
+	table  string
+	c      *storagetest.Counter
+	stores map[string]*memStore
+}
+
+func newDynamoPair(t *testing.T) *dynamoPair {
+	t.Helper()
+	ddb := emulators.DynamoDB(t)
+	table := emulators.UniqueName("delta_log_")
+	if err := dynamo.CreateTable(context.Background(), ddb, table, dynamo.SetupOptions{SkipTTL: true, PollInterval: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	return &dynamoPair{ddb: ddb, table: table, c: &storagetest.Counter{},
+		stores: map[string]*memStore{"a": newMemStore(), "b": newMemStore()}}
+}
+
+// open opens table name ("a" or "b") on a log store of its own, its DynamoDB requests
+// counted in p.c when counted.
+func (p *dynamoPair) open(t *testing.T, name string, counted bool) *Table {
+	t.Helper()
+	var client dynamo.Client = p.ddb
+	if counted {
+		client = ddbcount.Counting(p.ddb, p.c)
+	}
+	l, err := dynamo.New(client, p.stores[name], dynamo.Options{Table: p.table, TablePath: "s3a://b/" + name, RetryDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Open(p.stores[name], l, Options{RetryBaseDelay: time.Microsecond})
 }
