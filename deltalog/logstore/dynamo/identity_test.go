@@ -90,8 +90,8 @@ func TestCheckIdentity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			replaced, identified, suspect, err := l.checkIdentity(t.Context(), c.kn, c.page, c.full, at.Add(c.after))
-			if got := (want{replaced, identified, suspect}); err != nil || got != c.want {
+			id, err := l.checkIdentity(t.Context(), c.kn, c.page, c.full, at.Add(c.after))
+			if got := (want{id == idReplaced, id == idSame, id == idSuspect}); err != nil || got != c.want {
 				t.Errorf("checkIdentity = %+v, %v; want %+v", got, err, c.want)
 			}
 			if ddb.gets != c.wantGets {

@@ -35,11 +35,12 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, wrap("latest: query newest entry of", l.hint()+1, err)
 	}
-	replaced, identified, suspect, err := l.checkIdentity(ctx, kn, page, full, queriedAt)
+	id, err := l.checkIdentity(ctx, kn, page, full, queriedAt)
 	if err != nil {
 		return 0, err
 	}
-	if replaced {
+	identified, suspect := id == idSame, id == idSuspect
+	if id == idReplaced {
 		l.markReplaced(gen)
 		kn, gen = l.current()
 	}
@@ -107,31 +108,47 @@ func (l *LogStore) Latest(ctx context.Context) (int64, error) {
 //     which only a new log does, so Latest lists from kn.Version to check the commit file
 //     instead of trusting the Query within KnownFor.
 //
-// At most one of replaced, identified and suspect is true.
-func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (replaced, identified, suspect bool, err error) {
+// Otherwise nothing tells (idUnknown).
+func (l *LogStore) checkIdentity(ctx context.Context, kn known, page []entry, full bool, now time.Time) (identity, error) {
 	if kn.Version < 0 {
-		return false, false, false, nil
+		return idUnknown, nil
 	}
 	e, found, err := l.entryAtOrBelow(ctx, kn.Version, page, full)
 	if err != nil {
-		return false, false, false, wrap("latest: get entry of", kn.Version, err)
+		return idUnknown, wrap("latest: get entry of", kn.Version, err)
 	}
 	switch {
 	case kn.TempPath == "":
-		return false, false, found, nil
+		if found {
+			return idSuspect, nil
+		}
+		return idUnknown, nil
 	case found && e.Version == kn.Version:
-		return e.TempPath != kn.TempPath, e.TempPath == kn.TempPath, false, nil
+		if e.TempPath == kn.TempPath {
+			return idSame, nil
+		}
+		return idReplaced, nil
 	case l.opts.KnownFor < 0 || now.Sub(kn.At) >= l.opts.KnownFor:
-		return false, false, false, nil
+		return idUnknown, nil
 	case kn.ETag != "":
 		// Gone within KnownFor of the observation, which every check renews while the
 		// entry ages from its completion: an idle table's entry expires under a fresh
 		// observation. The commit file's ETag tells (suspect: listed from kn.Version).
-		return false, false, true, nil
+		return idSuspect, nil
 	default:
-		return true, false, false, nil
+		return idReplaced, nil
 	}
 }
+
+// identity is what checkIdentity concluded about the log an observation was made in.
+type identity int
+
+const (
+	idUnknown  identity = iota // nothing tells (no version known, or its entry expired)
+	idSame                     // the entry of the version known, with its tempPath: identified
+	idReplaced                 // another log: the entry claimed again, or deleted that soon
+	idSuspect                  // the commit file must tell: Latest lists from the version known
+)
 
 // entryAtOrBelow returns the newest entry at or below version v, found false when there is
 // none. page holds the newest entries, newest first (newestEntries), and decides when it
