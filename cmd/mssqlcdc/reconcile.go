@@ -31,7 +31,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
 	fs.StringVar(&f.Silver, "silver", "", "the silver Delta table (local path or s3:// URL) (default: the spec's silver.table)")
 	fs.StringVar(&f.Report, "report", "", "a Delta table the report rows are appended to (default: the spec's reconcile.report_table, else none)")
-	keys := fs.String("keys", "", "silver's key columns, comma-separated (default: the spec's silver.keys, else the keys silver recorded, else snapshotKeys, else the unique index)")
+	keys := fs.String("keys", "", "silver's key columns, comma-separated (default with a silver section: its keys, else snapshotKeys, as the reconcile function; without: the keys silver recorded, else snapshotKeys, else the unique index)")
 	fs.Int64Var(&f.BucketRows, "bucket-rows", 0, "rows a tier-1 bucket aims to hold (default: the spec's reconcile.bucket_rows, else 1000000)")
 	fs.Float64Var(&f.Sample, "sample", 0, "fraction of matching buckets also compared row by row, 0..1 (default: the spec's reconcile.sample, else 0.01)")
 	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the sample")
@@ -110,8 +110,9 @@ type reconcileFlags struct {
 
 // reconcileSettings fills what the command line left out from the spec's silver and
 // reconcile sections, as the reconcile function reads them (docs/spec.md § Reconcile),
-// else the function's defaults; keys stay empty for the job to choose (silver's recorded
-// keys, else snapshotKeys, else the unique index). A usage error when no silver table is
+// else the function's defaults; keys are the function's (config.Spec.SilverKeys) with a
+// silver section, else empty for the job to choose (silver's recorded keys, else
+// snapshotKeys, else the unique index). A usage error when no silver table is
 // named anywhere.
 func reconcileSettings(spec *config.Spec, f reconcileFlags) (reconcileFlags, error) {
 	out := reconcileFlags{Silver: f.Silver, Report: f.Report, Keys: f.Keys, BucketRows: f.BucketRows, Sample: f.Sample, Seed: f.Seed}
@@ -126,7 +127,7 @@ func reconcileSettings(spec *config.Spec, f reconcileFlags) (reconcileFlags, err
 		out.Silver = spec.Silver.Table
 	}
 	if !f.set["keys"] && spec.Silver != nil {
-		out.Keys = spec.Silver.Keys
+		out.Keys = spec.SilverKeys() // the reconcile function's keys: silver.keys, else snapshotKeys
 	}
 	if !f.set["report"] {
 		out.Report = rc.ReportTable

@@ -84,6 +84,11 @@ func TestReconcileFlagsDefaultToTheSpec(t *testing.T) {
 	if got, err := reconcileSettings(spec, flags); err != nil || got.Silver != "/other" || got.Report != "/r2" || got.BucketRows != 7 || got.Sample != 0 || got.Seed != 9 || len(got.Keys) != 2 {
 		t.Errorf("flags given: %+v, %v; want the flags", got, err)
 	}
+	// A silver section without keys: the function's keys (config.Spec.SilverKeys), snapshotKeys.
+	noKeys := &config.Spec{Options: config.Options{SnapshotKeys: []string{"k"}}, Silver: &config.Silver{Table: "/lake/silver"}}
+	if got, err := reconcileSettings(noKeys, reconcileFlags{}); err != nil || !reflect.DeepEqual(got.Keys, []string{"k"}) {
+		t.Errorf("silver section without keys: keys %v, %v; want [k], the reconcile function's", got.Keys, err)
+	}
 	bare := &config.Spec{Options: config.Options{SnapshotKeys: []string{"k"}}}
 	if _, err := reconcileSettings(bare, reconcileFlags{}); err == nil || !strings.Contains(err.Error(), "--silver") {
 		t.Errorf("no silver anywhere: %v, want a usage error naming --silver", err)
