@@ -124,7 +124,7 @@ func TestCheckpointTombstoneGroupsByDay(t *testing.T) {
 			t.Fatalf("checkpoint %d: the carried remove row groups do not come first (other actions at %d)", kept.Version(), firstOther)
 		}
 		if prev != nil && len(spans) > 1 {
-			if g := firstRowGroupBytes(t, data); bytes.Equal(g, firstRowGroupBytes(t, prev)) {
+			if g := rowGroupBytes(t, data, 0); bytes.Equal(g, rowGroupBytes(t, prev, 0)) {
 				moved++ // the oldest group was carried in place
 			}
 		}
@@ -171,15 +171,19 @@ func TestCheckpointTombstoneGroupsByDay(t *testing.T) {
 	}
 }
 
-// firstRowGroupBytes are the column chunks of data's first row group.
-func firstRowGroupBytes(t *testing.T, data []byte) []byte {
+// rowGroupBytes are the column chunks of data's row group i; a negative i counts from
+// the end (-1 the last).
+func rowGroupBytes(t *testing.T, data []byte, i int) []byte {
 	t.Helper()
 	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	g, err := groupOf(pf.MetaData(), 0, data)
+	if i < 0 {
+		i += pf.NumRowGroups()
+	}
+	g, err := groupOf(pf.MetaData(), i, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,24 +234,9 @@ func TestCheckpointEncodesTombstonesByDay(t *testing.T) {
 	if got := removesInCheckpoint(t, tbl, 11); !slices.Equal(got, want) {
 		t.Fatalf("checkpoint 11 tombstones %v, want %v", got, want)
 	}
-	if !bytes.Equal(firstRowGroupBytes(t, checkpointBytes(t, tbl, 11)), lastRowGroupBytesBefore(t, checkpointBytes(t, tbl, 10), 1)) {
+	if !bytes.Equal(rowGroupBytes(t, checkpointBytes(t, tbl, 11), 0), rowGroupBytes(t, checkpointBytes(t, tbl, 10), -2)) {
 		t.Error("checkpoint 11 did not copy checkpoint 10's row group of the second day")
 	}
-}
-
-// lastRowGroupBytesBefore are the column chunks of data's row group n before the last.
-func lastRowGroupBytesBefore(t *testing.T, data []byte, n int) []byte {
-	t.Helper()
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	g, err := groupOf(pf.MetaData(), pf.NumRowGroups()-1-n, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g.chunks
 }
 
 // A remove row group spanning more than carrySlack (as checkpoints wrote them before
