@@ -63,7 +63,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlags("inspect", stderr)
 	fs.Usage = inspectUsage(fs)
 	asJSON := fs.Bool("json", false, "print a JSON object instead of text")
-	version := fs.Int64("version", -1, "inspect this version (time travel) instead of the latest")
+	version := addVersionFlag(fs, "inspect")
 	cfg := addTableFlags(fs)
 	positional, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -72,7 +72,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(positional) != 1 {
 		return &usageError{msg: "want exactly one TABLE_URL (a path, file:// or s3:// URL)"}
 	}
-	rep, err := inspectTable(ctx, positional[0], *cfg, *version)
+	rep, err := inspectTable(ctx, positional[0], *cfg, version.version())
 	if err != nil {
 		return err
 	}

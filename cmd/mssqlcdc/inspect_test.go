@@ -241,3 +241,29 @@ func TestInspectStatsParsedOnly(t *testing.T) {
 		t.Fatalf("rows %v, %d files without stats, checkpoint %v; want 5, 0, read from a checkpoint", rep.Rows, rep.FilesWithoutStats, rep.LastCheckpoint)
 	}
 }
+
+// The help of inspect and show shows no "(default -1)" for --version (a user read -1 as a
+// version), says the default is the latest, and a negative --version is refused as a usage
+// error instead of being taken silently as "the latest"; --version 0 is version 0.
+func TestVersionFlagHelpAndNegatives(t *testing.T) {
+	for _, cmd := range []string{"inspect", "show"} {
+		_, help, code := runCLI(t, cmd, "-h")
+		if code != 0 {
+			t.Errorf("%s -h: exit %d", cmd, code)
+		}
+		if strings.Contains(help, "(default -1)") || !strings.Contains(help, "default: the latest version") {
+			t.Errorf("%s -h, --version's line:\n%s", cmd, help)
+		}
+		_, errOut, code := runCLI(t, cmd, t.TempDir(), "--version", "-1")
+		if code != 2 || !strings.Contains(errOut, "-version") {
+			t.Errorf("%s --version -1: exit %d, stderr %q; want 2 and the flag named", cmd, code, errOut)
+		}
+	}
+	dir := t.TempDir()
+	writeInspectTable(t, dir, location.Config{})
+	out, errOut, code := runCLI(t, "inspect", dir, "--json", "--version", "0")
+	var rep inspectReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Version != 0 {
+		t.Errorf("inspect --version 0: exit %d, version %d, stderr %s", code, rep.Version, errOut)
+	}
+}

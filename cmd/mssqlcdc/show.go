@@ -74,7 +74,7 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&where, "where", "keep rows where COLUMN equals VALUE (a string or integer column; repeat to AND), e.g. _operation=2")
 	columns := fs.String("columns", "", "comma-separated columns to print, in this order (default: all)")
 	limit := fs.Int("limit", showDefaultLimit, "print at most N rows (0: all)")
-	version := fs.Int64("version", -1, "read this version (time travel) instead of the latest")
+	version := addVersionFlag(fs, "read")
 	asJSON := fs.Bool("json", false, "print each row as a JSON object on its own line")
 	cfg := addTableFlags(fs)
 	positional, err := parseInterspersed(fs, args)
@@ -95,7 +95,7 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	n, more, err := showTable(ctx, positional[0], *cfg, showOptions{where: where, columns: cols, limit: *limit, version: *version, json: *asJSON}, stdout)
+	n, more, err := showTable(ctx, positional[0], *cfg, showOptions{where: where, columns: cols, limit: *limit, version: version.version(), json: *asJSON}, stdout)
 	if err != nil {
 		return err
 	}

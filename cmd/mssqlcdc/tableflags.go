@@ -2,13 +2,15 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"strconv"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
 )
 
 // addTableFlags registers on fs the flags that say how to reach a table at a URL (S3
 // region and endpoint, the DynamoDB log table) and returns the config they fill, for
-// location.Open. Shared by the commands that open a table by URL (inspect, maintain).
+// location.Open. Shared by the commands that open a table by URL (inspect, show, maintain).
 func addTableFlags(fs *flag.FlagSet) *location.Config {
 	var cfg location.Config
 	fs.StringVar(&cfg.Region, "region", "", "S3 region (default: from the environment, else us-east-1)")
@@ -36,4 +38,45 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
+}
+
+// versionFlag is --version of the commands that read a table at a version (inspect, show):
+// a Delta version, 0 or more. Unset, it is the latest version; its zero value prints no
+// default in -h (flag's "(default -1)" read as a real version). A negative value is
+// refused when parsed, a usage error, rather than taken as "the latest".
+type versionFlag struct {
+	v   int64
+	set bool
+}
+
+func (f *versionFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.FormatInt(f.v, 10)
+}
+
+func (f *versionFlag) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return fmt.Errorf("want a Delta version, 0 or more: %q", s)
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+// version is the version asked for, or -1 for the latest (deltalog's Snapshot).
+func (f *versionFlag) version() int64 {
+	if !f.set {
+		return -1
+	}
+	return f.v
+}
+
+// addVersionFlag registers --version on fs; verb says what the command does at it
+// ("inspect", "read").
+func addVersionFlag(fs *flag.FlagSet, verb string) *versionFlag {
+	var f versionFlag
+	fs.Var(&f, "version", verb+" version `N` (time travel) (default: the latest version)")
+	return &f
 }
