@@ -108,7 +108,7 @@ func TestInvokeNamesErrors(t *testing.T) {
 }
 
 // invoke stream names errors as the stream Lambda does, because it is that handler: an
-// event's invalid override or malformed JSON is a ConfigError, and a type change of a
+// event's invalid override or malformed JSON is an EventError, and a type change of a
 // captured column reaches the caller as SchemaChangedError.
 func TestInvokeStreamNamesErrors(t *testing.T) {
 	inv, spec, ds := simInvoker(t)
@@ -120,7 +120,7 @@ func TestInvokeStreamNamesErrors(t *testing.T) {
 	if _, err := snapshot.Run(ctx, deps); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ event, want string }{{`{"max_seconds":-1}`, "ConfigError"}, {`[1]`, "ConfigError"}} {
+	for _, c := range []struct{ event, want string }{{`{"max_seconds":-1}`, "EventError"}, {`[1]`, "EventError"}} {
 		if res, err := inv.invoke(ctx, "stream", []byte(c.event)); err != nil || res.Error == nil || res.Error.Type != c.want {
 			t.Errorf("stream %s: %s %v, want %s", c.event, res.ErrorBody, err, c.want)
 		}

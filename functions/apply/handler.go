@@ -34,8 +34,8 @@ import (
 const DefaultMargin = 2 * time.Minute
 
 // Event is the handler's input; every field is optional and {} (what the schedule sends)
-// applies with the spec's settings. A value that does not decode is a *config.ConfigError
-// on "(event)".
+// applies with the spec's settings. A value that does not decode or is out of range is a
+// *lambdaerr.EventError.
 type Event struct {
 	// MaxSeconds overrides silver.max_seconds for this invocation (0: the deadline only).
 	MaxSeconds *float64 `json:"max_seconds,omitempty"`
@@ -45,10 +45,10 @@ type Event struct {
 func (e *Event) UnmarshalJSON(data []byte) error {
 	type plain Event
 	bad := func(field, reason string) error {
-		return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}}
+		return &lambdaerr.EventError{Function: "apply", Field: field, Reason: reason}
 	}
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return bad("(event)", "not an apply event: "+lambdaerr.EventDecodeReason(err))
+		return lambdaerr.DecodeEventError("apply", err)
 	}
 	if e.MaxSeconds != nil && (*e.MaxSeconds < 0 || *e.MaxSeconds > config.MaxDurationSeconds) {
 		return bad("max_seconds", "want 0 (the deadline only) or more seconds, at most 366 days")

@@ -388,7 +388,8 @@ func TestKilledApplyInvocationConverges(t *testing.T) {
 }
 
 // Every failure reaches the caller under its declared name (functions/lambdaerr) through
-// aws-lambda-go: a refused key or a missing silver section is a ConfigError, silver built
+// aws-lambda-go: a bad event is an EventError, a refused key or a missing silver section
+// is a ConfigError, silver built
 // from another bronze a BronzeChangedError, and the rest as declared.
 func TestErrorNames(t *testing.T) {
 	w := newWorld(t, testlake.Local, 20, 0)
@@ -397,14 +398,12 @@ func TestErrorNames(t *testing.T) {
 	if _, typ := w.invoke(`{}`); typ != "" {
 		t.Fatalf("first apply: %s", typ)
 	}
-	for event, want := range map[string]string{
-		`[]`:                    "ConfigError",
-		`{"max_seconds": "5"}`:  "ConfigError",
-		`{"max_seconds": -1}`:   "ConfigError",
-		`{"max_seconds": 1e12}`: "ConfigError",
-	} {
-		if _, typ := w.invoke(event); typ != want {
-			t.Errorf("event %s: %q, want %s", event, typ, want)
+	// A bad event is an EventError whose message says it is the apply event, not a
+	// ConfigError's "invalid table spec" (the spec is fine).
+	for _, event := range []string{`[]`, `{"max_seconds": "5"}`, `{"max_seconds": -1}`, `{"max_seconds": 1e12}`} {
+		if r := w.fn.Invoke(event); r.Error == nil || r.Error.Type != "EventError" || !strings.HasPrefix(r.Error.Message, "apply event: ") ||
+			strings.Contains(r.Error.Message, "table spec") {
+			t.Errorf("event %s: %s, want an EventError on the apply event", event, r.ErrorBody)
 		}
 	}
 

@@ -32,8 +32,8 @@ type Opener func(ctx context.Context, spec *config.Spec) (deps coresnapshot.Deps
 // Event is the handler's input: the backfill parameters under the original library's
 // names, each optional (absent: the spec's, with its defaults). {} is a call with the
 // spec's parameters. A field of the wrong type, an unknown field or a value out of range
-// is refused before anything is read: *snapshot.EventError for the shape,
-// *config.ConfigError for a value.
+// is refused before anything is read: *lambdaerr.EventError for the shape,
+// *config.ConfigError for a value (checked with the spec's parameters, by the same rules).
 type Event struct {
 	// ChunkRows sizes the chunks when the first call plans (rows, >= 1).
 	ChunkRows *int64 `json:"chunk_rows,omitempty"`
@@ -53,14 +53,14 @@ type Event struct {
 }
 
 // UnmarshalJSON decodes the event strictly: an unknown field (a misspelt parameter would
-// silently take the spec's value) or a field of the wrong type is an *EventError.
+// silently take the spec's value) or a field of the wrong type is a *lambdaerr.EventError.
 func (e *Event) UnmarshalJSON(data []byte) error {
 	type plain Event
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var p plain
 	if err := dec.Decode(&p); err != nil {
-		return &coresnapshot.EventError{Step: "backfill-wave", Reason: "not a backfill-wave event: " + lambdaerr.EventDecodeReason(err)}
+		return lambdaerr.DecodeEventError("backfill-wave", err)
 	}
 	*e = Event(p)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,10 +168,15 @@ func TestErrorsAreNamed(t *testing.T) {
 	if _, err := coresnapshot.OpenChunked(context.Background(), deps()); err != nil {
 		t.Fatal(err)
 	}
+	// The event's shape: an EventError that says it is the backfill-wave's event, not the
+	// snapshot's format ("snapshot event (step \"backfill-wave\")").
+	for _, event := range []string{`{"chunk_rows": "many"}`, `{"chunk_row": 5}`, `[1]`} {
+		if r := invoke(event); r.Error == nil || r.Error.Type != "EventError" || !strings.HasPrefix(r.Error.Message, "backfill-wave event: ") ||
+			strings.Contains(r.Error.Message, "snapshot") {
+			t.Errorf("%s: %s %s, want an EventError on the backfill-wave event", event, r.Output, r.ErrorBody)
+		}
+	}
 	for _, c := range []struct{ event, want string }{
-		{`{"chunk_rows": "many"}`, "EventError"},
-		{`{"chunk_row": 5}`, "EventError"},
-		{`[1]`, "EventError"},
 		{`{"chunk_rows": 0}`, "ConfigError"},
 		{`{"isolation": "readUncommitted"}`, "ConfigError"},
 		{`{"min_headroom_hours": -1}`, "ConfigError"},

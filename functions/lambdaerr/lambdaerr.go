@@ -98,7 +98,7 @@ var declared = []Name{
 	decl(&source.LSNRewoundError{}, false, Both|Seed|BackfillWave),
 	decl(&source.CommandIDMissingError{}, false, Stream),
 	decl(&bronze.ColumnsError{}, false, Both|Seed|BackfillWave),
-	decl(&snapshot.EventError{}, false, Snapshot|Seed|BackfillWave, &seed.EventError{}),
+	decl(&snapshot.EventError{}, false, All, &seed.EventError{}, &EventError{}),
 	decl(&snapshot.ModeLockError{}, false, Snapshot|Seed|Stream|BackfillWave),
 	decl(&snapshot.PlanNotFoundError{}, false, Snapshot|Seed|BackfillWave, &seed.PlanNotFoundError{}),
 	decl(&snapshot.MissingRangeError{}, false, Snapshot),
@@ -232,11 +232,41 @@ func find(err error, f func(error) error) error {
 	return nil
 }
 
+// EventError: a handler's event was refused before anything was read or written: it does
+// not decode (not a JSON object, a field of the wrong type, an unknown field where the
+// handler refuses them) or a value in it is out of range. The handlers whose events have
+// no step return it (stream, maintain, apply, reconcile, backfill-wave); the snapshot's
+// and the seed's carry their step (snapshot.EventError, seed.EventError) under the same
+// name. It is not a ConfigError: the spec is fine, the event is not (docs/handlers.md).
+type EventError struct {
+	// Function is the handler whose event it is ("stream", "backfill-wave").
+	Function string
+	// Field is the event's field at fault ("max_seconds"), "" when the event as a whole
+	// is (not an object, not JSON) or the reason names the field itself
+	// (EventDecodeReason's "max_seconds: got a string, want a number").
+	Field string
+	// Reason says what is wrong, in the event's terms.
+	Reason string
+}
+
+func (e *EventError) Error() string {
+	if e.Field == "" {
+		return e.Function + " event: " + e.Reason
+	}
+	return e.Function + " event: " + e.Field + ": " + e.Reason
+}
+
+// DecodeEventError is the *EventError of function for an event json.Unmarshal refused
+// with err: its reason is EventDecodeReason(err).
+func DecodeEventError(function string, err error) *EventError {
+	return &EventError{Function: function, Reason: EventDecodeReason(err)}
+}
+
 // EventDecodeReason says why json.Unmarshal refused a handler's event, in the event's
 // terms: "max_seconds: got a string, want a number", "got an array, want a JSON object",
 // "not JSON: ..."; json's own message names Go types (the handler's local struct and
 // float64), which mean nothing to whoever wrote the event. Handlers put it in their
-// EventError or ConfigError (docs/handlers.md).
+// EventError (DecodeEventError; docs/handlers.md).
 func EventDecodeReason(err error) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError

@@ -32,8 +32,8 @@ import (
 const DefaultMargin = 3 * time.Minute
 
 // Event is the handler's input; every field is optional and {} (what the schedule sends)
-// runs every operation on bronze and facts. A value that does not decode is a
-// *config.ConfigError on "(event)".
+// runs every operation on bronze and facts. A value that does not decode or is out of range
+// is a *lambdaerr.EventError.
 type Event struct {
 	// Tables limits the run to "bronze" and/or "facts".
 	Tables []string `json:"tables,omitempty"`
@@ -46,19 +46,19 @@ type Event struct {
 // UnmarshalJSON decodes the event and checks it, naming a failure.
 func (e *Event) UnmarshalJSON(data []byte) error {
 	type plain Event
-	bad := func(reason string) error {
-		return &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: reason}}}
+	bad := func(field, reason string) error {
+		return &lambdaerr.EventError{Function: "maintain", Field: field, Reason: reason}
 	}
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return bad("not a maintain event: " + lambdaerr.EventDecodeReason(err))
+		return lambdaerr.DecodeEventError("maintain", err)
 	}
 	for _, t := range e.Tables {
 		if t != "bronze" && t != "facts" {
-			return bad(`tables: want "bronze" and/or "facts", got "` + t + `"`)
+			return bad("tables", `want "bronze" and/or "facts", got "`+t+`"`)
 		}
 	}
 	if e.TargetFileSize < 0 {
-		return bad(fmt.Sprintf("target_file_size: %d: want bytes >= 1, or 0 or leave it out for %d (128 MiB)", e.TargetFileSize, deltalog.DefaultCompactTargetSize))
+		return bad("target_file_size", fmt.Sprintf("%d: want bytes >= 1, or 0 or leave it out for %d (128 MiB)", e.TargetFileSize, deltalog.DefaultCompactTargetSize))
 	}
 	return nil
 }

@@ -36,8 +36,8 @@ import (
 )
 
 // Event is the handler's input; every field is optional. The schedule sends
-// {"run": "<its scheduled time>"}. A value that does not decode is a *config.ConfigError
-// on "(event)".
+// {"run": "<its scheduled time>"}. A value that does not decode or is out of range is a
+// *lambdaerr.EventError.
 type Event struct {
 	// Run keys the report: an invocation whose run the report table's last report already
 	// holds returns that report instead of writing another ("" : every invocation writes
@@ -54,10 +54,10 @@ type Event struct {
 func (e *Event) UnmarshalJSON(data []byte) error {
 	type plain Event
 	bad := func(field, reason string) error {
-		return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}}
+		return &lambdaerr.EventError{Function: "reconcile", Field: field, Reason: reason}
 	}
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return bad("(event)", "not a reconcile event: "+lambdaerr.EventDecodeReason(err))
+		return lambdaerr.DecodeEventError("reconcile", err)
 	}
 	if e.Sample != nil && !(*e.Sample >= 0 && *e.Sample <= 1) {
 		return bad("sample", "want a fraction between 0 and 1")

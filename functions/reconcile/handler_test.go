@@ -271,18 +271,17 @@ func TestKilledReconcileGivesOneReport(t *testing.T) {
 }
 
 // Every failure reaches the caller under its declared name (functions/lambdaerr) through
-// aws-lambda-go: a bad event or a spec without a reconcile section is a ConfigError, the
+// aws-lambda-go: a bad event is an EventError, a spec without a reconcile section a
+// ConfigError, the
 // source's errors keep theirs.
 func TestErrorNames(t *testing.T) {
 	w := newWorld(t, testlake.Local)
-	for event, want := range map[string]string{
-		`[]`:              "ConfigError",
-		`{"sample": 2}`:   "ConfigError",
-		`{"sample": "x"}`: "ConfigError",
-		`{"run": "` + strings.Repeat("x", 201) + `"}`: "ConfigError",
-	} {
-		if _, typ := w.invoke(event); typ != want {
-			t.Errorf("event %s: %q, want %s", event, typ, want)
+	// A bad event is an EventError whose message says it is the reconcile event, not a
+	// ConfigError's "invalid table spec" (the spec is fine).
+	for _, event := range []string{`[]`, `{"sample": 2}`, `{"sample": "x"}`, `{"run": "` + strings.Repeat("x", 201) + `"}`} {
+		if r := w.fn.Invoke(event); r.Error == nil || r.Error.Type != "EventError" || !strings.HasPrefix(r.Error.Message, "reconcile event: ") ||
+			strings.Contains(r.Error.Message, "table spec") {
+			t.Errorf("event %s: %s, want an EventError on the reconcile event", event, r.ErrorBody)
 		}
 	}
 	rc := w.spec.Reconcile

@@ -13,6 +13,7 @@ package stream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,13 +29,13 @@ import (
 
 // Event is the handler's input: what EventBridge Scheduler or Step Functions sends. Every
 // field is optional; an empty object ({}) runs one invocation with the spec's settings. A
-// value that does not decode (a field of the wrong type, not an object) is a
-// *config.ConfigError on "(event)".
+// value that does not decode (a field of the wrong type, not an object) or is out of range
+// is a *lambdaerr.EventError.
 type Event struct {
 	// MaxSeconds overrides the spec's max_seconds for this invocation.
 	MaxSeconds *float64 `json:"max_seconds,omitempty"`
 	// MaxBatches stops after this many batches (0: until caught up or out of time); a
-	// negative count is a *config.ConfigError. max_seconds is bounded as the spec's is.
+	// negative count is refused. max_seconds is bounded as the spec's is.
 	MaxBatches int `json:"max_batches,omitempty"`
 }
 
@@ -43,10 +44,10 @@ type Event struct {
 func (e *Event) UnmarshalJSON(data []byte) error {
 	type plain Event
 	if err := json.Unmarshal(data, (*plain)(e)); err != nil {
-		return &config.ConfigError{Problems: []config.Problem{{Field: "(event)", Reason: "not a stream event: " + lambdaerr.EventDecodeReason(err)}}}
+		return lambdaerr.DecodeEventError("stream", err)
 	}
 	if e.MaxBatches < 0 {
-		return &config.ConfigError{Problems: []config.Problem{{Field: "max_batches", Reason: fmt.Sprintf("%d: want 0 (no bound) or more", e.MaxBatches)}}}
+		return &lambdaerr.EventError{Function: "stream", Field: "max_batches", Reason: fmt.Sprintf("%d: want 0 (no bound) or more", e.MaxBatches)}
 	}
 	return nil
 }
@@ -115,6 +116,20 @@ func DeclaredMetrics(list string) map[string]bool {
 	return declared
 }
 
+// eventProblem is err, a *config.ConfigError of the spec with the event's override of
+// field, as the *lambdaerr.EventError on that field; any other error under its name.
+func eventProblem(err error, field string) error {
+	var ce *config.ConfigError
+	if errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			if p.Field == field {
+				return &lambdaerr.EventError{Function: "stream", Field: field, Reason: p.Reason}
+			}
+		}
+	}
+	return lambdaerr.Named(err)
+}
+
 // Handle runs core/stream for one invocation (aws-lambda-go decodes the event and encodes
 // the output) and returns every error under its declared name (functions/lambdaerr), the
 // errorType Step Functions matches.
@@ -125,9 +140,11 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Output, error) {
 	}
 	spec := *h.Spec
 	if ev.MaxSeconds != nil {
+		// The spec's own bound (config's validateSeconds), reported on the event: the spec
+		// validated before the override.
 		spec.MaxSeconds = *ev.MaxSeconds
 		if err := spec.Validate(); err != nil {
-			return Output{}, lambdaerr.Named(err)
+			return Output{}, eventProblem(err, "max_seconds")
 		}
 	}
 	deps, closeDeps, err := h.Open(ctx, &spec)

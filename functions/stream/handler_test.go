@@ -163,14 +163,17 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// An event that does not decode, or overrides max_seconds with an invalid value, is a
-// ConfigError on the event, not json's own error type nor a run with the spec's settings.
-func TestInvalidEventIsConfigError(t *testing.T) {
+// An event that does not decode, or overrides max_seconds or max_batches with an invalid
+// value, is an EventError, not json's own error type nor a run with the spec's settings;
+// nor a ConfigError, whose message says "invalid table spec" when the spec is fine. The
+// message says it is the stream's event.
+func TestInvalidEventIsEventError(t *testing.T) {
 	h, _, _ := fixture(t)
 	invoke := runtimeapitest.Start(t, "stream", h.Handle).Invoke
 	for _, ev := range []string{`{"max_seconds": -1}`, `{"max_seconds": 1e10}`, `{"max_batches": "x"}`, `{"max_batches": -1}`, `[1]`, `"go"`} {
-		if r := invoke(ev); r.Error == nil || r.Error.Type != "ConfigError" {
-			t.Errorf("%s: %s %s, want ConfigError", ev, r.Output, r.ErrorBody)
+		if r := invoke(ev); r.Error == nil || r.Error.Type != "EventError" || !strings.HasPrefix(r.Error.Message, "stream event: ") ||
+			strings.Contains(r.Error.Message, "table spec") {
+			t.Errorf("%s: %s %s, want an EventError on the stream event", ev, r.Output, r.ErrorBody)
 		}
 	}
 	// The message names the field in the event's terms, not Go's (lambdaerr.EventDecodeReason).
