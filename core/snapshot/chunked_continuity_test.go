@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,10 @@ func TestBackfillRefusesARewoundSource(t *testing.T) {
 			var rw *source.LSNRewoundError
 			if !errors.As(err, &rw) || rw.Recorded != s.LSN {
 				t.Fatalf("backfill after the restore: %+v, %v; want *source.LSNRewoundError at S %s", st, err, s.LSN)
+			}
+			// Refused in a wave, the message says which (wave 1: wave 0 was read).
+			if want := waveErrPrefix(1, s.LSN) + "snapshot stamp " + s.LSN.String() + ": "; c.waves > 0 && !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("message %q, want it to begin %q", err, want)
 			}
 			if v := e.version(); v != v0 {
 				t.Fatalf("bronze moved from version %d to %d", v0, v)
@@ -137,6 +142,15 @@ func TestWaveRefusesARestoreDuringItsRead(t *testing.T) {
 			if !after && (!errors.As(err, &rb) || !source.IsTransient(err) || !s.LSN.Less(rb.To)) {
 				t.Fatalf("wave whose read followed a restore: %v; want a transient *source.ReplicaBehindError at the wave's stamp", err)
 			}
+			// The message says it is wave 0 of the backfill, and names its stamp as the
+			// wave's, not as a snapshot's (CheckStamp's format for a full snapshot's L).
+			want := waveErrPrefix(0, s.LSN) + "read chunk "
+			if after {
+				want = waveErrPrefix(0, s.LSN) + "wave stamp " + rw.Recorded.String() + ": "
+			}
+			if !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("message %q, want it to begin %q", err, want)
+			}
 			if v := e.version(); v != v0 {
 				t.Fatalf("bronze moved from version %d to %d", v0, v)
 			}
@@ -147,8 +161,17 @@ func TestWaveRefusesARestoreDuringItsRead(t *testing.T) {
 			if !errors.As(err, &rw) || rw.Recorded != s.LSN {
 				t.Fatalf("rerun on the restored database: %v; want *source.LSNRewoundError at S %s", err, s.LSN)
 			}
+			if want := waveErrPrefix(0, s.LSN) + "snapshot stamp " + s.LSN.String() + ": "; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("rerun: message %q, want it to begin %q", err, want)
+			}
 		})
 	}
+}
+
+// waveErrPrefix is how the errors of wave w of the chunked snapshot s begin, so that an
+// operator tells them from a full snapshot's (which share CheckStamp and the range reads).
+func waveErrPrefix(w int, s lsn.LSN) string {
+	return fmt.Sprintf("backfill wave %d of chunked snapshot %s: ", w, s)
 }
 
 // lowMaxAfterCheck makes max_lsn go back once, right after a continuity check (the call
@@ -206,6 +229,9 @@ func TestWaveStampBelowSIsRefused(t *testing.T) {
 	var sb *snapshot.StampBelowSnapshotError
 	if !errors.As(err, &sb) || sb.Stamp != low || sb.Snapshot != s.LSN || !strings.Contains(err.Error(), "then retry") {
 		t.Fatalf("wave stamped at %s below S %s: %v; want *StampBelowSnapshotError", low, s.LSN, err)
+	}
+	if want := waveErrPrefix(1, s.LSN) + "wave stamp "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("message %q, want it to begin %q", err, want)
 	}
 	if v, n := e.version(), len(planRows(t, e.deps(), snapshot.PlanEventChunk)); v != v0 || n != chunks0 {
 		t.Fatalf("bronze version %d (was %d), %d chunk rows (were %d)", v, v0, n, chunks0)

@@ -54,17 +54,30 @@ type chunkRead struct {
 }
 
 // wave reads and commits the next wave and returns done with the wave's chunk rows added.
+// Its errors begin "backfill wave <w> of chunked snapshot <S>: " (readWave's wrapped), so
+// that a log line tells a wave's failure from a full snapshot's, with which shares the
+// stamp checks and range reads (docs/handlers.md § backfill-wave errors).
 func (b *backfill) wave(ctx context.Context, plan []chunk, done []PlanRow, pace time.Duration) ([]PlanRow, error) {
-	d := b.d
-	appID, s := d.Spec.AppID, b.s.LSN
-	bsnap, err := d.Bronze.Snapshot(ctx)
+	s := b.s.LSN
+	bsnap, err := b.d.Bronze.Snapshot(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read bronze: %w", err)
+		return nil, fmt.Errorf("backfill of chunked snapshot %s: read bronze: %w", s, err)
 	}
 	w := int64(0)
-	if v, ok := bsnap.TxnVersion(WaveTxnAppID(appID, s)); ok {
+	if v, ok := bsnap.TxnVersion(WaveTxnAppID(b.d.Spec.AppID, s)); ok {
 		w = v + 1
 	}
+	rows, err := b.readWave(ctx, w, plan, done, pace)
+	if err != nil {
+		return nil, fmt.Errorf("backfill wave %d of chunked snapshot %s: %w", w, s, err)
+	}
+	return rows, nil
+}
+
+// readWave reads and commits wave w (wave's body; its errors unwrapped).
+func (b *backfill) readWave(ctx context.Context, w int64, plan []chunk, done []PlanRow, pace time.Duration) ([]PlanRow, error) {
+	d := b.d
+	appID, s := d.Spec.AppID, b.s.LSN
 	todo := notDone(plan, done)
 	k := max(d.Spec.Options.NumPartitions, 1)
 	n := min(len(todo), b.rounds(pace)*k)
@@ -143,7 +156,7 @@ func (b *backfill) wave(ctx context.Context, plan []chunk, done []PlanRow, pace 
 	}
 	// A restore during the read leaves rows older than L claims: refused unless the wave
 	// is already in bronze (a rerun writes nothing new).
-	if err := checkStampUnlessCommitted(ctx, d, stampOff, tag.Backfill, w); err != nil {
+	if err := checkStampUnlessCommitted(ctx, d, stampOff, "wave stamp", tag.Backfill, w); err != nil {
 		return nil, err
 	}
 	replayed, err := b.commitWave(ctx, tag, files)
@@ -153,7 +166,8 @@ func (b *backfill) wave(ctx context.Context, plan []chunk, done []PlanRow, pace 
 	var rows []PlanRow
 	if replayed {
 		// Another attempt committed wave w first: ours are orphan files; record what it read.
-		if bsnap, err = d.Bronze.Snapshot(ctx); err != nil {
+		bsnap, err := d.Bronze.Snapshot(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("read bronze: %w", err)
 		}
 		if rows, err = b.committedWave(ctx, bsnap, w, plan, done); err != nil {
@@ -269,7 +283,7 @@ func (b *backfill) commitWave(ctx context.Context, tag waveTag, files ingest.Fil
 			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("commit wave %d to bronze: %w", tag.Wave, err)
+			return false, fmt.Errorf("commit to bronze: %w", err)
 		}
 		return res.Replayed, nil
 	}

@@ -111,7 +111,7 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if len(files.Adds) == 0 {
 		txnApp = EmptyTxnAppID(d.Spec.AppID, snap.LSN)
 	}
-	if err := checkStampUnlessCommittedOn(ctx, d, bsnap, st.Snapshot, txnApp, 0); err != nil {
+	if err := checkStampUnlessCommittedOn(ctx, d, bsnap, st.Snapshot, "snapshot stamp", txnApp, 0); err != nil {
 		return CommitResult{}, err
 	}
 	res, err := ingest.Append(ctx, d.Bronze, bsnap, ingest.Commit{AppID: txnApp, Version: 0, Schema: schema, Files: files,
@@ -234,19 +234,20 @@ func commitTS(o lsn.Offset) string {
 // checkStampUnlessCommitted is CheckStamp before a snapshot's commit (a full snapshot's,
 // txn version 0; a chunked snapshot's wave, its wave number), skipped when bronze already
 // holds the commit (its txn at version or later): a rerun writes nothing new to bronze, and
-// the stream checks its own start against the source.
-func checkStampUnlessCommitted(ctx context.Context, d Deps, stamp lsn.Offset, txnApp string, version int64) error {
+// the stream checks its own start against the source. what names the stamp in the error
+// (checkStampAs).
+func checkStampUnlessCommitted(ctx context.Context, d Deps, stamp lsn.Offset, what, txnApp string, version int64) error {
 	snap, err := d.Bronze.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("read bronze: %w", err)
 	}
-	return checkStampUnlessCommittedOn(ctx, d, snap, stamp, txnApp, version)
+	return checkStampUnlessCommittedOn(ctx, d, snap, stamp, what, txnApp, version)
 }
 
 // checkStampUnlessCommittedOn is checkStampUnlessCommitted on bronze as snap holds it.
-func checkStampUnlessCommittedOn(ctx context.Context, d Deps, snap *deltalog.Snapshot, stamp lsn.Offset, txnApp string, version int64) error {
+func checkStampUnlessCommittedOn(ctx context.Context, d Deps, snap *deltalog.Snapshot, stamp lsn.Offset, what, txnApp string, version int64) error {
 	if v, done := snap.TxnVersion(txnApp); done && v >= version {
 		return nil
 	}
-	return CheckStamp(ctx, d.Source, stamp)
+	return checkStampAs(ctx, d.Source, stamp, what)
 }

@@ -66,10 +66,18 @@ func stampOffset(ctx context.Context, src source.Source, l lsn.LSN) (lsn.Offset,
 // the stamp and a read, the read would see the table as it was before commits the stamp
 // claims, and the stream, starting after the stamp, would never read them. Every step
 // that goes on from a recorded stamp calls it first, with the stamp as recorded (its
-// commit time from staging, not from the source now). Source errors are returned wrapped.
+// commit time from staging, not from the source now). Source errors are returned wrapped,
+// the stamp named as a snapshot's ("snapshot stamp L: ...").
 func CheckStamp(ctx context.Context, src source.Source, off lsn.Offset) error {
+	return checkStampAs(ctx, src, off, "snapshot stamp")
+}
+
+// checkStampAs is CheckStamp whose errors name the stamp as what: "snapshot stamp" for a
+// snapshot's L or S, "wave stamp" for a backfill wave's L, so that a wave's refusal is not
+// read as a snapshot's.
+func checkStampAs(ctx context.Context, src source.Source, off lsn.Offset, what string) error {
 	if err := source.CheckContinuity(ctx, src, off.LSN, off.CommitTS); err != nil {
-		return fmt.Errorf("snapshot stamp %s: %w", off.LSN, err)
+		return fmt.Errorf("%s %s: %w", what, off.LSN, err)
 	}
 	return nil
 }
