@@ -71,7 +71,8 @@ func maintainUsage(fs *flag.FlagSet) func() {
 		fmt.Fprintln(w, "--vacuum deletes data files no")
 		fmt.Fprintln(w, "snapshot within the retention references and older than it (default")
 		fmt.Fprintln(w, "delta.deletedFileRetentionDuration, else 7 days). A --retention below the table's")
-		fmt.Fprintln(w, "configured value is refused unless --force.")
+		fmt.Fprintln(w, "configured value is refused unless --force; with --dry-run it is listed, and the")
+		fmt.Fprintln(w, "output says a real run needs --force.")
 		fs.PrintDefaults()
 	}
 }
@@ -89,7 +90,7 @@ func runMaintain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	dryRun := fs.Bool("dry-run", false, "list what would be done; change nothing")
 	var retention retentionFlag
 	fs.Var(&retention, "retention", "retention for --cleanup-log and --vacuum, e.g. 168h or \"7 days\" (default: the table's property, else the Delta default)")
-	force := fs.Bool("force", false, "allow a --retention below the table's configured retention")
+	force := fs.Bool("force", false, "allow a --retention below the table's configured retention (a --dry-run needs none)")
 	asJSON := fs.Bool("json", false, "print a JSON object instead of text")
 	verbose := fs.Bool("v", false, "list every file deleted (or, with --dry-run, that would be)")
 	cfg := addTableFlags(fs)
@@ -207,6 +208,7 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 	if v := r.Vacuum; v != nil {
 		fmt.Fprintf(w, "vacuum: %s %d %s (%d bytes); kept %d referenced by version %d, %d younger than the retention (retention %s)\n",
 			verb, v.DeletedFiles, plural(v.DeletedFiles, "file"), v.DeletedBytes, *v.Protected, *v.Version, *v.TooNew, readableHours(v.RetentionHours))
+		printNeedsForce(w, "vacuum", maintain.DeletedRetentionKey, v)
 		printKeys(w, v.Deleted, verbose)
 	}
 	if c := r.CleanupLog; c != nil {
@@ -220,12 +222,22 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 		}
 		fmt.Fprintf(w, "cleanup-log: %s %d %s (%d bytes); %s (retention %s%s)\n",
 			verb, c.DeletedFiles, plural(c.DeletedFiles, "file"), c.DeletedBytes, where, readableHours(c.RetentionHours), cut)
+		printNeedsForce(w, "cleanup-log", maintain.LogRetentionKey, c)
 		printKeys(w, c.Deleted, verbose)
 	}
 	if c := r.TempFiles; c != nil {
 		fmt.Fprintf(w, "temp-files: %s %d orphaned temporary %s (%d bytes) older than %s\n",
 			verb, c.DeletedFiles, plural(c.DeletedFiles, "file"), c.DeletedBytes, readableHours(c.RetentionHours))
 		printKeys(w, c.Deleted, verbose)
+	}
+}
+
+// printNeedsForce says, after a dry run's line for op, that a real run with its retention
+// would be refused without --force (maintain.OpResult.NeedsForce).
+func printNeedsForce(w io.Writer, op, property string, r *maintain.OpResult) {
+	if r.NeedsForce {
+		fmt.Fprintf(w, "%s: a real run with this retention needs --force: %s is below the table's %s (%s)\n",
+			op, readableHours(r.RetentionHours), property, readableHours(r.MinimumHours))
 	}
 }
 

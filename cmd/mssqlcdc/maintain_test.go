@@ -112,6 +112,19 @@ func TestMaintainVacuum(t *testing.T) {
 	if !exists(t, filepath.Join(dir, "part-orphan-new.parquet")) {
 		t.Fatal("a refused run deleted a file")
 	}
+	// The same with --dry-run is no refusal (it deletes nothing): it lists what 1 hour
+	// would delete, and says a real run needs --force.
+	out, errOut, code = runCLI(t, "maintain", dir, "--vacuum", "--retention", "1h", "--dry-run")
+	want = "vacuum: a real run with this retention needs --force: 1 hour is below the table's delta.deletedFileRetentionDuration (7 days)\n"
+	if code != 0 || !strings.Contains(out, "vacuum: would delete 2 files") || !strings.Contains(out, want) {
+		t.Errorf("short retention, dry run: exit %d, %q %q; want the deletions and %q", code, out, errOut, want)
+	}
+	if !exists(t, filepath.Join(dir, "part-orphan-new.parquet")) {
+		t.Fatal("a dry run deleted a file")
+	}
+	if out, _, _ := runCLI(t, "maintain", dir, "--vacuum", "--retention", "1h", "--dry-run", "--force"); strings.Contains(out, "needs --force") {
+		t.Errorf("forced dry run says it needs --force:\n%s", out)
+	}
 
 	// The real run deletes the old orphan only; the table reads the same rows.
 	rep := maintainJSON(t, dir, "--vacuum")

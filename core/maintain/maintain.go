@@ -42,7 +42,9 @@ type Options struct {
 	TempFiles   bool
 	TempFileAge time.Duration
 	// Retention applies to CleanupLog and Vacuum; 0 is each one's table property, else the
-	// Delta default. One below the table's value is a *RetentionTooShortError unless Force.
+	// Delta default. One below the table's value is a *RetentionTooShortError unless Force,
+	// or DryRun: a dry run deletes nothing, so it reports what that retention would delete
+	// and marks the operation NeedsForce.
 	Retention time.Duration
 	Force     bool
 	// DryRun reports what each operation would do and changes nothing.
@@ -108,6 +110,10 @@ type OpResult struct {
 	// Temporary files: both are the minimum age.
 	RetentionHours float64 `json:"retentionHours"`
 	MinimumHours   float64 `json:"minimumHours"`
+	// NeedsForce (a dry run only) is true when RetentionHours is below MinimumHours and
+	// Force was not set: a real run with this retention would be refused
+	// (*RetentionTooShortError) unless forced.
+	NeedsForce bool `json:"needsForce,omitempty"`
 	// DeletedFiles and DeletedBytes count what was deleted (with DryRun: would be).
 	DeletedFiles int   `json:"deletedFiles"`
 	DeletedBytes int64 `json:"deletedBytes"`
@@ -158,11 +164,11 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 	}
 	md := snap.Metadata()
 	rep := &Report{Table: tbl.Store().URL(), DryRun: o.DryRun}
-	vacRet, vacMin, err := retention(md, o, "vacuum", DeletedRetentionKey, deltalog.DefaultTombstoneRetention)
+	vacRet, vacMin, vacForce, err := retention(md, o, "vacuum", DeletedRetentionKey, deltalog.DefaultTombstoneRetention)
 	if err != nil && o.Vacuum {
 		return nil, err
 	}
-	logRet, logMin, err := retention(md, o, "cleanup-log", LogRetentionKey, deltalog.DefaultLogRetention)
+	logRet, logMin, logForce, err := retention(md, o, "cleanup-log", LogRetentionKey, deltalog.DefaultLogRetention)
 	if err != nil && o.CleanupLog {
 		return nil, err
 	}
@@ -205,6 +211,7 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 			return rep, fmt.Errorf("cleanup-log: %w", err)
 		}
 		r := newOpResult(logRet, logMin, res.Deleted, res.DeletedBytes)
+		r.NeedsForce = logForce
 		if res.Checkpoint >= 0 {
 			r.Checkpoint = &res.Checkpoint
 		}
@@ -228,7 +235,7 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 			return rep, fmt.Errorf("vacuum: %w", err)
 		}
 		r := newOpResult(vacRet, vacMin, res.Deleted, res.DeletedBytes)
-		r.Version, r.Protected, r.TooNew = &res.Version, &res.Protected, &res.TooNew
+		r.Version, r.Protected, r.TooNew, r.NeedsForce = &res.Version, &res.Protected, &res.TooNew, vacForce
 		rep.Vacuum = r
 	}
 	if o.TempFiles {
@@ -247,12 +254,13 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 
 // retention is the retention an operation uses (o.Retention, else the table's property,
 // else def) and the table's configured minimum; an error when the property does not parse
-// or o.Retention is below the minimum without Force.
-func retention(md deltalog.Metadata, o Options, op, property string, def time.Duration) (use, minimum time.Duration, err error) {
+// or o.Retention is below the minimum without Force, except in a dry run, which deletes
+// nothing: there needsForce says a real run would be refused.
+func retention(md deltalog.Metadata, o Options, op, property string, def time.Duration) (use, minimum time.Duration, needsForce bool, err error) {
 	minimum = def
 	if v, ok := md.Configuration[property]; ok {
 		if minimum, err = deltalog.ParseInterval(v); err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", property, err)
+			return 0, 0, false, fmt.Errorf("%s: %w", property, err)
 		}
 	}
 	use = o.Retention
@@ -260,9 +268,12 @@ func retention(md deltalog.Metadata, o Options, op, property string, def time.Du
 		use = minimum
 	}
 	if use < minimum && !o.Force {
-		return 0, 0, &RetentionTooShortError{Op: op, Property: property, Retention: use, Minimum: minimum}
+		if !o.DryRun {
+			return 0, 0, false, &RetentionTooShortError{Op: op, Property: property, Retention: use, Minimum: minimum}
+		}
+		needsForce = true
 	}
-	return use, minimum, nil
+	return use, minimum, needsForce, nil
 }
 
 // newOpResult is a deleting operation's result; bytes is the deleted files' size as the

@@ -124,6 +124,46 @@ func TestRunRetentionTooShort(t *testing.T) {
 	}
 }
 
+// A dry run with a retention below the table's is not refused (it deletes nothing): it
+// reports what that retention would delete, and NeedsForce on each operation a real run
+// would refuse without Force. With Force, or at the table's retention, no NeedsForce.
+func TestRunDryRunBelowRetentionSaysNeedsForce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Now()
+	deltatest.AppendIDs(t, open(t, dir, &deltatest.Faults{}, now), 0, 3)
+	orphan := filepath.Join(dir, "part-orphan.parquet")
+	if err := os.WriteFile(orphan, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := now.Add(-2 * time.Hour)
+	if err := os.Chtimes(orphan, old, old); err != nil {
+		t.Fatal(err)
+	}
+	o := maintain.Options{Vacuum: true, CleanupLog: true, DryRun: true, Retention: time.Hour}
+	rep, err := maintain.Run(ctx, open(t, dir, &deltatest.Faults{}, now), o)
+	if err != nil {
+		t.Fatalf("dry run below the table's retention: %v", err)
+	}
+	if v := rep.Vacuum; v == nil || !v.NeedsForce || v.RetentionHours != 1 || v.MinimumHours != 168 || !slices.Equal(v.Deleted, []string{"part-orphan.parquet"}) {
+		t.Errorf("vacuum: %+v", rep.Vacuum)
+	}
+	if c := rep.CleanupLog; c == nil || !c.NeedsForce || c.MinimumHours != 720 {
+		t.Errorf("cleanup-log: %+v", rep.CleanupLog)
+	}
+	if _, err := os.Stat(orphan); err != nil {
+		t.Fatalf("a dry run deleted a file: %v", err)
+	}
+	o.Force = true
+	if rep, err = maintain.Run(ctx, open(t, dir, &deltatest.Faults{}, now), o); err != nil || rep.Vacuum.NeedsForce || rep.CleanupLog.NeedsForce {
+		t.Errorf("forced dry run: %+v, %v; want no NeedsForce", rep, err)
+	}
+	o.Force, o.Retention = false, 0
+	if rep, err = maintain.Run(ctx, open(t, dir, &deltatest.Faults{}, now), o); err != nil || rep.Vacuum.NeedsForce || rep.CleanupLog.NeedsForce {
+		t.Errorf("dry run at the table's retention: %+v, %v; want no NeedsForce", rep, err)
+	}
+}
+
 // Killed at any external call, a maintenance run leaves the table readable with every row
 // once; re-runs converge to the state a clean run reaches (one file, the old files and
 // commits deleted).
