@@ -598,17 +598,38 @@ func (c *Checkpoint) highest(ctx context.Context, dir string) (top int64, tag st
 	return top, tag, found, start, nil
 }
 
+// batchOf is the batch number of dir's file key ("offsets/12.json": 12), written as
+// offsetKey and commitKey write it (keyNumber); false for any other key.
 func batchOf(dir, key string) (int64, bool) {
 	name, ok := strings.CutPrefix(key, dir)
 	if !ok {
 		return 0, false
 	}
 	name, ok = strings.CutSuffix(name, ".json")
-	if !ok || strings.Contains(name, "/") {
+	if !ok {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(name, 10, 64)
-	return n, err == nil && n >= 0
+	return keyNumber(name)
+}
+
+// keyNumber returns the number written as s in a key name the checkpoint writes (a batch,
+// a claim, an attempt: strconv.FormatInt or Itoa of a number >= 0). s must be exactly that
+// form: ASCII digits, no sign, no leading zero but "0" itself, at most math.MaxInt64.
+// False for anything else ("+5", "05", " 5", "", a number above math.MaxInt64), which
+// strconv.ParseInt would partly take: a name of another form is no file of that number
+// and is ignored, as a foreign name is. deltalog/internal/logname reads Delta versions by
+// the same rule (their fixed width in place of "no leading zero").
+func keyNumber(s string) (int64, bool) {
+	if s == "" || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64) // digits only: fails only above math.MaxInt64
+	return n, err == nil
 }
 
 func offsetKey(n int64) string { return OffsetsDir + strconv.FormatInt(n, 10) + ".json" }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
@@ -445,5 +447,40 @@ func TestWriteNextOffsetsIsAFence(t *testing.T) {
 	}
 	if err := New(st, "app").WriteNextOffsets(ctx, b); !errors.As(err, &cs) {
 		t.Errorf("WriteNextOffsets on another's file: %v, want *ConcurrentStreamError", err)
+	}
+}
+
+// batchOf reads a batch number only in the form the checkpoint writes it (offsetKey,
+// commitKey: strconv.FormatInt, so no sign, no leading zero but "0" itself, ASCII
+// digits): any other name is no batch file, as deltalog/internal/logname reads Delta
+// versions. strconv.ParseInt took "+5" and "05" as 5, so a stray "+5.json" counted as
+// batch 5 (the highest batch, or a file Clean deleted as batch 5).
+func TestBatchOfAcceptsOnlyTheWrittenForm(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 42, 1234567890, math.MaxInt64} {
+		for _, key := range []string{offsetKey(n), commitKey(n)} {
+			dir := OffsetsDir
+			if strings.HasPrefix(key, CommitsDir) {
+				dir = CommitsDir
+			}
+			if got, ok := batchOf(dir, key); !ok || got != n {
+				t.Errorf("batchOf(%q) = %d, %v; want %d", key, got, ok, n)
+			}
+		}
+	}
+	for _, name := range []string{
+		"+5", "-1", "-0", "+0", // signs
+		"05", "00", "007", // leading zeros (the writer writes "0" alone)
+		" 5", "5 ", "5\n", "\t5", // spaces
+		"9223372036854775808", "99999999999999999999", // above math.MaxInt64
+		"", "x", "5x", "0x5", "5e3", "1_000", "٣", // empty, not decimal digits
+		"5.json", "a/5", // not a batch file of dir itself
+	} {
+		key := OffsetsDir + name + ".json"
+		if got, ok := batchOf(OffsetsDir, key); ok {
+			t.Errorf("batchOf(%q) = %d, true; want no batch", key, got)
+		}
+	}
+	if got, ok := batchOf(OffsetsDir, CommitsDir+"5.json"); ok {
+		t.Errorf("batchOf of another dir's key = %d, true", got)
 	}
 }
