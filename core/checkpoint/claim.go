@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// claimHolder is the claim with the highest number k among dir's <k>.json files, and k
-// (0 and a zero Claim when none exists).
+// claimHolder is the claim with the highest number k among dir's <k>.json files (k as
+// claim writes it: keyNumber), and k (0 and a zero Claim when none exists).
 func (c *Checkpoint) claimHolder(ctx context.Context, dir string) (Claim, int, error) {
 	top := 0
 	for info, err := range c.store.List(ctx, dir, "") {
@@ -18,8 +18,8 @@ func (c *Checkpoint) claimHolder(ctx context.Context, dir string) (Claim, int, e
 			return Claim{}, 0, fmt.Errorf("read claims: %w", err)
 		}
 		name, ok := strings.CutSuffix(strings.TrimPrefix(info.Key, dir), ".json")
-		if k, err := strconv.Atoi(name); ok && err == nil && k > top {
-			top = k
+		if k, isNum := keyNumber(name); ok && isNum && k > int64(top) {
+			top = int(k)
 		}
 	}
 	if top == 0 {

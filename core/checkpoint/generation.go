@@ -207,20 +207,21 @@ func (c *Checkpoint) Generations(ctx context.Context) (Generations, error) {
 	} else if next.g.Live.Generation != n {
 		return Generations{}, fmt.Errorf("read generations: %s says generation %d", generationKey(n), next.g.Live.Generation)
 	}
-	// keys are sorted; attempt numbers are not in key order ("10" < "9"), hence nums.
+	// keys are sorted; attempt numbers are not in key order ("10" < "9"), hence nums. A
+	// number is read only as attemptKey and failureKey write it (keyNumber).
 	failed := map[int]bool{}
 	var nums []int
 	for _, k := range keys {
 		name := strings.TrimPrefix(k, attemptsDir(n+1))
 		if a, ok := strings.CutSuffix(name, ".failed.json"); ok {
-			if i, err := strconv.Atoi(a); err == nil {
-				failed[i] = true
+			if i, ok := keyNumber(a); ok {
+				failed[int(i)] = true
 			}
 			continue
 		}
 		if a, ok := strings.CutSuffix(name, ".json"); ok {
-			if i, err := strconv.Atoi(a); err == nil && i > 0 {
-				nums = append(nums, i)
+			if i, ok := keyNumber(a); ok && i > 0 {
+				nums = append(nums, int(i))
 			}
 		}
 	}

@@ -225,3 +225,33 @@ func TestGenerationsWarmReadIsOneList(t *testing.T) {
 		t.Error("Generation(1) is a new Checkpoint on each call: its memory of its own writes is lost")
 	}
 }
+
+// Attempt and claim files are numbered as the checkpoint writes them (strconv.Itoa): a
+// stray name of another form beside them ("+9.json", "09.json", "+1.failed.json") is no
+// attempt, failure or claim. strconv.Atoi read "+9" as 9, and the read of "9.json" that
+// followed failed (not found), so one stray file stopped Generations and the claims.
+func TestStrayNumberedNamesAreNoAttemptsOrClaims(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	root := New(st, "orders-v1")
+	at := time.Date(2026, 9, 28, 14, 0, 0, 0, time.UTC)
+	if err := root.OpenAttempt(ctx, Attempt{Generation: 1, Attempt: 1, Mode: ModeFull, From: off("0x0A", ""), StartedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{attemptsDir(1) + "+9.json", attemptsDir(1) + "09.json", attemptsDir(1) + "+1.failed.json",
+		attemptsDir(1) + "01.failed.json", claimsDir(1, 1) + "+9.json", claimsDir(1, 1) + "07.json"} {
+		if err := st.PutIfAbsent(ctx, k, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := root.Generations(ctx)
+	if err != nil || len(g.Attempts) != 1 || g.Open() == nil || g.Open().Attempt != 1 || g.NextAttempt() != 2 {
+		t.Fatalf("generations beside stray names: %+v, %v; want attempt 1 open, next 2", g, err)
+	}
+	if _, ok, err := root.ClaimAttempt(ctx, 1, 1, "exec-1", false, at); err != nil || !ok {
+		t.Fatalf("claim beside stray names: %v, %v", ok, err)
+	}
+	if cl, k, err := root.ClaimHolder(ctx, 1, 1); err != nil || cl.Execution != "exec-1" || k != 1 {
+		t.Errorf("claim holder: %+v, claim %d, %v; want exec-1's claim 1", cl, k, err)
+	}
+}
