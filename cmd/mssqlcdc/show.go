@@ -58,7 +58,7 @@ func (w *whereFlag) Set(s string) error {
 func showUsage(fs *flag.FlagSet) func() {
 	return func() {
 		w := fs.Output()
-		fmt.Fprintln(w, "Usage: mssqlcdc show TABLE_URL [--where COL=VALUE]... [--columns A,B] [--limit N] [--version V] [--json]")
+		fmt.Fprintln(w, "Usage: mssqlcdc show TABLE_URL [--where COL=VALUE]... [--columns A,B] [--limit N] [--version N] [--json]")
 		fmt.Fprintln(w, "TABLE_URL is a path, file:///path or s3://bucket/prefix. Rows are read through mssqlcdc's")
 		fmt.Fprintln(w, "Delta reader (the live files of the version, file skipping by statistics), in file order,")
 		fmt.Fprintln(w, "not sorted. --where compares a string or integer column for equality; several --where")
