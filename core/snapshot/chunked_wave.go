@@ -55,8 +55,8 @@ type chunkRead struct {
 
 // wave reads and commits the next wave and returns done with the wave's chunk rows added.
 // Its errors begin "backfill wave <w> of chunked snapshot <S>: " (readWave's wrapped), so
-// that a log line tells a wave's failure from a full snapshot's, with which shares the
-// stamp checks and range reads (docs/handlers.md § backfill-wave errors).
+// that a log line tells a wave's failure from a full snapshot's, whose stamp checks and
+// range reads a wave shares (docs/handlers.md § backfill-wave errors).
 func (b *backfill) wave(ctx context.Context, plan []chunk, done []PlanRow, pace time.Duration) ([]PlanRow, error) {
 	s := b.s.LSN
 	bsnap, err := b.d.Bronze.Snapshot(ctx)
