@@ -32,8 +32,8 @@ func BenchmarkCarriedCheckpoint(b *testing.B) {
 		}
 	}
 	snap := snapshotB(b, t.stream)
-	base := snap.cpTombstones.carryBase()
-	if base == nil {
+	base, err := snap.cpTombstones.carryBase()
+	if err != nil || base == nil {
 		b.Fatal("the aged table's kept snapshot has no checkpoint to carry from")
 	}
 	cutoff := c.now().Add(-DefaultTombstoneRetention).UnixMilli()

@@ -197,8 +197,8 @@ func isAddLeaf(p []string) bool {
 	return addScalarFields[strings.Join(p[1:], ".")]
 }
 
-// addMap is a map<string,string> add field's two leaves.
-type addMap struct {
+// strMapLeaves is a map<string,string> field's two leaves (an add's or a remove's).
+type strMapLeaves struct {
 	keys, vals *leafValues
 	entryDef   int16 // level at which a map entry is present
 }
@@ -212,7 +212,7 @@ func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
 	rgr := pf.RowGroup(rg)
 	rows := int(rgr.NumRows())
 	scalars := map[string]*leafValues{}
-	maps := map[string]*addMap{}
+	maps := map[string]*strMapLeaves{}
 	var addDef, dvDef int16 = -1, -1
 	for _, leaf := range leaves {
 		desc := sc.Column(leaf)
@@ -231,7 +231,7 @@ func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
 			}
 			m := maps[p[1]]
 			if m == nil {
-				m = &addMap{entryDef: defLevelAt(desc, d)}
+				m = &strMapLeaves{entryDef: defLevelAt(desc, d)}
 				maps[p[1]] = m
 			}
 			if p[len(p)-1] == "key" {
@@ -286,29 +286,28 @@ func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
 	}
 	for _, f := range fields {
 		if v := scalars[f.name]; v != nil {
-			v.eachRow(out, f.set)
+			eachRow(v, out, f.set)
 		}
 	}
 	if dvDef >= 0 {
-		if err := decodeDVs(scalars, dvDef, out); err != nil {
-			return nil, err
-		}
+		decodeDVs(scalars, dvDef, out, func(a *Add) **DeletionVector { return &a.DeletionVector })
 	}
 	for name, m := range maps {
 		set := func(a *Add, kv map[string]string) { a.PartitionValues = kv }
 		if name == "tags" {
 			set = func(a *Add, kv map[string]string) { a.Tags = kv }
 		}
-		if err := m.eachRow(out, set); err != nil {
+		if err := mapRows(m, out, set); err != nil {
 			return nil, fmt.Errorf("add.%s: %w", name, err)
 		}
 	}
 	return out, nil
 }
 
-// decodeDVs sets the deletion vector of every add row whose deletionVector struct is
-// present (defined at level dvDef or deeper in any of its leaves).
-func decodeDVs(scalars map[string]*leafValues, dvDef int16, out []*Add) error {
+// decodeDVs sets the deletion vector (the field dv points at) of every row of out that
+// is an action (an add, or a remove) whose deletionVector struct is present (defined at
+// level dvDef or deeper in any of its leaves).
+func decodeDVs[T any](scalars map[string]*leafValues, dvDef int16, out []*T, dv func(*T) **DeletionVector) {
 	var first *leafValues
 	for _, f := range []string{"storageType", "pathOrInlineDv", "sizeInBytes", "cardinality", "offset"} {
 		if v := scalars["deletionVector."+f]; v != nil {
@@ -317,11 +316,11 @@ func decodeDVs(scalars map[string]*leafValues, dvDef int16, out []*Add) error {
 		}
 	}
 	if first == nil {
-		return nil
+		return
 	}
 	for r, d := range first.defs {
 		if out[r] != nil && d >= dvDef {
-			out[r].DeletionVector = &DeletionVector{}
+			*dv(out[r]) = &DeletionVector{}
 		}
 	}
 	set := map[string]func(dv *DeletionVector, v *leafValues, k int){
@@ -336,19 +335,18 @@ func decodeDVs(scalars map[string]*leafValues, dvDef int16, out []*Add) error {
 	}
 	for f, fn := range set {
 		if v := scalars["deletionVector."+f]; v != nil {
-			v.eachRow(out, func(a *Add, v *leafValues, k int) {
-				if a.DeletionVector != nil {
-					fn(a.DeletionVector, v, k)
+			eachRow(v, out, func(a *T, v *leafValues, k int) {
+				if d := *dv(a); d != nil {
+					fn(d, v, k)
 				}
 			})
 		}
 	}
-	return nil
 }
 
-// eachRow calls set for every row of out that is an add and has a value in v (a
-// non-repeated leaf: one level per row), with the index of that value.
-func (v *leafValues) eachRow(out []*Add, set func(a *Add, v *leafValues, k int)) {
+// eachRow calls set for every row of out that is an action (not nil) and has a value in v
+// (a non-repeated leaf: one level per row), with the index of that value.
+func eachRow[T any](v *leafValues, out []*T, set func(a *T, v *leafValues, k int)) {
 	k := 0
 	for r, d := range v.defs {
 		if d != v.maxDef {
@@ -381,10 +379,10 @@ func (v *leafValues) int(k int) int64 {
 
 func (v *leafValues) boolean(k int) bool { return k < len(v.bools) && v.bools[k] }
 
-// eachRow builds the map of every add row with at least one entry (an empty or null map
-// stays nil) and hands it to set. A null value reads as "" (docs/reference/delta-protocol.md
-// §3: empty means null).
-func (m *addMap) eachRow(out []*Add, set func(a *Add, kv map[string]string)) error {
+// mapRows builds the map of every row of out that is an action (not nil) with at least
+// one entry (an empty or null map stays nil) and hands it to set. A null value reads as
+// "" (docs/reference/delta-protocol.md §3: empty means null).
+func mapRows[T any](m *strMapLeaves, out []*T, set func(a *T, kv map[string]string)) error {
 	if m.keys == nil {
 		return nil
 	}

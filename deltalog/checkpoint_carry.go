@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/thrift/lib/go/thrift"
@@ -69,11 +70,11 @@ var checkpointCounts struct {
 // tombstoneBase is the tombstones of a checkpoint whose remove row groups a later
 // checkpoint can copy.
 type tombstoneBase struct {
-	groups  []carriedGroup // they hold the removes, and nothing else; oldest first
-	removes []*Remove      // their rows
-	keys    *keyChain      // the keys of removes
-	oldest  int64          // the earliest deletionTimestamp (ms), 0 when one has none
-	footer  int            // the footer length of the checkpoint that made it, 0 unknown
+	groups []carriedGroup // they hold the removes, and nothing else; oldest first
+	n      int            // the removes they hold
+	keys   *keyChain      // the keys of the removes
+	oldest int64          // the earliest deletionTimestamp (ms), 0 when one has none
+	footer int            // the footer length of the checkpoint that made it, 0 unknown
 }
 
 // carriedGroup is one remove row group: its column chunks' bytes as written, and the
@@ -82,13 +83,17 @@ type tombstoneBase struct {
 // so a group keeps pointing at the footer and bytes it was first written with, however
 // many checkpoints copy it. It also keeps its rows, their keys and the span of their
 // deletion times, so that it can be dropped whole when they have all expired, or merged.
+// Of a group read from a checkpoint, the keys and the span are decoded when the base is
+// built; the rows' other fields only when they are re-encoded (merged) or read
+// (removeRows).
 type carriedGroup struct {
 	meta   *metadata.FileMetaData
 	index  int
 	chunks []byte
 	start  int64
 
-	removes        []*Remove
+	rows           *removeRows
+	n              int // the rows
 	keys           map[fileKey]struct{}
 	oldest, newest int64 // deletionTimestamp span (ms); a remove without one counts as 0
 
@@ -117,13 +122,20 @@ func (m *movedGroup) entryLen() int {
 	return len(m.entry)
 }
 
-func (g *carriedGroup) setRows(rs []*Remove) {
-	g.removes = rs
+// setRows makes rows the group's, with their keys and span (decoding their key fields,
+// when read from a checkpoint: an error when they cannot be decoded).
+func (g *carriedGroup) setRows(rows *removeRows) error {
+	rs, err := rows.keyed()
+	if err != nil {
+		return err
+	}
+	g.rows, g.n = rows, len(rs)
 	g.keys = make(map[fileKey]struct{}, len(rs))
 	g.oldest, g.newest = spanOf(rs)
 	for _, r := range rs {
 		g.keys[removeKey(r)] = struct{}{}
 	}
+	return nil
 }
 
 // spanOf is the earliest and latest deletionTimestamp of rs (a remove without one counts
@@ -149,14 +161,9 @@ func deletionMs(r *Remove) int64 {
 // baseOf is the base of groups (oldest first).
 func baseOf(groups []carriedGroup) *tombstoneBase {
 	b := &tombstoneBase{groups: groups, oldest: 1 << 62}
-	n := 0
-	for i := range groups {
-		n += len(groups[i].removes)
-	}
-	b.removes = make([]*Remove, 0, n)
 	for i := range groups {
 		g := &groups[i]
-		b.removes = append(b.removes, g.removes...)
+		b.n += g.n
 		b.keys = &keyChain{m: g.keys, next: b.keys}
 		b.oldest = min(b.oldest, g.oldest)
 	}
@@ -192,19 +199,42 @@ func deletionDay(r *Remove) int64 { return deletionMs(r) / (24 * time.Hour).Mill
 // the row groups with removes hold nothing else (as encodeCheckpoint writes them); nil
 // otherwise (Spark's checkpoints mix actions in a row group).
 func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	p, err := newCheckpointPart(data)
 	if err != nil {
 		return nil
 	}
+	row := 0
+	b, err := partBase(p, func(_, n int) (*removeRows, bool) {
+		if row+n > len(removes) {
+			return nil, false
+		}
+		rows := knownRows(removes[row : row+n : row+n])
+		row += n
+		return rows, true
+	})
+	if err != nil || row != len(removes) {
+		return nil
+	}
+	return b
+}
+
+// partBase makes the checkpoint file p a base when the row groups with removes hold
+// nothing else; nil otherwise. rowsOf(rg, n) gives the removes of row group rg, of n rows
+// (false: none known, no base). An error says the removes' key fields could not be
+// decoded.
+func partBase(p *checkpointPart, rowsOf func(rg, n int) (*removeRows, bool)) (*tombstoneBase, error) {
+	pf, err := p.open(memory.DefaultAllocator)
+	if err != nil {
+		return nil, nil
+	}
 	defer pf.Close()
-	md := pf.MetaData()
+	md, data := p.md, p.data
 	sc := md.Schema
 	leaves := make([]int, sc.NumColumns())
 	for i := range leaves {
 		leaves[i] = i
 	}
 	var groups []carriedGroup
-	row := 0
 	for rg := range pf.NumRowGroups() {
 		withRemoves, others := false, false
 		for _, l := range presentLeaves(pf, rg, leaves) {
@@ -216,23 +246,24 @@ func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
 		}
 		switch {
 		case withRemoves && others:
-			return nil
+			return nil, nil
 		case withRemoves:
 			g, err := groupOf(md, rg, data)
 			n := int(md.RowGroups[rg].NumRows)
-			if err != nil || row+n > len(removes) {
-				return nil
+			rows, ok := rowsOf(rg, n)
+			if err != nil || !ok {
+				return nil, nil
 			}
-			g.setRows(removes[row : row+n : row+n])
-			row += n
+			if err := g.setRows(rows); err != nil {
+				return nil, err
+			}
+			if g.n != n {
+				return nil, nil // a row of the group is no remove
+			}
 			groups = append(groups, g)
 		}
 	}
-	if row != len(removes) {
-		return nil
-	}
-	return baseOf(groups) // the files list them oldest first
-
+	return baseOf(groups), nil // the files list them oldest first
 }
 
 // groupOf is row group rg of the Parquet file data, whose footer is md.
@@ -327,7 +358,11 @@ func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombsto
 			n--
 		}
 		for _, g := range kept[n:] {
-			fresh = append(fresh, g.removes...)
+			rs, err := g.rows.allFields()
+			if err != nil {
+				return nil, 0, 0, nil, err
+			}
+			fresh = append(fresh, rs...)
 		}
 		checkpointCounts.merged.Add(int64(len(kept) - n))
 		kept = kept[:n]
@@ -355,12 +390,14 @@ func carriedCheckpoint(snap *Snapshot, others []Action, cutoff int64, b *tombsto
 			return nil, 0, 0, nil, err
 		}
 		at := (g - first) * checkpointBatchRows
-		cg.setRows(fresh[at:min(at+checkpointBatchRows, len(fresh)):min(at+checkpointBatchRows, len(fresh))])
+		if err := cg.setRows(knownRows(fresh[at:min(at+checkpointBatchRows, len(fresh)):min(at+checkpointBatchRows, len(fresh))])); err != nil {
+			return nil, 0, 0, nil, err
+		}
 		groups = append(groups, cg)
 	}
 	next := baseOf(append(kept, groups...))
 	next.footer = int(binary.LittleEndian.Uint32(parts[len(parts)-1][len(parts[len(parts)-1])-8:]))
-	return parts, size, int64(len(others) + len(next.removes)), next, nil
+	return parts, size, int64(len(others) + next.n), next, nil
 }
 
 // appendRowGroups puts row groups copied from other Parquet files with the same schema

@@ -320,7 +320,7 @@ func TestCarriedCheckpointConcurrentWriters(t *testing.T) {
 		}
 	}
 	kept := snapshot(t, tbl)
-	if kept.cpTombstones.carryBase() == nil || len(kept.cpTombstones.carryBase().groups) < 2 {
+	if kb, err := kept.cpTombstones.carryBase(); err != nil || kb == nil || len(kb.groups) < 2 {
 		t.Fatal("the kept snapshot has no base of several groups to copy")
 	}
 	// One more version with a new remove, then its checkpoint from four goroutines.
@@ -335,8 +335,8 @@ func TestCarriedCheckpointConcurrentWriters(t *testing.T) {
 		}
 	}
 	snap := snapshot(t, tbl)
-	base := snap.cpTombstones.carryBase()
-	if base == nil || snap.CheckpointVersion() == snap.Version() {
+	base, err := snap.cpTombstones.carryBase()
+	if err != nil || base == nil || snap.CheckpointVersion() == snap.Version() {
 		t.Skip("the table checkpointed at its last version; nothing to race")
 	}
 	cutoff := c.t.Add(-DefaultTombstoneRetention).UnixMilli()

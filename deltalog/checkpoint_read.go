@@ -1,7 +1,6 @@
 package deltalog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -64,71 +62,166 @@ func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]
 	return out, adds, lazy, tombs, nil
 }
 
-// lazyTombstones holds the Parquet bytes of the checkpoint files that have remove rows,
-// and decodes those rows once, when first needed (Snapshot.Tombstones: checkpoint writing,
-// VACUUM). Snapshots derived from one read share it. A nil *lazyTombstones has none.
+// lazyTombstones holds the checkpoint files (bytes and footer, as the open read them)
+// that may have remove rows, and decodes those rows when first needed, each row group in
+// two steps, each at most once (removeRows): the key fields for the carry rule and VACUUM
+// (keyed, carryBase), every field for Snapshot.Tombstones and a checkpoint that
+// re-encodes them (load). Snapshots derived from one read share it. A nil
+// *lazyTombstones has none.
 type lazyTombstones struct {
-	once    sync.Once
-	parts   [][]byte
-	removes []*Remove
-	err     error
-	done    atomic.Bool // load ran
+	parts []*checkpointPart
+
+	groupsOnce sync.Once
+	groups     []*removeRows // every row group with remove values, part by part, in order
+	groupsErr  error
+
+	keyOnce sync.Once
+	keys    []*Remove
+	keyErr  error
+
+	allOnce sync.Once
+	all     []*Remove
+	allErr  error
+
 	// base is the checkpoint file as a base a later checkpoint copies the remove row
 	// groups of (checkpoint_carry.go), when it is one file whose removes have row groups
 	// of their own; nil otherwise.
-	base *tombstoneBase
+	baseOnce sync.Once
+	base     *tombstoneBase
+	baseErr  error
+
+	done atomic.Bool // some decode ran
 }
 
-// writtenTombstones is the lazyTombstones of a checkpoint this package just wrote, b: its
-// removes are known, nothing is left to decode.
+// writtenTombstones is the lazyTombstones of a checkpoint this package just wrote, b:
+// nothing is left to decode but, in groups it copied from a checkpoint read cold, the
+// fields other than the keys (b.rows).
 func writtenTombstones(b *tombstoneBase) *lazyTombstones {
 	if b == nil {
 		return nil
 	}
-	l := &lazyTombstones{removes: b.removes, base: b}
-	l.once.Do(func() {})
+	l := &lazyTombstones{}
+	l.groupsOnce.Do(func() {
+		for i := range b.groups {
+			l.groups = append(l.groups, b.groups[i].rows)
+		}
+	})
+	l.baseOnce.Do(func() { l.base = b })
 	l.done.Store(true)
 	return l
 }
 
-// carryBase is the base a checkpoint of a snapshot with these tombstones may copy from
-// (after load), or nil.
-func (l *lazyTombstones) carryBase() *tombstoneBase {
-	if l == nil || !l.done.Load() {
-		return nil
+// rowGroups lists, from the footers, the row groups that hold remove values.
+func (l *lazyTombstones) rowGroups() ([]*removeRows, error) {
+	if l == nil {
+		return nil, nil
 	}
-	return l.base
+	l.groupsOnce.Do(func() {
+		for _, p := range l.parts {
+			pf, err := p.open(memory.DefaultAllocator)
+			if err != nil {
+				l.groupsErr = err
+				return
+			}
+			leaves := removeLeaves(pf)
+			for rg := range pf.NumRowGroups() {
+				if len(presentLeaves(pf, rg, leaves)) > 0 {
+					l.groups = append(l.groups, &removeRows{part: p, rg: rg})
+				}
+			}
+			pf.Close()
+		}
+	})
+	return l.groups, l.groupsErr
 }
 
-// load decodes the remove rows (once) and returns them.
+// carryBase is the base a checkpoint of a snapshot with these tombstones may copy from,
+// or nil; building it decodes the key fields of the removes (an error when they cannot
+// be decoded), no more.
+func (l *lazyTombstones) carryBase() (*tombstoneBase, error) {
+	if l == nil {
+		return nil, nil
+	}
+	l.baseOnce.Do(func() {
+		groups, err := l.rowGroups()
+		if err != nil || len(l.parts) != 1 {
+			l.baseErr = err
+			return
+		}
+		l.done.Store(true)
+		byGroup := make(map[int]*removeRows, len(groups))
+		for _, g := range groups {
+			byGroup[g.rg] = g
+		}
+		l.base, l.baseErr = partBase(l.parts[0], func(rg, _ int) (*removeRows, bool) {
+			g := byGroup[rg]
+			return g, g != nil
+		})
+	})
+	return l.base, l.baseErr
+}
+
+// keyed returns the checkpoint's removes with their key fields (path,
+// deletionTimestamp, deletionVector) set, and perhaps others: a caller reads only those
+// (VACUUM). Shared: do not modify them.
+func (l *lazyTombstones) keyed() ([]*Remove, error) {
+	if l == nil {
+		return nil, nil
+	}
+	l.keyOnce.Do(func() {
+		l.keys, l.keyErr = l.collect((*removeRows).keyed)
+	})
+	return l.keys, l.keyErr
+}
+
+// load returns the checkpoint's removes with every field, decoding what keyed and
+// carryBase did not. Shared: do not modify them.
 func (l *lazyTombstones) load() ([]*Remove, error) {
 	if l == nil {
 		return nil, nil
 	}
-	l.once.Do(func() {
-		for _, data := range l.parts {
-			acts, err := decodeCheckpointLeaves(context.Background(), data, nil, nil, memory.DefaultAllocator, onlyRemoves)
-			if err != nil {
-				l.err, l.removes = err, nil
-				break
-			}
-			for _, a := range acts {
-				if a.Remove != nil {
-					l.removes = append(l.removes, a.Remove)
-				}
-			}
-		}
-		if l.err == nil && len(l.parts) == 1 {
-			l.base = newTombstoneBase(l.parts[0], l.removes)
-		}
-		l.parts = nil
-		l.done.Store(true)
+	l.allOnce.Do(func() {
+		l.all, l.allErr = l.collect((*removeRows).allFields)
 	})
-	return l.removes, l.err
+	return l.all, l.allErr
 }
 
-// decoded reports whether load has run (tests: opening must not decode tombstones).
+// collect is the removes of every group, as rows returns them, in order.
+func (l *lazyTombstones) collect(rows func(*removeRows) ([]*Remove, error)) ([]*Remove, error) {
+	groups, err := l.rowGroups()
+	if err != nil {
+		return nil, err
+	}
+	l.done.Store(true)
+	var out []*Remove
+	for _, g := range groups {
+		rs, err := rows(g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// decoded reports whether some of the tombstones were decoded (tests: opening must not
+// decode tombstones).
 func (l *lazyTombstones) decoded() bool { return l != nil && l.done.Load() }
+
+// fullyDecoded counts the row groups whose every field was decoded from the checkpoint's
+// bytes (tests: a cold maintenance run decodes only what it needs).
+func (l *lazyTombstones) fullyDecoded() int {
+	n := 0
+	if l != nil && l.decoded() {
+		groups, _ := l.rowGroups()
+		for _, g := range groups {
+			if g.fullyDecoded.Load() {
+				n++
+			}
+		}
+	}
+	return n
+}
 
 // lazyStats holds what is needed to fill in the stats of a checkpoint's add actions
 // later: the Parquet bytes of each file that had add rows and those adds, in row order.
@@ -142,7 +235,7 @@ type lazyStats struct {
 }
 
 type lazyStatsPart struct {
-	data []byte
+	part *checkpointPart
 	adds []*Add
 }
 
@@ -154,7 +247,7 @@ func (l *lazyStats) load() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for _, p := range l.parts {
-			_ = decodeStats(context.Background(), p.data, p.adds, memory.DefaultAllocator)
+			_ = decodeStats(context.Background(), p.part, p.adds, memory.DefaultAllocator)
 		}
 		l.parts = nil
 	})
@@ -164,14 +257,18 @@ func readCheckpointParts(ctx context.Context, store storage.Store, keys []string
 	var out []Action
 	var adds []*Add
 	// readPart reads one checkpoint Parquet file (a part or a sidecar) into out and adds.
+	// Its footer is parsed once, here, and kept with its bytes for the later decodes.
 	readPart := func(data []byte) error {
 		n := len(adds)
-		var err error
-		if out, err = decodeCheckpointLeaves(ctx, data, out, &adds, memory.DefaultAllocator, forOpen); err != nil {
+		p, err := newCheckpointPart(data)
+		if err != nil {
 			return err
 		}
-		lazy.add(data, adds[n:])
-		tombs.add(data)
+		if out, err = decodePartLeaves(ctx, p, out, &adds, memory.DefaultAllocator, forOpen); err != nil {
+			return err
+		}
+		lazy.add(p, adds[n:])
+		tombs.add(p)
 		return nil
 	}
 	for _, key := range keys {
@@ -213,14 +310,28 @@ func readCheckpointParts(ctx context.Context, store storage.Store, keys []string
 	return out, adds, nil
 }
 
-// add keeps data when it may hold remove rows: its remove column has a value in some row
+// add keeps p when it may hold remove rows: its remove column has a value in some row
 // group, or the file has no statistics to tell.
-func (l *lazyTombstones) add(data []byte) {
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+func (l *lazyTombstones) add(p *checkpointPart) {
+	pf, err := p.open(memory.DefaultAllocator)
 	if err != nil {
 		return // it decoded a moment ago; an error here leaves nothing to keep
 	}
 	defer pf.Close()
+	leaves := removeLeaves(pf)
+	if len(leaves) == 0 {
+		return
+	}
+	for rg := range pf.NumRowGroups() {
+		if len(presentLeaves(pf, rg, leaves)) > 0 {
+			l.parts = append(l.parts, p)
+			return
+		}
+	}
+}
+
+// removeLeaves are the leaf columns of pf under remove.
+func removeLeaves(pf *file.Reader) []int {
 	sc := pf.MetaData().Schema
 	var leaves []int
 	for i := 0; i < sc.NumColumns(); i++ {
@@ -228,33 +339,25 @@ func (l *lazyTombstones) add(data []byte) {
 			leaves = append(leaves, i)
 		}
 	}
-	if len(leaves) == 0 {
-		return
-	}
-	for rg := range pf.NumRowGroups() {
-		if len(presentLeaves(pf, rg, leaves)) > 0 {
-			l.parts = append(l.parts, data)
-			return
-		}
-	}
+	return leaves
 }
 
-// add records adds, the add rows of data in order, decoded without stats. adds is kept,
+// add records adds, the add rows of p in order, decoded without stats. adds is kept,
 // not copied.
-func (l *lazyStats) add(data []byte, adds []*Add) {
+func (l *lazyStats) add(p *checkpointPart, adds []*Add) {
 	if len(adds) > 0 {
-		l.parts = append(l.parts, lazyStatsPart{data: data, adds: adds})
+		l.parts = append(l.parts, lazyStatsPart{part: p, adds: adds})
 	}
 }
 
 // decodeStats reads the add stats of one checkpoint file (add.stats, else
 // add.stats_parsed rendered as JSON) into adds, which are its add rows in order.
-func decodeStats(ctx context.Context, data []byte, adds []*Add, mem memory.Allocator) (err error) {
+func decodeStats(ctx context.Context, p *checkpointPart, adds []*Add, mem memory.Allocator) (err error) {
 	defer recoverUnreadable(&err)
 	if len(adds) == 0 {
 		return nil
 	}
-	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
+	pf, err := p.open(mem)
 	if err != nil {
 		return err
 	}
@@ -356,7 +459,11 @@ func decodeCheckpoint(ctx context.Context, data []byte, out []Action) ([]Action,
 // only when withStats (else decodeStats fills them in later).
 func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem memory.Allocator, withStats bool) ([]Action, error) {
 	n := len(out)
-	out, err := decodeCheckpointLeaves(ctx, data, out, nil, mem, allLeaves)
+	p, err := newCheckpointPart(data)
+	if err != nil {
+		return nil, err
+	}
+	out, err = decodePartLeaves(ctx, p, out, nil, mem, allLeaves)
 	if err != nil || !withStats {
 		return out, err
 	}
@@ -366,7 +473,7 @@ func decodeCheckpointWith(ctx context.Context, data []byte, out []Action, mem me
 			adds = append(adds, a.Add)
 		}
 	}
-	return out, decodeStats(ctx, data, adds, mem)
+	return out, decodeStats(ctx, p, adds, mem)
 }
 
 // errUnreadableParquet is the error a checkpoint's decoding returns when arrow-go's Parquet
@@ -412,9 +519,18 @@ func onlyRemoves(p []string, _ bool) bool { return len(p) > 0 && p[0] == "remove
 //
 // A panic of the Parquet reader on malformed pages is returned as an error
 // (errUnreadableParquet), so that such a checkpoint is unreadable like any other.
-func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, adds *[]*Add, mem memory.Allocator, keep leafFilter) (_ []Action, err error) {
+func decodeCheckpointLeaves(ctx context.Context, data []byte, out []Action, adds *[]*Add, mem memory.Allocator, keep leafFilter) ([]Action, error) {
+	p, err := newCheckpointPart(data)
+	if err != nil {
+		return nil, err
+	}
+	return decodePartLeaves(ctx, p, out, adds, mem, keep)
+}
+
+// decodePartLeaves is decodeCheckpointLeaves of a file whose footer is parsed.
+func decodePartLeaves(ctx context.Context, p *checkpointPart, out []Action, adds *[]*Add, mem memory.Allocator, keep leafFilter) (_ []Action, err error) {
 	defer recoverUnreadable(&err)
-	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
+	pf, err := p.open(mem)
 	if err != nil {
 		return nil, err
 	}

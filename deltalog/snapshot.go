@@ -91,7 +91,19 @@ func (s *Snapshot) NumFiles() int { return s.files.Len() }
 // open never pays for them; an error says they could not be decoded (VACUUM must then not
 // run: it would delete files they still protect).
 func (s *Snapshot) Tombstones() ([]Remove, error) {
-	fromCheckpoint, err := s.cpTombstones.load()
+	return s.tombstonesOf(s.cpTombstones.load)
+}
+
+// tombstoneKeys is Tombstones with only the key fields of the checkpoint's (path,
+// deletionTimestamp, deletionVector) sure to be set: what VACUUM reads, decoded without
+// the checkpoint's other remove leaves (checkpoint_removes.go).
+func (s *Snapshot) tombstoneKeys() ([]Remove, error) {
+	return s.tombstonesOf(s.cpTombstones.keyed)
+}
+
+// tombstonesOf is Tombstones with the checkpoint's tombstones from fromCheckpoint.
+func (s *Snapshot) tombstonesOf(decode func() ([]*Remove, error)) ([]Remove, error) {
+	fromCheckpoint, err := decode()
 	if err != nil {
 		return nil, fmt.Errorf("decode the tombstones of checkpoint %d: %w", s.checkpoint, err)
 	}

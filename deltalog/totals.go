@@ -1,10 +1,10 @@
 package deltalog
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -40,7 +40,7 @@ func (s *Snapshot) Totals() (FileTotals, error) {
 		if len(l.parts) > 0 {
 			fromCheckpoint = map[*Add]int64{}
 			for _, p := range l.parts {
-				if err := checkpointNumRecords(p.data, p.adds, fromCheckpoint); err != nil {
+				if err := checkpointNumRecords(p.part, p.adds, fromCheckpoint); err != nil {
 					return FileTotals{}, fmt.Errorf("checkpoint %d: %w", s.checkpoint, err)
 				}
 			}
@@ -72,9 +72,9 @@ func (s *Snapshot) Totals() (FileTotals, error) {
 const unknownRecords = math.MinInt64
 
 // checkpointNumRecords records in out the numRecords of each of adds (the add rows of
-// the checkpoint file data, in row order) that has one.
-func checkpointNumRecords(data []byte, adds []*Add, out map[*Add]int64) error {
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+// the checkpoint file p, in row order) that has one.
+func checkpointNumRecords(p *checkpointPart, adds []*Add, out map[*Add]int64) error {
+	pf, err := p.open(memory.DefaultAllocator)
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,9 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		reference(snap.Files()[i].Path)
 		referenceDV(snap.Files()[i].DeletionVector)
 	}
-	tombstones, err := snap.Tombstones()
+	// Of the checkpoint's tombstones only the path, deletionTimestamp and deletionVector
+	// are read and decoded.
+	tombstones, err := snap.tombstoneKeys()
 	if err != nil {
 		return res, fmt.Errorf("vacuum: %w", err)
 	}
