@@ -3,6 +3,7 @@ package deltalog
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -22,6 +23,13 @@ import (
 // leaves VACUUM reads (path, deletionTimestamp, deletionVector) and with the path alone.
 // It fails when VACUUM's snapshot does not share the checkpoint's tombstones, or a remove
 // row group lacks path or deletionTimestamp statistics.
+//
+// Since tombstones are decoded by what reads them (checkpoint_removes.go): it also logs
+// the footers the cold run parsed (the open's, and any its log clean-up read) and the
+// remove row groups it decoded in full, and times, with their allocation, the two decodes
+// the cold run makes of every group, through Arrow as before (every remove leaf) and from
+// the leaves: the key fields (keyed: the carry rule, VACUUM), then the rest (allFields:
+// what a merge or Snapshot.Tombstones adds).
 func BenchmarkColdTombstoneBase(b *testing.B) {
 	aged := envInt(b, "MSSQLCDC_BENCH_AGED_DAYS", 8)
 	for range b.N {
@@ -41,6 +49,7 @@ func BenchmarkColdTombstoneBase(b *testing.B) {
 		// maintainErr's sequence: a cold Table compacts, checkpoints, then VACUUM reads
 		// its snapshot again.
 		ctx := context.Background()
+		parsed0, merged0 := footerParses.Load(), checkpointCounts.merged.Load()
 		tbl := old.open()
 		if _, err := tbl.Compact(ctx, CompactOptions{}); err != nil {
 			b.Fatal(err)
@@ -60,6 +69,18 @@ func BenchmarkColdTombstoneBase(b *testing.B) {
 		if vs := snapshotB(b, tbl); vs.cpTombstones != lt || !lt.decoded() {
 			b.Fatalf("VACUUM's snapshot does not share the checkpoint's decoded tombstones (same %v, decoded %v)", vs.cpTombstones == lt, lt.decoded())
 		}
+		if _, err := tbl.CleanupLog(ctx, CleanupOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tbl.Vacuum(ctx, VacuumOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		groups, err := lt.rowGroups()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("the cold run (open, compaction, checkpoint, log clean-up, VACUUM) parsed %d footers; of the %d remove row groups it read it decoded %d in full (%d merged)",
+			footerParses.Load()-parsed0, len(groups), lt.fullyDecoded(), checkpointCounts.merged.Load()-merged0)
 
 		pf, err := file.NewParquetReader(bytes.NewReader(data))
 		if err != nil {
@@ -131,21 +152,61 @@ func BenchmarkColdTombstoneBase(b *testing.B) {
 			return len(p) > 1 && p[0] == "remove" && (p[1] == "path" || p[1] == "deletionTimestamp" || p[1] == "deletionVector")
 		}
 		pathLeaf := func(p []string, _ bool) bool { return len(p) > 1 && p[0] == "remove" && p[1] == "path" }
+		arrow := func(keep leafFilter) func() int {
+			return func() int {
+				acts, err := decodeCheckpointLeaves(ctx, data, nil, nil, memory.DefaultAllocator, keep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return len(acts)
+			}
+		}
+		part, err := newCheckpointPart(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		leaves := func(full bool) func() int {
+			return func() int {
+				n := 0
+				for _, g := range groups {
+					rr := &removeRows{part: part, rg: g.rg}
+					rs, err := rr.keyed()
+					if full {
+						rs, err = rr.allFields()
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += len(rs)
+				}
+				return n
+			}
+		}
 		ways := []struct {
-			name string
-			keep leafFilter
-		}{{"every remove leaf", onlyRemoves}, {"path, deletionTimestamp, deletionVector", vacuumLeaves}, {"path", pathLeaf}}
+			name   string
+			decode func() int
+		}{
+			{"Arrow, every remove leaf (before)", arrow(onlyRemoves)},
+			{"Arrow, path, deletionTimestamp, deletionVector", arrow(vacuumLeaves)},
+			{"Arrow, path", arrow(pathLeaf)},
+			{"leaves, keys (keyed)", leaves(false)},
+			{"leaves, keys then the rest (keyed, allFields)", leaves(true)},
+		}
 		b.StartTimer()
 		for i := range 3 * len(ways) { // alternated
 			w := ways[i%len(ways)]
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
 			t0 := time.Now()
 			for range n {
-				acts, err := decodeCheckpointLeaves(ctx, data, nil, nil, memory.DefaultAllocator, w.keep)
-				if err != nil || int64(len(acts)) != rows {
-					b.Fatalf("decode %s: %d actions, %v", w.name, len(acts), err)
+				if got := w.decode(); int64(got) != rows {
+					b.Fatalf("decode %s: %d removes, want %d", w.name, got, rows)
 				}
 			}
-			b.Logf("decode %s: %.2f ms", w.name, float64(time.Since(t0).Microseconds())/1000/n)
+			el := time.Since(t0)
+			runtime.ReadMemStats(&m1)
+			b.Logf("decode %s: %.2f ms, %.0f KB, %.0f allocations", w.name, float64(el.Microseconds())/1000/n,
+				float64(m1.TotalAlloc-m0.TotalAlloc)/1024/n, float64(m1.Mallocs-m0.Mallocs)/n)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,8 +38,9 @@ import (
 // the hourly runs do, in fewer steps); on the last day both tables run it hourly, and each
 // of those 24 runs is measured: the HTTP requests of the table's S3 client by kind (a LIST
 // is one request per page of up to 1000 keys) and the process CPU of the run, which
-// includes the in-process emulator's side of every request. Reported per run: requests,
-// LIST pages and CPU milliseconds, for the young and the old table, and the old table's
+// includes the in-process emulator's side of every request, and the bytes the process
+// allocated during the run (likewise). Reported per run: requests, LIST pages, CPU
+// milliseconds and KB allocated, for the young and the old table, and the old table's
 // objects at the end.
 //
 //	go test ./core/maintain -run '^$' -bench MaintainAged -benchtime 1x -v
@@ -78,10 +80,11 @@ func BenchmarkMaintainAged(b *testing.B) {
 			name string
 			s    agedStats
 		}{{"day1-", ys}, {fmt.Sprintf("day%d-", days), os}} {
-			b.Logf("%s per run: %.1f requests (%s), %.1f CPU ms", strings.TrimSuffix(m.name, "-"), m.s.per(m.s.requests), m.s.kinds(), m.s.per(float64(m.s.cpu.Microseconds())/1000))
+			b.Logf("%s per run: %.1f requests (%s), %.1f CPU ms, %.0f KB allocated", strings.TrimSuffix(m.name, "-"), m.s.per(m.s.requests), m.s.kinds(), m.s.per(float64(m.s.cpu.Microseconds())/1000), m.s.per(float64(m.s.alloc)/1024))
 			b.ReportMetric(m.s.per(m.s.requests), m.name+"req/run")
 			b.ReportMetric(m.s.per(float64(m.s.byKind["LIST"])), m.name+"list/run")
 			b.ReportMetric(m.s.per(float64(m.s.cpu.Microseconds())/1000), m.name+"cpu-ms/run")
+			b.ReportMetric(m.s.per(float64(m.s.alloc)/1024), m.name+"alloc-KB/run")
 		}
 	}
 }
@@ -214,6 +217,7 @@ type agedStats struct {
 	requests float64
 	byKind   map[string]int
 	cpu      time.Duration
+	alloc    uint64 // bytes allocated by the process (the in-process emulator's side included)
 }
 
 func (s agedStats) per(v float64) float64 { return v / float64(max(s.runs, 1)) }
@@ -237,11 +241,14 @@ func (t *agedTable) maintain(b *testing.B, s *agedStats) {
 	o := maintain.All()
 	o.Compaction.Writer.TempDir = t.tmp
 	before := t.http.snapshot()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	cpu0 := benchmetrics.CPUTime()
 	if _, err := maintain.Run(context.Background(), t.open(), o); err != nil {
 		b.Fatal(err)
 	}
 	cpu := benchmetrics.CPUTime() - cpu0
+	runtime.ReadMemStats(&m1)
 	if s == nil {
 		return
 	}
@@ -250,6 +257,7 @@ func (t *agedTable) maintain(b *testing.B, s *agedStats) {
 	}
 	s.runs++
 	s.cpu += cpu
+	s.alloc += m1.TotalAlloc - m0.TotalAlloc
 	for k, v := range t.http.snapshot() {
 		s.byKind[k] += v - before[k]
 		s.requests += float64(v - before[k])
