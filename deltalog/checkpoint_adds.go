@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
@@ -131,18 +132,53 @@ func readLeaf(rg *file.RowGroupReader, col int, desc *schema.Column) (*leafValue
 	return lv, nil
 }
 
-// allNull reports whether the column chunk statistics of leaf col in a row group say
-// every value is null (false without statistics).
-func allNull(rg *file.RowGroupReader, col int) bool {
-	cc, err := rg.MetaData().ColumnChunk(col)
-	if err != nil {
-		return false
+// allNull reports whether the column chunk statistics of leaf col in row group rg of the
+// file whose footer is md say every value is null (false without statistics).
+func allNull(md *metadata.FileMetaData, rg, col int) bool {
+	nulls, ok := chunkNullCount(md, rg, col)
+	return ok && nulls == md.RowGroups[rg].Columns[col].MetaData.NumValues
+}
+
+// chunkNullCount is the null count of leaf col's column chunk in row group rg of the file
+// whose footer is md, as arrow-go's ColumnChunkMetaData.Statistics gives it (ok false
+// where that gives none: no statistics, an unknown sort order, or statistics it does not
+// trust from the file's writer), read from the footer's Thrift struct as it is. Building
+// the Statistics object made a value encoder and its buffer for every leaf asked about
+// (a checkpoint has ~50 a row group), most of what a checkpoint's decodes allocated
+// besides the values (docs/performance.md § Maintenance that does not grow with age,
+// follow-up "Tombstones decoded by what reads them"). Whether arrow-go trusts a writer's
+// statistics can depend on their min and max only for writers older than parquet-mr 1.10
+// or parquet-cpp 1.3 (AppVersion.HasCorrectStatistics, where equal min and max make them
+// trusted); for those the Statistics object is built as before.
+func chunkNullCount(md *metadata.FileMetaData, rg, col int) (int64, bool) {
+	if col >= len(md.RowGroups[rg].Columns) {
+		return 0, false
 	}
-	if set, err := cc.StatsSet(); err != nil || !set {
-		return false
+	c := md.RowGroups[rg].Columns[col]
+	if c.MetaData == nil || c.MetaData.Statistics == nil {
+		return 0, false
 	}
-	st, err := cc.Statistics()
-	return err == nil && st != nil && st.HasNullCount() && st.NullCount() == cc.NumValues()
+	desc := md.Schema.Column(col)
+	if desc.SortOrder() == schema.SortUNKNOWN {
+		return 0, false
+	}
+	// Trusted without min and max is trusted whatever they are: they only ever turn a
+	// refusal into trust.
+	if !md.WriterVersion().HasCorrectStatistics(desc.PhysicalType(), desc.LogicalType(), metadata.EncodedStatistics{}, desc.SortOrder()) {
+		cc, err := md.RowGroup(rg).ColumnChunk(col)
+		if err != nil {
+			return 0, false
+		}
+		st, err := cc.Statistics()
+		if err != nil || st == nil || !st.HasNullCount() {
+			return 0, false
+		}
+		return st.NullCount(), true
+	}
+	if c.MetaData.Statistics.NullCount == nil {
+		return 0, false
+	}
+	return *c.MetaData.Statistics.NullCount, true
 }
 
 // defLevelAt is the definition level at which the node at depth d of desc's path (0: the
@@ -217,7 +253,7 @@ func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
 	for _, leaf := range leaves {
 		desc := sc.Column(leaf)
 		p := desc.ColumnPath()
-		if !isAddLeaf(p) || p[1] != "path" && allNull(rgr, leaf) {
+		if !isAddLeaf(p) || p[1] != "path" && allNull(pf.MetaData(), rg, leaf) {
 			continue // an all-null field reads as its zero value: nothing to decode
 		}
 		lv, err := readLeaf(rgr, leaf, desc)

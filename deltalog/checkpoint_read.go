@@ -628,26 +628,14 @@ func decodePartLeaves(ctx context.Context, p *checkpointPart, out []Action, adds
 // read.
 func presentLeaves(pf *file.Reader, rg int, leaves []int) []int {
 	md := pf.MetaData()
-	rgm := md.RowGroup(rg)
-	rows := rgm.NumRows()
+	rows := md.RowGroups[rg].NumRows
 	hasValue := map[string]bool{}
 	for _, leaf := range leaves {
 		top := md.Schema.Column(leaf).ColumnPath()[0]
 		if hasValue[top] {
 			continue
 		}
-		cc, err := rgm.ColumnChunk(leaf)
-		if err != nil {
-			hasValue[top] = true
-			continue
-		}
-		set, err := cc.StatsSet()
-		if err != nil || !set {
-			hasValue[top] = true
-			continue
-		}
-		st, err := cc.Statistics()
-		if err != nil || st == nil || !st.HasNullCount() || st.NullCount() != rows {
+		if nulls, ok := chunkNullCount(md, rg, leaf); !ok || nulls != rows {
 			hasValue[top] = true
 		}
 	}

@@ -95,7 +95,7 @@ func decodeRemoveLeaves(pf *file.Reader, rg int, rows []*Remove, want func(field
 		if len(p) < 2 || p[0] != "remove" || !removeFields[p[1]] || !want(p[1]) {
 			continue
 		}
-		if p[1] != "path" && allNull(rgr, leaf) {
+		if p[1] != "path" && allNull(pf.MetaData(), rg, leaf) {
 			continue // an all-null field reads as its zero value: nothing to decode
 		}
 		if p[1] == "partitionValues" {

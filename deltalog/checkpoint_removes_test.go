@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
 // The tombstones of a checkpoint read cold are decoded by what reads them
@@ -509,5 +510,86 @@ func TestColdTombstonesConcurrentReaders(t *testing.T) {
 	}
 	if len(wantAll) != 25 {
 		t.Fatalf("%d tombstones, want 25", len(wantAll))
+	}
+}
+
+// chunkNullCount reads a column chunk's null count from the footer as arrow-go's
+// Statistics gives it, for every column chunk of every Parquet file in testdata (Spark's,
+// delta-rs's, this package's) and of a checkpoint of ours, and for a writer whose
+// statistics arrow-go trusts only when min equals max (parquet-mr 1.8: the Statistics
+// path).
+func TestChunkNullCountMatchesStatistics(t *testing.T) {
+	files := map[string][]byte{"rich": richRemovesCheckpoint(t)}
+	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			files[path] = data
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := newCheckpointPart(files["rich"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same footer as an old parquet-mr wrote it (not trusted for binary columns
+	// whose min and max differ).
+	oldFooter := *old.md.FileMetaData
+	oldFooter.CreatedBy = lgPtr("parquet-mr version 1.8.0 (build abc)")
+	raw, err := (&metadata.FileMetaData{FileMetaData: &oldFooter}).Serialize(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldMD, err := metadata.NewFileMetaData(raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mds := map[string]*metadata.FileMetaData{"rich, parquet-mr 1.8": oldMD}
+	for name, data := range files {
+		p, err := newCheckpointPart(data)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		mds[name] = p.md
+	}
+	chunks, known, untrusted := 0, 0, 0
+	for name, md := range mds {
+		for rg := range md.RowGroups {
+			for col := range md.Schema.NumColumns() {
+				cc, err := md.RowGroup(rg).ColumnChunk(col)
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				st, err := cc.Statistics()
+				if err != nil {
+					t.Fatal(name, err)
+				}
+				wantOK := st != nil && st.HasNullCount()
+				var want int64
+				if wantOK {
+					want = st.NullCount()
+				}
+				got, ok := chunkNullCount(md, rg, col)
+				if got != want || ok != wantOK {
+					t.Fatalf("%s row group %d column %s: null count %d, %v; Statistics say %d, %v", name, rg, md.Schema.Column(col).Path(), got, ok, want, wantOK)
+				}
+				chunks++
+				if ok {
+					known++
+				}
+				if set, _ := cc.StatsSet(); !set && md.RowGroups[rg].Columns[col].MetaData.Statistics != nil {
+					untrusted++
+				}
+			}
+		}
+	}
+	t.Logf("%d column chunks in %d files: %d with a null count, %d with statistics arrow-go does not trust", chunks, len(mds), known, untrusted)
+	if known == 0 || untrusted == 0 {
+		t.Fatal("the files exercise too little")
 	}
 }

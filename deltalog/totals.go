@@ -108,7 +108,7 @@ func checkpointNumRecords(p *checkpointPart, adds []*Add, out map[*Add]int64) er
 			n[i] = unknownRecords
 		}
 		var isAdd []bool
-		if parsed >= 0 && !allNull(rgr, parsed) {
+		if parsed >= 0 && !allNull(pf.MetaData(), rg, parsed) {
 			desc := sc.Column(parsed)
 			lv, err := readLeaf(rgr, parsed, desc)
 			if err != nil {
@@ -127,7 +127,7 @@ func checkpointNumRecords(p *checkpointPart, adds []*Add, out map[*Add]int64) er
 				}
 			}
 		}
-		if stats >= 0 && !allNull(rgr, stats) {
+		if stats >= 0 && !allNull(pf.MetaData(), rg, stats) {
 			if isAdd == nil {
 				isAdd = make([]bool, rows)
 			}
