@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/thrift/lib/go/thrift"
@@ -221,27 +222,26 @@ func newTombstoneBase(data []byte, removes []*Remove) *tombstoneBase {
 // nothing else; nil otherwise. rowsOf(rg, n) gives the removes of row group rg, of n rows
 // (false: none known, no base). An error says the removes' key fields could not be
 // decoded.
-//
-// Which top-level columns hold values in a row group is read from the footer's null
-// counts as they are (valueIn), not through presentLeaves: that built a Statistics object
-// for each of a checkpoint's ~50 leaves in each row group, most of what building a base
-// allocated besides the decode. A group of removes must also have every row a remove
-// (g.n), so a group that mixes actions is caught either way.
 func partBase(p *checkpointPart, rowsOf func(rg, n int) (*removeRows, bool)) (*tombstoneBase, error) {
+	pf, err := p.open(memory.DefaultAllocator)
+	if err != nil {
+		return nil, nil
+	}
+	defer pf.Close()
 	md, data := p.md, p.data
 	sc := md.Schema
-	tops := make([]bool, sc.NumColumns()) // whether each leaf is under remove
-	for i := range tops {
-		tops[i] = sc.Column(i).ColumnPath()[0] == "remove"
+	leaves := make([]int, sc.NumColumns())
+	for i := range leaves {
+		leaves[i] = i
 	}
 	var groups []carriedGroup
-	for rg := range md.RowGroups {
+	for rg := range pf.NumRowGroups() {
 		withRemoves, others := false, false
-		for leaf, isRemove := range tops {
-			if isRemove && !withRemoves || !isRemove && !others {
-				if valueIn(md, rg, leaf) {
-					withRemoves, others = withRemoves || isRemove, others || !isRemove
-				}
+		for _, l := range presentLeaves(pf, rg, leaves) {
+			if sc.Column(l).ColumnPath()[0] == "remove" {
+				withRemoves = true
+			} else {
+				others = true
 			}
 		}
 		switch {
@@ -264,18 +264,6 @@ func partBase(p *checkpointPart, rowsOf func(rg, n int) (*removeRows, bool)) (*t
 		}
 	}
 	return baseOf(groups), nil // the files list them oldest first
-}
-
-// valueIn reports whether leaf column leaf may hold a value in row group rg of the file
-// whose footer is md: its chunk's statistics, as the footer holds them, have no null
-// count, or one below the group's rows.
-func valueIn(md *metadata.FileMetaData, rg, leaf int) bool {
-	cols := md.RowGroups[rg].Columns
-	if leaf >= len(cols) || cols[leaf].MetaData == nil || cols[leaf].MetaData.Statistics == nil {
-		return true
-	}
-	nulls := cols[leaf].MetaData.Statistics.NullCount
-	return nulls == nil || *nulls != md.RowGroups[rg].NumRows
 }
 
 // groupOf is row group rg of the Parquet file data, whose footer is md.

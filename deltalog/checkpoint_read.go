@@ -153,17 +153,10 @@ func (l *lazyTombstones) carryBase() (*tombstoneBase, error) {
 		for _, g := range groups {
 			byGroup[g.rg] = g
 		}
-		used := 0
 		l.base, l.baseErr = partBase(l.parts[0], func(rg, _ int) (*removeRows, bool) {
 			g := byGroup[rg]
-			if g != nil {
-				used++
-			}
 			return g, g != nil
 		})
-		if l.base != nil && used != len(groups) {
-			l.base = nil // a group of removes the footer's null counts did not show
-		}
 	})
 	return l.base, l.baseErr
 }
