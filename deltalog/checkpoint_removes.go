@@ -59,8 +59,9 @@ func (p *checkpointPart) open(mem memory.Allocator) (*file.Reader, error) {
 	return file.NewParquetReader(bytes.NewReader(p.data), file.WithReadProps(parquet.NewReaderProperties(mem)), file.WithMetadata(p.md))
 }
 
-// removeKeyFields are the remove fields that say which file a tombstone protects and
-// since when: what the carry rule (removeKey, the span of deletion times) and VACUUM read.
+// removeKeyField reports whether the remove field name (under remove) says which file a
+// tombstone protects or since when: what the carry rule (removeKey, the span of deletion
+// times) and VACUUM read.
 func removeKeyField(name string) bool {
 	return name == "path" || name == "deletionTimestamp" || name == "deletionVector"
 }
