@@ -1,0 +1,413 @@
+package deltalog
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// A checkpoint's row group is written leaf by leaf through arrow-go's column chunk writers,
+// each leaf's definition and repetition levels and values computed here from the actions,
+// instead of building an Arrow record and handing it to pqarrow.FileWriter. The schema is
+// fixed (checkpointSchema), so its Parquet form and the writer properties are built once
+// per process rather than per checkpoint, and there is no Arrow record, struct arrays or
+// pqarrow level builder. The column chunk writers, and so the pages, statistics and
+// footer, are arrow-go's own: the files are byte for byte those pqarrow.FileWriter wrote
+// from the same actions (TestCheckpointEncoderMatchesPqarrow). Per row group the fixed
+// cost was ~50 leaves of that machinery whatever the rows (docs/performance.md § The
+// checkpoint's row group).
+
+// cpFormat is the checkpoint schema as Parquet and its writer properties (Snappy, data
+// page V1, no dictionaries: encodeCheckpoint), read-only once built and shared by every
+// checkpoint written in the process.
+type cpFormat struct {
+	root   *pqschema.GroupNode
+	props  *parquet.WriterProperties
+	leaves []cpLeaf // one per Parquet leaf, in the schema's column order
+	maxDef []int16
+	maxRep []int16
+}
+
+// checkpointFormat builds cpFormat once; the error is pqarrow.ToParquet's, or a leaf of the
+// Parquet schema that cpLeaves does not describe in that place.
+var checkpointFormat = sync.OnceValues(func() (*cpFormat, error) {
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithDataPageVersion(parquet.DataPageV1),
+		parquet.WithDictionaryDefault(false),
+	)
+	sc, err := pqarrow.ToParquet(checkpointSchema, props, pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		return nil, err
+	}
+	leaves := cpLeaves()
+	if sc.NumColumns() != len(leaves) {
+		return nil, fmt.Errorf("checkpoint schema: %d Parquet leaves, %d described", sc.NumColumns(), len(leaves))
+	}
+	f := &cpFormat{root: sc.Root(), props: props, leaves: leaves}
+	for i, l := range leaves {
+		c := sc.Column(i)
+		if got := strings.Join(c.ColumnPath(), "."); got != l.path {
+			return nil, fmt.Errorf("checkpoint schema: leaf %d is %s, described as %s", i, got, l.path)
+		}
+		f.maxDef = append(f.maxDef, c.MaxDefinitionLevel())
+		f.maxRep = append(f.maxRep, c.MaxRepetitionLevel())
+	}
+	return f, nil
+})
+
+// cpLeaf is one leaf column of the checkpoint schema: fill appends, for an action whose
+// own field (action: cpTxn, cpAdd, ...) is set, that row's levels and values of the leaf.
+// A row whose field is not set has one level, definition 0.
+type cpLeaf struct {
+	path   string
+	action int
+	fill   func(a *Action, c *cpColumn)
+}
+
+// cpColumn is one leaf's levels and values for a row group, reused from leaf to leaf.
+type cpColumn struct {
+	defs, reps []int16
+	i64        []int64
+	i32        []int32
+	bools      []bool
+	strs       []parquet.ByteArray
+	strEnds    []int // the end of each string value in text
+	text       []byte
+}
+
+func (c *cpColumn) reset() {
+	c.defs, c.reps = c.defs[:0], c.reps[:0]
+	c.i64, c.i32, c.bools, c.strs, c.strEnds, c.text = c.i64[:0], c.i32[:0], c.bools[:0], c.strs[:0], c.strEnds[:0], c.text[:0]
+}
+
+// level appends a definition and a repetition level.
+func (c *cpColumn) level(def, rep int16) {
+	c.defs = append(c.defs, def)
+	c.reps = append(c.reps, rep)
+}
+
+// The value appenders take the leaf's definition level when the value is there (its
+// maximum) and the repetition level; the optional ones a nil or empty value as null
+// (one level lower).
+
+func (c *cpColumn) str(def, rep int16, v string) {
+	c.level(def, rep)
+	c.text = append(c.text, v...)
+	c.strEnds = append(c.strEnds, len(c.text))
+}
+
+// optStr is a string written null when empty (appendStr's rule).
+func (c *cpColumn) optStr(def int16, v string) {
+	if v == "" {
+		c.level(def-1, 0)
+		return
+	}
+	c.str(def, 0, v)
+}
+
+func (c *cpColumn) int64(def int16, v int64) {
+	c.level(def, 0)
+	c.i64 = append(c.i64, v)
+}
+
+func (c *cpColumn) optInt64(def int16, v *int64) {
+	if v == nil {
+		c.level(def-1, 0)
+		return
+	}
+	c.int64(def, *v)
+}
+
+func (c *cpColumn) int32(def int16, v int32) {
+	c.level(def, 0)
+	c.i32 = append(c.i32, v)
+}
+
+func (c *cpColumn) boolean(def int16, v bool) {
+	c.level(def, 0)
+	c.bools = append(c.bools, v)
+}
+
+func (c *cpColumn) optBool(def int16, v *bool) {
+	if v == nil {
+		c.level(def-1, 0)
+		return
+	}
+	c.boolean(def, *v)
+}
+
+// strMap appends the key (value false) or value leaf of an optional map of strings whose
+// parent is defined at def: null when m is nil and not required, else its entries by
+// sorted key, an empty value written null when emptyIsNull (appendMap's rules).
+func (c *cpColumn) strMap(def int16, m map[string]string, required, emptyIsNull, value bool) {
+	if m == nil && !required {
+		c.level(def, 0)
+		return
+	}
+	if len(m) == 0 {
+		c.level(def+1, 0)
+		return
+	}
+	var rep int16
+	for _, k := range sortedKeys(m) {
+		switch v := m[k]; {
+		case !value:
+			c.str(def+2, rep, k)
+		case v == "" && emptyIsNull:
+			c.level(def+2, rep)
+		default:
+			c.str(def+3, rep, v)
+		}
+		rep = 1
+	}
+}
+
+// strList appends the element leaf of an optional list of strings whose parent is defined
+// at def: null when l is nil and not required (appendStrList's rule).
+func (c *cpColumn) strList(def int16, l []string, required bool) {
+	if l == nil && !required {
+		c.level(def, 0)
+		return
+	}
+	if len(l) == 0 {
+		c.level(def+1, 0)
+		return
+	}
+	var rep int16
+	for _, v := range l {
+		c.str(def+3, rep, v)
+		rep = 1
+	}
+}
+
+// dv appends leaf i (0 storageType … 4 cardinality) of a deletion vector whose parent is
+// defined at def.
+func (c *cpColumn) dv(def int16, dv *DeletionVector, i int) {
+	if dv == nil {
+		c.level(def, 0)
+		return
+	}
+	switch i {
+	case 0:
+		c.str(def+2, 0, dv.StorageType)
+	case 1:
+		c.str(def+2, 0, dv.PathOrInlineDv)
+	case 2:
+		if dv.Offset == nil {
+			c.level(def+1, 0)
+		} else {
+			c.int32(def+2, *dv.Offset)
+		}
+	case 3:
+		c.int32(def+2, dv.SizeInBytes)
+	case 4:
+		c.int64(def+2, dv.Cardinality)
+	}
+}
+
+// cpLeaves describes checkpointSchema's leaves in its column order, with the same values,
+// nulls and empty collections as the Arrow builders of checkpointRecord wrote (the test
+// oracle, checkpoint_pqarrow_test.go).
+func cpLeaves() []cpLeaf {
+	var ls []cpLeaf
+	leaf := func(path string, action int, fill func(a *Action, c *cpColumn)) {
+		ls = append(ls, cpLeaf{path: path, action: action, fill: fill})
+	}
+	leaf("txn.appId", cpTxn, func(a *Action, c *cpColumn) { c.str(2, 0, a.Txn.AppID) })
+	leaf("txn.version", cpTxn, func(a *Action, c *cpColumn) { c.int64(2, a.Txn.Version) })
+	leaf("txn.lastUpdated", cpTxn, func(a *Action, c *cpColumn) { c.optInt64(2, a.Txn.LastUpdated) })
+
+	leaf("add.path", cpAdd, func(a *Action, c *cpColumn) { c.str(2, 0, a.Add.Path) })
+	leaf("add.partitionValues.key_value.key", cpAdd, func(a *Action, c *cpColumn) { c.strMap(1, a.Add.PartitionValues, true, true, false) })
+	leaf("add.partitionValues.key_value.value", cpAdd, func(a *Action, c *cpColumn) { c.strMap(1, a.Add.PartitionValues, true, true, true) })
+	leaf("add.size", cpAdd, func(a *Action, c *cpColumn) { c.int64(2, a.Add.Size) })
+	leaf("add.modificationTime", cpAdd, func(a *Action, c *cpColumn) { c.int64(2, a.Add.ModificationTime) })
+	leaf("add.dataChange", cpAdd, func(a *Action, c *cpColumn) { c.boolean(2, a.Add.DataChange) })
+	leaf("add.tags.key_value.key", cpAdd, func(a *Action, c *cpColumn) { c.strMap(1, a.Add.Tags, false, false, false) })
+	leaf("add.tags.key_value.value", cpAdd, func(a *Action, c *cpColumn) { c.strMap(1, a.Add.Tags, false, false, true) })
+	for i, name := range []string{"storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality"} {
+		leaf("add.deletionVector."+name, cpAdd, func(a *Action, c *cpColumn) { c.dv(1, a.Add.DeletionVector, i) })
+	}
+	leaf("add.baseRowId", cpAdd, func(a *Action, c *cpColumn) { c.optInt64(2, a.Add.BaseRowID) })
+	leaf("add.defaultRowCommitVersion", cpAdd, func(a *Action, c *cpColumn) { c.optInt64(2, a.Add.DefaultRowCommitVersion) })
+	leaf("add.clusteringProvider", cpAdd, func(a *Action, c *cpColumn) { c.optStr(2, a.Add.ClusteringProvider) })
+	leaf("add.stats", cpAdd, func(a *Action, c *cpColumn) { c.optStr(2, a.Add.Stats) })
+
+	leaf("remove.path", cpRemove, func(a *Action, c *cpColumn) { c.str(2, 0, a.Remove.Path) })
+	leaf("remove.deletionTimestamp", cpRemove, func(a *Action, c *cpColumn) { c.optInt64(2, a.Remove.DeletionTimestamp) })
+	leaf("remove.dataChange", cpRemove, func(a *Action, c *cpColumn) { c.boolean(2, a.Remove.DataChange) })
+	leaf("remove.extendedFileMetadata", cpRemove, func(a *Action, c *cpColumn) { c.optBool(2, a.Remove.ExtendedFileMetadata) })
+	leaf("remove.partitionValues.key_value.key", cpRemove, func(a *Action, c *cpColumn) { c.strMap(1, a.Remove.PartitionValues, false, true, false) })
+	leaf("remove.partitionValues.key_value.value", cpRemove, func(a *Action, c *cpColumn) { c.strMap(1, a.Remove.PartitionValues, false, true, true) })
+	leaf("remove.size", cpRemove, func(a *Action, c *cpColumn) { c.optInt64(2, a.Remove.Size) })
+	for i, name := range []string{"storageType", "pathOrInlineDv", "offset", "sizeInBytes", "cardinality"} {
+		leaf("remove.deletionVector."+name, cpRemove, func(a *Action, c *cpColumn) { c.dv(1, a.Remove.DeletionVector, i) })
+	}
+	leaf("remove.baseRowId", cpRemove, func(a *Action, c *cpColumn) { c.optInt64(2, a.Remove.BaseRowID) })
+	leaf("remove.defaultRowCommitVersion", cpRemove, func(a *Action, c *cpColumn) { c.optInt64(2, a.Remove.DefaultRowCommitVersion) })
+
+	leaf("metaData.id", cpMetaData, func(a *Action, c *cpColumn) { c.str(2, 0, a.MetaData.ID) })
+	leaf("metaData.name", cpMetaData, func(a *Action, c *cpColumn) { c.optStr(2, a.MetaData.Name) })
+	leaf("metaData.description", cpMetaData, func(a *Action, c *cpColumn) { c.optStr(2, a.MetaData.Description) })
+	leaf("metaData.format.provider", cpMetaData, func(a *Action, c *cpColumn) {
+		provider := a.MetaData.Format.Provider
+		if provider == "" {
+			provider = "parquet"
+		}
+		c.str(3, 0, provider)
+	})
+	leaf("metaData.format.options.key_value.key", cpMetaData, func(a *Action, c *cpColumn) { c.strMap(2, a.MetaData.Format.Options, true, false, false) })
+	leaf("metaData.format.options.key_value.value", cpMetaData, func(a *Action, c *cpColumn) { c.strMap(2, a.MetaData.Format.Options, true, false, true) })
+	leaf("metaData.schemaString", cpMetaData, func(a *Action, c *cpColumn) { c.str(2, 0, a.MetaData.SchemaString) })
+	leaf("metaData.partitionColumns.list.element", cpMetaData, func(a *Action, c *cpColumn) { c.strList(1, a.MetaData.PartitionColumns, true) })
+	leaf("metaData.createdTime", cpMetaData, func(a *Action, c *cpColumn) { c.optInt64(2, a.MetaData.CreatedTime) })
+	leaf("metaData.configuration.key_value.key", cpMetaData, func(a *Action, c *cpColumn) { c.strMap(1, a.MetaData.Configuration, true, false, false) })
+	leaf("metaData.configuration.key_value.value", cpMetaData, func(a *Action, c *cpColumn) { c.strMap(1, a.MetaData.Configuration, true, false, true) })
+
+	leaf("protocol.minReaderVersion", cpProtocol, func(a *Action, c *cpColumn) { c.int32(2, int32(a.Protocol.MinReaderVersion)) })
+	leaf("protocol.minWriterVersion", cpProtocol, func(a *Action, c *cpColumn) { c.int32(2, int32(a.Protocol.MinWriterVersion)) })
+	// The feature lists only at reader 3 / writer 7, where they are required and must be
+	// non-null (docs/reference/delta-protocol.md §7.2); null otherwise.
+	leaf("protocol.readerFeatures.list.element", cpProtocol, func(a *Action, c *cpColumn) {
+		if a.Protocol.MinReaderVersion >= 3 {
+			c.strList(1, a.Protocol.ReaderFeatures, true)
+		} else {
+			c.level(1, 0)
+		}
+	})
+	leaf("protocol.writerFeatures.list.element", cpProtocol, func(a *Action, c *cpColumn) {
+		if a.Protocol.MinWriterVersion >= 7 {
+			c.strList(1, a.Protocol.WriterFeatures, true)
+		} else {
+			c.level(1, 0)
+		}
+	})
+
+	leaf("domainMetadata.domain", cpDomain, func(a *Action, c *cpColumn) { c.str(2, 0, a.DomainMetadata.Domain) })
+	leaf("domainMetadata.configuration", cpDomain, func(a *Action, c *cpColumn) { c.str(2, 0, a.DomainMetadata.Configuration) })
+	leaf("domainMetadata.removed", cpDomain, func(a *Action, c *cpColumn) { c.boolean(2, a.DomainMetadata.Removed) })
+	return ls
+}
+
+// actionSet says whether a's field of checkpointSchema's top-level column i is set.
+func actionSet(a *Action, i int) bool {
+	switch i {
+	case cpTxn:
+		return a.Txn != nil
+	case cpAdd:
+		return a.Add != nil
+	case cpRemove:
+		return a.Remove != nil
+	case cpMetaData:
+		return a.MetaData != nil
+	case cpProtocol:
+		return a.Protocol != nil
+	case cpDomain:
+		return a.DomainMetadata != nil
+	}
+	return false
+}
+
+// checkpointEncoder writes the row groups of one checkpoint file.
+type checkpointEncoder struct {
+	f   *cpFormat
+	buf bytes.Buffer
+	fw  *file.Writer
+	col cpColumn
+}
+
+func newCheckpointEncoder() (*checkpointEncoder, error) {
+	f, err := checkpointFormat()
+	if err != nil {
+		return nil, err
+	}
+	e := &checkpointEncoder{f: f}
+	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: an
+	// empty list (checkpointSchema has no metadata).
+	fw, err := file.NewParquetWriterWithError(&e.buf, f.root, file.WithWriterProps(f.props), file.WithWriteMetadata(make(metadata.KeyValueMetadata, 0)))
+	if err != nil {
+		return nil, err
+	}
+	e.fw = fw
+	return e, nil
+}
+
+// writeRows writes actions as one row group.
+func (e *checkpointEncoder) writeRows(actions []Action) error {
+	for i := range actions {
+		if a := &actions[i]; a.count() != 1 || a.CommitInfo != nil || a.CDC != nil {
+			return errCheckpointRow
+		}
+	}
+	rg, err := e.fw.AppendRowGroupChecked()
+	if err != nil {
+		return err
+	}
+	c := &e.col
+	for li, l := range e.f.leaves {
+		c.reset()
+		for i := range actions {
+			if a := &actions[i]; actionSet(a, l.action) {
+				l.fill(a, c)
+			} else {
+				c.level(0, 0)
+			}
+		}
+		cw, err := rg.NextColumn()
+		if err != nil {
+			return err
+		}
+		reps := c.reps
+		if e.f.maxRep[li] == 0 {
+			reps = nil
+		}
+		if err := c.write(cw, reps); err != nil {
+			return fmt.Errorf("checkpoint column %s: %w", l.path, err)
+		}
+	}
+	return rg.Close()
+}
+
+// write hands the column's levels and values to cw.
+func (c *cpColumn) write(cw file.ColumnChunkWriter, reps []int16) error {
+	var err error
+	switch w := cw.(type) {
+	case *file.ByteArrayColumnChunkWriter:
+		if c.text == nil {
+			// An empty string is a value, not a null, to the statistics: never a nil slice.
+			c.text = make([]byte, 0, 64)
+		}
+		start := 0
+		for _, end := range c.strEnds {
+			c.strs = append(c.strs, c.text[start:end:end])
+			start = end
+		}
+		_, err = w.WriteBatch(c.strs, c.defs, reps)
+	case *file.Int64ColumnChunkWriter:
+		_, err = w.WriteBatch(c.i64, c.defs, reps)
+	case *file.Int32ColumnChunkWriter:
+		_, err = w.WriteBatch(c.i32, c.defs, reps)
+	case *file.BooleanColumnChunkWriter:
+		_, err = w.WriteBatch(c.bools, c.defs, reps)
+	default:
+		err = fmt.Errorf("unexpected column writer %T", cw)
+	}
+	return err
+}
+
+// close writes the footer and returns the file.
+func (e *checkpointEncoder) close() ([]byte, error) {
+	if err := e.fw.Close(); err != nil {
+		return nil, err
+	}
+	return e.buf.Bytes(), nil
+}

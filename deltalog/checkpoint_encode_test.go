@@ -1,0 +1,173 @@
+package deltalog
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// variedActions are n actions of every kind the checkpoint holds, drawn by r, with every
+// optional field both set and unset: nil, empty and non-empty maps and lists, empty
+// partition values (written null), deletion vectors with and without an offset, the
+// protocol's feature lists at reader 3 / writer 7 and below.
+func variedActions(r *rand.Rand, n int) []Action {
+	ptr := func(v int64) *int64 {
+		if r.IntN(2) == 0 {
+			return nil
+		}
+		return &v
+	}
+	strMap := func() map[string]string {
+		switch r.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return map[string]string{}
+		}
+		m := map[string]string{}
+		for i := range 1 + r.IntN(3) {
+			v := fmt.Sprint(r.IntN(5))
+			if r.IntN(3) == 0 {
+				v = ""
+			}
+			m[fmt.Sprintf("k%d", i*7%5)] = v
+		}
+		return m
+	}
+	list := func() []string {
+		switch r.IntN(3) {
+		case 0:
+			return nil
+		case 1:
+			return []string{}
+		}
+		return []string{"deletionVectors", "columnMapping", "v2Checkpoint"}[:1+r.IntN(3)]
+	}
+	dv := func() *DeletionVector {
+		if r.IntN(2) == 0 {
+			return nil
+		}
+		d := &DeletionVector{StorageType: "u", PathOrInlineDv: fmt.Sprintf("ab^-aW0001%04d", r.IntN(1000)), SizeInBytes: int32(r.IntN(100)), Cardinality: int64(r.IntN(50))}
+		if r.IntN(2) == 0 {
+			off := int32(r.IntN(10))
+			d.Offset = &off
+		}
+		return d
+	}
+	str := func(s string) string {
+		if r.IntN(3) == 0 {
+			return ""
+		}
+		return s
+	}
+	var acts []Action
+	for i := range n {
+		switch k := r.IntN(10); {
+		case k == 0:
+			p := &Protocol{MinReaderVersion: 1 + r.IntN(3), MinWriterVersion: 2 + r.IntN(6)}
+			p.ReaderFeatures, p.WriterFeatures = list(), list()
+			acts = append(acts, Action{Protocol: p})
+		case k == 1:
+			m := lgMetadata()
+			m.Name, m.Description, m.Format.Provider = str("t"), str("a table"), str("parquet")
+			m.Format.Options, m.Configuration, m.PartitionColumns, m.CreatedTime = strMap(), strMap(), list(), ptr(17e11)
+			acts = append(acts, Action{MetaData: m})
+		case k == 2:
+			acts = append(acts, Action{Txn: &Txn{AppID: str(fmt.Sprint("app", i)), Version: int64(i), LastUpdated: ptr(int64(i))}})
+		case k == 3:
+			acts = append(acts, Action{DomainMetadata: &DomainMetadata{Domain: fmt.Sprint("d", i), Configuration: str(`{"k":1}`), Removed: r.IntN(2) == 0}})
+		case k < 7:
+			a := lgAdd(i)
+			a.PartitionValues, a.Tags, a.DeletionVector = strMap(), strMap(), dv()
+			a.BaseRowID, a.DefaultRowCommitVersion, a.ClusteringProvider, a.Stats = ptr(int64(i)), ptr(3), str("liquid"), str(a.Stats)
+			a.DataChange = r.IntN(2) == 0
+			acts = append(acts, Action{Add: a})
+		default:
+			var ext *bool
+			if r.IntN(2) == 0 {
+				b := r.IntN(2) == 0
+				ext = &b
+			}
+			acts = append(acts, Action{Remove: &Remove{Path: lgAdd(i).Path, DeletionTimestamp: ptr(int64(17e11) + int64(r.IntN(4))*864e5), DataChange: r.IntN(2) == 0,
+				ExtendedFileMetadata: ext, PartitionValues: strMap(), Size: ptr(int64(i)), DeletionVector: dv(), BaseRowID: ptr(1), DefaultRowCommitVersion: ptr(2)}})
+		}
+	}
+	return acts
+}
+
+// The checkpoint encoder writes, byte for byte, the file pqarrow.FileWriter wrote from the
+// same actions (the encoder before it, checkpoint_pqarrow_test.go): small and large row
+// groups, several data pages in a column chunk, groups split by day and by
+// checkpointBatchRows, no actions at all.
+func TestCheckpointEncoderMatchesPqarrow(t *testing.T) {
+	long := headActions(3000, 0)
+	for i := range long {
+		if a := long[i].Add; a != nil {
+			a.Stats += strings.Repeat(" ", 400) // > 1 MiB of stats: two data pages
+		}
+	}
+	cases := []struct {
+		name  string
+		acts  []Action
+		batch int
+	}{
+		{"none", nil, 0},
+		{"head 10 adds", headActions(10, 0), 0},
+		{"head 10 adds 40 removes", headActions(10, 40), 0},
+		{"removes only", headActions(0, 5)[3:], 0},
+		{"3000 long adds", long, 0},
+		{"3000 long adds, 1000 a group", long, 1000},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 40 {
+		n := 1 + r.IntN(60)
+		if i%10 == 9 {
+			n = 2000 + r.IntN(3000)
+		}
+		cases = append(cases, struct {
+			name  string
+			acts  []Action
+			batch int
+		}{fmt.Sprintf("varied %d (%d actions)", i, n), variedActions(r, n), []int{0, 0, 3, 7}[i%4]})
+	}
+	defer func(n int) { checkpointBatchRows = n }(checkpointBatchRows)
+	for _, c := range cases {
+		for _, byDay := range []bool{false, true} {
+			checkpointBatchRows = 50_000
+			if c.batch > 0 {
+				checkpointBatchRows = c.batch
+			}
+			want, err := encodeCheckpointPqarrow(c.acts, byDay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeCheckpointByDay(c.acts, byDay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s, by day %v: %d bytes, pqarrow's %d, differing from byte %d", c.name, byDay, len(got), len(want), firstDiff(got, want))
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// An action with no field or two cannot be a checkpoint row.
+func TestCheckpointEncoderRefusesMixedRows(t *testing.T) {
+	for _, a := range []Action{{}, {Add: lgAdd(1), Txn: &Txn{AppID: "a"}}, {CommitInfo: &CommitInfo{}}} {
+		if _, err := encodeCheckpoint([]Action{a}); err != errCheckpointRow {
+			t.Errorf("%+v: %v, want errCheckpointRow", a, err)
+		}
+	}
+}
