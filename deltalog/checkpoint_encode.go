@@ -2,10 +2,14 @@ package deltalog
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -317,13 +321,26 @@ func actionSet(a *Action, i int) bool {
 	return false
 }
 
-// checkpointEncoder writes the row groups of one checkpoint file.
+// checkpointEncoder writes the row groups of one checkpoint file. It assembles the file
+// as arrow-go's file.Writer does (the magic, each row group's column chunks, the footer
+// from arrow-go's metadata builders), so that a leaf with no value in a row group whose
+// levels are all one (every leaf of an action type the group does not hold, most leaves of
+// a group of removes) can be written without a column chunk writer: its one page is
+// built here (cpColumn.constantPage) and written by arrow-go's page writer, as the column
+// chunk writer would have written it. The others go through a column chunk writer.
 type checkpointEncoder struct {
-	f   *cpFormat
-	buf bytes.Buffer
-	fw  *file.Writer
-	col cpColumn
+	f     *cpFormat
+	sink  tellBuffer
+	fmb   *metadata.FileMetaDataBuilder
+	pager *cpPager
+	rgs   int16
+	col   cpColumn
 }
+
+// tellBuffer is the file being written, with the position arrow-go's writers ask for.
+type tellBuffer struct{ bytes.Buffer }
+
+func (b *tellBuffer) Tell() int64 { return int64(b.Len()) }
 
 func newCheckpointEncoder() (*checkpointEncoder, error) {
 	f, err := checkpointFormat()
@@ -333,11 +350,8 @@ func newCheckpointEncoder() (*checkpointEncoder, error) {
 	e := &checkpointEncoder{f: f}
 	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: an
 	// empty list (checkpointSchema has no metadata).
-	fw, err := file.NewParquetWriterWithError(&e.buf, f.root, file.WithWriterProps(f.props), file.WithWriteMetadata(make(metadata.KeyValueMetadata, 0)))
-	if err != nil {
-		return nil, err
-	}
-	e.fw = fw
+	e.fmb = metadata.NewFileMetadataBuilder(pqschema.NewSchema(f.root), f.props, make(metadata.KeyValueMetadata, 0))
+	e.sink.WriteString("PAR1")
 	return e, nil
 }
 
@@ -348,10 +362,7 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 			return errCheckpointRow
 		}
 	}
-	rg, err := e.fw.AppendRowGroupChecked()
-	if err != nil {
-		return err
-	}
+	rgb := e.fmb.AppendRowGroup()
 	c := &e.col
 	for li, l := range e.f.leaves {
 		c.reset()
@@ -362,19 +373,185 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 				c.level(0, 0)
 			}
 		}
-		cw, err := rg.NextColumn()
-		if err != nil {
+		meta := rgb.NextColumnChunk()
+		if err := e.startColumn(meta, li); err != nil {
 			return err
 		}
-		reps := c.reps
-		if e.f.maxRep[li] == 0 {
-			reps = nil
+		var err error
+		if def, ok := c.constant(e.f.maxDef[li]); ok {
+			err = c.constantPage(e.pager, meta, def, e.f.maxDef[li], e.f.maxRep[li])
+		} else {
+			reps := c.reps
+			if e.f.maxRep[li] == 0 {
+				reps = nil
+			}
+			cw := file.NewColumnChunkWriter(meta, e.pager, e.f.props)
+			err = c.write(cw, reps)
+			if cerr := cw.Close(); err == nil {
+				err = cerr
+			}
 		}
-		if err := c.write(cw, reps); err != nil {
+		if err != nil {
 			return fmt.Errorf("checkpoint column %s: %w", l.path, err)
 		}
 	}
-	return rg.Close()
+	rgb.SetNumRows(len(actions))
+	if err := rgb.Finish(0, e.rgs); err != nil {
+		return err
+	}
+	e.rgs++
+	return nil
+}
+
+// startColumn points the page writer at the column chunk meta, leaf li of the row group.
+func (e *checkpointEncoder) startColumn(meta *metadata.ColumnChunkMetaDataBuilder, li int) error {
+	codec, level := e.f.props.CompressionFor(meta.Descr().Path()), e.f.props.CompressionLevelFor(meta.Descr().Path())
+	if e.pager == nil {
+		pw, err := file.NewPageWriter(&e.sink, codec, level, meta, e.rgs, int16(li), e.f.props.Allocator(), false, nil, nil)
+		if err != nil {
+			return err
+		}
+		e.pager = &cpPager{PageWriter: pw, sink: &e.sink}
+	} else if err := e.pager.PageWriter.Reset(&e.sink, codec, level, meta, e.rgs, int16(li), nil, nil); err != nil {
+		return err
+	}
+	e.pager.start(meta)
+	return nil
+}
+
+// close writes the footer and returns the file.
+func (e *checkpointEncoder) close() ([]byte, error) {
+	md, err := e.fmb.Finish()
+	if err != nil {
+		return nil, err
+	}
+	n, err := md.WriteTo(&e.sink, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.sink.Write(binary.LittleEndian.AppendUint32(nil, uint32(n)))
+	e.sink.WriteString("PAR1")
+	return e.sink.Bytes(), nil
+}
+
+// cpPager is arrow-go's page writer (file.NewPageWriter: the page headers, the
+// compression), keeping the column chunk's totals itself so that closing the chunk only
+// fills its footer entry: arrow-go's Close also serializes that entry through a
+// never-flushed 4 KB bufio.Writer whose bytes go nowhere (thrift.SerializeThriftStream in
+// serializedPageWriter.Close), 4 KB of allocation a column chunk for nothing. The totals
+// are the ones it keeps (page_writer.go in arrow-go's parquet/file).
+type cpPager struct {
+	file.PageWriter
+	sink *tellBuffer
+	meta *metadata.ColumnChunkMetaDataBuilder
+
+	pages                                             int32
+	nvalues, dataPageOffset, compressed, uncompressed int64
+}
+
+func (p *cpPager) start(meta *metadata.ColumnChunkMetaDataBuilder) {
+	p.meta, p.pages, p.nvalues, p.dataPageOffset, p.compressed, p.uncompressed = meta, 0, 0, 0, 0, 0
+}
+
+func (p *cpPager) WriteDataPage(page file.DataPage) (int64, error) {
+	start := p.sink.Tell()
+	n, err := p.PageWriter.WriteDataPage(page)
+	if err != nil {
+		return n, err
+	}
+	if parquet.Encoding(page.Encoding()) != parquet.Encodings.Plain {
+		return n, fmt.Errorf("a checkpoint data page encoded %v", page.Encoding())
+	}
+	if p.pages == 0 {
+		p.dataPageOffset = start
+	}
+	p.pages++
+	p.nvalues += int64(page.NumValues())
+	p.compressed += n
+	p.uncompressed += int64(page.UncompressedSize()) + n - int64(len(page.Data())) // the page and its header
+	return n, nil
+}
+
+// WriteDictionaryPage refuses: checkpoints are written without dictionaries.
+func (p *cpPager) WriteDictionaryPage(*file.DictionaryPage) (int64, error) {
+	return 0, errors.New("a checkpoint column with a dictionary")
+}
+
+func (p *cpPager) Close(hasDict, fallback bool) error {
+	stats := metadata.EncodingStats{DictEncodingStats: map[parquet.Encoding]int32{}, DataEncodingStats: map[parquet.Encoding]int32{}}
+	if p.pages > 0 {
+		stats.DataEncodingStats[parquet.Encodings.Plain] = p.pages
+	}
+	return p.meta.Finish(metadata.ChunkMetaInfo{
+		NumValues:        p.nvalues,
+		IndexPageOffset:  -1,
+		DataPageOffset:   p.dataPageOffset,
+		CompressedSize:   p.compressed,
+		UncompressedSize: p.uncompressed,
+	}, hasDict, fallback, stats)
+}
+
+// constant reports whether the column has levels, no value (no definition level reaches
+// maxDef) and every definition level the same, def, with every repetition level 0.
+func (c *cpColumn) constant(maxDef int16) (def int16, ok bool) {
+	if len(c.defs) == 0 || c.defs[0] >= maxDef {
+		return 0, false
+	}
+	def = c.defs[0]
+	for i, d := range c.defs {
+		if d != def || c.reps[i] != 0 {
+			return 0, false
+		}
+	}
+	return def, true
+}
+
+// constantPage writes the column chunk of a column whose n levels are all def (repetition
+// 0) and which has no value, as arrow-go's column chunk writer writes it: one data page
+// (a chunk without values never reaches the page size) of the repetition levels, then the
+// definition levels, each a 4-byte length and the RLE/bit-packed hybrid encoding, which
+// for one value repeated n times (n > 0) is a single RLE run whatever n (arrow-go's
+// RleEncoder: PutBatchLevels and Put both leave it one run, and Flush writes it as one);
+// no values; statistics of n nulls on the page and the chunk. TestCheckpointEncoderMatchesPqarrow
+// holds it to arrow-go's bytes.
+func (c *cpColumn) constantPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder, def, maxDef, maxRep int16) error {
+	n := len(c.defs)
+	raw := c.text[:0]
+	if maxRep > 0 {
+		raw = appendRLERun(raw, n, 0, maxRep)
+	}
+	raw = appendRLERun(raw, n, def, maxDef)
+	c.text = raw
+	var compressed bytes.Buffer
+	data := p.Compress(&compressed, raw)
+	stats := metadata.EncodedStatistics{Signed: meta.Descr().SortOrder() == pqschema.SortSIGNED}
+	stats.SetNullCount(int64(n))
+	stats.AllNullValue = true
+	page := file.NewDataPageV1WithConfig(memory.NewBufferBytes(data), parquet.Encodings.RLE, parquet.Encodings.RLE, file.DataPageConfig{
+		Num:              int32(n),
+		Encoding:         parquet.Encodings.Plain,
+		UncompressedSize: int32(len(raw)),
+		Stats:            stats,
+	})
+	if _, err := p.WriteDataPage(page); err != nil {
+		return err
+	}
+	meta.SetStats(stats)
+	return p.Close(false, false)
+}
+
+// appendRLERun appends the levels section of a V1 data page holding n levels of value v
+// (at most maxLevel): its length (4 bytes, little-endian), then one RLE run: n << 1 as a
+// ULEB128 varint and v in the bytes of the levels' bit width.
+func appendRLERun(b []byte, n int, v, maxLevel int16) []byte {
+	run := binary.AppendUvarint(nil, uint64(n)<<1)
+	width := (bits.Len16(uint16(maxLevel)) + 7) / 8
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(run)+width))
+	b = append(b, run...)
+	for i := range width {
+		b = append(b, byte(uint16(v)>>(8*i)))
+	}
+	return b
 }
 
 // write hands the column's levels and values to cw.
@@ -402,12 +579,4 @@ func (c *cpColumn) write(cw file.ColumnChunkWriter, reps []int16) error {
 		err = fmt.Errorf("unexpected column writer %T", cw)
 	}
 	return err
-}
-
-// close writes the footer and returns the file.
-func (e *checkpointEncoder) close() ([]byte, error) {
-	if err := e.fw.Close(); err != nil {
-		return nil, err
-	}
-	return e.buf.Bytes(), nil
 }

@@ -346,5 +346,3 @@ func checkpointRowGroups(actions []Action, byDay bool) [][]Action {
 }
 
 var errCheckpointRow = errors.New("checkpoint rows hold one txn, add, remove, metaData, protocol or domainMetadata each")
-
-
