@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"strings"
 	"sync"
 
@@ -86,6 +85,9 @@ type cpColumn struct {
 	strs       []parquet.ByteArray
 	strEnds    []int // the end of each string value in text
 	text       []byte
+
+	levels     levelEncoder
+	compressed bytes.Buffer
 }
 
 func (c *cpColumn) reset() {
@@ -323,11 +325,12 @@ func actionSet(a *Action, i int) bool {
 
 // checkpointEncoder writes the row groups of one checkpoint file. It assembles the file
 // as arrow-go's file.Writer does (the magic, each row group's column chunks, the footer
-// from arrow-go's metadata builders), so that a leaf with no value in a row group whose
-// levels are all one (every leaf of an action type the group does not hold, most leaves of
-// a group of removes) can be written without a column chunk writer: its one page is
-// built here (cpColumn.constantPage) and written by arrow-go's page writer, as the column
-// chunk writer would have written it. The others go through a column chunk writer.
+// from arrow-go's metadata builders), so that a leaf with no value in a row group (every
+// leaf of an action type the group does not hold, and the unset optional fields of those
+// it holds: most of a group's leaves) can be written without a column chunk writer: its
+// one page is built here (cpColumn.valuelessPage) and written by arrow-go's page writer,
+// as the column chunk writer would have written it. The others go through a column chunk
+// writer.
 type checkpointEncoder struct {
 	f     *cpFormat
 	sink  tellBuffer
@@ -378,8 +381,8 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 			return err
 		}
 		var err error
-		if def, ok := c.constant(e.f.maxDef[li]); ok {
-			err = c.constantPage(e.pager, meta, def, e.f.maxDef[li], e.f.maxRep[li])
+		if c.valueless(e.f.maxDef[li]) {
+			err = c.valuelessPage(e.pager, meta, e.f.props, e.f.maxDef[li], e.f.maxRep[li])
 		} else {
 			reps := c.reps
 			if e.f.maxRep[li] == 0 {
@@ -491,39 +494,33 @@ func (p *cpPager) Close(hasDict, fallback bool) error {
 	}, hasDict, fallback, stats)
 }
 
-// constant reports whether the column has levels, no value (no definition level reaches
-// maxDef) and every definition level the same, def, with every repetition level 0.
-func (c *cpColumn) constant(maxDef int16) (def int16, ok bool) {
-	if len(c.defs) == 0 || c.defs[0] >= maxDef {
-		return 0, false
-	}
-	def = c.defs[0]
-	for i, d := range c.defs {
-		if d != def || c.reps[i] != 0 {
-			return 0, false
+// valueless reports whether the column has levels and no value (no definition level
+// reaches maxDef).
+func (c *cpColumn) valueless(maxDef int16) bool {
+	for _, d := range c.defs {
+		if d >= maxDef {
+			return false
 		}
 	}
-	return def, true
+	return len(c.defs) > 0
 }
 
-// constantPage writes the column chunk of a column whose n levels are all def (repetition
-// 0) and which has no value, as arrow-go's column chunk writer writes it: one data page
-// (a chunk without values never reaches the page size) of the repetition levels, then the
-// definition levels, each a 4-byte length and the RLE/bit-packed hybrid encoding, which
-// for one value repeated n times (n > 0) is a single RLE run whatever n (arrow-go's
-// RleEncoder: PutBatchLevels and Put both leave it one run, and Flush writes it as one);
-// no values; statistics of n nulls on the page and the chunk. TestCheckpointEncoderMatchesPqarrow
+// valuelessPage writes the column chunk of a column with levels and no value as arrow-go's
+// column chunk writer writes it: one data page (a chunk without values never reaches the
+// page size) of the repetition levels, then the definition levels, each a 4-byte length
+// and the RLE/bit-packed hybrid encoding (levelEncoder), and no values; statistics of as
+// many nulls as levels on the page and the chunk. TestCheckpointEncoderMatchesPqarrow
 // holds it to arrow-go's bytes.
-func (c *cpColumn) constantPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder, def, maxDef, maxRep int16) error {
-	n := len(c.defs)
+func (c *cpColumn) valuelessPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder, props *parquet.WriterProperties, maxDef, maxRep int16) error {
+	n, batch := len(c.defs), int(props.WriteBatchSize())
 	raw := c.text[:0]
 	if maxRep > 0 {
-		raw = appendRLERun(raw, n, 0, maxRep)
+		raw = c.levels.encodeLevels(raw, c.reps, maxRep, batch)
 	}
-	raw = appendRLERun(raw, n, def, maxDef)
+	raw = c.levels.encodeLevels(raw, c.defs, maxDef, batch)
 	c.text = raw
-	var compressed bytes.Buffer
-	data := p.Compress(&compressed, raw)
+	c.compressed.Reset()
+	data := p.Compress(&c.compressed, raw)
 	stats := metadata.EncodedStatistics{Signed: meta.Descr().SortOrder() == pqschema.SortSIGNED}
 	stats.SetNullCount(int64(n))
 	stats.AllNullValue = true
@@ -538,20 +535,6 @@ func (c *cpColumn) constantPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBu
 	}
 	meta.SetStats(stats)
 	return p.Close(false, false)
-}
-
-// appendRLERun appends the levels section of a V1 data page holding n levels of value v
-// (at most maxLevel): its length (4 bytes, little-endian), then one RLE run: n << 1 as a
-// ULEB128 varint and v in the bytes of the levels' bit width.
-func appendRLERun(b []byte, n int, v, maxLevel int16) []byte {
-	run := binary.AppendUvarint(nil, uint64(n)<<1)
-	width := (bits.Len16(uint16(maxLevel)) + 7) / 8
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(run)+width))
-	b = append(b, run...)
-	for i := range width {
-		b = append(b, byte(uint16(v)>>(8*i)))
-	}
-	return b
 }
 
 // write hands the column's levels and values to cw.

@@ -11,10 +11,12 @@ import (
 // variedActions are n actions of every kind the checkpoint holds, drawn by r, with every
 // optional field both set and unset: nil, empty and non-empty maps and lists, empty
 // partition values (written null), deletion vectors with and without an offset, the
-// protocol's feature lists at reader 3 / writer 7 and below.
-func variedActions(r *rand.Rand, n int) []Action {
+// protocol's feature lists at reader 3 / writer 7 and below. When sparse, the optional
+// fields are only ever unset or empty, so that many leaves of a row group have levels and
+// no value, in every pattern (checkpointEncoder's path without a column chunk writer).
+func variedActions(r *rand.Rand, n int, sparse bool) []Action {
 	ptr := func(v int64) *int64 {
-		if r.IntN(2) == 0 {
+		if sparse || r.IntN(2) == 0 {
 			return nil
 		}
 		return &v
@@ -25,6 +27,9 @@ func variedActions(r *rand.Rand, n int) []Action {
 			return nil
 		case 1:
 			return map[string]string{}
+		}
+		if sparse {
+			return nil
 		}
 		m := map[string]string{}
 		for i := range 1 + r.IntN(3) {
@@ -43,10 +48,13 @@ func variedActions(r *rand.Rand, n int) []Action {
 		case 1:
 			return []string{}
 		}
+		if sparse {
+			return nil
+		}
 		return []string{"deletionVectors", "columnMapping", "v2Checkpoint"}[:1+r.IntN(3)]
 	}
 	dv := func() *DeletionVector {
-		if r.IntN(2) == 0 {
+		if sparse || r.IntN(2) == 0 {
 			return nil
 		}
 		d := &DeletionVector{StorageType: "u", PathOrInlineDv: fmt.Sprintf("ab^-aW0001%04d", r.IntN(1000)), SizeInBytes: int32(r.IntN(100)), Cardinality: int64(r.IntN(50))}
@@ -86,7 +94,7 @@ func variedActions(r *rand.Rand, n int) []Action {
 			acts = append(acts, Action{Add: a})
 		default:
 			var ext *bool
-			if r.IntN(2) == 0 {
+			if !sparse && r.IntN(2) == 0 {
 				b := r.IntN(2) == 0
 				ext = &b
 			}
@@ -108,6 +116,22 @@ func TestCheckpointEncoderMatchesPqarrow(t *testing.T) {
 			a.Stats += strings.Repeat(" ", 400) // > 1 MiB of stats: two data pages
 		}
 	}
+	// Adds without tags, with empty tags and txns in turn: add.tags' levels 1, 2, 0 and no
+	// value, never 8 alike, so one literal run after another (a literal run holds at most
+	// 63 groups of 8).
+	var literals []Action
+	for i := range 3000 {
+		switch i % 3 {
+		case 0:
+			literals = append(literals, Action{Add: lgAdd(i)})
+		case 1:
+			a := lgAdd(i)
+			a.Tags = map[string]string{}
+			literals = append(literals, Action{Add: a})
+		default:
+			literals = append(literals, Action{Txn: &Txn{AppID: "a", Version: int64(i)}})
+		}
+	}
 	cases := []struct {
 		name  string
 		acts  []Action
@@ -119,18 +143,23 @@ func TestCheckpointEncoderMatchesPqarrow(t *testing.T) {
 		{"removes only", headActions(0, 5)[3:], 0},
 		{"3000 long adds", long, 0},
 		{"3000 long adds, 1000 a group", long, 1000},
+		{"levels without a run", literals, 0},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 40 {
+	for i := range 60 {
 		n := 1 + r.IntN(60)
-		if i%10 == 9 {
+		if i%20 == 19 {
 			n = 2000 + r.IntN(3000)
+		}
+		sparse, batch := i%2 == 1, []int{0, 0, 3, 7}[i%4]
+		if n > 60 {
+			batch = 0
 		}
 		cases = append(cases, struct {
 			name  string
 			acts  []Action
 			batch int
-		}{fmt.Sprintf("varied %d (%d actions)", i, n), variedActions(r, n), []int{0, 0, 3, 7}[i%4]})
+		}{fmt.Sprintf("varied %d (%d actions, sparse %v)", i, n, sparse), variedActions(r, n, sparse), batch})
 	}
 	defer func(n int) { checkpointBatchRows = n }(checkpointBatchRows)
 	for _, c := range cases {
