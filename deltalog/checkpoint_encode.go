@@ -32,7 +32,7 @@ import (
 // page V1, no dictionaries: encodeCheckpoint), read-only once built and shared by every
 // checkpoint written in the process.
 type cpFormat struct {
-	root   *pqschema.GroupNode
+	schema *pqschema.Schema
 	props  *parquet.WriterProperties
 	leaves []cpLeaf // one per Parquet leaf, in the schema's column order
 	maxDef []int16
@@ -55,7 +55,7 @@ var checkpointFormat = sync.OnceValues(func() (*cpFormat, error) {
 	if sc.NumColumns() != len(leaves) {
 		return nil, fmt.Errorf("checkpoint schema: %d Parquet leaves, %d described", sc.NumColumns(), len(leaves))
 	}
-	f := &cpFormat{root: sc.Root(), props: props, leaves: leaves}
+	f := &cpFormat{schema: sc, props: props, leaves: leaves}
 	for i, l := range leaves {
 		c := sc.Column(i)
 		if got := strings.Join(c.ColumnPath(), "."); got != l.path {
@@ -353,7 +353,7 @@ func newCheckpointEncoder() (*checkpointEncoder, error) {
 	e := &checkpointEncoder{f: f}
 	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: an
 	// empty list (checkpointSchema has no metadata).
-	e.fmb = metadata.NewFileMetadataBuilder(pqschema.NewSchema(f.root), f.props, make(metadata.KeyValueMetadata, 0))
+	e.fmb = metadata.NewFileMetadataBuilder(f.schema, f.props, make(metadata.KeyValueMetadata, 0))
 	e.sink.WriteString("PAR1")
 	return e, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -198,5 +199,40 @@ func TestCheckpointEncoderRefusesMixedRows(t *testing.T) {
 		if _, err := encodeCheckpoint([]Action{a}); err != errCheckpointRow {
 			t.Errorf("%+v: %v, want errCheckpointRow", a, err)
 		}
+	}
+}
+
+// Checkpoints encoded at the same time share the Parquet schema and writer properties
+// (checkpointFormat): each comes out as encoded alone (run with -race).
+func TestCheckpointEncoderConcurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	inputs := make([][]Action, 8)
+	want := make([][]byte, len(inputs))
+	for i := range inputs {
+		inputs[i] = variedActions(r, 20+r.IntN(40), i%2 == 0)
+		var err error
+		if want[i], err = encodeCheckpointByDay(inputs[i], true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(inputs)*4)
+	for range 4 {
+		for i := range inputs {
+			wg.Go(func() {
+				got, err := encodeCheckpointByDay(inputs[i], true)
+				if err == nil && !bytes.Equal(got, want[i]) {
+					err = fmt.Errorf("input %d: the checkpoint differs from the one encoded alone", i)
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
