@@ -299,7 +299,11 @@ func encodeCheckpointByDay(actions []Action, byDay bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, rows := range checkpointRowGroups(actions, byDay) {
+	groups := checkpointRowGroups(actions, byDay)
+	// About what a row group's column chunk headers and footer entry take, and an action's
+	// bytes, so the file is not copied as it doubles.
+	e.sink.Grow(8<<10*len(groups) + 128*len(actions))
+	for _, rows := range groups {
 		if err := e.writeRows(rows); err != nil {
 			return nil, err
 		}
