@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/thrift/lib/go/thrift"
 )
 
 // A checkpoint's row group is written leaf by leaf through arrow-go's column chunk writers,
@@ -33,6 +35,10 @@ import (
 type cpFormat struct {
 	schema *pqschema.Schema
 	props  *parquet.WriterProperties
+	// footer is the footer arrow-go's metadata builder makes of a file of one empty row
+	// group: the fields every checkpoint's footer shares (version, schema, key-value
+	// metadata, created_by, column orders), and a row group to copy for each new one.
+	footer *metadata.FileMetaData
 	leaves []cpLeaf // one per Parquet leaf, in the schema's column order
 	maxDef []int16
 	maxRep []int16
@@ -55,6 +61,11 @@ var checkpointFormat = sync.OnceValues(func() (*cpFormat, error) {
 		return nil, fmt.Errorf("checkpoint schema: %d Parquet leaves, %d described", sc.NumColumns(), len(leaves))
 	}
 	f := &cpFormat{schema: sc, props: props, leaves: leaves}
+	fmb := metadata.NewFileMetadataBuilder(sc, props, make(metadata.KeyValueMetadata, 0))
+	fmb.AppendRowGroup()
+	if f.footer, err = fmb.Finish(); err != nil {
+		return nil, err
+	}
 	for i, l := range leaves {
 		c := sc.Column(i)
 		if got := strings.Join(c.ColumnPath(), "."); got != l.path {
@@ -331,12 +342,15 @@ func actionSet(a *Action, i int) bool {
 // as the column chunk writer would have written it. The others go through a column chunk
 // writer.
 type checkpointEncoder struct {
-	f     *cpFormat
-	sink  tellBuffer
-	fmb   *metadata.FileMetaDataBuilder
-	pager *cpPager
-	rgs   int16
-	col   cpColumn
+	f    *cpFormat
+	sink tellBuffer
+	// footer is this file's footer: cpFormat.footer's shared fields, this file's row groups
+	// (arrow-go's FileMetaDataBuilder.Snapshot built the shared ones anew for every file,
+	// converting the schema to Thrift and back: a tenth of a checkpoint's encode).
+	footer *metadata.FileMetaData
+	pager  *cpPager
+	rgs    int16
+	col    cpColumn
 }
 
 // tellBuffer is the file being written, with the position arrow-go's writers ask for.
@@ -352,7 +366,9 @@ func newCheckpointEncoder() (*checkpointEncoder, error) {
 	e := &checkpointEncoder{f: f}
 	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: an
 	// empty list (checkpointSchema has no metadata).
-	e.fmb = metadata.NewFileMetadataBuilder(f.schema, f.props, make(metadata.KeyValueMetadata, 0))
+	shared := *f.footer.FileMetaData
+	shared.RowGroups, shared.NumRows = nil, 0
+	e.footer = &metadata.FileMetaData{FileMetaData: &shared}
 	e.sink.WriteString("PAR1")
 	return e, nil
 }
@@ -364,7 +380,8 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 			return errCheckpointRow
 		}
 	}
-	rgb := e.fmb.AppendRowGroup()
+	rg := *e.f.footer.RowGroups[0] // empty: its fields are set by rgb and its chunks' builders
+	rgb := metadata.NewRowGroupMetaDataBuilder(e.f.props, e.f.schema, &rg)
 	c := &e.col
 	for li, l := range e.f.leaves {
 		c.reset()
@@ -401,6 +418,8 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 	if err := rgb.Finish(0, e.rgs); err != nil {
 		return err
 	}
+	e.footer.RowGroups = append(e.footer.RowGroups, &rg)
+	e.footer.NumRows += rg.NumRows
 	e.rgs++
 	return nil
 }
@@ -423,14 +442,16 @@ func (e *checkpointEncoder) startColumn(meta *metadata.ColumnChunkMetaDataBuilde
 
 // close writes the footer and returns the file.
 func (e *checkpointEncoder) close() ([]byte, error) {
-	md, err := e.fmb.Finish()
-	if err != nil {
+	start := e.sink.Len()
+	// The footer's Thrift bytes go straight into the file.
+	proto := thrift.NewTCompactProtocolConf(&thrift.TMemoryBuffer{Buffer: &e.sink.Buffer}, nil)
+	if err := e.footer.FileMetaData.Write(context.Background(), proto); err != nil {
 		return nil, err
 	}
-	n, err := md.WriteTo(&e.sink, nil)
-	if err != nil {
+	if err := proto.Flush(context.Background()); err != nil {
 		return nil, err
 	}
+	n := e.sink.Len() - start
 	e.sink.Write(binary.LittleEndian.AppendUint32(nil, uint32(n)))
 	e.sink.WriteString("PAR1")
 	return e.sink.Bytes(), nil
