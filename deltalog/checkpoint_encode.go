@@ -18,16 +18,23 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 )
 
-// A checkpoint's row group is written leaf by leaf through arrow-go's column chunk writers,
-// each leaf's definition and repetition levels and values computed here from the actions,
-// instead of building an Arrow record and handing it to pqarrow.FileWriter. The schema is
-// fixed (checkpointSchema), so its Parquet form and the writer properties are built once
-// per process rather than per checkpoint, and there is no Arrow record, struct arrays or
-// pqarrow level builder. The column chunk writers, and so the pages, statistics and
-// footer, are arrow-go's own: the files are byte for byte those pqarrow.FileWriter wrote
-// from the same actions (TestCheckpointEncoderMatchesPqarrow). Per row group the fixed
-// cost was ~50 leaves of that machinery whatever the rows (docs/performance.md § The
-// checkpoint's row group).
+// A checkpoint's row groups are written leaf by leaf, each leaf's definition and
+// repetition levels and values computed here from the actions (cpLeaves), instead of
+// building an Arrow record and handing it to pqarrow.FileWriter, which built a column
+// chunk writer for each of the schema's 52 leaves in every row group whether the group
+// held a value in it or not: ~2 ms and ~1.2 MB a row group whatever its rows
+// (docs/performance.md § The checkpoint's row group). Here:
+//   - the schema's Parquet form, the writer properties and the footer's shared fields are
+//     built once per process (checkpointFormat) and shared, read-only;
+//   - a leaf with levels and no value in a row group (most of a group's leaves) is written
+//     as its one page of levels, without a column chunk writer (cpColumn.valuelessPage);
+//   - a leaf with values goes through arrow-go's column chunk writer, so its pages and
+//     statistics are arrow-go's;
+//   - the file is assembled from arrow-go's metadata builders and page writer as its
+//     file.Writer does (checkpointEncoder).
+// The files are byte for byte those pqarrow.FileWriter wrote from the same actions, which
+// the tests keep as the oracle (TestCheckpointEncoderMatchesPqarrow): the checkpoint
+// format of docs/decisions/0014-checkpoint-tombstones.md does not change.
 
 // cpFormat is the checkpoint schema as Parquet and its writer properties (Snappy, data
 // page V1, no dictionaries: encodeCheckpoint), read-only once built and shared by every
@@ -61,6 +68,8 @@ var checkpointFormat = sync.OnceValues(func() (*cpFormat, error) {
 		return nil, fmt.Errorf("checkpoint schema: %d Parquet leaves, %d described", sc.NumColumns(), len(leaves))
 	}
 	f := &cpFormat{schema: sc, props: props, leaves: leaves}
+	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: an
+	// empty list (checkpointSchema has no metadata).
 	fmb := metadata.NewFileMetadataBuilder(sc, props, make(metadata.KeyValueMetadata, 0))
 	fmb.AppendRowGroup()
 	if f.footer, err = fmb.Finish(); err != nil {
@@ -338,9 +347,9 @@ func actionSet(a *Action, i int) bool {
 // from arrow-go's metadata builders), so that a leaf with no value in a row group (every
 // leaf of an action type the group does not hold, and the unset optional fields of those
 // it holds: most of a group's leaves) can be written without a column chunk writer: its
-// one page is built here (cpColumn.valuelessPage) and written by arrow-go's page writer,
-// as the column chunk writer would have written it. The others go through a column chunk
-// writer.
+// one page is built here (cpColumn.valuelessPage, cpPager.writeValuelessPage) as the
+// column chunk writer would have written it. The others go through a column chunk writer
+// and arrow-go's page writer. One encoder writes one file, from one goroutine.
 type checkpointEncoder struct {
 	f    *cpFormat
 	sink tellBuffer
@@ -364,8 +373,6 @@ func newCheckpointEncoder() (*checkpointEncoder, error) {
 		return nil, err
 	}
 	e := &checkpointEncoder{f: f}
-	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: an
-	// empty list (checkpointSchema has no metadata).
 	shared := *f.footer.FileMetaData
 	shared.RowGroups, shared.NumRows = nil, 0
 	e.footer = &metadata.FileMetaData{FileMetaData: &shared}
