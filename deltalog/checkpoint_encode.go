@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -105,6 +106,7 @@ type cpColumn struct {
 	strEnds    []int // the end of each string value in text
 	text       []byte
 
+	page       []byte // the page being built
 	levels     levelEncoder
 	compressed bytes.Buffer
 }
@@ -403,10 +405,8 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 		if err := e.startColumn(meta, li); err != nil {
 			return err
 		}
-		var err error
-		if c.valueless(e.f.maxDef[li]) {
-			err = c.valuelessPage(e.pager, meta, e.f.props, e.f.maxDef[li], e.f.maxRep[li])
-		} else {
+		own, err := c.ownPage(e.pager, meta, e.f.props, e.f.maxDef[li], e.f.maxRep[li])
+		if !own && err == nil {
 			reps := c.reps
 			if e.f.maxRep[li] == 0 {
 				reps = nil
@@ -477,6 +477,8 @@ type cpPager struct {
 
 	pages                                             int32
 	nvalues, dataPageOffset, compressed, uncompressed int64
+
+	header []byte // scratch for writeOwnPage
 }
 
 func (p *cpPager) start(meta *metadata.ColumnChunkMetaDataBuilder) {
@@ -502,30 +504,54 @@ func (p *cpPager) WriteDataPage(page file.DataPage) (int64, error) {
 	return n, nil
 }
 
-// writeValuelessPage writes a data page of n levels and no value, uncompressed bytes
-// before compression and data after, with the page header arrow-go's page writer gives
-// it, in Thrift's compact protocol (each field a byte of its id's delta from the previous
-// field's and its type, then the value, integers as zigzag varints; 0 ends a struct):
-// PageHeader{type: DATA_PAGE, uncompressed_page_size, compressed_page_size,
-// data_page_header: DataPageHeader{num_values: n, encoding: PLAIN, definition and
-// repetition_level_encoding: RLE, statistics: Statistics{null_count: n}}}
-// (the Parquet format's parquet.thrift). Serializing it through arrow-go
-// took a fifth of a checkpoint's CPU (docs/performance.md § The checkpoint's row group).
-func (p *cpPager) writeValuelessPage(n, uncompressed int, data []byte) {
-	const i32, i64, strct = 5, 6, 12
+// writeOwnPage writes a data page of n levels, uncompressed bytes before compression and
+// data after, with statistics st, and the page header arrow-go's page writer gives it, in
+// Thrift's compact protocol (each field a byte of its id's delta from the previous
+// field's and its type, then the value: integers as zigzag varints, binaries as a varint
+// length and the bytes; 0 ends a struct): PageHeader{type: DATA_PAGE,
+// uncompressed_page_size, compressed_page_size, data_page_header: DataPageHeader{
+// num_values: n, encoding: PLAIN, definition and repetition_level_encoding: RLE,
+// statistics: Statistics{max, min (the deprecated pair, for a signed sort order),
+// null_count, max_value, min_value}}} (the Parquet format's parquet.thrift; arrow-go's
+// EncodedStatistics.ToThrift). Serializing it through arrow-go took a fifth of a
+// checkpoint's CPU (docs/performance.md § The checkpoint's row group).
+func (p *cpPager) writeOwnPage(n, uncompressed int, data []byte, st *metadata.EncodedStatistics) {
+	const i32, i64, binary8, strct = 5, 6, 8, 12
 	zz := func(b []byte, v int64) []byte { return binary.AppendUvarint(b, uint64(v<<1^v>>63)) }
-	var h [64]byte
-	b := append(h[:0], 1<<4|i32, 0) // type: DATA_PAGE (0)
+	b := append(p.header[:0], 1<<4|i32, 0) // type: DATA_PAGE (0)
 	b = zz(append(b, 1<<4|i32), int64(uncompressed))
 	b = zz(append(b, 1<<4|i32), int64(len(data)))
 	b = append(b, 2<<4|strct) // field 5: data_page_header
 	b = zz(append(b, 1<<4|i32), int64(n))
-	b = append(b, 1<<4|i32, 0)            // encoding: PLAIN (0)
-	b = append(b, 1<<4|i32, 3<<1)         // definition_level_encoding: RLE (3)
-	b = append(b, 1<<4|i32, 3<<1)         // repetition_level_encoding: RLE (3)
-	b = append(b, 1<<4|strct)             // field 5: statistics
-	b = zz(append(b, 3<<4|i64), int64(n)) // field 3: null_count
-	b = append(b, 0, 0, 0)                // the ends of Statistics, DataPageHeader, PageHeader
+	b = append(b, 1<<4|i32, 0)    // encoding: PLAIN (0)
+	b = append(b, 1<<4|i32, 3<<1) // definition_level_encoding: RLE (3)
+	b = append(b, 1<<4|i32, 3<<1) // repetition_level_encoding: RLE (3)
+	b = append(b, 1<<4|strct)     // field 5: statistics
+	last := 0
+	field := func(id, typ int) {
+		b = append(b, byte((id-last)<<4|typ))
+		last = id
+	}
+	bin := func(id int, v []byte) {
+		field(id, binary8)
+		b = append(binary.AppendUvarint(b, uint64(len(v))), v...)
+	}
+	if st.Signed && st.HasMax {
+		bin(1, st.Max)
+	}
+	if st.Signed && st.HasMin {
+		bin(2, st.Min)
+	}
+	field(3, i64)
+	b = zz(b, st.NullCount)
+	if st.HasMax {
+		bin(5, st.Max)
+	}
+	if st.HasMin {
+		bin(6, st.Min)
+	}
+	b = append(b, 0, 0, 0) // the ends of Statistics, DataPageHeader, PageHeader
+	p.header = b
 	start := p.sink.Tell()
 	p.sink.Write(b)
 	p.sink.Write(data)
@@ -557,39 +583,141 @@ func (p *cpPager) Close(hasDict, fallback bool) error {
 	}, hasDict, fallback, stats)
 }
 
-// valueless reports whether the column has levels and no value (no definition level
-// reaches maxDef).
-func (c *cpColumn) valueless(maxDef int16) bool {
-	for _, d := range c.defs {
-		if d >= maxDef {
-			return false
-		}
-	}
-	return len(c.defs) > 0
-}
-
-// valuelessPage writes the column chunk of a column with levels and no value as arrow-go's
-// column chunk writer writes it: one data page (a chunk without values never reaches the
-// page size) of the repetition levels, then the definition levels, each a 4-byte length
-// and the RLE/bit-packed hybrid encoding (levelEncoder), and no values; statistics of as
-// many nulls as levels on the page (writeValuelessPage) and the chunk.
+// ownPage writes the column chunk of a column with levels as arrow-go's column chunk
+// writer writes it when its values fit one data page (plain-encoded, under
+// DataPageSize: the writer cuts a page only once its values reach it), and reports
+// whether they did. The page holds the repetition levels, then the definition levels,
+// each a 4-byte length and the RLE/bit-packed hybrid encoding (levelEncoder, fed by
+// WriteBatchSize levels as the writer feeds its encoder), then the values, plain; the
+// page and the chunk carry the same statistics (cpColumn.statistics).
 // TestCheckpointEncoderMatchesPqarrow holds it to arrow-go's bytes.
-func (c *cpColumn) valuelessPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder, props *parquet.WriterProperties, maxDef, maxRep int16) error {
-	n, batch := len(c.defs), int(props.WriteBatchSize())
-	raw := c.text[:0]
+func (c *cpColumn) ownPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder, props *parquet.WriterProperties, maxDef, maxRep int16) (bool, error) {
+	n := len(c.defs)
+	if n == 0 {
+		return false, nil
+	}
+	descr := meta.Descr()
+	size := 0
+	switch descr.PhysicalType() {
+	case parquet.Types.Int64:
+		size = 8 * len(c.i64)
+	case parquet.Types.Int32:
+		size = 4 * len(c.i32)
+	case parquet.Types.Boolean:
+		size = (len(c.bools) + 7) / 8
+	case parquet.Types.ByteArray:
+		size = 4*len(c.strEnds) + len(c.text)
+	default:
+		return false, nil
+	}
+	if int64(size) >= props.DataPageSize() {
+		return false, nil
+	}
+	batch := int(props.WriteBatchSize())
+	raw := c.page[:0]
 	if maxRep > 0 {
 		raw = c.levels.encodeLevels(raw, c.reps, maxRep, batch)
 	}
 	raw = c.levels.encodeLevels(raw, c.defs, maxDef, batch)
-	c.text = raw
+	raw = c.plain(raw, descr.PhysicalType())
+	c.page = raw
 	c.compressed.Reset()
 	data := p.Compress(&c.compressed, raw)
-	p.writeValuelessPage(n, len(raw), data)
-	stats := metadata.EncodedStatistics{Signed: meta.Descr().SortOrder() == pqschema.SortSIGNED}
-	stats.SetNullCount(int64(n))
-	stats.AllNullValue = true
-	meta.SetStats(stats)
-	return p.Close(false, false)
+	st := c.statistics(descr, props)
+	p.writeOwnPage(n, len(raw), data, &st)
+	meta.SetStats(st)
+	return true, p.Close(false, false)
+}
+
+// plain appends the column's values, plain-encoded: integers little-endian, booleans a
+// bit each from the lowest, strings each a 4-byte length and the bytes.
+func (c *cpColumn) plain(b []byte, t parquet.Type) []byte {
+	switch t {
+	case parquet.Types.Int64:
+		for _, v := range c.i64 {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+	case parquet.Types.Int32:
+		for _, v := range c.i32 {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		}
+	case parquet.Types.Boolean:
+		for i, v := range c.bools {
+			if i%8 == 0 {
+				b = append(b, 0)
+			}
+			if v {
+				b[len(b)-1] |= 1 << (i % 8)
+			}
+		}
+	case parquet.Types.ByteArray:
+		start := 0
+		for _, end := range c.strEnds {
+			b = binary.LittleEndian.AppendUint32(b, uint32(end-start))
+			b = append(b, c.text[start:end]...)
+			start = end
+		}
+	}
+	return b
+}
+
+// statistics are the column's statistics as arrow-go's typed statistics encode them: the
+// nulls (levels without a value), and when there are values their minimum and maximum,
+// plain-encoded (a string without its length), in the column's sort order (integers and
+// booleans signed, strings unsigned, byte by byte), each dropped when longer than
+// MaxStatsSize.
+func (c *cpColumn) statistics(descr *pqschema.Column, props *parquet.WriterProperties) metadata.EncodedStatistics {
+	var st metadata.EncodedStatistics
+	values := 0
+	switch descr.PhysicalType() {
+	case parquet.Types.Int64:
+		if values = len(c.i64); values > 0 {
+			lo, hi := slices.Min(c.i64), slices.Max(c.i64)
+			st.SetMin(binary.LittleEndian.AppendUint64(nil, uint64(lo)))
+			st.SetMax(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
+		}
+	case parquet.Types.Int32:
+		if values = len(c.i32); values > 0 {
+			lo, hi := slices.Min(c.i32), slices.Max(c.i32)
+			st.SetMin(binary.LittleEndian.AppendUint32(nil, uint32(lo)))
+			st.SetMax(binary.LittleEndian.AppendUint32(nil, uint32(hi)))
+		}
+	case parquet.Types.Boolean:
+		if values = len(c.bools); values > 0 {
+			lo, hi := byte(1), byte(0)
+			for _, v := range c.bools {
+				if v {
+					hi = 1
+				} else {
+					lo = 0
+				}
+			}
+			st.SetMin([]byte{lo})
+			st.SetMax([]byte{hi})
+		}
+	case parquet.Types.ByteArray:
+		if values = len(c.strEnds); values > 0 {
+			var lo, hi []byte
+			start := 0
+			for i, end := range c.strEnds {
+				v := c.text[start:end]
+				if i == 0 || bytes.Compare(v, lo) < 0 {
+					lo = v
+				}
+				if i == 0 || bytes.Compare(v, hi) > 0 {
+					hi = v
+				}
+				start = end
+			}
+			st.SetMin(append([]byte{}, lo...)) // never nil: an empty minimum is one
+			st.SetMax(append([]byte{}, hi...))
+		}
+	}
+	st.SetNullCount(int64(len(c.defs) - values))
+	st.AllNullValue = values == 0
+	st.ApplyStatSizeLimits(int(props.MaxStatsSizeFor(descr.Path())))
+	st.Signed = descr.SortOrder() == pqschema.SortSIGNED
+	return st
 }
 
 // write hands the column's levels and values to cw.

@@ -133,6 +133,11 @@ func TestCheckpointEncoderMatchesPqarrow(t *testing.T) {
 			literals = append(literals, Action{Txn: &Txn{AppID: "a", Version: int64(i)}})
 		}
 	}
+	// Strings longer than MaxStatsSize (4 KiB): their column's minimum or maximum is left
+	// out of the statistics.
+	huge := headActions(4, 2)
+	huge[1].MetaData.SchemaString = strings.Repeat("s", 5000)
+	huge[3].Add.Stats = strings.Repeat("z", 5000)
 	cases := []struct {
 		name  string
 		acts  []Action
@@ -145,6 +150,7 @@ func TestCheckpointEncoderMatchesPqarrow(t *testing.T) {
 		{"3000 long adds", long, 0},
 		{"3000 long adds, 1000 a group", long, 1000},
 		{"levels without a run", literals, 0},
+		{"values past the statistics' size limit", huge, 0},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 60 {
