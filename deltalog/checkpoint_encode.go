@@ -27,12 +27,14 @@ import (
 // (docs/performance.md § The checkpoint's row group). Here:
 //   - the schema's Parquet form, the writer properties and the footer's shared fields are
 //     built once per process (checkpointFormat) and shared, read-only;
-//   - a leaf with levels and no value in a row group (most of a group's leaves) is written
-//     as its one page of levels, without a column chunk writer (cpColumn.valuelessPage);
-//   - a leaf with values goes through arrow-go's column chunk writer, so its pages and
-//     statistics are arrow-go's;
-//   - the file is assembled from arrow-go's metadata builders and page writer as its
-//     file.Writer does (checkpointEncoder).
+//   - a column chunk whose values fit one data page (all of them but a long column of a
+//     large checkpoint, and every leaf with no value) is written here as that page:
+//     levels by levelEncoder, arrow-go's hybrid RLE encoder step for step, plain values,
+//     statistics and page header as arrow-go computes and serializes them
+//     (cpColumn.ownPage);
+//   - a larger one goes through arrow-go's column chunk writer, which cuts its pages;
+//   - the file is assembled from arrow-go's metadata builders as its file.Writer does
+//     (checkpointEncoder).
 // The files are byte for byte those pqarrow.FileWriter wrote from the same actions, which
 // the tests keep as the oracle (TestCheckpointEncoderMatchesPqarrow): the checkpoint
 // format of docs/decisions/0014-checkpoint-tombstones.md does not change.
@@ -346,12 +348,10 @@ func actionSet(a *Action, i int) bool {
 
 // checkpointEncoder writes the row groups of one checkpoint file. It assembles the file
 // as arrow-go's file.Writer does (the magic, each row group's column chunks, the footer
-// from arrow-go's metadata builders), so that a leaf with no value in a row group (every
-// leaf of an action type the group does not hold, and the unset optional fields of those
-// it holds: most of a group's leaves) can be written without a column chunk writer: its
-// one page is built here (cpColumn.valuelessPage, cpPager.writeValuelessPage) as the
-// column chunk writer would have written it. The others go through a column chunk writer
-// and arrow-go's page writer. One encoder writes one file, from one goroutine.
+// from arrow-go's metadata builders), so that a column chunk of one page can be written
+// without a column chunk writer (cpColumn.ownPage, cpPager.writeOwnPage), as that writer
+// would have written it. The others go through a column chunk writer and arrow-go's page
+// writer. One encoder writes one file, from one goroutine.
 type checkpointEncoder struct {
 	f    *cpFormat
 	sink tellBuffer

@@ -7,9 +7,9 @@ import (
 
 // levelEncoder is arrow-go's RLE/bit-packed hybrid encoder of definition and repetition
 // levels (RleEncoder and BitWriter in arrow-go's parquet/internal/utils, which this
-// package cannot import), step for step, so that a checkpoint leaf with levels and no
-// value can be written without a column chunk writer (checkpoint_encode.go) in the bytes
-// arrow-go's writer gives it: its literal runs padded to 8 and their indicator reserved
+// package cannot import), step for step, so that a checkpoint column chunk of one page can
+// be written without a column chunk writer (cpColumn.ownPage) in the bytes arrow-go's
+// writer gives it: its literal runs padded to 8 and their indicator reserved
 // ahead, its repeated runs of 8 or more, and its fast paths for long runs, which depend on
 // where a batch of levels ends (the column chunk writer hands them over by
 // WriteBatchSize). TestCheckpointEncoderMatchesPqarrow compares the files.
