@@ -104,20 +104,8 @@ func richRemovesCheckpoint(t *testing.T) []byte {
 // (testdata: deletion vectors, partition values, remove row groups mixed with other
 // actions, sidecars); the keyed Removes are not changed by the full decode.
 func TestRemoveLeavesMatchArrow(t *testing.T) {
-	files := map[string][]byte{"rich": richRemovesCheckpoint(t)}
-	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.Contains(d.Name(), ".checkpoint.") && strings.HasSuffix(path, ".parquet") {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			files[path] = data
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := testdataParquet(t, func(name string) bool { return strings.Contains(name, ".checkpoint.") })
+	files["rich"] = richRemovesCheckpoint(t)
 	var removes, withDV, withPartitions, mixed int
 	for name, data := range files {
 		want := arrowRemoves(t, data)
@@ -519,20 +507,8 @@ func TestColdTombstonesConcurrentReaders(t *testing.T) {
 // statistics arrow-go trusts only when min equals max (parquet-mr 1.8: the Statistics
 // path).
 func TestChunkNullCountMatchesStatistics(t *testing.T) {
-	files := map[string][]byte{"rich": richRemovesCheckpoint(t)}
-	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			files[path] = data
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := testdataParquet(t, func(string) bool { return true })
+	files["rich"] = richRemovesCheckpoint(t)
 	old, err := newCheckpointPart(files["rich"])
 	if err != nil {
 		t.Fatal(err)
@@ -592,4 +568,25 @@ func TestChunkNullCountMatchesStatistics(t *testing.T) {
 	if known == 0 || untrusted == 0 {
 		t.Fatal("the files exercise too little")
 	}
+}
+
+// testdataParquet reads every Parquet file under testdata whose file name keep accepts,
+// keyed by path.
+func testdataParquet(t *testing.T, keep func(name string) bool) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") && keep(d.Name()) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			files[path] = data
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
