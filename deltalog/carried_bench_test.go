@@ -2,7 +2,6 @@ package deltalog
 
 import (
 	"testing"
-	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/internal/benchmetrics"
 )
@@ -22,15 +21,7 @@ func BenchmarkCarriedCheckpoint(b *testing.B) {
 	c := &clock{t: longRunStart}
 	tmp := b.TempDir()
 	t := newLongRunTable(b, c, 10, nil)
-	for m := 1; m <= aged*1440; m++ {
-		c.t = c.t.Add(time.Minute)
-		if m%10 == 0 {
-			t.appendBatch(b, tmp)
-		}
-		if m%60 == 0 {
-			t.maintain(b, tmp)
-		}
-	}
+	t.age(b, c, tmp, aged, true)
 	snap := snapshotB(b, t.stream)
 	base, err := snap.cpTombstones.carryBase()
 	if err != nil || base == nil {

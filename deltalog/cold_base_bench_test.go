@@ -37,15 +37,7 @@ func BenchmarkColdTombstoneBase(b *testing.B) {
 		c := &clock{t: longRunStart}
 		tmp := b.TempDir()
 		old := newLongRunTable(b, c, 10, nil)
-		for m := 1; m <= aged*1440; m++ {
-			c.t = c.t.Add(time.Minute)
-			if m%10 == 0 {
-				old.appendBatch(b, tmp)
-			}
-			if m%60 == 0 && m < aged*1440 {
-				old.maintain(b, tmp)
-			}
-		}
+		old.age(b, c, tmp, aged, false)
 		// maintainErr's sequence: a cold Table compacts, checkpoints, then VACUUM reads
 		// its snapshot again.
 		ctx := context.Background()

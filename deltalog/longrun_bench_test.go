@@ -593,3 +593,19 @@ func (o *orderedStore) List(ctx context.Context, prefix, startAfter string) iter
 		}
 	}
 }
+
+// age runs t for days simulated days on c at one minute a step: a batch every 10th minute
+// (appendBatch), the maintenance every hour (maintain), the last hour's too unless
+// lastMaintain is false (a benchmark that runs the maintenance cold itself).
+func (t *longRunTable) age(b *testing.B, c *clock, tmp string, days int, lastMaintain bool) {
+	b.Helper()
+	for m := 1; m <= days*1440; m++ {
+		c.t = c.t.Add(time.Minute)
+		if m%10 == 0 {
+			t.appendBatch(b, tmp)
+		}
+		if m%60 == 0 && (lastMaintain || m < days*1440) {
+			t.maintain(b, tmp)
+		}
+	}
+}
