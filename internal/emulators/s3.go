@@ -1,5 +1,6 @@
 // Package emulators gives tests the emulated AWS services they run against: an in-process
-// S3 (gofakes3 with its in-memory backend, on an httptest server on 127.0.0.1) and the
+// S3 (gofakes3's protocol over objectStore, an in-memory store of our own, on an httptest
+// server on 127.0.0.1) and the
 // DynamoDB emulator (dynalite, started by scripts/test.sh, found through
 // MSSQLCDC_DYNAMODB_ENDPOINT). Clients are production's (deltalog/location/awsclient,
 // the options location.Open uses) with the emulator's endpoint, static credentials and
@@ -30,7 +31,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location/awsclient"
 )
@@ -51,13 +51,14 @@ const S3EndpointEnv = "MSSQLCDC_S3_ENDPOINT"
 type S3Server struct {
 	// URL is the endpoint, "http://127.0.0.1:<port>".
 	URL     string
-	backend *s3mem.Backend
+	backend *objectStore
 	buckets atomic.Int64
 	// external: the server runs in another process, which other test processes may share.
 	external bool
 }
 
-// StartS3 starts gofakes3 for the test and stops it at cleanup.
+// StartS3 starts the S3 emulator (gofakes3 over objectStore) for the test and stops it at
+// cleanup.
 //
 // gofakes3 v1.2.0 honours If-None-Match: * on PutObject atomically, but ignores it on
 // CopyObject (it copies over the target). The server here therefore answers conditional
@@ -71,17 +72,32 @@ func StartS3(t testing.TB) *S3Server {
 	if ep := os.Getenv(S3EndpointEnv); ep != "" {
 		return &S3Server{URL: ep, external: true}
 	}
-	backend := s3mem.New()
+	backend := mustStore(time.Now, "")
 	srv := httptest.NewServer(s3Handler(backend))
 	t.Cleanup(srv.Close)
 	return &S3Server{URL: srv.URL, backend: backend}
 }
 
-// NewS3Handler returns a fresh in-memory S3 emulator as an http.Handler, the one StartS3
-// serves (gofakes3 with conditional copy, no automatic buckets), for programs that serve
-// it themselves (internal/emulators/s3server).
-func NewS3Handler() http.Handler {
-	return s3Handler(s3mem.New())
+// mustStore is newObjectStore, which fails only on a body directory it cannot create.
+func mustStore(now func() time.Time, dir string) *objectStore {
+	s, err := newObjectStore(now, dir)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NewS3Handler returns a fresh S3 emulator as an http.Handler, the one StartS3 serves
+// (gofakes3 with conditional copy, no automatic buckets), for programs that serve it
+// themselves (internal/emulators/s3server). Bodies are kept in memory, or with dir set in
+// one file each under dir (created if missing), so that a long benchmark's emulator holds
+// only keys and metadata. Errors: dir cannot be created.
+func NewS3Handler(dir string) (http.Handler, error) {
+	s, err := newObjectStore(time.Now, dir)
+	if err != nil {
+		return nil, err
+	}
+	return s3Handler(s), nil
 }
 
 // StartS3Clock is StartS3 on a clock of the caller's: the objects the emulator writes get
@@ -93,7 +109,7 @@ func NewS3Handler() http.Handler {
 func StartS3Clock(t testing.TB, now func() time.Time) *S3Server {
 	t.Helper()
 	ts := clockSource(now)
-	backend := s3mem.New(s3mem.WithTimeSource(ts))
+	backend := mustStore(now, "")
 	srv := httptest.NewServer(s3Handler(backend, gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0)))
 	t.Cleanup(srv.Close)
 	return &S3Server{URL: srv.URL, backend: backend}
@@ -109,11 +125,15 @@ const ClockPath = "/_emulator/clock"
 // NewS3HandlerClock is NewS3Handler on a simulated clock that starts at start and moves
 // only when set through ClockPath: objects get their modification times from it, and
 // requests are not checked against it for skew (as StartS3Clock).
-func NewS3HandlerClock(start time.Time) http.Handler {
+func NewS3HandlerClock(start time.Time, dir string) (http.Handler, error) {
 	var ns atomic.Int64
 	ns.Store(start.UnixNano())
 	ts := clockSource(func() time.Time { return time.Unix(0, ns.Load()).UTC() })
-	s3h := s3Handler(s3mem.New(s3mem.WithTimeSource(ts)), gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0))
+	store, err := newObjectStore(ts.Now, dir)
+	if err != nil {
+		return nil, err
+	}
+	s3h := s3Handler(store, gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != ClockPath {
 			s3h.ServeHTTP(w, r)
@@ -130,7 +150,7 @@ func NewS3HandlerClock(start time.Time) http.Handler {
 			ns.Store(t.UnixNano())
 			w.WriteHeader(http.StatusNoContent)
 		}
-	})
+	}), nil
 }
 
 // SetClock sets the simulated clock of an emulator served by NewS3HandlerClock
@@ -163,7 +183,7 @@ type clockSource func() time.Time
 func (c clockSource) Now() time.Time                  { return c() }
 func (c clockSource) Since(t time.Time) time.Duration { return c().Sub(t) }
 
-func s3Handler(backend *s3mem.Backend, opts ...gofakes3.Option) http.Handler {
+func s3Handler(backend *objectStore, opts ...gofakes3.Option) http.Handler {
 	faker := gofakes3.New(backend, append([]gofakes3.Option{gofakes3.WithAutoBucket(false)}, opts...)...)
 	return conditionalCopy(backend, rangeWithoutChecksum(faker.Server()))
 }
@@ -317,9 +337,12 @@ func StartS3Process(tb testing.TB) *S3Server {
 // NewS3HandlerClock) that starts at start and moves only when the caller sets it
 // (S3Server.SetClock): StartS3Clock for a benchmark that runs in simulated time and
 // meters its own process only.
+//
+// The emulator keeps object bodies in files under a temporary directory of tb's (s3server
+// -dir), not in its heap: a simulated month of a hundred tables stores tens of GB.
 func StartS3ProcessClock(tb testing.TB, start time.Time) *S3Server {
 	tb.Helper()
-	return startS3Process(tb, "-clock", start.UTC().Format(time.RFC3339Nano))
+	return startS3Process(tb, "-clock", start.UTC().Format(time.RFC3339Nano), "-dir", tb.TempDir())
 }
 
 func startS3Process(tb testing.TB, args ...string) *S3Server {

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 func put(t *testing.T, c *s3.Client, bucket, key, body string, ifNoneMatch bool) error {
@@ -98,7 +97,7 @@ func TestConditionalCopy(t *testing.T) {
 // and overwrites the target. When this test fails, gofakes3 has learned it and the wrapper
 // can go.
 func TestBareGofakes3IgnoresConditionalCopy(t *testing.T) {
-	hs := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	hs := httptest.NewServer(gofakes3.New(mustStore(time.Now, "")).Server())
 	t.Cleanup(hs.Close)
 	srv := &S3Server{URL: hs.URL}
 	c, b := srv.Client(), srv.Bucket(t)
@@ -124,7 +123,11 @@ func TestBareGofakes3IgnoresConditionalCopy(t *testing.T) {
 // such endpoint.
 func TestS3HandlerClock(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	hs := httptest.NewServer(NewS3HandlerClock(start))
+	h, err := NewS3HandlerClock(start, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
 	srv := &S3Server{URL: hs.URL}
 	c, b := srv.Client(), srv.Bucket(t)

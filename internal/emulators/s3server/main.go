@@ -2,7 +2,7 @@
 // memory, with conditional copy) on 127.0.0.1, for tests outside Go that need S3: the
 // state machine tests start it as a child process.
 //
-//	s3server [-addr 127.0.0.1:0] [-bucket NAME]... [-create-dynamo-table URL,NAME] [-clock RFC3339] [-exit-on-stdin-eof]
+//	s3server [-addr 127.0.0.1:0] [-bucket NAME]... [-create-dynamo-table URL,NAME] [-clock RFC3339] [-dir DIR] [-exit-on-stdin-eof]
 //
 // It creates the buckets named, and with -create-dynamo-table the S3DynamoDBLogStore log
 // table NAME on the DynamoDB endpoint URL (dynalite; TTL left off, as dynalite has none),
@@ -10,7 +10,9 @@
 // SIGINT or SIGTERM (or, with -exit-on-stdin-eof, until stdin closes, so it cannot
 // outlive a parent that dies). Clients address buckets path-style and may use any static
 // credentials in region us-east-1; the emulator checks no signature. Everything is held in
-// memory and lost when it stops. With -clock the emulator runs on a simulated clock that
+// memory and lost when it stops; with -dir, object bodies are kept in files under DIR
+// instead (the heap holds keys and metadata), for a benchmark that stores more than
+// memory should hold. With -clock the emulator runs on a simulated clock that
 // starts at that time and moves only when set through emulators.ClockPath
 // (emulators.NewS3HandlerClock): objects get their modification times from it.
 package main
@@ -64,6 +66,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Var(&bs, "bucket", "create this bucket before serving (repeatable)")
 	dynamoTable := fs.String("create-dynamo-table", "", "URL,NAME: create the Delta log table NAME on the DynamoDB endpoint URL before serving")
 	clock := fs.String("clock", "", "RFC 3339 time: run on a simulated clock starting there, set by a PUT to "+emulators.ClockPath)
+	dir := fs.String("dir", "", "keep object bodies in files under this directory instead of in memory")
 	stdinEOF := fs.Bool("exit-on-stdin-eof", false, "stop when stdin closes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -71,13 +74,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	handler := emulators.NewS3Handler()
+	handler, err := emulators.NewS3Handler(*dir)
 	if *clock != "" {
-		start, err := time.Parse(time.RFC3339Nano, *clock)
-		if err != nil {
-			return fmt.Errorf("-clock: %w", err)
+		start, perr := time.Parse(time.RFC3339Nano, *clock)
+		if perr != nil {
+			return fmt.Errorf("-clock: %w", perr)
 		}
-		handler = emulators.NewS3HandlerClock(start)
+		handler, err = emulators.NewS3HandlerClock(start, *dir)
+	}
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
