@@ -19,7 +19,6 @@ import (
 	_ "github.com/aws/aws-sdk-go-v2/service/s3"
 	_ "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	_ "github.com/johannesboyne/gofakes3"
-	_ "github.com/johannesboyne/gofakes3/backend/s3mem"
 	_ "github.com/microsoft/go-mssqldb"
 	_ "github.com/parquet-go/parquet-go"
 )
