@@ -213,24 +213,47 @@ func repeatedDepth(desc *schema.Column) int {
 	return -1
 }
 
-// addScalarFields are the non-repeated add fields an open reads, by their path under add.
-var addScalarFields = map[string]bool{
-	"path": true, "size": true, "modificationTime": true, "dataChange": true, "baseRowId": true,
-	"defaultRowCommitVersion": true, "clusteringProvider": true,
-	"deletionVector.storageType": true, "deletionVector.pathOrInlineDv": true, "deletionVector.offset": true,
-	"deletionVector.sizeInBytes": true, "deletionVector.cardinality": true,
+// actionFields are the fields of one action (a top-level checkpoint column) that its
+// decode reads from their leaves: the non-repeated ones by their path under the action
+// joined by "." ("path", "deletionVector.offset"), the map<string,string> ones by their
+// name under it ("partitionValues", whose leaves are its key and value).
+type actionFields struct {
+	action  string
+	scalars map[string]bool
+	maps    map[string]bool
+}
+
+// addFields are the add fields an open reads (docs/reference/delta-protocol.md §7.2).
+var addFields = actionFields{
+	action: "add",
+	scalars: map[string]bool{
+		"path": true, "size": true, "modificationTime": true, "dataChange": true, "baseRowId": true,
+		"defaultRowCommitVersion": true, "clusteringProvider": true,
+		"deletionVector.storageType": true, "deletionVector.pathOrInlineDv": true, "deletionVector.offset": true,
+		"deletionVector.sizeInBytes": true, "deletionVector.cardinality": true,
+	},
+	maps: map[string]bool{"partitionValues": true, "tags": true},
+}
+
+// leaf is the name of the field leaf path p holds (its path under the action; a map's
+// name for its key or value) and whether it is a map's leaf; ok false when p is no leaf
+// of f's fields.
+func (f *actionFields) leaf(p []string) (name string, isMap, ok bool) {
+	if len(p) < 2 || p[0] != f.action {
+		return "", false, false
+	}
+	if f.maps[p[1]] {
+		last := p[len(p)-1]
+		return p[1], true, len(p) >= 3 && (last == "key" || last == "value")
+	}
+	name = strings.Join(p[1:], ".")
+	return name, false, f.scalars[name]
 }
 
 // isAddLeaf reports whether the open's add decoder reads leaf path p.
 func isAddLeaf(p []string) bool {
-	if len(p) < 2 || p[0] != "add" {
-		return false
-	}
-	if p[1] == "partitionValues" || p[1] == "tags" {
-		last := p[len(p)-1]
-		return len(p) >= 3 && (last == "key" || last == "value")
-	}
-	return addScalarFields[strings.Join(p[1:], ".")]
+	_, _, ok := addFields.leaf(p)
+	return ok
 }
 
 // strMapLeaves is a map<string,string> field's two leaves (an add's or a remove's).
@@ -239,36 +262,55 @@ type strMapLeaves struct {
 	entryDef   int16 // level at which a map entry is present
 }
 
-// decodeAdds decodes the add rows of row group rg from the leaf columns leaves (those of
-// the add fields isAddLeaf names; others are ignored). It returns one entry per row of
-// the group: the row's Add, nil for a row that is not an add. The Adds of a group are
-// one allocation.
-func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
+// actionLeaves are the leaves of one action's fields in one row group, decoded
+// (actionLeaves.read), for decodeAdds and decodeRemoveLeaves to set into their actions.
+type actionLeaves struct {
+	scalars map[string]*leafValues   // the non-repeated leaves, one level a row, by field name (actionFields)
+	maps    map[string]*strMapLeaves // the map fields, by name
+	// actionDef is the level at which the action is present (its path leaf defined), -1
+	// when path was not read; dvDef the level at which its deletionVector is, -1 when no
+	// leaf of it was read.
+	actionDef, dvDef int16
+}
+
+// read decodes into l, from row group rg of pf, the leaves among leaves (nil:
+// every leaf of the file) of the fields of f whose name under the action (its first)
+// want selects (nil: all of them). A leaf other than path whose column chunk statistics
+// say it is all null is not read: its field reads as its zero value. l's maps are the
+// caller's, to fill (made where they can stay on its stack).
+func (l *actionLeaves) read(pf *file.Reader, rg int, leaves []int, f *actionFields, want func(field string) bool) error {
 	sc := pf.MetaData().Schema
 	rgr := pf.RowGroup(rg)
 	rows := int(rgr.NumRows())
-	scalars := map[string]*leafValues{}
-	maps := map[string]*strMapLeaves{}
-	var addDef, dvDef int16 = -1, -1
-	for _, leaf := range leaves {
+	l.actionDef, l.dvDef = -1, -1
+	n := len(leaves)
+	if leaves == nil {
+		n = sc.NumColumns()
+	}
+	for i := range n {
+		leaf := i
+		if leaves != nil {
+			leaf = leaves[i]
+		}
 		desc := sc.Column(leaf)
 		p := desc.ColumnPath()
-		if !isAddLeaf(p) || p[1] != "path" && allNull(pf.MetaData(), rg, leaf) {
-			continue // an all-null field reads as its zero value: nothing to decode
+		name, isMap, ok := f.leaf(p)
+		if !ok || want != nil && !want(p[1]) || p[1] != "path" && allNull(pf.MetaData(), rg, leaf) {
+			continue
 		}
 		lv, err := readLeaf(rgr, leaf, desc)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if p[1] == "partitionValues" || p[1] == "tags" {
+		if isMap {
 			d := repeatedDepth(desc)
 			if d < 0 || desc.MaxRepetitionLevel() != 1 {
-				return nil, fmt.Errorf("column %s is not a map", desc.Path())
+				return fmt.Errorf("column %s is not a map", desc.Path())
 			}
-			m := maps[p[1]]
+			m := l.maps[name]
 			if m == nil {
 				m = &strMapLeaves{entryDef: defLevelAt(desc, d)}
-				maps[p[1]] = m
+				l.maps[name] = m
 			}
 			if p[len(p)-1] == "key" {
 				m.keys = lv
@@ -278,36 +320,54 @@ func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
 			continue
 		}
 		if len(lv.defs) != rows {
-			return nil, fmt.Errorf("column %s has %d levels for %d rows", desc.Path(), len(lv.defs), rows)
+			return fmt.Errorf("column %s has %d levels for %d rows", desc.Path(), len(lv.defs), rows)
 		}
-		name := strings.Join(p[1:], ".")
-		scalars[name] = lv
+		l.scalars[name] = lv
 		switch {
 		case name == "path":
-			addDef = defLevelAt(desc, 0)
+			l.actionDef = defLevelAt(desc, 0)
 		case p[1] == "deletionVector":
-			dvDef = defLevelAt(desc, 1)
+			l.dvDef = defLevelAt(desc, 1)
 		}
 	}
-	path := scalars["path"]
-	if path == nil {
-		return nil, nil // no add.path: no add rows
-	}
-	out := make([]*Add, rows)
+	return nil
+}
+
+// actionRows is one entry per row of a row group whose path leaf is path: a new T for a
+// row where the action is present (defined at level def or deeper), nil for another. The
+// Ts of a group are one allocation.
+func actionRows[T any](path *leafValues, def int16) []*T {
+	out := make([]*T, len(path.defs))
 	n := 0
 	for _, d := range path.defs {
-		if d >= addDef {
+		if d >= def {
 			n++
 		}
 	}
-	slab := make([]Add, n)
-	next := 0
+	slab := make([]T, n)
 	for r, d := range path.defs {
-		if d >= addDef {
-			out[r] = &slab[next]
-			next++
+		if d >= def {
+			out[r] = &slab[0]
+			slab = slab[1:]
 		}
 	}
+	return out
+}
+
+// decodeAdds decodes the add rows of row group rg from the leaf columns leaves (those of
+// the add fields addFields names; others are ignored). It returns one entry per row of
+// the group: the row's Add, nil for a row that is not an add. The Adds of a group are
+// one allocation.
+func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
+	l := actionLeaves{scalars: map[string]*leafValues{}, maps: map[string]*strMapLeaves{}}
+	if err := l.read(pf, rg, leaves, &addFields, nil); err != nil {
+		return nil, err
+	}
+	path := l.scalars["path"]
+	if path == nil {
+		return nil, nil // no add.path: no add rows
+	}
+	out := actionRows[Add](path, l.actionDef)
 	fields := []struct {
 		name string
 		set  func(a *Add, v *leafValues, k int)
@@ -321,14 +381,14 @@ func decodeAdds(pf *file.Reader, rg int, leaves []int) ([]*Add, error) {
 		{"defaultRowCommitVersion", func(a *Add, v *leafValues, k int) { x := v.int(k); a.DefaultRowCommitVersion = &x }},
 	}
 	for _, f := range fields {
-		if v := scalars[f.name]; v != nil {
+		if v := l.scalars[f.name]; v != nil {
 			eachRow(v, out, f.set)
 		}
 	}
-	if dvDef >= 0 {
-		decodeDVs(scalars, dvDef, out, func(a *Add) **DeletionVector { return &a.DeletionVector })
+	if l.dvDef >= 0 {
+		decodeDVs(l.scalars, l.dvDef, out, func(a *Add) **DeletionVector { return &a.DeletionVector })
 	}
-	for name, m := range maps {
+	for name, m := range l.maps {
 		set := func(a *Add, kv map[string]string) { a.PartitionValues = kv }
 		if name == "tags" {
 			set = func(a *Add, kv map[string]string) { a.Tags = kv }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -68,98 +67,38 @@ func removeKeyField(name string) bool {
 
 // removeFields are the remove fields a checkpoint's remove rows are decoded into, the
 // ones Remove has and a checkpoint holds (docs/reference/delta-protocol.md §7.2; stats
-// and tags are never written to checkpoints), by their name under remove.
-var removeFields = map[string]bool{
-	"path": true, "deletionTimestamp": true, "dataChange": true, "extendedFileMetadata": true,
-	"partitionValues": true, "size": true, "deletionVector": true, "baseRowId": true,
-	"defaultRowCommitVersion": true,
+// and tags are never written to checkpoints).
+var removeFields = actionFields{
+	action: "remove",
+	scalars: map[string]bool{
+		"path": true, "deletionTimestamp": true, "dataChange": true, "extendedFileMetadata": true,
+		"size": true, "baseRowId": true, "defaultRowCommitVersion": true,
+		"deletionVector.storageType": true, "deletionVector.pathOrInlineDv": true, "deletionVector.offset": true,
+		"deletionVector.sizeInBytes": true, "deletionVector.cardinality": true,
+	},
+	maps: map[string]bool{"partitionValues": true},
 }
 
 // decodeRemoveLeaves decodes the remove rows of row group rg of pf straight from their
-// leaf columns, as decodeAdds does the adds, reading only the fields (by name under
-// remove, removeFields) that want selects; an all-null leaf is not read (its field reads
-// as its zero value). With rows nil the rows are made from remove.path, which want must
-// select: one entry per row of the group, the row's Remove or nil for a row that is not a
-// remove (the Removes of a group are one allocation). With rows given (as returned before,
-// for the same group) the fields are set in those Removes. The values are those the Arrow
-// decode of the same leaves gives (structCols.remove; TestRemoveLeavesMatchArrow).
+// leaf columns, as decodeAdds does the adds (actionLeaves.read), reading only the fields
+// of removeFields whose name under remove want selects; an all-null leaf is not read (its
+// field reads as its zero value). With rows nil the rows are made from remove.path, which
+// want must select: one entry per row of the group, the row's Remove or nil for a row
+// that is not a remove (the Removes of a group are one allocation). With rows given (as
+// returned before, for the same group) the fields are set in those Removes. The values
+// are those the Arrow decode of the same leaves gives (structCols.remove;
+// TestRemoveLeavesMatchArrow).
 func decodeRemoveLeaves(pf *file.Reader, rg int, rows []*Remove, want func(field string) bool) ([]*Remove, error) {
-	sc := pf.MetaData().Schema
-	rgr := pf.RowGroup(rg)
-	n := int(rgr.NumRows())
-	scalars := map[string]*leafValues{}
-	var partitions *strMapLeaves
-	var removeDef, dvDef int16 = -1, -1
-	for leaf := 0; leaf < sc.NumColumns(); leaf++ {
-		desc := sc.Column(leaf)
-		p := desc.ColumnPath()
-		if len(p) < 2 || p[0] != "remove" || !removeFields[p[1]] || !want(p[1]) {
-			continue
-		}
-		if p[1] != "path" && allNull(pf.MetaData(), rg, leaf) {
-			continue // an all-null field reads as its zero value: nothing to decode
-		}
-		if p[1] == "partitionValues" {
-			last := p[len(p)-1]
-			if len(p) < 3 || last != "key" && last != "value" {
-				continue
-			}
-			lv, err := readLeaf(rgr, leaf, desc)
-			if err != nil {
-				return nil, err
-			}
-			d := repeatedDepth(desc)
-			if d < 0 || desc.MaxRepetitionLevel() != 1 {
-				return nil, fmt.Errorf("column %s is not a map", desc.Path())
-			}
-			if partitions == nil {
-				partitions = &strMapLeaves{entryDef: defLevelAt(desc, d)}
-			}
-			if last == "key" {
-				partitions.keys = lv
-			} else {
-				partitions.vals = lv
-			}
-			continue
-		}
-		name := strings.Join(p[1:], ".")
-		if p[1] == "deletionVector" && (len(p) != 3 || !dvFields[p[2]]) || p[1] != "deletionVector" && len(p) != 2 {
-			continue // a field Remove does not have
-		}
-		lv, err := readLeaf(rgr, leaf, desc)
-		if err != nil {
-			return nil, err
-		}
-		if len(lv.defs) != n {
-			return nil, fmt.Errorf("column %s has %d levels for %d rows", desc.Path(), len(lv.defs), n)
-		}
-		scalars[name] = lv
-		switch {
-		case name == "path":
-			removeDef = defLevelAt(desc, 0)
-		case p[1] == "deletionVector":
-			dvDef = defLevelAt(desc, 1)
-		}
+	l := actionLeaves{scalars: map[string]*leafValues{}, maps: map[string]*strMapLeaves{}}
+	if err := l.read(pf, rg, nil, &removeFields, want); err != nil {
+		return nil, err
 	}
-	if rows == nil {
-		path := scalars["path"]
+	if n := int(pf.RowGroup(rg).NumRows()); rows == nil {
+		path := l.scalars["path"]
 		if path == nil {
 			return nil, errors.New("a row group of removes without remove.path")
 		}
-		rows = make([]*Remove, n)
-		count := 0
-		for _, d := range path.defs {
-			if d >= removeDef {
-				count++
-			}
-		}
-		slab := make([]Remove, count)
-		for r, d := range path.defs {
-			if d >= removeDef {
-				rows[r] = &slab[0]
-				slab = slab[1:]
-			}
-		}
+		rows = actionRows[Remove](path, l.actionDef)
 	} else if len(rows) != n {
 		return nil, fmt.Errorf("%d rows for a row group of %d", len(rows), n)
 	}
@@ -178,7 +117,7 @@ func decodeRemoveLeaves(pf *file.Reader, rg int, rows []*Remove, want func(field
 		{"defaultRowCommitVersion", func(r *Remove, v *leafValues, k int) { r.DefaultRowCommitVersion = &v.ints[k] }},
 	}
 	for _, f := range fields {
-		v := scalars[f.name]
+		v := l.scalars[f.name]
 		if v == nil {
 			continue
 		}
@@ -190,19 +129,16 @@ func decodeRemoveLeaves(pf *file.Reader, rg int, rows []*Remove, want func(field
 		}
 		eachRow(v, rows, f.set)
 	}
-	if dvDef >= 0 {
-		decodeDVs(scalars, dvDef, rows, func(r *Remove) **DeletionVector { return &r.DeletionVector })
+	if l.dvDef >= 0 {
+		decodeDVs(l.scalars, l.dvDef, rows, func(r *Remove) **DeletionVector { return &r.DeletionVector })
 	}
-	if partitions != nil {
-		if err := mapRows(partitions, rows, func(r *Remove, kv map[string]string) { r.PartitionValues = kv }); err != nil {
+	if m := l.maps["partitionValues"]; m != nil {
+		if err := mapRows(m, rows, func(r *Remove, kv map[string]string) { r.PartitionValues = kv }); err != nil {
 			return nil, fmt.Errorf("remove.partitionValues: %w", err)
 		}
 	}
 	return rows, nil
 }
-
-// dvFields are the deletionVector fields decodeDVs reads.
-var dvFields = map[string]bool{"storageType": true, "pathOrInlineDv": true, "offset": true, "sizeInBytes": true, "cardinality": true}
 
 // typedFor reports whether v holds the kind of values the pointer field name points into
 // (int64s, or bools for extendedFileMetadata).
