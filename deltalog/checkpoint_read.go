@@ -68,8 +68,17 @@ func readCheckpoint(ctx context.Context, store storage.Store, keys []string) ([]
 // (keyed, carryBase), every field for Snapshot.Tombstones and a checkpoint that
 // re-encodes them (load). Snapshots derived from one read share it. A nil
 // *lazyTombstones has none.
+//
+// A file's bytes are held only while something may read them again: by parts until
+// rowGroups lists their row groups, then by each group until it is decoded in full
+// (removeRows.allFields), and, when there is one file, by one until carryBase has decided
+// whether it is a base (a base keeps the bytes it copies). So after a cold maintenance
+// run's full decode of a checkpoint that cannot be carried (several files, or Spark's
+// row groups mixing removes with other actions) the snapshot no longer holds them, as
+// before tombstones were decoded by what reads them.
 type lazyTombstones struct {
-	parts []*checkpointPart
+	parts []*checkpointPart // nil once rowGroups ran
+	one   *checkpointPart   // the one file, from rowGroups until carryBase ran
 
 	groupsOnce sync.Once
 	groups     []*removeRows // every row group with remove values, part by part, in order
@@ -131,6 +140,10 @@ func (l *lazyTombstones) rowGroups() ([]*removeRows, error) {
 			}
 			pf.Close()
 		}
+		if len(l.parts) == 1 {
+			l.one = l.parts[0]
+		}
+		l.parts = nil // the groups hold them now
 	})
 	return l.groups, l.groupsErr
 }
@@ -144,7 +157,9 @@ func (l *lazyTombstones) carryBase() (*tombstoneBase, error) {
 	}
 	l.baseOnce.Do(func() {
 		groups, err := l.rowGroups()
-		if err != nil || len(l.parts) != 1 {
+		one := l.one
+		l.one = nil // a base keeps what it copies
+		if err != nil || one == nil {
 			l.baseErr = err
 			return
 		}
@@ -153,7 +168,7 @@ func (l *lazyTombstones) carryBase() (*tombstoneBase, error) {
 		for _, g := range groups {
 			byGroup[g.rg] = g
 		}
-		l.base, l.baseErr = partBase(l.parts[0], func(rg, _ int) (*removeRows, bool) {
+		l.base, l.baseErr = partBase(one, func(rg, _ int) (*removeRows, bool) {
 			g := byGroup[rg]
 			return g, g != nil
 		})
