@@ -214,14 +214,20 @@ func repeatedDepth(desc *schema.Column) int {
 }
 
 // actionFields are the fields of one action (a top-level checkpoint column) that its
-// decode reads from their leaves: the non-repeated ones by their path under the action
-// joined by "." ("path", "deletionVector.offset"), the map<string,string> ones by their
-// name under it ("partitionValues", whose leaves are its key and value).
+// decode reads from their leaves, by their names under the action: the non-repeated ones
+// (scalars: "path"; structs: the fields of a struct field, "deletionVector" → "offset"),
+// and the map<string,string> ones ("partitionValues", whose leaves are its key and
+// value). A scalar's leaves are named by their path under the action joined by "."
+// ("deletionVector.offset").
 type actionFields struct {
 	action  string
 	scalars map[string]bool
+	structs map[string]map[string]bool
 	maps    map[string]bool
 }
+
+// dvLeaves are the deletionVector fields decodeDVs reads.
+var dvLeaves = map[string]bool{"storageType": true, "pathOrInlineDv": true, "offset": true, "sizeInBytes": true, "cardinality": true}
 
 // addFields are the add fields an open reads (docs/reference/delta-protocol.md §7.2).
 var addFields = actionFields{
@@ -229,30 +235,29 @@ var addFields = actionFields{
 	scalars: map[string]bool{
 		"path": true, "size": true, "modificationTime": true, "dataChange": true, "baseRowId": true,
 		"defaultRowCommitVersion": true, "clusteringProvider": true,
-		"deletionVector.storageType": true, "deletionVector.pathOrInlineDv": true, "deletionVector.offset": true,
-		"deletionVector.sizeInBytes": true, "deletionVector.cardinality": true,
 	},
-	maps: map[string]bool{"partitionValues": true, "tags": true},
+	structs: map[string]map[string]bool{"deletionVector": dvLeaves},
+	maps:    map[string]bool{"partitionValues": true, "tags": true},
 }
 
-// leaf is the name of the field leaf path p holds (its path under the action; a map's
-// name for its key or value) and whether it is a map's leaf; ok false when p is no leaf
-// of f's fields.
-func (f *actionFields) leaf(p []string) (name string, isMap, ok bool) {
-	if len(p) < 2 || p[0] != f.action {
-		return "", false, false
-	}
-	if f.maps[p[1]] {
+// leaf reports whether leaf path p is one of f's fields (ok), and whether it is a map's
+// key or value.
+func (f *actionFields) leaf(p []string) (isMap, ok bool) {
+	switch {
+	case len(p) < 2 || p[0] != f.action:
+		return false, false
+	case f.maps[p[1]]:
 		last := p[len(p)-1]
-		return p[1], true, len(p) >= 3 && (last == "key" || last == "value")
+		return true, len(p) >= 3 && (last == "key" || last == "value")
+	case len(p) == 2:
+		return false, f.scalars[p[1]]
 	}
-	name = strings.Join(p[1:], ".")
-	return name, false, f.scalars[name]
+	return false, len(p) == 3 && f.structs[p[1]][p[2]]
 }
 
 // isAddLeaf reports whether the open's add decoder reads leaf path p.
 func isAddLeaf(p []string) bool {
-	_, _, ok := addFields.leaf(p)
+	_, ok := addFields.leaf(p)
 	return ok
 }
 
@@ -265,12 +270,13 @@ type strMapLeaves struct {
 // actionLeaves are the leaves of one action's fields in one row group, decoded
 // (actionLeaves.read), for decodeAdds and decodeRemoveLeaves to set into their actions.
 type actionLeaves struct {
-	scalars map[string]*leafValues   // the non-repeated leaves, one level a row, by field name (actionFields)
+	scalars map[string]*leafValues   // the non-repeated leaves, one level a row, by their name (actionFields)
 	maps    map[string]*strMapLeaves // the map fields, by name
 	// actionDef is the level at which the action is present (its path leaf defined), -1
 	// when path was not read; dvDef the level at which its deletionVector is, -1 when no
 	// leaf of it was read.
 	actionDef, dvDef int16
+	rows             int // the row group's
 }
 
 // read decodes into l, from row group rg of pf, the leaves among leaves (nil:
@@ -282,7 +288,7 @@ func (l *actionLeaves) read(pf *file.Reader, rg int, leaves []int, f *actionFiel
 	sc := pf.MetaData().Schema
 	rgr := pf.RowGroup(rg)
 	rows := int(rgr.NumRows())
-	l.actionDef, l.dvDef = -1, -1
+	l.actionDef, l.dvDef, l.rows = -1, -1, rows
 	n := len(leaves)
 	if leaves == nil {
 		n = sc.NumColumns()
@@ -294,7 +300,7 @@ func (l *actionLeaves) read(pf *file.Reader, rg int, leaves []int, f *actionFiel
 		}
 		desc := sc.Column(leaf)
 		p := desc.ColumnPath()
-		name, isMap, ok := f.leaf(p)
+		isMap, ok := f.leaf(p)
 		if !ok || want != nil && !want(p[1]) || p[1] != "path" && allNull(pf.MetaData(), rg, leaf) {
 			continue
 		}
@@ -307,10 +313,10 @@ func (l *actionLeaves) read(pf *file.Reader, rg int, leaves []int, f *actionFiel
 			if d < 0 || desc.MaxRepetitionLevel() != 1 {
 				return fmt.Errorf("column %s is not a map", desc.Path())
 			}
-			m := l.maps[name]
+			m := l.maps[p[1]]
 			if m == nil {
 				m = &strMapLeaves{entryDef: defLevelAt(desc, d)}
-				l.maps[name] = m
+				l.maps[p[1]] = m
 			}
 			if p[len(p)-1] == "key" {
 				m.keys = lv
@@ -322,6 +328,7 @@ func (l *actionLeaves) read(pf *file.Reader, rg int, leaves []int, f *actionFiel
 		if len(lv.defs) != rows {
 			return fmt.Errorf("column %s has %d levels for %d rows", desc.Path(), len(lv.defs), rows)
 		}
+		name := strings.Join(p[1:], ".")
 		l.scalars[name] = lv
 		switch {
 		case name == "path":

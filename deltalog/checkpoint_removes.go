@@ -73,10 +73,9 @@ var removeFields = actionFields{
 	scalars: map[string]bool{
 		"path": true, "deletionTimestamp": true, "dataChange": true, "extendedFileMetadata": true,
 		"size": true, "baseRowId": true, "defaultRowCommitVersion": true,
-		"deletionVector.storageType": true, "deletionVector.pathOrInlineDv": true, "deletionVector.offset": true,
-		"deletionVector.sizeInBytes": true, "deletionVector.cardinality": true,
 	},
-	maps: map[string]bool{"partitionValues": true},
+	structs: map[string]map[string]bool{"deletionVector": dvLeaves},
+	maps:    map[string]bool{"partitionValues": true},
 }
 
 // decodeRemoveLeaves decodes the remove rows of row group rg of pf straight from their
@@ -93,14 +92,14 @@ func decodeRemoveLeaves(pf *file.Reader, rg int, rows []*Remove, want func(field
 	if err := l.read(pf, rg, nil, &removeFields, want); err != nil {
 		return nil, err
 	}
-	if n := int(pf.RowGroup(rg).NumRows()); rows == nil {
+	if rows == nil {
 		path := l.scalars["path"]
 		if path == nil {
 			return nil, errors.New("a row group of removes without remove.path")
 		}
 		rows = actionRows[Remove](path, l.actionDef)
-	} else if len(rows) != n {
-		return nil, fmt.Errorf("%d rows for a row group of %d", len(rows), n)
+	} else if len(rows) != l.rows {
+		return nil, fmt.Errorf("%d rows for a row group of %d", len(rows), l.rows)
 	}
 	// Optional fields point into the decoded values (owned by this decode): no
 	// allocation per row.
