@@ -3,7 +3,6 @@ package deltalog
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"reflect"
 	"runtime"
 	"strings"
@@ -38,11 +37,7 @@ func collected(ps []weak.Pointer[byte]) bool {
 // tombstones, their keys and its checkpoint are then what a fresh snapshot gives.
 func TestColdMultiPartTombstonesReleased(t *testing.T) {
 	ctx := context.Background()
-	tbl := openDir(t, t.TempDir())
-	lgCreate(t, tbl)
-	for i := 1; i <= 8; i++ {
-		lgCommit(t, tbl, int64(i), Action{Add: lgAdd(i)})
-	}
+	tbl := dirTableOfAdds(t, 8)
 	now := time.Now()
 	var removes []Action
 	for i := 1; i <= 5; i++ {
@@ -63,12 +58,8 @@ func TestColdMultiPartTombstonesReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, data := range [][]byte{part1, part2} {
-		key := fmt.Sprintf("_delta_log/%020d.checkpoint.%010d.%010d.parquet", 9, i+1, 2)
-		if err := tbl.Store().Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putCheckpointPart(t, tbl, 9, 1, 2, part1)
+	putCheckpointPart(t, tbl, 9, 2, 2, part2)
 	if err := tbl.Store().Put(ctx, LastCheckpointKey, strings.NewReader(`{"version":9,"size":10,"parts":2}`), -1); err != nil {
 		t.Fatal(err)
 	}

@@ -193,14 +193,32 @@ func TestCheckpointSchema(t *testing.T) {
 	}
 }
 
+// dirTableOfAdds is a table on local disk created at version 0 with one add a commit
+// after it, lgAdd(1) to lgAdd(n) at versions 1 to n.
+func dirTableOfAdds(t *testing.T, n int) *Table {
+	t.Helper()
+	tbl := openDir(t, t.TempDir())
+	lgCreate(t, tbl)
+	for i := 1; i <= n; i++ {
+		lgCommit(t, tbl, int64(i), Action{Add: lgAdd(i)})
+	}
+	return tbl
+}
+
+// putCheckpointPart stores data as part (from 1) of the total parts of version v's
+// multi-part checkpoint.
+func putCheckpointPart(t *testing.T, tbl *Table, v int64, part, total int, data []byte) {
+	t.Helper()
+	key := fmt.Sprintf("_delta_log/%020d.checkpoint.%010d.%010d.parquet", v, part, total)
+	if err := tbl.Store().Put(context.Background(), key, bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMultiPartCheckpoint reads a two-part checkpoint, and ignores a set missing a part.
 func TestMultiPartCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	tbl := openDir(t, t.TempDir())
-	lgCreate(t, tbl)
-	for i := 1; i <= 4; i++ {
-		lgCommit(t, tbl, int64(i), Action{Add: lgAdd(i)})
-	}
+	tbl := dirTableOfAdds(t, 4)
 	full, err := tbl.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -209,16 +227,14 @@ func TestMultiPartCheckpoint(t *testing.T) {
 	files := full.Files()
 	part1, _ := encodeCheckpoint([]Action{{Protocol: &p}, {MetaData: &m}, {Add: &files[0]}})
 	part2, _ := encodeCheckpoint([]Action{{Add: &files[1]}, {Add: &files[2]}, {Add: &files[3]}})
-	put := func(key string, data []byte) {
-		if err := tbl.Store().Put(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put(fmt.Sprintf("_delta_log/%020d.checkpoint.%010d.%010d.parquet", 4, 1, 2), part1)
-	put(fmt.Sprintf("_delta_log/%020d.checkpoint.%010d.%010d.parquet", 4, 2, 2), part2)
+	putCheckpointPart(t, tbl, 4, 1, 2, part1)
+	putCheckpointPart(t, tbl, 4, 2, 2, part2)
 	// An incomplete three-part set for version 3 must be ignored.
-	put(fmt.Sprintf("_delta_log/%020d.checkpoint.%010d.%010d.parquet", 3, 1, 3), part1)
-	put(LastCheckpointKey, []byte(`{"version":4,"size":5,"parts":2}`))
+	putCheckpointPart(t, tbl, 3, 1, 3, part1)
+	hint := []byte(`{"version":4,"size":5,"parts":2}`)
+	if err := tbl.Store().Put(ctx, LastCheckpointKey, bytes.NewReader(hint), int64(len(hint))); err != nil {
+		t.Fatal(err)
+	}
 
 	snap, err := reopen(tbl).Snapshot(ctx)
 	if err != nil {

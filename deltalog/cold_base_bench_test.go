@@ -12,6 +12,25 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
+// decodeRemoveGroups decodes the remove row groups groups of part afresh, each as a cold
+// run does: the key fields (keyed), then with all true the rest (allFields). It returns
+// how many removes they hold.
+func decodeRemoveGroups(part *checkpointPart, groups []*removeRows, all bool) (int, error) {
+	n := 0
+	for _, g := range groups {
+		rr := &removeRows{part: part, rg: g.rg}
+		rs, err := rr.keyed()
+		if all {
+			rs, err = rr.allFields()
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += len(rs)
+	}
+	return n, nil
+}
+
 // BenchmarkColdTombstoneBase measures what a cold maintenance run's checkpoint could take
 // from the footer of the checkpoint it read instead of decoding its remove rows
 // (docs/decisions/0014-checkpoint-tombstones.md, follow-up "A carry base from the footer
@@ -159,17 +178,9 @@ func BenchmarkColdTombstoneBase(b *testing.B) {
 		}
 		leaves := func(full bool) func() int {
 			return func() int {
-				n := 0
-				for _, g := range groups {
-					rr := &removeRows{part: part, rg: g.rg}
-					rs, err := rr.keyed()
-					if full {
-						rs, err = rr.allFields()
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					n += len(rs)
+				n, err := decodeRemoveGroups(part, groups, full)
+				if err != nil {
+					b.Fatal(err)
 				}
 				return n
 			}

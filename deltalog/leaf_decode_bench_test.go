@@ -49,21 +49,7 @@ func BenchmarkLeafDecode(b *testing.B) {
 		b.Fatalf("%d row groups of removes, %v", len(groups), err)
 	}
 	removes := func(all bool) func() (int, error) {
-		return func() (int, error) {
-			n := 0
-			for _, g := range groups {
-				rr := &removeRows{part: part, rg: g.rg}
-				rs, err := rr.keyed()
-				if all {
-					rs, err = rr.allFields()
-				}
-				if err != nil {
-					return 0, err
-				}
-				n += len(rs)
-			}
-			return n, nil
-		}
+		return func() (int, error) { return decodeRemoveGroups(part, groups, all) }
 	}
 	for _, c := range []struct {
 		name   string
