@@ -15,7 +15,7 @@ import (
 // the keys then the rest (allFields: a merge, Snapshot.Tombstones). Besides ns/op it
 // reports cpu-ns/op, the process's CPU time over the loop (getrusage), which a loaded
 // machine inflates less than wall time; compare binaries alternately
-// (docs/performance.md § The adds decoded from their leaves).
+// (docs/performance.md § One leaf loop for adds and removes).
 //
 //	go test ./deltalog/ -run '^$' -bench LeafDecode -benchtime 200x -benchmem
 func BenchmarkLeafDecode(b *testing.B) {
