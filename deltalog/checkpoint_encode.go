@@ -466,10 +466,11 @@ func (e *checkpointEncoder) close() ([]byte, error) {
 
 // cpPager is arrow-go's page writer (file.NewPageWriter: the page headers, the
 // compression), keeping the column chunk's totals itself so that closing the chunk only
-// fills its footer entry: arrow-go's Close also serializes that entry through a
-// never-flushed 4 KB bufio.Writer whose bytes go nowhere (thrift.SerializeThriftStream in
-// serializedPageWriter.Close), 4 KB of allocation a column chunk for nothing. The totals
-// are the ones it keeps (page_writer.go in arrow-go's parquet/file).
+// fills its footer entry: arrow-go's Close also serializes that entry into the file
+// through a never-flushed 4 KB bufio.Writer (thrift.SerializeThriftStream in
+// serializedPageWriter.Close), 4 KB of allocation a column chunk whose bytes go nowhere
+// unless the entry is longer than the buffer (Close: only then is it serialized here). The
+// totals are the ones it keeps (page_writer.go in arrow-go's parquet/file).
 type cpPager struct {
 	file.PageWriter
 	sink *tellBuffer
@@ -574,14 +575,36 @@ func (p *cpPager) Close(hasDict, fallback bool) error {
 	if p.pages > 0 {
 		stats.DataEncodingStats[parquet.Encodings.Plain] = p.pages
 	}
-	return p.meta.Finish(metadata.ChunkMetaInfo{
+	err := p.meta.Finish(metadata.ChunkMetaInfo{
 		NumValues:        p.nvalues,
 		IndexPageOffset:  -1,
 		DataPageOffset:   p.dataPageOffset,
 		CompressedSize:   p.compressed,
 		UncompressedSize: p.uncompressed,
 	}, hasDict, fallback, stats)
+	if err != nil {
+		return err
+	}
+	// arrow-go's page writer serializes the chunk's footer entry (the Thrift ColumnChunk)
+	// into the file through a 4 KiB bufio.Writer it never flushes: what passes the buffer
+	// (4 KiB at a time, or a field longer than the empty buffer, whole) is written after
+	// the chunk's pages, the rest dropped. An entry passes it only with statistics of some
+	// 4 KiB (a min and a max of up to MaxStatsSize each, strings: add.stats of a wide
+	// table), the other fields taking a few hundred bytes (the path, ten integers, the
+	// encodings); for those the same call writes the same bytes. Found by
+	// FuzzCheckpointEncoderMatchesPqarrow (docs/decisions/0020-checkpoint-pages-encoded-here.md,
+	// follow-up).
+	if st := p.meta.Contents().MetaData.Statistics; st != nil && len(st.Max)+len(st.Min)+len(st.MaxValue)+len(st.MinValue) > cpFooterEntryBuffer-cpFooterEntryRest {
+		_, err = p.meta.WriteTo(p.sink)
+	}
+	return err
 }
+
+// cpFooterEntryBuffer is the size of the bufio.Writer through which arrow-go's page
+// writer serializes a column chunk's footer entry (thrift's NewStreamTransportW), and
+// cpFooterEntryRest a bound on the entry's bytes other than its statistics' min and max
+// (cpPager.Close).
+const cpFooterEntryBuffer, cpFooterEntryRest = 4096, 1024
 
 // ownPage writes the column chunk of a column with levels as arrow-go's column chunk
 // writer writes it when its values fit one data page (plain-encoded, under

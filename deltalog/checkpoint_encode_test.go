@@ -138,11 +138,20 @@ func TestCheckpointEncoderMatchesPqarrow(t *testing.T) {
 	huge := headActions(4, 2)
 	huge[1].MetaData.SchemaString = strings.Repeat("s", 5000)
 	huge[3].Add.Stats = strings.Repeat("z", 5000)
+	// Column chunks whose footer entry (ColumnChunk: the statistics' min and max, up to
+	// 4 KiB each) is longer than the 4 KiB bufio.Writer arrow-go's page writer serializes
+	// it through on closing the chunk, which then spills 4 KiB at a time into the file
+	// between this chunk and the next (serializedPageWriter.Close).
+	spill := headActions(3, 0)
+	spill[3].Add.Stats = strings.Repeat("s", 2100)
+	spill[4].Add.Stats = strings.Repeat("t", 4096)
+	spill[5].Add.Path = strings.Repeat("p", 3000)
 	cases := []struct {
 		name  string
 		acts  []Action
 		batch int
 	}{
+		{"footer entries past arrow-go's 4 KiB buffer", spill, 0},
 		{"none", nil, 0},
 		{"head 10 adds", headActions(10, 0), 0},
 		{"head 10 adds 40 removes", headActions(10, 40), 0},
