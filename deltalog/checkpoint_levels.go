@@ -9,10 +9,13 @@ import (
 // levels (RleEncoder and BitWriter in arrow-go's parquet/internal/utils, which this
 // package cannot import), step for step, so that a checkpoint column chunk of one page can
 // be written without a column chunk writer (cpColumn.ownPage) in the bytes arrow-go's
-// writer gives it: its literal runs padded to 8 and their indicator reserved
-// ahead, its repeated runs of 8 or more, and its fast paths for long runs, which depend on
-// where a batch of levels ends (the column chunk writer hands them over by
-// WriteBatchSize). TestCheckpointEncoderMatchesPqarrow compares the files.
+// writer gives it: its literal runs padded to 8 and their indicator reserved ahead, its
+// repeated runs of 8 or more, and its fast paths for long runs. The levels are fed by
+// WriteBatchSize, as the column chunk writer hands them over, though the fast paths give
+// the bytes the value-by-value path gives wherever a batch ends but for a run past 2^31
+// levels (fed in one batch, or by twice WriteBatchSize, they still pass
+// FuzzCheckpointEncoderMatchesPqarrow: docs/decisions/0020-checkpoint-pages-encoded-here.md,
+// follow-up). TestCheckpointEncoderMatchesPqarrow compares the files.
 type levelEncoder struct {
 	out []byte // the encoded bytes; written up to byteoffset, and partial bytes past it
 
