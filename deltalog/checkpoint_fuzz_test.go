@@ -137,8 +137,28 @@ func checkCheckpointRoundTrip(t *testing.T, acts []Action, byDay bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(wantRemoves); (n > 0) != (base != nil) || base != nil && base.n != n {
-		t.Fatalf("carry base %+v of %d removes", base, n)
+	// No base when a remove group is not one run of column chunks: arrow-go spilled a
+	// footer entry past 4 KiB between two of its chunks (cpPager.Close), as pqarrow did.
+	contiguous := true
+	for rg, g := range p.md.RowGroups {
+		for col := range p.md.Schema.NumColumns() {
+			if p.md.Schema.Column(col).ColumnPath().String() != "remove.path" {
+				continue
+			}
+			if nulls, ok := chunkNullCount(p.md, rg, col); ok && nulls < g.NumRows {
+				if _, err := groupOf(p.md, rg, got); err != nil {
+					contiguous = false
+				}
+			}
+		}
+	}
+	if n := len(wantRemoves); (n > 0 && contiguous) != (base != nil) || base != nil && base.n != n {
+		t.Fatalf("carry base of %d removes (nil %v) for %d removes (their row groups contiguous: %v)", func() int {
+			if base == nil {
+				return 0
+			}
+			return base.n
+		}(), base == nil, n, contiguous)
 	}
 	all, err := l.load()
 	if err != nil {
