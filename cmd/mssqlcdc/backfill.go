@@ -21,7 +21,7 @@ func init() {
 	})
 }
 
-const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N (>= 0)] [--max-seconds S (>= 0)]"
+const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N (>= 0)] [--max-seconds S (0..31622400)]"
 
 // runBackfill is one backfill call (docs/snapshots.md "Chunked snapshots"), as the backfill
 // machine's backfill-wave Task makes it: the spec's chunked parameters, max_waves and
@@ -38,8 +38,13 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *specPath == "" || fs.NArg() > 0 || *maxWaves < 0 || *maxSeconds < 0 {
+	if *specPath == "" || fs.NArg() > 0 || *maxWaves < 0 {
 		return &usageError{msg: backfillUsage}
+	}
+	// The spec's bound for max_seconds (a NaN, an infinity or 1e12 would overflow the
+	// call's deadline).
+	if p := config.SecondsProblem("--max-seconds", *maxSeconds, "0 = no bound"); p != nil {
+		return &usageError{msg: p.Field + " " + p.Reason + "\n" + backfillUsage}
 	}
 	// The mode first: a spec for a full snapshot is refused before anything is opened.
 	if spec, err := connect.SpecFile(*specPath); err != nil {

@@ -67,13 +67,23 @@ func TestBackfillRefusesFullSpec(t *testing.T) {
 }
 
 // A negative --max-waves or --max-seconds is a usage error (it was taken silently as "the
-// spec's value"), and -h shows no "(default -1)" beside "default: the spec's".
+// spec's value"), as is a --max-seconds past the spec's 366-day bound (1e12 once reached
+// the call and overflowed its deadline), saying which flag and the range; -h shows no
+// "(default -1)" beside "default: the spec's".
 func TestBackfillFlagsRefuseNegatives(t *testing.T) {
 	var out, errOut bytes.Buffer
-	for _, args := range [][]string{{"--max-waves", "-2"}, {"--max-seconds", "-5"}} {
+	for _, c := range []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"--max-waves", "-2"}, "usage: mssqlcdc backfill"},
+		{[]string{"--max-seconds", "-5"}, "--max-seconds -5: want seconds in 0..3.16224e+07 (at most 366 days; 0 = no bound)"},
+		{[]string{"--max-seconds", "1e12"}, "--max-seconds 1e+12: want seconds in 0..3.16224e+07 (at most 366 days; 0 = no bound)"},
+		{[]string{"--max-seconds", "NaN"}, "--max-seconds NaN: want seconds"},
+	} {
 		errOut.Reset()
-		if code := run(context.Background(), append([]string{"backfill", "--spec", "x.json"}, args...), &out, &errOut); code != 2 {
-			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut.String())
+		if code := run(context.Background(), append([]string{"backfill", "--spec", "x.json"}, c.args...), &out, &errOut); code != 2 || !strings.Contains(errOut.String(), c.say) {
+			t.Errorf("%v: exit %d (%s), want 2 saying %q", c.args, code, errOut.String(), c.say)
 		}
 	}
 	_, help, _ := runCLI(t, "backfill", "-h")

@@ -66,12 +66,24 @@ const (
 	MaxNumPartitions = 400
 )
 
-// validateSeconds adds a problem unless 0 <= v <= MaxDurationSeconds (NaN and the
-// infinities a command-line flag can carry included), and reports whether v was valid.
-// zero, when set, says what 0 means.
+// validateSeconds adds SecondsProblem's problem, if any, and reports whether v was valid.
 func validateSeconds(ps *problems, field string, v float64, zero string) bool {
+	p := SecondsProblem(field, v, zero)
+	if p != nil {
+		*ps = append(*ps, *p)
+	}
+	return p == nil
+}
+
+// SecondsProblem is the problem with the duration-valued field's value v, in seconds,
+// unless 0 <= v <= MaxDurationSeconds (NaN and the infinities a command-line flag can
+// carry included); nil when v is in range. The reason gives v and the range in the
+// field's unit (hours for min_headroom_hours, days for resnapshot_interval_days); zero,
+// when set, says what 0 means. One rule for the spec's fields and the parameters that
+// override them (a backfill call's, core/snapshot).
+func SecondsProblem(field string, v float64, zero string) *Problem {
 	if v >= 0 && v <= MaxDurationSeconds {
-		return true
+		return nil
 	}
 	unit, shown, limit := "seconds", v, float64(MaxDurationSeconds)
 	switch field {
@@ -83,8 +95,7 @@ func validateSeconds(ps *problems, field string, v float64, zero string) bool {
 	if zero != "" {
 		zero = "; " + zero
 	}
-	ps.add(field, "%g: want %s in 0..%g (at most 366 days%s)", shown, unit, limit, zero)
-	return false
+	return &Problem{Field: field, Reason: fmt.Sprintf("%g: want %s in 0..%g (at most 366 days%s)", shown, unit, limit, zero)}
 }
 
 // maxAppIDLen keeps "<app_id>#snapchunks.<S>" and friends well under DynamoDB and Delta

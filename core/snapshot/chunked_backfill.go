@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -74,7 +73,8 @@ func ParamsOf(spec *config.Spec) BackfillParams {
 	return p
 }
 
-// check refuses parameters outside their ranges.
+// check refuses parameters outside their ranges: the spec's rules for the same fields
+// (config.Spec.Validate, config.SecondsProblem), which a flag or an event overrides.
 func (p BackfillParams) check() error {
 	var ps []config.Problem
 	if p.ChunkRows < 1 {
@@ -84,11 +84,12 @@ func (p BackfillParams) check() error {
 		ps = append(ps, config.Problem{Field: "max_waves", Reason: fmt.Sprintf("%d: want >= 0 (0 = no bound)", p.MaxWaves)})
 	}
 	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"max_seconds", p.MaxSeconds}, {"target_wave_seconds", p.TargetWaveSeconds}, {"min_headroom_hours", p.MinHeadroomHours}} {
-		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			ps = append(ps, config.Problem{Field: f.name, Reason: fmt.Sprintf("%g: want a number >= 0", f.v)})
+		name, zero string
+		seconds    float64
+	}{{"max_seconds", "0 = bounded by the invocation's deadline only", p.MaxSeconds}, {"target_wave_seconds", "0 reads one round", p.TargetWaveSeconds},
+		{"min_headroom_hours", "", p.MinHeadroomHours * 3600}} {
+		if pr := config.SecondsProblem(f.name, f.seconds, f.zero); pr != nil {
+			ps = append(ps, *pr)
 		}
 	}
 	switch p.Isolation {
