@@ -32,8 +32,8 @@ type Opener func(ctx context.Context, spec *config.Spec) (deps coresnapshot.Deps
 // Event is the handler's input: the backfill parameters under the original library's
 // names, each optional (absent: the spec's, with its defaults). {} is a call with the
 // spec's parameters. A field of the wrong type, an unknown field or a value out of range
-// is refused before anything is read: *lambdaerr.EventError for the shape,
-// *config.ConfigError for a value (checked with the spec's parameters, by the same rules).
+// (by the spec's rules for the same field, config.Spec.Validate) is refused before
+// anything is read: a *lambdaerr.EventError saying "backfill-wave event: ".
 type Event struct {
 	// ChunkRows sizes the chunks when the first call plans (rows, >= 1).
 	ChunkRows *int64 `json:"chunk_rows,omitempty"`
@@ -66,29 +66,34 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Params are the spec's backfill parameters with the event's overrides.
-func (e Event) Params(spec *config.Spec) coresnapshot.BackfillParams {
-	p := coresnapshot.ParamsOf(spec)
+// Over is a copy of spec with the event's parameters in place of the spec's, and the
+// names of the fields the event set (the spec's names too: docs/spec.md "Job parameters").
+func (e Event) Over(spec *config.Spec) (*config.Spec, []string) {
+	s := *spec
+	var set []string
 	if e.ChunkRows != nil {
-		p.ChunkRows = *e.ChunkRows
+		s.ChunkRows, set = e.ChunkRows, append(set, "chunk_rows")
 	}
 	if e.MaxWaves != nil {
-		p.MaxWaves = *e.MaxWaves
+		s.MaxWaves, set = e.MaxWaves, append(set, "max_waves")
 	}
 	if e.MaxSeconds != nil {
-		p.MaxSeconds = *e.MaxSeconds
+		s.MaxSeconds, set = *e.MaxSeconds, append(set, "max_seconds")
 	}
 	if e.TargetWaveSeconds != nil {
-		p.TargetWaveSeconds = *e.TargetWaveSeconds
+		s.TargetWaveSeconds, set = e.TargetWaveSeconds, append(set, "target_wave_seconds")
 	}
 	if e.MinHeadroomHours != nil {
-		p.MinHeadroomHours = *e.MinHeadroomHours
+		s.MinHeadroomHours, set = e.MinHeadroomHours, append(set, "min_headroom_hours")
 	}
 	if e.Isolation != nil {
-		p.Isolation = *e.Isolation
+		s.Isolation, set = *e.Isolation, append(set, "isolation")
 	}
-	return p
+	return &s, set
 }
+
+// overrideHint is what to do about an event value out of range (lambdaerr.OverrideError).
+const overrideHint = "correct it in the event, or leave it out for the spec's value (the backfill machine sends its input's config.params)"
 
 // Handler makes one backfill call for one table spec.
 type Handler struct {
@@ -120,7 +125,8 @@ func Lambda() *Handler {
 
 // Handle makes the backfill call and returns its BackfillStatus, or the error under its
 // declared name (functions/lambdaerr). A spec whose snapshot mode is not "chunked" is a
-// *config.ConfigError: the backfill machine runs only beside a chunked snapshot's stream.
+// *config.ConfigError: the backfill machine runs only beside a chunked snapshot's stream;
+// an event value out of range is a *lambdaerr.EventError (Event).
 func (h *Handler) Handle(ctx context.Context, ev Event) (coresnapshot.BackfillStatus, error) {
 	if h.SpecErr != nil {
 		h.Log.Error("invalid table spec", "err", h.SpecErr.Error())
@@ -131,6 +137,13 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (coresnapshot.BackfillSt
 			"(the stream's first run with bootstrap true opens it), or do not deploy the backfill machine for this table"}}}
 		h.Log.Error("backfill on a spec without snapshot chunked", "app_id", h.Spec.AppID)
 		return coresnapshot.BackfillStatus{}, err
+	}
+	// The event's values by the spec's rules (ranges, 366-day bounds), before anything is
+	// opened: the spec validated without them, so a problem is the event's.
+	spec, set := ev.Over(h.Spec)
+	if err := spec.Validate(); err != nil {
+		h.Log.Error("backfill event refused", "app_id", h.Spec.AppID, "err", err.Error())
+		return coresnapshot.BackfillStatus{}, lambdaerr.OverrideError("backfill-wave", err, overrideHint, set...)
 	}
 	deps, closeDeps, err := h.Open(ctx, h.Spec)
 	if err != nil {
@@ -143,7 +156,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (coresnapshot.BackfillSt
 			"chunks_done", r.ChunksDone, "chunks_total", r.ChunksTotal, "rows", r.Rows, "mb", r.MB, "seconds", r.Duration.Seconds(),
 			"stamp", r.Stamp.String(), "replayed", r.Replayed)
 	}
-	st, err := coresnapshot.Backfill(ctx, deps, ev.Params(h.Spec))
+	st, err := coresnapshot.Backfill(ctx, deps, coresnapshot.ParamsOf(spec))
 	if err != nil {
 		h.Log.Error("backfill failed", "app_id", h.Spec.AppID, "err", err.Error())
 		return coresnapshot.BackfillStatus{}, lambdaerr.Named(err)

@@ -176,14 +176,22 @@ func TestErrorsAreNamed(t *testing.T) {
 			t.Errorf("%s: %s %s, want an EventError on the backfill-wave event", event, r.Output, r.ErrorBody)
 		}
 	}
+	// A value of the right type out of range: an EventError too (the spec is fine), on the
+	// event's field with the spec's rule for it and what to do, every bad field at once.
+	// max_seconds 1e12 passed the old check (>= 0 only) and overflowed the call's deadline.
+	const fix = "; correct it in the event, or leave it out for the spec's value (the backfill machine sends its input's config.params)"
 	for _, c := range []struct{ event, want string }{
-		{`{"chunk_rows": 0}`, "ConfigError"},
-		{`{"isolation": "readUncommitted"}`, "ConfigError"},
-		{`{"min_headroom_hours": -1}`, "ConfigError"},
+		{`{"chunk_rows": 0}`, "backfill-wave event: chunk_rows: 0: want an integer >= 1" + fix},
+		{`{"isolation": "readUncommitted"}`, `backfill-wave event: isolation: "readUncommitted": want "readCommitted" or "snapshot" (never NOLOCK or READ UNCOMMITTED)` + fix},
+		{`{"min_headroom_hours": -1}`, "backfill-wave event: min_headroom_hours: -1: want hours in 0..8784 (at most 366 days)" + fix},
+		{`{"max_waves": -2}`, "backfill-wave event: max_waves: -2: want >= 0 (0 = no bound)" + fix},
+		{`{"max_seconds": 1e12}`, "backfill-wave event: max_seconds: 1e+12: want seconds in 0..3.16224e+07 (at most 366 days; 0 = bounded by the invocation's deadline only)" + fix},
+		{`{"chunk_rows": 0, "target_wave_seconds": -1, "max_waves": 3}`, "backfill-wave event: chunk_rows: 0: want an integer >= 1; " +
+			"target_wave_seconds: -1: want seconds in 0..3.16224e+07 (at most 366 days; 0 reads one round)" + fix},
 	} {
 		r := invoke(c.event)
-		if r.Error == nil || r.Error.Type != c.want {
-			t.Errorf("%s: %s %s, want errorType %s", c.event, r.Output, r.ErrorBody, c.want)
+		if r.Error == nil || r.Error.Type != "EventError" || r.Error.Message != c.want {
+			t.Errorf("%s: %s %s\nwant an EventError %q", c.event, r.Output, r.ErrorBody, c.want)
 		}
 	}
 	if rows, err := coresnapshot.PlanRows(context.Background(), deps().Plans, h.Spec.AppID, coresnapshot.PlanEventPlan); err != nil || len(rows) != 0 {

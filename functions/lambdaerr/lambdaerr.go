@@ -291,3 +291,41 @@ func EventDecodeReason(err error) string {
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
+
+// OverrideError is err, the *config.ConfigError of a spec the event's overrides were
+// merged into (Spec.Validate), as the *EventError of function on those overrides: the
+// spec validated before the merge, so a problem on one of fields (the event's fields that
+// were set, under the spec's names) is the event's. Its Field is the one field at fault,
+// its Reason the spec's rule for it; with several, every problem joined as
+// "field: reason; field: reason" under Field "". hint, when set, follows the reasons
+// after "; " (what to do). Any other err is returned as Named(err): a problem the event
+// did not cause stays the spec's.
+func OverrideError(function string, err error, hint string, fields ...string) error {
+	var ce *config.ConfigError
+	if !errors.As(err, &ce) {
+		return Named(err)
+	}
+	var ps []config.Problem
+	for _, p := range ce.Problems {
+		if slices.Contains(fields, p.Field) {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return Named(err)
+	}
+	ev := &EventError{Function: function}
+	if len(ps) == 1 {
+		ev.Field, ev.Reason = ps[0].Field, ps[0].Reason
+	} else {
+		reasons := make([]string, len(ps))
+		for i, p := range ps {
+			reasons[i] = p.Field + ": " + p.Reason
+		}
+		ev.Reason = strings.Join(reasons, "; ")
+	}
+	if hint != "" {
+		ev.Reason += "; " + hint
+	}
+	return ev
+}

@@ -337,3 +337,31 @@ func TestEventDecodeReason(t *testing.T) {
 		}
 	}
 }
+
+// OverrideError makes a spec problem on an event's overrides the event's: one field as
+// the EventError's Field, several joined, the hint last; a problem on a field the event
+// did not set stays the spec's ConfigError, and an error of another type keeps its name.
+func TestOverrideError(t *testing.T) {
+	ce := &config.ConfigError{Problems: []config.Problem{{Field: "bronze", Reason: "empty"}, {Field: "chunk_rows", Reason: "0: want >= 1"},
+		{Field: "max_waves", Reason: "-1: want >= 0"}}}
+	for _, c := range []struct {
+		fields []string
+		hint   string
+		want   string
+	}{
+		{[]string{"chunk_rows"}, "", "f event: chunk_rows: 0: want >= 1"},
+		{[]string{"max_waves", "chunk_rows", "isolation"}, "fix it", "f event: chunk_rows: 0: want >= 1; max_waves: -1: want >= 0; fix it"},
+	} {
+		err := OverrideError("f", ce, c.hint, c.fields...)
+		var ev *EventError
+		if !errors.As(err, &ev) || err.Error() != c.want {
+			t.Errorf("%v: %T %v, want an EventError %q", c.fields, err, err, c.want)
+		}
+	}
+	if err := OverrideError("f", ce, "", "isolation"); err != ce {
+		t.Errorf("no problem on the event's fields: %T %v, want the spec's ConfigError", err, err)
+	}
+	if err := OverrideError("f", fmt.Errorf("x: %w", &source.TransientError{}), "", "chunk_rows"); reflect.TypeOf(err) != reflect.TypeOf(&source.TransientError{}) {
+		t.Errorf("another error: %T, want its own name", err)
+	}
+}

@@ -13,7 +13,6 @@ package stream
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -116,20 +115,6 @@ func DeclaredMetrics(list string) map[string]bool {
 	return declared
 }
 
-// eventProblem is err, a *config.ConfigError of the spec with the event's override of
-// field, as the *lambdaerr.EventError on that field; any other error under its name.
-func eventProblem(err error, field string) error {
-	var ce *config.ConfigError
-	if errors.As(err, &ce) {
-		for _, p := range ce.Problems {
-			if p.Field == field {
-				return &lambdaerr.EventError{Function: "stream", Field: field, Reason: p.Reason}
-			}
-		}
-	}
-	return lambdaerr.Named(err)
-}
-
 // Handle runs core/stream for one invocation (aws-lambda-go decodes the event and encodes
 // the output) and returns every error under its declared name (functions/lambdaerr), the
 // errorType Step Functions matches.
@@ -144,7 +129,7 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Output, error) {
 		// validated before the override.
 		spec.MaxSeconds = *ev.MaxSeconds
 		if err := spec.Validate(); err != nil {
-			return Output{}, eventProblem(err, "max_seconds")
+			return Output{}, lambdaerr.OverrideError("stream", err, "", "max_seconds")
 		}
 	}
 	deps, closeDeps, err := h.Open(ctx, &spec)

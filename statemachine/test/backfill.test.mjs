@@ -129,16 +129,19 @@ test('no_snapshot past the grace period fails with the reason; a named error fai
     assert.equal(calls.length, 3, 'the first call and one per wait of the grace period');
     assert.deepEqual(calls[0], {}, 'without a config, the spec\'s parameters');
 
-    // A parameter out of range: ConfigError, not retried.
+    // A parameter out of range (the execution input's config.params is the event): an
+    // EventError on the backfill-wave event, caught by States.ALL and not retried (no Retry
+    // of the Wave Task names it: it would fail the same way every time).
     const bad = [];
     const exec2 = machine.run({ config: { params: { chunk_rows: 0 } } }, {
       overrides: { taskResourceLocalHandlers: { Wave: async (p) => { bad.push(p); return helper.call('backfill-wave', p); } }, retryIntervalOverrides: noWait },
     });
     await assert.rejects(exec2.result, (err) => {
-      assert.equal(err.cause?.name ?? err.name, 'ConfigError', String(err));
+      assert.equal(err.cause?.name ?? err.name, 'EventError', String(err));
+      assert.match(String(err.cause?.message ?? err.message), /^backfill-wave event: chunk_rows: 0: want an integer >= 1; correct it in the event/);
       return true;
     });
-    assert.equal(bad.length, 1, 'a ConfigError is not retried');
+    assert.equal(bad.length, 1, 'an EventError is not retried');
 
     // A transient failure is retried.
     let fail = 1;
