@@ -111,12 +111,12 @@ func Commit(ctx context.Context, d Deps, seed lsn.Offset, id string) (CommitResu
 }
 
 // recheck repeats the rules that may have changed since the plan: the database still
-// holds the history L was taken on (snapshot.CheckStamp: a restore while the copy was
-// converted is a *source.LSNRewoundError), no snapshot open, no other snapshot appended to
+// holds the history L was taken on (snapshot.CheckStampAs, "seed stamp L: ...": a restore
+// while the copy was converted is a *source.LSNRewoundError), no snapshot open, no other snapshot appended to
 // bronze meanwhile (this seed's own is not there yet: its txn was checked), and CDC
 // cleanup not past L.
 func (d Deps) recheck(ctx context.Context, st planState) error {
-	if err := snapshot.CheckStamp(ctx, d.Source, st.Seed); err != nil {
+	if err := snapshot.CheckStampAs(ctx, d.Source, st.Seed, "seed stamp"); err != nil {
 		return err
 	}
 	ci, insts, err := d.instances(ctx)

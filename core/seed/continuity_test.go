@@ -3,6 +3,7 @@ package seed_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,10 @@ func TestCommitAfterARestoreRefusesTheSeed(t *testing.T) {
 			var rw *source.LSNRewoundError
 			if !errors.As(err, &rw) || rw.Recorded != l {
 				t.Fatalf("commit after a restore: %v, want LSNRewoundError at %s", err, l)
+			}
+			// The stamp is named as the seed's L (as_of), not as a snapshot's.
+			if want := "seed stamp " + l.String() + ": "; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("message %q, want it to begin %q", err, want)
 			}
 			if got := e.bronzeVersion(); got != v || e.seedCommits() != 0 {
 				t.Fatalf("bronze moved to version %d (was %d), seed commits %d", got, v, e.seedCommits())

@@ -146,8 +146,9 @@ func TestSeedFromCopyTakenUnderWorkload(t *testing.T) {
 	}
 }
 
-// The seed's rows carry the snapshot stamp: _operation 0, _start_lsn = _snapshot = L,
-// _commit_ts L's commit time, the configured capture instance, and NULL change columns.
+// The seed's rows carry a snapshot row's stamp columns at the seed's L: _operation 0,
+// _start_lsn = _snapshot = L, _commit_ts L's commit time, the configured capture
+// instance, and NULL change columns.
 func TestSeedRowsAreSnapshotRows(t *testing.T) {
 	e, gen := workloadEnv(t, testlake.Local)
 	asOf := e.maxLSN()

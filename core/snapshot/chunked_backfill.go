@@ -295,8 +295,10 @@ func (b *backfill) run(ctx context.Context) (BackfillStatus, error) {
 			return b.status, nil
 		}
 		if len(plan) == 0 {
+			// Named as the backfill's plan, as a wave's errors name the wave: its stamp
+			// check of S would otherwise read as a full snapshot's ("snapshot stamp").
 			if plan, err = b.plan(ctx, true); err != nil {
-				return BackfillStatus{}, err
+				return BackfillStatus{}, fmt.Errorf("backfill plan of chunked snapshot %s: %w", open.S, err)
 			}
 			continue
 		}

@@ -71,8 +71,14 @@ func TestBackfillRefusesARewoundSource(t *testing.T) {
 			if !errors.As(err, &rw) || rw.Recorded != s.LSN {
 				t.Fatalf("backfill after the restore: %+v, %v; want *source.LSNRewoundError at S %s", st, err, s.LSN)
 			}
-			// Refused in a wave, the message says which (wave 1: wave 0 was read).
-			if want := waveErrPrefix(1, s.LSN) + "snapshot stamp " + s.LSN.String() + ": "; c.waves > 0 && !strings.HasPrefix(err.Error(), want) {
+			// Refused in a wave, the message says which (wave 1: wave 0 was read); refused
+			// by the plan, that it is the backfill's plan, as the wave's says it is a wave
+			// (not a full snapshot's bare "snapshot stamp").
+			want := "backfill plan of chunked snapshot " + s.LSN.String() + ": snapshot stamp " + s.LSN.String() + ": "
+			if c.waves > 0 {
+				want = waveErrPrefix(1, s.LSN) + "snapshot stamp " + s.LSN.String() + ": "
+			}
+			if !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("message %q, want it to begin %q", err, want)
 			}
 			if v := e.version(); v != v0 {

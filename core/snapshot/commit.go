@@ -235,7 +235,7 @@ func commitTS(o lsn.Offset) string {
 // txn version 0; a chunked snapshot's wave, its wave number), skipped when bronze already
 // holds the commit (its txn at version or later): a rerun writes nothing new to bronze, and
 // the stream checks its own start against the source. what names the stamp in the error
-// (checkStampAs).
+// (CheckStampAs).
 func checkStampUnlessCommitted(ctx context.Context, d Deps, stamp lsn.Offset, what, txnApp string, version int64) error {
 	snap, err := d.Bronze.Snapshot(ctx)
 	if err != nil {
@@ -249,5 +249,5 @@ func checkStampUnlessCommittedOn(ctx context.Context, d Deps, snap *deltalog.Sna
 	if v, done := snap.TxnVersion(txnApp); done && v >= version {
 		return nil
 	}
-	return checkStampAs(ctx, d.Source, stamp, what)
+	return CheckStampAs(ctx, d.Source, stamp, what)
 }

@@ -69,13 +69,14 @@ func stampOffset(ctx context.Context, src source.Source, l lsn.LSN) (lsn.Offset,
 // commit time from staging, not from the source now). Source errors are returned wrapped,
 // the stamp named as a snapshot's ("snapshot stamp L: ...").
 func CheckStamp(ctx context.Context, src source.Source, off lsn.Offset) error {
-	return checkStampAs(ctx, src, off, "snapshot stamp")
+	return CheckStampAs(ctx, src, off, "snapshot stamp")
 }
 
-// checkStampAs is CheckStamp whose errors name the stamp as what: "snapshot stamp" for a
-// snapshot's L or S, "wave stamp" for a backfill wave's L, so that a wave's refusal is not
-// read as a snapshot's.
-func checkStampAs(ctx context.Context, src source.Source, off lsn.Offset, what string) error {
+// CheckStampAs is CheckStamp whose errors name the stamp as what: "snapshot stamp" for a
+// snapshot's L or S, "wave stamp" for a backfill wave's L, "seed stamp" for a seed's L
+// (core/seed), so that a wave's or a seed's refusal is not read as a snapshot's
+// (docs/operations.md "LSNRewoundError").
+func CheckStampAs(ctx context.Context, src source.Source, off lsn.Offset, what string) error {
 	if err := source.CheckContinuity(ctx, src, off.LSN, off.CommitTS); err != nil {
 		return fmt.Errorf("%s %s: %w", what, off.LSN, err)
 	}
