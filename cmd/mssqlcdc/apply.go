@@ -39,9 +39,12 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	const usage = "usage: mssqlcdc apply --spec FILE [--silver URL] [--keys a,b] [--max-seconds S (>= 0)] [--memory-mb N (>= 0)] [--copy-on-write] [-v]"
-	if *specPath == "" || fs.NArg() > 0 || *maxSeconds < 0 || *memoryMB < 0 {
+	const usage = "usage: mssqlcdc apply --spec FILE [--silver URL] [--keys a,b] [--max-seconds S (0..31622400)] [--memory-mb N (>= 0)] [--copy-on-write] [-v]"
+	if *specPath == "" || fs.NArg() > 0 || *memoryMB < 0 {
 		return &usageError{msg: usage}
+	}
+	if err := secondsFlag("max-seconds", *maxSeconds, "0 = the spec's silver.max_seconds, else until caught up", usage); err != nil {
+		return err
 	}
 	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
@@ -55,7 +58,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sv.Table = *silverURL
 	}
 	if sv.Table == "" {
-		return &usageError{msg: "mssqlcdc apply: the spec has no silver.table: give --silver URL\n" + usage}
+		return &usageError{msg: "the spec has no silver.table: give --silver URL\n" + usage}
 	}
 	if *maxSeconds > 0 {
 		sv.MaxSeconds = *maxSeconds

@@ -153,3 +153,12 @@ func TestInvokeApply(t *testing.T) {
 		t.Fatalf("apply --spec after invoke: %q %v", out.String(), err)
 	}
 }
+
+// A spec without silver.table and no --silver: a usage mistake saying what to give, with
+// the command named once (it read "mssqlcdc apply: mssqlcdc apply: the spec has ...").
+func TestApplyWithoutSilverSaysGiveSilver(t *testing.T) {
+	_, errOut, code := runCLI(t, "apply", "--spec", writeSimSpec(t))
+	if code != 2 || !strings.HasPrefix(errOut, "mssqlcdc apply: the spec has no silver.table: give --silver URL\n") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -36,15 +35,13 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *specPath == "" || fs.NArg() > 0 || *maxWaves < 0 {
 		return &usageError{msg: backfillUsage}
 	}
 	// The spec's bound for max_seconds (a NaN, an infinity or 1e12 would overflow the
 	// call's deadline).
-	if p := config.SecondsProblem("--max-seconds", *maxSeconds, "0 = no bound"); p != nil {
-		return &usageError{msg: p.Field + " " + p.Reason + "\n" + backfillUsage}
+	if err := secondsFlag("max-seconds", *maxSeconds, "0 = no bound", backfillUsage); err != nil {
+		return err
 	}
 	// The mode first: a spec for a full snapshot is refused before anything is opened.
 	if spec, err := connect.SpecFile(*specPath); err != nil {
@@ -59,10 +56,10 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer deps.Source.Close()
 	p := snapshot.ParamsOf(spec)
-	if set["max-waves"] {
+	if flagSet(fs, "max-waves") {
 		p.MaxWaves = *maxWaves
 	}
-	if set["max-seconds"] {
+	if flagSet(fs, "max-seconds") {
 		p.MaxSeconds = *maxSeconds
 	}
 	st, err := backfillCall(ctx, deps, p, stdout)

@@ -134,11 +134,40 @@ func TestResnapshotAtTheSameLSNSaysItExists(t *testing.T) {
 	}
 }
 
-// stream --sim without --available-now keeps the workload writing, as its help says.
+// stream --sim without --available-now keeps the workload writing, as its help says; and
+// --max-seconds left out is the spec's max_seconds (its help said "0: no bound", while 0
+// took the spec's).
 func TestStreamSimHelpIsTrue(t *testing.T) {
 	_, errOut, _ := runCLI(t, "stream", "-h")
 	if !strings.Contains(errOut, "writes") {
 		t.Errorf("stream -h does not say the workload writes:\n%s", errOut)
+	}
+	if !strings.Contains(errOut, "(default: the spec's max_seconds; 0: no bound)") {
+		t.Errorf("stream -h does not say --max-seconds defaults to the spec's:\n%s", errOut)
+	}
+}
+
+// stream --max-seconds 0 is no bound even when the spec sets max_seconds (it was taken as
+// "not given", so the spec's bound held): a spec bounding each run to a microsecond reads
+// one batch of the simulator's 500 transactions and stops; with --max-seconds 0 the run
+// reads until caught up.
+func TestStreamMaxSecondsZeroIsNoBound(t *testing.T) {
+	spec := writeSimSpec(t)
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(string(b), `"bootstrap":true,`, `"bootstrap":true,"max_seconds":0.000001,`, 1)
+	doc = strings.Replace(doc, `"numPartitions":3`, `"numPartitions":3,"maxCommitsPerBatch":50`, 1)
+	if err := os.WriteFile(spec, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runCLI(t, "bootstrap", "--spec", spec, "--sim", "--no-stream"); code != 0 {
+		t.Fatalf("bootstrap: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := runCLI(t, "stream", "--spec", spec, "--sim", "--available-now", "--max-seconds", "0")
+	if code != 0 || !strings.Contains(out, "caught up: true") {
+		t.Fatalf("stream --max-seconds 0: exit %d, want a run to caught up\n%s%s", code, out, errOut)
 	}
 }
 
@@ -264,14 +293,19 @@ func TestServeAnswersABadLineAndGoesOn(t *testing.T) {
 }
 
 // Duration flags are bounded like the spec's durations: a --max-seconds that would
-// overflow a duration (or is NaN) is a ConfigError naming max_seconds, and --seconds
-// outside 0..86400 is a usage mistake; nothing runs.
+// overflow a duration (or is NaN, or negative) is a usage mistake naming the flag and its
+// range (it was a ConfigError saying "invalid table spec: max_seconds: ... 0 = bounded
+// by the invocation's deadline only", blaming a spec that was fine), and --seconds
+// outside 0..86400 is one too; nothing runs.
 func TestDurationFlagsAreBounded(t *testing.T) {
 	spec := writeSimSpec(t)
-	for _, v := range []string{"1e10", "NaN", "+Inf", "-1"} {
-		_, errOut, code := runCLI(t, "stream", "--spec", spec, "--sim", "--available-now", "--max-seconds", v)
-		if code != 1 || !strings.Contains(errOut, "max_seconds") {
-			t.Errorf("--max-seconds %s: exit %d, stderr %q: want exit 1 naming max_seconds", v, code, errOut)
+	for _, cmd := range []string{"stream", "apply", "backfill"} {
+		for _, v := range []string{"1e10", "NaN", "+Inf", "-1"} {
+			_, errOut, code := runCLI(t, cmd, "--spec", spec, "--max-seconds", v)
+			if code != 2 || !strings.Contains(errOut, "mssqlcdc "+cmd+": --max-seconds ") || !strings.Contains(errOut, "want seconds in 0..") ||
+				strings.Contains(errOut, "invalid table spec") {
+				t.Errorf("%s --max-seconds %s: exit %d, stderr %q: want exit 2 naming --max-seconds and its range", cmd, v, code, errOut)
+			}
 		}
 	}
 	for _, v := range []string{"1e10", "NaN", "-1"} {

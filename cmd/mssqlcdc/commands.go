@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
 
@@ -34,6 +35,25 @@ func register(c command) {
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
+
+// secondsFlag is the *usageError for the flag --name, a duration in seconds, outside the
+// spec's bounds for durations (config.SecondsProblem: 0..366 days; NaN and the infinities
+// refused), naming the flag, its range and what 0 means, then usage; nil when v is in
+// range. A spec field's message would say "invalid table spec" of a spec that is fine.
+func secondsFlag(name string, v float64, zero, usage string) error {
+	if p := config.SecondsProblem("--"+name, v, zero); p != nil {
+		return &usageError{msg: p.Field + " " + p.Reason + "\n" + usage}
+	}
+	return nil
+}
+
+// flagSet reports whether the command line gave the flag name, a value equal to its
+// default included (a 0 that means "no bound" against a spec's value).
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
 
 // errFlags is a flag the flag package refused: it has printed the message and the
 // usage already, so run only exits 2.

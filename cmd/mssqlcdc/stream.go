@@ -34,27 +34,28 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("stream", stderr)
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
 	availableNow := fs.Bool("available-now", false, "read up to the max_lsn recorded at the start, then stop")
-	maxSeconds := fs.Float64("max-seconds", 0, "stop starting batches after this many seconds (0: no bound)")
+	maxSeconds := fs.Float64("max-seconds", 0, "stop starting batches after this many seconds (default: the spec's max_seconds; 0: no bound)")
 	sim := fs.Bool("sim", false, fmt.Sprintf("read a simulated database instead of source.dsn: the demo's orders table with %d rows and %d workload transactions; "+
 		"without --available-now the workload writes %d more before each poll (every %s)", simRows, simStreamStart, simStreamStep, streamPollInterval))
 	verbose := fs.Bool("v", false, "log each batch as JSON on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	const usage = "usage: mssqlcdc stream --spec FILE [--available-now] [--max-seconds S (0..31622400)] [--sim] [-v]"
 	if *specPath == "" || fs.NArg() > 0 {
-		return &usageError{msg: "usage: mssqlcdc stream --spec FILE [--available-now] [--max-seconds N] [--sim]"}
+		return &usageError{msg: usage}
+	}
+	// The flag is bounded as the spec's max_seconds is (NaN, Inf and 1e10 would overflow
+	// a duration).
+	if err := secondsFlag("max-seconds", *maxSeconds, "0 = no bound", usage); err != nil {
+		return err
 	}
 	spec, err := connect.SpecFile(*specPath)
 	if err != nil {
 		return err
 	}
-	if *maxSeconds != 0 {
-		// The flag overrides the spec's max_seconds and is bounded as it is (NaN, Inf
-		// and 1e10 would overflow a duration).
-		spec.MaxSeconds = *maxSeconds
-		if err := spec.Validate(); err != nil {
-			return err
-		}
+	if flagSet(fs, "max-seconds") {
+		spec.MaxSeconds = *maxSeconds // 0: no bound, whatever the spec says
 	}
 
 	if err := claimSpecLocations(ctx, spec, *sim); err != nil {
