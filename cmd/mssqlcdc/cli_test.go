@@ -35,13 +35,20 @@ func TestUnknownFlagExits2AndSaysItOnce(t *testing.T) {
 	}
 }
 
-// -h on every command prints its usage on stderr and exits 0, version included.
+// -h on every command prints its usage on stderr and exits 0, version included: a
+// "Usage: mssqlcdc <name> ..." line, and what the command does (the summary mssqlcdc
+// --help lists) where the command has no usage text of its own; not the flag package's
+// bare "Usage of mssqlcdc <name>:".
 func TestHelpFlagOnEveryCommand(t *testing.T) {
-	for name := range commands {
+	ownUsage := map[string]bool{"inspect": true, "show": true, "maintain": true, "invoke": true}
+	for name, c := range commands {
 		t.Run(name, func(t *testing.T) {
 			out, errOut, code := runCLI(t, name, "-h")
-			if code != 0 || out != "" || !strings.Contains(errOut, "mssqlcdc "+name) {
+			if code != 0 || out != "" || !strings.HasPrefix(errOut, "Usage: mssqlcdc "+name) || strings.Contains(errOut, "Usage of") {
 				t.Errorf("exit %d, stdout %q, stderr %q: want exit 0 and the usage on stderr", code, out, errOut)
+			}
+			if !ownUsage[name] && !strings.Contains(errOut, "\n"+c.summary+"\n") {
+				t.Errorf("-h does not say what the command does (%q):\n%s", c.summary, errOut)
 			}
 		})
 	}

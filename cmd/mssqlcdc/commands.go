@@ -150,9 +150,28 @@ func usage(w io.Writer) {
 	}
 }
 
-// newFlags returns a flag set for a subcommand that writes its usage to stderr.
+// newFlags returns a flag set for a subcommand that writes its usage to stderr: a usage
+// line, the command's summary (what mssqlcdc --help lists) and its flags. A command with
+// usage text of its own sets fs.Usage after this.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("mssqlcdc "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		w := fs.Output()
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(w, "Usage: mssqlcdc %s [flags]\n", name)
+		} else {
+			fmt.Fprintf(w, "Usage: mssqlcdc %s\n", name)
+		}
+		if c, ok := commands[name]; ok {
+			fmt.Fprintln(w, c.summary)
+		}
+		if n > 0 {
+			fmt.Fprintln(w, "Flags:")
+			fs.PrintDefaults()
+		}
+	}
 	return fs
 }
