@@ -126,8 +126,11 @@ func TestPassword(t *testing.T) {
 	if err != nil || cs != "sqlserver://reader:p%40ss%3A%2Fword@h:1433?database=d" {
 		t.Errorf("ConnString = %q %v", cs, err)
 	}
-	if _, err := (Source{PasswordEnv: "MISSING"}).Password(ctx, env, nil); err == nil {
-		t.Error("unset env: no error")
+	// Unset: what to do, not only what is wrong (a new user runs the CLI before exporting it).
+	want := "invalid table spec: source.password_env: environment variable MISSING is empty or unset: " +
+		"export it with the SQL login's password (MISSING=...) where mssqlcdc runs, or use source.password_secret_arn on AWS"
+	if _, err := (Source{PasswordEnv: "MISSING"}).Password(ctx, env, nil); err == nil || err.Error() != want {
+		t.Errorf("unset env: %v\nwant %s", err, want)
 	}
 	sm := secrets{"arn:plain": "s3cret", "arn:json": `{"username":"u","password":"js"}`, "arn:bad": `{"user":"u"}`}
 	for arn, want := range map[string]string{"arn:plain": "s3cret", "arn:json": "js"} {

@@ -26,7 +26,8 @@ func (src Source) Password(ctx context.Context, getenv func(string) string, secr
 	case src.PasswordEnv != "":
 		v := getenv(src.PasswordEnv)
 		if v == "" {
-			return "", &ConfigError{Problems: []Problem{{Field: "source.password_env", Reason: fmt.Sprintf("environment variable %s is empty or unset", src.PasswordEnv)}}}
+			return "", &ConfigError{Problems: []Problem{{Field: "source.password_env", Reason: fmt.Sprintf("environment variable %s is empty or unset: "+
+				"export it with the SQL login's password (%s=...) where mssqlcdc runs, or use source.password_secret_arn on AWS", src.PasswordEnv, src.PasswordEnv)}}}
 		}
 		return v, nil
 	case src.PasswordSecretARN != "":
