@@ -95,9 +95,9 @@ func (s *objectStore) ListBucket(name string, prefix *gofakes3.Prefix, page gofa
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	b := s.buckets[name]
-	if b == nil {
-		return nil, gofakes3.BucketNotFound(name)
+	b, err := s.bucket(name)
+	if err != nil {
+		return nil, err
 	}
 	from := ""
 	if prefix.HasPrefix {
@@ -243,10 +243,19 @@ type sectionCloser struct {
 
 func (c sectionCloser) Close() error { return c.f.Close() }
 
-func (s *objectStore) lookup(bucket, key string) (*storedObject, error) {
-	b := s.buckets[bucket]
+// bucket returns the bucket named name, or gofakes3's NoSuchBucket. The caller holds s.mu.
+func (s *objectStore) bucket(name string) (*objectBucket, error) {
+	b := s.buckets[name]
 	if b == nil {
-		return nil, gofakes3.BucketNotFound(bucket)
+		return nil, gofakes3.BucketNotFound(name)
+	}
+	return b, nil
+}
+
+func (s *objectStore) lookup(bucket, key string) (*storedObject, error) {
+	b, err := s.bucket(bucket)
+	if err != nil {
+		return nil, err
 	}
 	o := b.objects[key]
 	if o == nil {
@@ -283,9 +292,9 @@ func (s *objectStore) PutObject(bucket, key string, meta map[string]string, inpu
 func (s *objectStore) put(bucket, key string, o *storedObject, conditions *gofakes3.PutConditions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.buckets[bucket]
-	if b == nil {
-		return gofakes3.BucketNotFound(bucket)
+	b, err := s.bucket(bucket)
+	if err != nil {
+		return err
 	}
 	old := b.objects[key]
 	if conditions != nil {
@@ -318,9 +327,9 @@ func (s *objectStore) drop(o *storedObject) {
 func (s *objectStore) DeleteObject(bucket, key string) (gofakes3.ObjectDeleteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.buckets[bucket]
-	if b == nil {
-		return gofakes3.ObjectDeleteResult{}, gofakes3.BucketNotFound(bucket)
+	b, err := s.bucket(bucket)
+	if err != nil {
+		return gofakes3.ObjectDeleteResult{}, err
 	}
 	s.remove(b, key)
 	return gofakes3.ObjectDeleteResult{}, nil
@@ -342,9 +351,9 @@ func (s *objectStore) remove(b *objectBucket, key string) {
 func (s *objectStore) DeleteMulti(bucket string, keys ...string) (gofakes3.MultiDeleteResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.buckets[bucket]
-	if b == nil {
-		return gofakes3.MultiDeleteResult{}, gofakes3.BucketNotFound(bucket)
+	b, err := s.bucket(bucket)
+	if err != nil {
+		return gofakes3.MultiDeleteResult{}, err
 	}
 	var out gofakes3.MultiDeleteResult
 	for _, k := range keys {

@@ -51,7 +51,6 @@ const S3EndpointEnv = "MSSQLCDC_S3_ENDPOINT"
 type S3Server struct {
 	// URL is the endpoint, "http://127.0.0.1:<port>".
 	URL     string
-	backend *objectStore
 	buckets atomic.Int64
 	// external: the server runs in another process, which other test processes may share.
 	external bool
@@ -72,10 +71,9 @@ func StartS3(t testing.TB) *S3Server {
 	if ep := os.Getenv(S3EndpointEnv); ep != "" {
 		return &S3Server{URL: ep, external: true}
 	}
-	backend := mustStore(time.Now, "")
-	srv := httptest.NewServer(s3Handler(backend))
+	srv := httptest.NewServer(s3Handler(mustStore(time.Now, "")))
 	t.Cleanup(srv.Close)
-	return &S3Server{URL: srv.URL, backend: backend}
+	return &S3Server{URL: srv.URL}
 }
 
 // mustStore is newObjectStore, which fails only on a body directory it cannot create.
@@ -109,10 +107,9 @@ func NewS3Handler(dir string) (http.Handler, error) {
 func StartS3Clock(t testing.TB, now func() time.Time) *S3Server {
 	t.Helper()
 	ts := clockSource(now)
-	backend := mustStore(now, "")
-	srv := httptest.NewServer(s3Handler(backend, gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0)))
+	srv := httptest.NewServer(s3Handler(mustStore(now, ""), gofakes3.WithTimeSource(ts), gofakes3.WithTimeSkewLimit(0)))
 	t.Cleanup(srv.Close)
-	return &S3Server{URL: srv.URL, backend: backend}
+	return &S3Server{URL: srv.URL}
 }
 
 // ClockPath is the control endpoint of an S3 emulator on a settable simulated clock
