@@ -36,7 +36,7 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memoryMB := fs.Int64("memory-mb", 0, "MiB of bronze rows one key range may hold (0: the spec's silver.memory_mb, else 256)")
 	cow := fs.Bool("copy-on-write", false, "rewrite files instead of writing deletion vectors (default: the spec's silver.copy_on_write)")
 	verbose := fs.Bool("v", false, "log each key range")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	const usage = "usage: mssqlcdc apply --spec FILE [--silver URL] [--keys a,b] [--max-seconds S (0..31622400)] [--memory-mb N (>= 0)] [--copy-on-write] [-v]"

@@ -32,7 +32,7 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md), with snapshot: \"chunked\"")
 	maxWaves := fs.Int("max-waves", 0, "waves this call reads at most (default: the spec's max_waves; 0: no bound)")
 	maxSeconds := fs.Float64("max-seconds", 0, "this call's time budget in seconds (default: the spec's max_seconds; 0: no bound)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *specPath == "" || fs.NArg() > 0 || *maxWaves < 0 {

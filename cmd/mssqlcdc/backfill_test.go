@@ -86,7 +86,7 @@ func TestBackfillFlagsRefuseNegatives(t *testing.T) {
 			t.Errorf("%v: exit %d (%s), want 2 saying %q", c.args, code, errOut.String(), c.say)
 		}
 	}
-	_, help, _ := runCLI(t, "backfill", "-h")
+	help, _, _ := runCLI(t, "backfill", "-h")
 	if strings.Contains(help, "(default -1)") {
 		t.Errorf("backfill -h shows a default of -1:\n%s", help)
 	}

@@ -27,7 +27,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md), with bootstrap: true")
 	noStream := fs.Bool("no-stream", false, "stop after the snapshot; do not run the stream")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *specPath == "" || fs.NArg() > 0 {

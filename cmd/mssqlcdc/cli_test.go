@@ -35,25 +35,35 @@ func TestUnknownFlagExits2AndSaysItOnce(t *testing.T) {
 	}
 }
 
-// -h on every command prints its usage on stderr and exits 0, version included: a
+// Help asked for is the answer, not a mistake: -h, -help and --help on every command,
+// version included, and "mssqlcdc help <command>", print the command's usage on stdout
+// and exit 0 (it went to stderr, so `mssqlcdc stream -h | less` showed nothing): a
 // "Usage: mssqlcdc <name> ..." line, and what the command does (the summary mssqlcdc
 // --help lists) where the command has no usage text of its own; not the flag package's
-// bare "Usage of mssqlcdc <name>:".
+// bare "Usage of mssqlcdc <name>:". A flag the command does not know stays a mistake
+// (TestUnknownFlagExits2AndSaysItOnce), and so does help for a command that does not
+// exist: the message and usage on stderr, exit 2.
 func TestHelpFlagOnEveryCommand(t *testing.T) {
 	ownUsage := map[string]bool{"inspect": true, "show": true, "maintain": true, "invoke": true}
 	for name, c := range commands {
 		t.Run(name, func(t *testing.T) {
-			out, errOut, code := runCLI(t, name, "-h")
-			if code != 0 || out != "" || !strings.HasPrefix(errOut, "Usage: mssqlcdc "+name) || strings.Contains(errOut, "Usage of") {
-				t.Errorf("exit %d, stdout %q, stderr %q: want exit 0 and the usage on stderr", code, out, errOut)
-			}
-			if !ownUsage[name] && !strings.Contains(errOut, "\n"+c.summary+"\n") {
-				t.Errorf("-h does not say what the command does (%q):\n%s", c.summary, errOut)
+			for _, args := range [][]string{{name, "-h"}, {name, "-help"}, {name, "--help"}, {"help", name}} {
+				out, errOut, code := runCLI(t, args...)
+				if code != 0 || errOut != "" || !strings.HasPrefix(out, "Usage: mssqlcdc "+name) || strings.Contains(out, "Usage of") {
+					t.Errorf("%q: exit %d, stdout %q, stderr %q: want exit 0 and the usage on stdout alone", args, code, out, errOut)
+				}
+				if !ownUsage[name] && !strings.Contains(out, "\n"+c.summary+"\n") {
+					t.Errorf("%q does not say what the command does (%q):\n%s", args, c.summary, out)
+				}
 			}
 		})
 	}
 	if _, errOut, code := runCLI(t, "version", "extra"); code != 2 {
 		t.Errorf("version extra: exit %d, want 2 (%s)", code, errOut)
+	}
+	out, errOut, code := runCLI(t, "help", "no-such-command")
+	if code != 2 || out != "" || !strings.Contains(errOut, `unknown command "no-such-command"`) || !strings.Contains(errOut, "Usage: mssqlcdc <command>") {
+		t.Errorf("help no-such-command: exit %d, stdout %q, stderr %q: want exit 2, the mistake and the usage on stderr", code, out, errOut)
 	}
 }
 
@@ -64,7 +74,7 @@ func TestNoArgumentsExits2WithUsage(t *testing.T) {
 	if code := run(context.Background(), nil, &out, &errOut); code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "Usage: mssqlcdc <command>") {
 		t.Errorf("no arguments: exit %d, stdout %q, stderr %q: want exit 2 and the usage on stderr", code, out.String(), errOut.String())
 	}
-	for _, h := range []string{"help", "-h", "--help"} {
+	for _, h := range []string{"help", "-h", "-help", "--help"} {
 		out.Reset()
 		errOut.Reset()
 		if code := run(context.Background(), []string{h}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Usage: mssqlcdc <command>") {
@@ -145,12 +155,12 @@ func TestResnapshotAtTheSameLSNSaysItExists(t *testing.T) {
 // --max-seconds left out is the spec's max_seconds (its help said "0: no bound", while 0
 // took the spec's).
 func TestStreamSimHelpIsTrue(t *testing.T) {
-	_, errOut, _ := runCLI(t, "stream", "-h")
-	if !strings.Contains(errOut, "writes") {
-		t.Errorf("stream -h does not say the workload writes:\n%s", errOut)
+	help, _, _ := runCLI(t, "stream", "-h")
+	if !strings.Contains(help, "writes") {
+		t.Errorf("stream -h does not say the workload writes:\n%s", help)
 	}
-	if !strings.Contains(errOut, "(default: the spec's max_seconds; 0: no bound)") {
-		t.Errorf("stream -h does not say --max-seconds defaults to the spec's:\n%s", errOut)
+	if !strings.Contains(help, "(default: the spec's max_seconds; 0: no bound)") {
+		t.Errorf("stream -h does not say --max-seconds defaults to the spec's:\n%s", help)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -59,14 +60,31 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // usage already, so run only exits 2.
 var errFlags = errors.New("bad flags")
 
-// parseFlags parses args into fs: flag.ErrHelp for -h, errFlags for any other mistake
-// (already reported on fs's output).
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// parseFlags parses args into fs. Help asked for (-h, -help, --help) is an answer: fs's
+// usage goes to stdout and the error is flag.ErrHelp (exit 0). Any other mistake is
+// errFlags (exit 2), the flag package's message and the usage already on fs's output
+// (stderr). The flag package prints the usage for both through fs.Usage, so what it
+// writes while parsing is held and sent to one or the other.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	out := fs.Output()
+	var held bytes.Buffer
+	fs.SetOutput(&held)
 	err := fs.Parse(args)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = held.WriteTo(stdout)
 		return err
 	}
+	_, _ = held.WriteTo(out)
 	return errFlags
+}
+
+// isHelp reports whether arg asks mssqlcdc itself for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -76,7 +94,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if args[0] == "help" && len(args) > 1 && !isHelp(args[1]) {
+		// "mssqlcdc help <command>" is "mssqlcdc <command> -h"; an unknown command is
+		// the same mistake either way.
+		args = []string{args[1], "-h"}
+	}
+	if isHelp(args[0]) {
 		usage(stdout)
 		return 0
 	}
@@ -150,9 +173,10 @@ func usage(w io.Writer) {
 	}
 }
 
-// newFlags returns a flag set for a subcommand that writes its usage to stderr: a usage
-// line, the command's summary (what mssqlcdc --help lists) and its flags. A command with
-// usage text of its own sets fs.Usage after this.
+// newFlags returns a flag set for a subcommand whose output is stderr (parseFlags sends
+// the usage to stdout when -h asked for it) and whose usage is a usage line, the
+// command's summary (what mssqlcdc --help lists) and its flags. A command with usage text
+// of its own sets fs.Usage after this.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("mssqlcdc "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -80,7 +80,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.MinBatches, "min-batches", 0, "keep the workload running past --seconds until the stream has committed this many batches")
 	fs.BoolVar(&o.DataLoss, "data-loss", false, "part-way through, pause the stream while CDC cleanup purges past its checkpoint: it re-snapshots by itself (on_data_loss resnapshot)")
 	fs.StringVar(&o.Bootstrap, "bootstrap", config.SnapshotFull, "how bronze starts: full (one snapshot, then the stream), chunked (the stream starts at once; backfill waves read the table beside it) or seed (export a copy under the workload and seed bronze from it)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) || o.MinBatches < 0 || o.MinBatches > demoMaxBatches ||

@@ -25,7 +25,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	to := fs.String("to", "", "where the Parquet files go: an empty path, file:// or s3://bucket/prefix (one holding files is refused)")
 	given := fs.String("snapshot-lsn", "", "stamp the rows with this LSN, recorded before the read started (default: max_lsn recorded now)")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *specPath == "" || *to == "" || fs.NArg() > 0 {

@@ -65,7 +65,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	asJSON := fs.Bool("json", false, "print a JSON object instead of text")
 	version := addVersionFlag(fs, "inspect")
 	cfg := addTableFlags(fs)
-	positional, err := parseInterspersed(fs, args)
+	positional, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -247,7 +247,7 @@ func TestInspectStatsParsedOnly(t *testing.T) {
 // error instead of being taken silently as "the latest"; --version 0 is version 0.
 func TestVersionFlagHelpAndNegatives(t *testing.T) {
 	for _, cmd := range []string{"inspect", "show"} {
-		_, help, code := runCLI(t, cmd, "-h")
+		help, _, code := runCLI(t, cmd, "-h")
 		if code != 0 {
 			t.Errorf("%s -h: exit %d", cmd, code)
 		}

@@ -64,7 +64,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
 	serve := fs.Bool("serve", false, "serve many invocations: one JSON request per stdin line, {\"id\", \"function\", \"event\"}, one response line each")
 	simSteps := fs.Int("sim-steps", 0, "with --sim --serve: workload transactions committed before each snapshot or seed step or backfill-wave call (writes landing during the snapshot or the seed)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !handlerFunctions[fs.Arg(0)])) {

@@ -94,7 +94,7 @@ func runMaintain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	asJSON := fs.Bool("json", false, "print a JSON object instead of text")
 	verbose := fs.Bool("v", false, "list every file deleted (or, with --dry-run, that would be)")
 	cfg := addTableFlags(fs)
-	positional, err := parseInterspersed(fs, args)
+	positional, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -257,8 +257,8 @@ func TestMaintainCleanupLog(t *testing.T) {
 
 func TestMaintainUsage(t *testing.T) {
 	// -h says when the log clean-up's cut-off falls: midnight UTC, Spark's rule.
-	if _, errOut, _ := runCLI(t, "maintain", "-h"); !strings.Contains(errOut, "cut-off is midnight UTC of the\nday the retention ago") {
-		t.Errorf("maintain -h does not explain the midnight UTC cut-off:\n%s", errOut)
+	if help, _, _ := runCLI(t, "maintain", "-h"); !strings.Contains(help, "cut-off is midnight UTC of the\nday the retention ago") {
+		t.Errorf("maintain -h does not explain the midnight UTC cut-off:\n%s", help)
 	}
 	for d, want := range map[time.Duration]string{
 		7 * 24 * time.Hour: "7 days", 24 * time.Hour: "1 day", 36 * time.Hour: "1 day 12 hours",
@@ -304,9 +304,9 @@ func TestMaintainHelpNamesEveryOperation(t *testing.T) {
 			t.Errorf("summary %q does not name %s", s, op)
 		}
 	}
-	_, errOut, _ := runCLI(t, "maintain", "-h")
-	if !strings.Contains(errOut, "write a checkpoint of the newest version when the newest checkpoint is older") {
-		t.Errorf("maintain -h does not say when --checkpoint writes one:\n%s", errOut)
+	help, _, _ := runCLI(t, "maintain", "-h")
+	if !strings.Contains(help, "write a checkpoint of the newest version when the newest checkpoint is older") {
+		t.Errorf("maintain -h does not say when --checkpoint writes one:\n%s", help)
 	}
 }
 

@@ -36,7 +36,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Float64Var(&f.Sample, "sample", 0, "fraction of matching buckets also compared row by row, 0..1 (default: the spec's reconcile.sample, else 0.01)")
 	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the sample")
 	verbose := fs.Bool("v", false, "print every report row, not only the differences")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	f.set = map[string]bool{}

@@ -29,7 +29,7 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&req.AllowMissingColumns, "allow-missing-columns", false, "seed captured columns the copy lacks as NULL instead of refusing the copy")
 	fs.BoolVar(&req.Reseed, "reseed", false, "seed a newer copy over an older snapshot in bronze (a new stream: new app_id and checkpoint in the spec)")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *specPath == "" || req.Copy == "" || req.AsOf == "" || fs.NArg() > 0 {

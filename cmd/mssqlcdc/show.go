@@ -77,7 +77,7 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	version := addVersionFlag(fs, "read")
 	asJSON := fs.Bool("json", false, "print each row as a JSON object on its own line")
 	cfg := addTableFlags(fs)
-	positional, err := parseInterspersed(fs, args)
+	positional, err := parseInterspersed(fs, args, stdout)
 	if err != nil {
 		return err
 	}

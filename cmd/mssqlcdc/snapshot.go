@@ -93,7 +93,7 @@ func runSnapshot(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
 	resnapshot := fs.Bool("resnapshot", false, "take a new snapshot even when bronze holds one (manual recovery)")
 	sim := fs.Bool("sim", false, "read a simulated database (the demo's orders table) instead of source.dsn")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	if *specPath == "" || fs.NArg() > 0 {

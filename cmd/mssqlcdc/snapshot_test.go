@@ -186,9 +186,9 @@ func TestInvokeCommand(t *testing.T) {
 			t.Fatalf("an event that is no JSON: exit %d, stdout %q", code, out.String())
 		}
 	})
-	errOut.Reset()
-	if code := run(ctx, []string{"invoke", "-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "snapshot|stream|seed|backfill-wave|maintain|apply|reconcile < event.json") || !strings.Contains(errOut.String(), "--serve") {
-		t.Fatalf("invoke -h: exit %d, %q", code, errOut.String())
+	out.Reset()
+	if code := run(ctx, []string{"invoke", "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "snapshot|stream|seed|backfill-wave|maintain|apply|reconcile < event.json") || !strings.Contains(out.String(), "--serve") {
+		t.Fatalf("invoke -h: exit %d, %q", code, out.String())
 	}
 }
 

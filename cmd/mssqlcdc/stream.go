@@ -38,7 +38,7 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sim := fs.Bool("sim", false, fmt.Sprintf("read a simulated database instead of source.dsn: the demo's orders table with %d rows and %d workload transactions; "+
 		"without --available-now the workload writes %d more before each poll (every %s)", simRows, simStreamStart, simStreamStep, streamPollInterval))
 	verbose := fs.Bool("v", false, "log each batch as JSON on stderr")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
 	const usage = "usage: mssqlcdc stream --spec FILE [--available-now] [--max-seconds S (0..31622400)] [--sim] [-v]"

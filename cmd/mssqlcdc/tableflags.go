@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
@@ -25,11 +26,12 @@ func addTableFlags(fs *flag.FlagSet) *location.Config {
 
 // parseInterspersed parses args into fs, allowing flags before, between and after the
 // positional arguments ("inspect TABLE_URL --json"): Go's flag package alone stops at the
-// first argument that is not a flag. It returns the positional arguments in order.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+// first argument that is not a flag. It returns the positional arguments in order; help
+// and mistakes are parseFlags's (the usage to stdout for -h).
+func parseInterspersed(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, error) {
 	var positional []string
 	for rest := args; ; {
-		if err := parseFlags(fs, rest); err != nil {
+		if err := parseFlags(fs, rest, stdout); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
