@@ -77,8 +77,8 @@ func TestBackfillFlagsRefuseNegatives(t *testing.T) {
 		say  string
 	}{
 		{[]string{"--max-waves", "-2"}, "usage: mssqlcdc backfill"},
-		{[]string{"--max-seconds", "-5"}, "--max-seconds -5: want seconds in 0..3.16224e+07 (at most 366 days; 0 = no bound)"},
-		{[]string{"--max-seconds", "1e12"}, "--max-seconds 1e+12: want seconds in 0..3.16224e+07 (at most 366 days; 0 = no bound)"},
+		{[]string{"--max-seconds", "-5"}, "--max-seconds -5: want seconds from 0 up to 366 days (31,622,400 s); 0 = no bound"},
+		{[]string{"--max-seconds", "1e12"}, "--max-seconds 1000000000000: want seconds from 0 up to 366 days (31,622,400 s); 0 = no bound"},
 		{[]string{"--max-seconds", "NaN"}, "--max-seconds NaN: want seconds"},
 	} {
 		errOut.Reset()

@@ -319,7 +319,7 @@ func TestDurationFlagsAreBounded(t *testing.T) {
 	for _, cmd := range []string{"stream", "apply", "backfill"} {
 		for _, v := range []string{"1e10", "NaN", "+Inf", "-1"} {
 			_, errOut, code := runCLI(t, cmd, "--spec", spec, "--max-seconds", v)
-			if code != 2 || !strings.Contains(errOut, "mssqlcdc "+cmd+": --max-seconds ") || !strings.Contains(errOut, "want seconds in 0..") ||
+			if code != 2 || !strings.Contains(errOut, "mssqlcdc "+cmd+": --max-seconds ") || !strings.Contains(errOut, "want seconds from 0 up to 366 days (31,622,400 s)") ||
 				strings.Contains(errOut, "invalid table spec") {
 				t.Errorf("%s --max-seconds %s: exit %d, stderr %q: want exit 2 naming --max-seconds and its range", cmd, v, code, errOut)
 			}

@@ -38,7 +38,7 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 // secondsFlag is the *usageError for the flag --name, a duration in seconds, outside the
-// spec's bounds for durations (config.SecondsProblem: 0..366 days; NaN and the infinities
+// spec's bounds for durations (config.SecondsProblem: 0 up to 366 days; NaN and the infinities
 // refused), naming the flag, its range and what 0 means, then usage; nil when v is in
 // range. A spec field's message would say "invalid table spec" of a spec that is fine.
 func secondsFlag(name string, v float64, zero, usage string) error {

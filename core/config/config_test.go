@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -318,5 +319,36 @@ func TestNumbersBounded(t *testing.T) {
 	s.Source.DialTimeoutSeconds, s.Options.NumPartitions = MaxDialTimeoutSeconds, MaxNumPartitions
 	if err := s.Validate(); err != nil {
 		t.Errorf("the bounds themselves: %v", err)
+	}
+}
+
+// A duration out of range reads plainly: the value as given (an integer in digits, not
+// 1e+10), and the bound in days with its value in the field's unit, thousands separated
+// (it said "want seconds in 0..3.16224e+07").
+func TestSecondsProblemReadsPlainly(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		v     float64
+		zero  string
+		want  string
+	}{
+		{"--max-seconds", 1e10, "0 = no bound", "10000000000: want seconds from 0 up to 366 days (31,622,400 s); 0 = no bound"},
+		{"max_seconds", -5, "", "-5: want seconds from 0 up to 366 days (31,622,400 s)"},
+		{"max_seconds", 31622400.5, "", "31622400.5: want seconds from 0 up to 366 days (31,622,400 s)"},
+		{"max_seconds", 1e300, "", "1e+300: want seconds from 0 up to 366 days (31,622,400 s)"},
+		{"max_seconds", math.NaN(), "", "NaN: want seconds from 0 up to 366 days (31,622,400 s)"},
+		{"max_seconds", math.Inf(1), "", "+Inf: want seconds from 0 up to 366 days (31,622,400 s)"},
+		{"min_headroom_hours", 9000 * 3600, "", "9000: want hours from 0 up to 366 days (8,784 h)"},
+		{"resnapshot_interval_days", 400 * 86400, "0 allows an immediate retry", "400: want days from 0 up to 366; 0 allows an immediate retry"},
+	} {
+		p := SecondsProblem(c.field, c.v, c.zero)
+		if p == nil || p.Field != c.field || p.Reason != c.want {
+			t.Errorf("SecondsProblem(%s, %g) = %+v\nwant reason %s", c.field, c.v, p, c.want)
+		}
+	}
+	for _, v := range []float64{0, 0.5, MaxDurationSeconds} {
+		if p := SecondsProblem("max_seconds", v, ""); p != nil {
+			t.Errorf("%g: %+v, want no problem", v, p)
+		}
 	}
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -78,24 +80,49 @@ func validateSeconds(ps *problems, field string, v float64, zero string) bool {
 // SecondsProblem is the problem with the duration-valued field's value v, in seconds,
 // unless 0 <= v <= MaxDurationSeconds (NaN and the infinities a command-line flag can
 // carry included); nil when v is in range. The reason gives v and the range in the
-// field's unit (hours for min_headroom_hours, days for resnapshot_interval_days); zero,
-// when set, says what 0 means. One rule for the spec's fields and the parameters that
-// override them (a backfill call's, core/snapshot).
+// field's unit (hours for min_headroom_hours, days for resnapshot_interval_days) as a
+// reader takes them in: "10000000000: want seconds from 0 up to 366 days (31,622,400 s)",
+// the value in digits when it is an integer of 15 digits or fewer, never "0..3.16224e+07".
+// zero, when set, says what 0 means. One rule for the spec's fields and the parameters
+// that override them (a backfill call's, core/snapshot; the CLI's flags).
 func SecondsProblem(field string, v float64, zero string) *Problem {
 	if v >= 0 && v <= MaxDurationSeconds {
 		return nil
 	}
-	unit, shown, limit := "seconds", v, float64(MaxDurationSeconds)
+	const days = MaxDurationSeconds / 86400
+	unit, shown, limit := "seconds", v, fmt.Sprintf(" (%s s)", grouped(MaxDurationSeconds))
 	switch field {
 	case "min_headroom_hours":
-		unit, shown, limit = "hours", v/3600, MaxDurationSeconds/3600
+		unit, shown, limit = "hours", v/3600, fmt.Sprintf(" (%s h)", grouped(MaxDurationSeconds/3600))
 	case "resnapshot_interval_days":
-		unit, shown, limit = "days", v/86400, MaxDurationSeconds/86400
+		unit, shown, limit = "days", v/86400, ""
+	}
+	upTo := fmt.Sprintf("%d days%s", days, limit)
+	if unit == "days" {
+		upTo = strconv.Itoa(days)
 	}
 	if zero != "" {
 		zero = "; " + zero
 	}
-	return &Problem{Field: field, Reason: fmt.Sprintf("%g: want %s in 0..%g (at most 366 days%s)", shown, unit, limit, zero)}
+	return &Problem{Field: field, Reason: fmt.Sprintf("%s: want %s from 0 up to %s%s", plainNumber(shown), unit, upTo, zero)}
+}
+
+// plainNumber is v as a reader wrote it: digits for a finite value below 10^15 in
+// magnitude (10000000000, 0.5, -5), else Go's shortest form (1e+300, NaN, +Inf).
+func plainNumber(v float64) string {
+	if math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// grouped is n (0 or more) with comma thousands separators: 31622400 is "31,622,400".
+func grouped(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // maxAppIDLen keeps "<app_id>#snapchunks.<S>" and friends well under DynamoDB and Delta

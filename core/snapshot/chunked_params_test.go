@@ -21,13 +21,13 @@ func TestBackfillParamsRefusedBySpecRules(t *testing.T) {
 		want  string
 	}{
 		{snapshot.BackfillParams{ChunkRows: 1, MaxSeconds: 1e12}, "max_seconds",
-			"1e+12: want seconds in 0..3.16224e+07 (at most 366 days; 0 = bounded by the invocation's deadline only)"},
+			"1000000000000: want seconds from 0 up to 366 days (31,622,400 s); 0 = bounded by the invocation's deadline only"},
 		{snapshot.BackfillParams{ChunkRows: 1, TargetWaveSeconds: math.Inf(1)}, "target_wave_seconds",
-			"+Inf: want seconds in 0..3.16224e+07 (at most 366 days; 0 reads one round)"},
+			"+Inf: want seconds from 0 up to 366 days (31,622,400 s); 0 reads one round"},
 		{snapshot.BackfillParams{ChunkRows: 1, MinHeadroomHours: 9000}, "min_headroom_hours",
-			"9000: want hours in 0..8784 (at most 366 days)"},
+			"9000: want hours from 0 up to 366 days (8,784 h)"},
 		{snapshot.BackfillParams{ChunkRows: 1, MinHeadroomHours: -1}, "min_headroom_hours",
-			"-1: want hours in 0..8784 (at most 366 days)"},
+			"-1: want hours from 0 up to 366 days (8,784 h)"},
 		{snapshot.BackfillParams{ChunkRows: 0}, "chunk_rows", "0: want an integer >= 1"},
 		{snapshot.BackfillParams{ChunkRows: 1, MaxWaves: -1}, "max_waves", "-1: want >= 0 (0 = no bound)"},
 	} {

@@ -183,11 +183,11 @@ func TestErrorsAreNamed(t *testing.T) {
 	for _, c := range []struct{ event, want string }{
 		{`{"chunk_rows": 0}`, "backfill-wave event: chunk_rows: 0: want an integer >= 1" + fix},
 		{`{"isolation": "readUncommitted"}`, `backfill-wave event: isolation: "readUncommitted": want "readCommitted" or "snapshot" (never NOLOCK or READ UNCOMMITTED)` + fix},
-		{`{"min_headroom_hours": -1}`, "backfill-wave event: min_headroom_hours: -1: want hours in 0..8784 (at most 366 days)" + fix},
+		{`{"min_headroom_hours": -1}`, "backfill-wave event: min_headroom_hours: -1: want hours from 0 up to 366 days (8,784 h)" + fix},
 		{`{"max_waves": -2}`, "backfill-wave event: max_waves: -2: want >= 0 (0 = no bound)" + fix},
-		{`{"max_seconds": 1e12}`, "backfill-wave event: max_seconds: 1e+12: want seconds in 0..3.16224e+07 (at most 366 days; 0 = bounded by the invocation's deadline only)" + fix},
+		{`{"max_seconds": 1e12}`, "backfill-wave event: max_seconds: 1000000000000: want seconds from 0 up to 366 days (31,622,400 s); 0 = bounded by the invocation's deadline only" + fix},
 		{`{"chunk_rows": 0, "target_wave_seconds": -1, "max_waves": 3}`, "backfill-wave event: chunk_rows: 0: want an integer >= 1; " +
-			"target_wave_seconds: -1: want seconds in 0..3.16224e+07 (at most 366 days; 0 reads one round)" + fix},
+			"target_wave_seconds: -1: want seconds from 0 up to 366 days (31,622,400 s); 0 reads one round" + fix},
 	} {
 		r := invoke(c.event)
 		if r.Error == nil || r.Error.Type != "EventError" || r.Error.Message != c.want {
