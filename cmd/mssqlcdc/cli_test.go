@@ -98,6 +98,16 @@ func TestSimRewoundSaysWhatToDo(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 and the --sim hint %v", args, code, errOut.String(), want)
 		}
 	}
+	// A stamp refused (a snapshot's, a seed's) is named as that stamp in the hint, not as
+	// a checkpoint.
+	commands["zz-rewound"] = command{name: "zz-rewound", run: func(context.Context, []string, io.Writer, io.Writer) error {
+		return fmt.Errorf("seed: %w", &source.LSNRewoundError{Recorded: lsn.MustParse("0x00000005000000010001"), RecordedBy: source.RecordedBySeedStamp})
+	}}
+	_, errOut, code := runCLI(t, "zz-rewound", "--sim")
+	if hint := errOut[strings.LastIndex(errOut, "mssqlcdc zz-rewound: with --sim"):]; code != 1 ||
+		!strings.Contains(hint, "with --sim, this seed stamp was recorded on another simulated database") || strings.Contains(hint, "checkpoint was written") {
+		t.Errorf("seed stamp: exit %d, stderr %q; want the --sim hint naming the seed stamp", code, errOut)
+	}
 }
 
 // The bootstrap command's summary says what it does: the stream runs until caught up.

@@ -130,9 +130,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "mssqlcdc %s: %v\n", c.name, err)
 		if rw := (*source.LSNRewoundError)(nil); errors.As(err, &rw) && simArg(args[1:]) {
-			fmt.Fprintf(stderr, "mssqlcdc %s: with --sim, this checkpoint was written against another simulated database: each --sim run builds it afresh, "+
+			// The stamps' staging lives under the checkpoint prefix, so the remedy is the same.
+			what := "checkpoint was written"
+			if rw.RecordedBy != source.RecordedByCheckpoint {
+				what = rw.RecordedBy + " was recorded"
+			}
+			fmt.Fprintf(stderr, "mssqlcdc %s: with --sim, this %s on another simulated database: each --sim run builds it afresh, "+
 				"the same only within one UTC hour, and invoke --sim builds a shorter history than stream --sim; delete the --sim tables and checkpoint "+
-				"and run again (docs/getting-started.md)\n", c.name)
+				"and run again (docs/getting-started.md)\n", c.name, what)
 		}
 		return 1
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 )
@@ -116,7 +117,7 @@ func Commit(ctx context.Context, d Deps, seed lsn.Offset, id string) (CommitResu
 // bronze meanwhile (this seed's own is not there yet: its txn was checked), and CDC
 // cleanup not past L.
 func (d Deps) recheck(ctx context.Context, st planState) error {
-	if err := snapshot.CheckStampAs(ctx, d.Source, st.Seed, "seed stamp"); err != nil {
+	if err := snapshot.CheckStampAs(ctx, d.Source, st.Seed, source.RecordedBySeedStamp); err != nil {
 		return err
 	}
 	ci, insts, err := d.instances(ctx)

@@ -57,6 +57,13 @@ func TestCommitAfterARestoreRefusesTheSeed(t *testing.T) {
 			if want := "seed stamp " + l.String() + ": "; !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("message %q, want it to begin %q", err, want)
 			}
+			// The advice is the seed's (a copy of the restored database, a new as_of), not
+			// the stream checkpoint's (it said "the changes the checkpoint passed may never
+			// be read ... re-snapshot", of a seed that has no checkpoint position yet).
+			if msg := err.Error(); strings.Contains(msg, "checkpoint") || strings.Contains(msg, "re-snapshot") ||
+				!strings.Contains(msg, "export a copy of the restored database and seed again with a new as_of (docs/seed.md)") {
+				t.Errorf("message %q: want the seed's advice, not the checkpoint's", msg)
+			}
 			if got := e.bronzeVersion(); got != v || e.seedCommits() != 0 {
 				t.Fatalf("bronze moved to version %d (was %d), seed commits %d", got, v, e.seedCommits())
 			}

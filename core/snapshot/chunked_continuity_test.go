@@ -157,6 +157,10 @@ func TestWaveRefusesARestoreDuringItsRead(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("message %q, want it to begin %q", err, want)
 			}
+			// A wave's stamp gets the wave's advice, not the stream checkpoint's.
+			if msg := err.Error(); after && (strings.Contains(msg, "the checkpoint passed") || !strings.Contains(msg, "the wave's chunks would lack commits its stamp claims")) {
+				t.Errorf("message %q: want the wave stamp's advice, not the checkpoint's", msg)
+			}
 			if v := e.version(); v != v0 {
 				t.Fatalf("bronze moved from version %d to %d", v0, v)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 )
@@ -156,7 +157,7 @@ func (b *backfill) readWave(ctx context.Context, w int64, plan []chunk, done []P
 	}
 	// A restore during the read leaves rows older than L claims: refused unless the wave
 	// is already in bronze (a rerun writes nothing new).
-	if err := checkStampUnlessCommitted(ctx, d, stampOff, "wave stamp", tag.Backfill, w); err != nil {
+	if err := checkStampUnlessCommitted(ctx, d, stampOff, source.RecordedByWaveStamp, tag.Backfill, w); err != nil {
 		return nil, err
 	}
 	replayed, err := b.commitWave(ctx, tag, files)

@@ -13,6 +13,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/facts"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/ingest"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
@@ -111,7 +112,7 @@ func Commit(ctx context.Context, d Deps, snap lsn.Offset) (CommitResult, error) 
 	if len(files.Adds) == 0 {
 		txnApp = EmptyTxnAppID(d.Spec.AppID, snap.LSN)
 	}
-	if err := checkStampUnlessCommittedOn(ctx, d, bsnap, st.Snapshot, "snapshot stamp", txnApp, 0); err != nil {
+	if err := checkStampUnlessCommittedOn(ctx, d, bsnap, st.Snapshot, source.RecordedBySnapshotStamp, txnApp, 0); err != nil {
 		return CommitResult{}, err
 	}
 	res, err := ingest.Append(ctx, d.Bronze, bsnap, ingest.Commit{AppID: txnApp, Version: 0, Schema: schema, Files: files,

@@ -3,6 +3,7 @@ package snapshot_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,8 +92,16 @@ func TestCheckStampPassesAHeldStamp(t *testing.T) {
 	bad := st
 	bad.CommitTS = st.CommitTS.Add(time.Second)
 	var rw *source.LSNRewoundError
-	if err := snapshot.CheckStamp(ctx, e.db, bad); !errors.As(err, &rw) {
+	err := snapshot.CheckStamp(ctx, e.db, bad)
+	if !errors.As(err, &rw) {
 		t.Fatalf("stamp with another commit time: %v, want *LSNRewoundError", err)
+	}
+	// The advice is the snapshot's: its stamp, and a table started over; not the stream
+	// checkpoint's ("the changes the checkpoint passed may never be read"), which a
+	// snapshot's step does not have.
+	if msg := err.Error(); strings.Contains(msg, "the checkpoint passed") || !strings.HasPrefix(msg, "snapshot stamp "+st.LSN.String()+": ") ||
+		!strings.Contains(msg, "the snapshot would lack commits its stamp claims") {
+		t.Errorf("message %q: want the snapshot stamp's advice, not the checkpoint's", msg)
 	}
 }
 

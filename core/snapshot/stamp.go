@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,15 +70,21 @@ func stampOffset(ctx context.Context, src source.Source, l lsn.LSN) (lsn.Offset,
 // commit time from staging, not from the source now). Source errors are returned wrapped,
 // the stamp named as a snapshot's ("snapshot stamp L: ...").
 func CheckStamp(ctx context.Context, src source.Source, off lsn.Offset) error {
-	return CheckStampAs(ctx, src, off, "snapshot stamp")
+	return CheckStampAs(ctx, src, off, source.RecordedBySnapshotStamp)
 }
 
-// CheckStampAs is CheckStamp whose errors name the stamp as what: "snapshot stamp" for a
-// snapshot's L or S, "wave stamp" for a backfill wave's L, "seed stamp" for a seed's L
-// (core/seed), so that a wave's or a seed's refusal is not read as a snapshot's
+// CheckStampAs is CheckStamp whose errors name the stamp as what:
+// source.RecordedBySnapshotStamp ("snapshot stamp") for a snapshot's L or S,
+// source.RecordedByWaveStamp ("wave stamp") for a backfill wave's L,
+// source.RecordedBySeedStamp ("seed stamp") for a seed's L (core/seed), so that a wave's
+// or a seed's refusal is not read as a snapshot's; the *source.LSNRewoundError's
+// RecordedBy is what, so its advice is the stamp's, not the stream checkpoint's
 // (docs/operations.md "LSNRewoundError").
 func CheckStampAs(ctx context.Context, src source.Source, off lsn.Offset, what string) error {
 	if err := source.CheckContinuity(ctx, src, off.LSN, off.CommitTS); err != nil {
+		if rw := (*source.LSNRewoundError)(nil); errors.As(err, &rw) {
+			rw.RecordedBy = what
+		}
 		return fmt.Errorf("%s %s: %w", what, off.LSN, err)
 	}
 	return nil

@@ -145,7 +145,8 @@ func (e *ReplicaBehindError) Error() string {
 // Always On forced failover with data loss, or a DSN pointed at another database or replica
 // does this; reading on would skip every commit whose LSN the checkpoint already passed
 // (docs/reference/sqlserver-cdc.md §13). Nothing is read or written
-// after it; see docs/operations.md for recovery.
+// after it; see docs/operations.md for recovery. The advice in its message follows
+// RecordedBy: what recorded the LSN decides what to do next.
 type LSNRewoundError struct {
 	// Recorded is the checkpoint's (or stamp's) LSN and RecordedTime its recorded commit
 	// time (zero when it was not a commit's).
@@ -155,7 +156,23 @@ type LSNRewoundError struct {
 	MaxLSN lsn.LSN
 	// Found is the commit at or before Recorded now (zero LSN when max_lsn is below it).
 	Found Commit
+	// RecordedBy is what recorded the LSN: RecordedByCheckpoint (the zero value, as
+	// CheckContinuity returns it), or a stamp (snapshot.CheckStampAs sets it).
+	RecordedBy string
 }
+
+// What recorded the LSN an *LSNRewoundError is about (its RecordedBy), each with its own
+// advice (docs/operations.md "LSNRewoundError").
+const (
+	// RecordedByCheckpoint: the stream's checkpoint (its last or pending batch's end).
+	RecordedByCheckpoint = ""
+	// RecordedBySnapshotStamp: a full snapshot's L or a chunked snapshot's S.
+	RecordedBySnapshotStamp = "snapshot stamp"
+	// RecordedByWaveStamp: a backfill wave's own stamp L (above its snapshot's S).
+	RecordedByWaveStamp = "wave stamp"
+	// RecordedBySeedStamp: the LSN a seed's as_of became (docs/seed.md).
+	RecordedBySeedStamp = "seed stamp"
+)
 
 func (e *LSNRewoundError) Error() string {
 	var what string
@@ -167,7 +184,22 @@ func (e *LSNRewoundError) Error() string {
 	default:
 		what = fmt.Sprintf("the commit at the recorded LSN %s was committed %s but the server now says %s", e.Recorded, e.RecordedTime.UTC().Format(time.RFC3339Nano), e.Found.Time.UTC().Format(time.RFC3339Nano))
 	}
-	return "LSN history rewound: " + what + ". The database was restored, failed over with data loss, or the DSN names another database or replica: the changes the checkpoint passed may never be read. Stop, check the DSN (and sourceTimeZone, which changes commit times) and re-snapshot (docs/operations.md)"
+	const check = "Check the DSN (and sourceTimeZone, which changes commit times)"
+	var advice string
+	switch e.RecordedBy {
+	case RecordedBySnapshotStamp:
+		advice = "the snapshot would lack commits its stamp claims, and the stream starts after the stamp: nothing was read or written. " +
+			check + "; if the database did go back, start the table over with a new checkpoint and a new snapshot (bootstrap; docs/operations.md)"
+	case RecordedByWaveStamp:
+		advice = "the wave's chunks would lack commits its stamp claims, and the stream starts after the snapshot's: nothing was read or written. " +
+			check + "; if the database did go back, start the table over with a new checkpoint and a new snapshot (bootstrap; docs/operations.md)"
+	case RecordedBySeedStamp:
+		advice = "the copy may hold commits the database lost, and the stream would start after the seed stamp: nothing was committed. " +
+			check + "; if the database did go back, export a copy of the restored database and seed again with a new as_of (docs/seed.md)"
+	default:
+		advice = "the changes the checkpoint passed may never be read. Stop, " + strings.ToLower(check[:1]) + check[1:] + " and re-snapshot (docs/operations.md)"
+	}
+	return "LSN history rewound: " + what + ". The database was restored, failed over with data loss, or the DSN names another database or replica: " + advice
 }
 
 // CommandIDMissingError: the change table has no __$command_id column. SQL Server added it
