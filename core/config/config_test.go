@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/mssql"
 )
 
 func minimal() string {
@@ -349,6 +353,44 @@ func TestSecondsProblemReadsPlainly(t *testing.T) {
 	for _, v := range []float64{0, 0.5, MaxDurationSeconds} {
 		if p := SecondsProblem("max_seconds", v, ""); p != nil {
 			t.Errorf("%g: %+v, want no problem", v, p)
+		}
+	}
+}
+
+// A SQL Server that cannot be reached (the port refuses, the host name does not resolve)
+// says which field to check and what, and stays transient (retried: a server restarting
+// heals by itself); the password is never in it (it said only "read max lsn: transient:
+// unable to open tcp connection with host '127.0.0.1:1': ... connection refused").
+func TestUnreachableSourceNamesTheDSNField(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close() // nothing listens there now: the connection is refused
+	const pw = "Sup3r-s3cret-pw"
+	for _, c := range []struct{ host, says string }{
+		{closed, "cannot reach SQL Server at " + closed + " (connection refused): check the host and port in source.dsn"},
+		{"no-such-host.invalid:1433", "cannot reach SQL Server at no-such-host.invalid:1433 (host name not found): check the host name in source.dsn"},
+	} {
+		doc := strings.Replace(minimal(), `"sqlserver://u@h?database=d"`, `"sqlserver://u@`+c.host+`?database=d","password_env":"P","development":true,"encrypt":"disable"`, 1)
+		spec, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := spec.MSSQL(pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Retry = mssql.Retry{Retries: -1}
+		db, err := mssql.Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.MaxLSN(context.Background())
+		db.Close()
+		if err == nil || !source.IsTransient(err) || !strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), pw) {
+			t.Errorf("%s: %v\nwant a transient error saying %q, without the password", c.host, err, c.says)
 		}
 	}
 }

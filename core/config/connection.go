@@ -27,7 +27,7 @@ func (src Source) mssqlOptions(dsn string) mssql.Options {
 	return mssql.Options{DSN: dsn, Encrypt: src.Encrypt, TrustServerCertificate: src.TrustServerCertificate,
 		Certificate: src.Certificate, HostNameInCertificate: src.HostNameInCertificate, Development: src.Development,
 		DialTimeout: time.Duration(src.DialTimeoutSeconds) * time.Second,
-		Auth:        src.Auth, TenantID: src.TenantID, ClientID: src.ClientID}
+		Auth:        src.Auth, TenantID: src.TenantID, ClientID: src.ClientID, DSNField: "source.dsn"}
 }
 
 // connectionProblems reports what core/source/mssql refuses in the connection settings

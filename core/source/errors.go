@@ -87,6 +87,50 @@ type TransientError struct {
 func (e *TransientError) Error() string { return e.Op + ": transient: " + e.Err.Error() }
 func (e *TransientError) Unwrap() error { return e.Err }
 
+// UnreachableError: SQL Server could not be reached at all: the connection was refused,
+// the host name did not resolve, or the connection timed out. Its message names the
+// address, the setting it came from (Field, e.g. "source.dsn") and what to check there;
+// never the DSN itself, which may hold a password. Sources return it inside a
+// *TransientError (a server restarting or failing over heals by itself), so it is
+// retried like any lost connection.
+type UnreachableError struct {
+	// Server is the address as the DSN gives it: "host:port", or "host/instance".
+	Server string
+	// Field names the setting that holds the address ("source.dsn"); "" reads "the DSN".
+	Field string
+	// Cause is one of the Unreachable* causes.
+	Cause string
+	// Err is the driver's error.
+	Err error
+}
+
+// The causes of an *UnreachableError.
+const (
+	UnreachableRefused  = "connection refused"
+	UnreachableNoHost   = "host name not found"
+	UnreachableDNS      = "host name lookup failed"
+	UnreachableTimedOut = "connection timed out"
+)
+
+func (e *UnreachableError) Error() string {
+	field := e.Field
+	if field == "" {
+		field = "the DSN"
+	}
+	var check string
+	switch e.Cause {
+	case UnreachableRefused:
+		check = "check the host and port in " + field + ", and that SQL Server accepts TCP connections there (TCP/IP enabled, the instance's port)"
+	case UnreachableNoHost, UnreachableDNS:
+		check = "check the host name in " + field + ", and that this machine's DNS resolves it (a private name needs the network's own resolver)"
+	default:
+		check = "check the host and port in " + field + ", and that no firewall or security group drops this machine's connections to it"
+	}
+	return fmt.Sprintf("cannot reach SQL Server at %s (%s): %s: %v", e.Server, e.Cause, check, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // InvalidArgumentError: a call's argument is outside its contract (an identifier with
 // ']' or control characters, n < 1, a key of the wrong arity).
 type InvalidArgumentError struct {

@@ -30,6 +30,7 @@ type DB struct {
 	opts     Options
 	database string
 	user     string
+	server   string // host:port for messages (Options.server)
 	log      *slog.Logger
 	closed   atomic.Bool
 
@@ -83,6 +84,7 @@ func newDB(db *sql.DB, o Options) *DB {
 		d.log = slog.Default()
 	}
 	d.database, d.user = o.databaseAndUser()
+	d.server = o.server()
 	if z, ok, _ := parseZoneOption(o.SourceTimeZone); ok {
 		d.zone = &z
 	}
@@ -115,7 +117,7 @@ func (d *DB) retry() Retry {
 }
 
 func (d *DB) ec(op string) errContext {
-	return errContext{Op: op, Database: d.database, User: d.user}
+	return errContext{Op: op, Database: d.database, User: d.user, Server: d.server, DSNField: d.opts.DSNField}
 }
 
 func (d *DB) readOptions(o source.ReadOptions) source.ReadOptions {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 
 	mssqldrv "github.com/microsoft/go-mssqldb"
 
@@ -61,6 +62,9 @@ type errContext struct {
 	// Database and User come from the options, for CDCNotEnabledError and GRANT texts.
 	Database string
 	User     string
+	// Server and DSNField come from the options, for an UnreachableError.
+	Server   string
+	DSNField string
 }
 
 // mapError turns a driver error into the typed errors of core/source (the one place SQL
@@ -74,6 +78,9 @@ type errContext struct {
 //	229, 230                              *source.PermissionError with the GRANT to run
 //	1205, connection and throttling errors, broken connections, network timeouts
 //	                                      *source.TransientError
+//	a refused connection, a host name not found, a dial that timed out
+//	                                      *source.TransientError around a
+//	                                      *source.UnreachableError naming the DSN's field
 //
 // Context cancellation and anything else come back wrapped as "<op>: %w". nil is nil.
 // A permission error on a change table is only a guess until probeChangeTable confirms
@@ -84,6 +91,11 @@ func mapError(err error, c errContext) error {
 	}
 	if isTyped(err) {
 		return err
+	}
+	if u := unreachable(err, c); u != nil {
+		// Before the context check: a dial that timed out is a context.DeadlineExceeded
+		// too (net's timeout error says so), and it is the server's address at fault.
+		return &source.TransientError{Op: c.Op, Err: u}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", c.Op, err)
@@ -118,6 +130,40 @@ func mapError(err error, c errContext) error {
 		return &source.TransientError{Op: c.Op, Err: err}
 	}
 	return fmt.Errorf("%s: %w", c.Op, err)
+}
+
+// unreachable is the *source.UnreachableError for err when SQL Server could not be reached
+// at all: the connection refused, the server's host name not found (a lookup of another
+// name, such as an Entra token authority's, is not the server's address), a dial that
+// timed out. nil otherwise, and for a cancelled call.
+func unreachable(err error, c errContext) *source.UnreachableError {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	var dns *net.DNSError
+	var op *net.OpError
+	var cause string
+	switch {
+	case errors.As(err, &dns):
+		host, _, _ := strings.Cut(c.Server, "/")
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !strings.EqualFold(strings.TrimSuffix(dns.Name, "."), host) {
+			return nil
+		}
+		cause = source.UnreachableDNS
+		if dns.IsNotFound {
+			cause = source.UnreachableNoHost
+		}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		cause = source.UnreachableRefused
+	case errors.As(err, &op) && op.Op == "dial" && op.Timeout():
+		cause = source.UnreachableTimedOut
+	default:
+		return nil
+	}
+	return &source.UnreachableError{Server: c.Server, Field: c.DSNField, Cause: cause, Err: err}
 }
 
 // knownNumber reports the error numbers mapError branches on.

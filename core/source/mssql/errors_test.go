@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,44 @@ func TestRetryNotifies(t *testing.T) {
 	_ = r.do(context.Background(), func() error { return &source.TransientError{Op: "x", Err: io.EOF} })
 	if fmt.Sprint(seen) != "[1 2 3]" {
 		t.Errorf("retries seen %v", seen)
+	}
+}
+
+// timeoutErr is a net.Error that timed out, as a dial past its deadline reports.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+// A server that cannot be reached is a transient *source.UnreachableError naming the
+// address and the DSN's field: a dial that timed out too (it was a bare context deadline
+// error, not retried); a failed lookup of a name other than the server's (an Entra token
+// authority's) is not the server's address.
+func TestUnreachableCauses(t *testing.T) {
+	c := errContext{Op: "read max lsn", Server: "db.example.com:1433", DSNField: "source.dsn"}
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}}
+	for _, tc := range []struct {
+		err   error
+		cause string
+	}{
+		{fmt.Errorf("unable to open tcp connection with host 'db.example.com:1433': %w", dial), source.UnreachableTimedOut},
+		{&net.DNSError{Name: "db.example.com", Err: "no such host", IsNotFound: true}, source.UnreachableNoHost},
+		{&net.DNSError{Name: "DB.example.com.", Err: "server misbehaving"}, source.UnreachableDNS},
+	} {
+		err := mapError(tc.err, c)
+		var u *source.UnreachableError
+		if !source.IsTransient(err) || !errors.As(err, &u) || u.Cause != tc.cause || u.Server != "db.example.com:1433" ||
+			!strings.Contains(err.Error(), "in source.dsn") {
+			t.Errorf("%v: %v, want a transient UnreachableError (%s)", tc.err, err, tc.cause)
+		}
+	}
+	other := &net.DNSError{Name: "login.microsoftonline.com", Err: "no such host", IsNotFound: true}
+	var u *source.UnreachableError
+	if err := mapError(other, c); errors.As(err, &u) {
+		t.Errorf("a lookup of another host: %v, want no UnreachableError", err)
+	}
+	if err := mapError(fmt.Errorf("dial: %w", context.Canceled), c); errors.As(err, &u) || source.IsTransient(err) {
+		t.Errorf("a cancelled call: %v, want it as it was", err)
 	}
 }

@@ -92,6 +92,11 @@ type Options struct {
 	// EntraAuthority is the token authority; "" means DefaultEntraAuthority.
 	EntraAuthority string
 
+	// DSNField names, in the message of a server that cannot be reached
+	// (*source.UnreachableError), the setting that holds its address: "source.dsn" when
+	// the DSN comes from a table spec (config.Spec.MSSQL sets it); "" reads "the DSN".
+	DSNField string
+
 	// PasswordFunc, when set, gives the login password instead of Password or the DSN's:
 	// read before the first login and again once after a refused login (a rotated secret),
 	// after which the call is retried once and idle sessions are dropped.
@@ -283,6 +288,16 @@ func (o Options) loginUser() string {
 }
 
 // databaseAndUser are the database and login named in o, for error messages.
+// server is the address the DSN (or the fields) name, for messages: "host:port", or
+// "host/instance" for a named instance found through the SQL Browser; never the userinfo.
+func (o Options) server() string {
+	u, err := url.Parse(o.dsn())
+	if err != nil {
+		return ""
+	}
+	return u.Host + strings.TrimSuffix(u.Path, "/")
+}
+
 func (o Options) databaseAndUser() (db, user string) {
 	if o.DSN == "" {
 		return o.Database, o.User
