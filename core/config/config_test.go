@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -131,11 +132,16 @@ func TestPassword(t *testing.T) {
 	if err != nil || cs != "sqlserver://reader:p%40ss%3A%2Fword@h:1433?database=d" {
 		t.Errorf("ConnString = %q %v", cs, err)
 	}
-	// Unset: what to do, not only what is wrong (a new user runs the CLI before exporting it).
-	want := "invalid table spec: source.password_env: environment variable MISSING is empty or unset: " +
-		"export it with the SQL login's password (MISSING=...) where mssqlcdc runs, or use source.password_secret_arn on AWS"
-	if _, err := (Source{PasswordEnv: "MISSING"}).Password(ctx, env, nil); err == nil || err.Error() != want {
-		t.Errorf("unset env: %v\nwant %s", err, want)
+	// Unset: what to do, not only what is wrong (a new user runs the CLI before exporting
+	// it); and not "invalid table spec": the spec is fine, the environment is not, so it is
+	// an error of its own (Step Functions sees PasswordUnsetError, not ConfigError).
+	want := "password not set: source.password_env names the environment variable MISSING, which is empty or unset: " +
+		"export it with the SQL login's password (MISSING=...) where mssqlcdc runs, or on AWS set it through the module's " +
+		"extra_environment or use source.password_secret_arn"
+	_, err = (Source{PasswordEnv: "MISSING"}).Password(ctx, env, nil)
+	var ce *ConfigError
+	if err == nil || err.Error() != want || errors.As(err, &ce) || reflect.TypeOf(err).String() != "*config.PasswordUnsetError" {
+		t.Errorf("unset env: %T %v\nwant *config.PasswordUnsetError %s", err, err, want)
 	}
 	sm := secrets{"arn:plain": "s3cret", "arn:json": `{"username":"u","password":"js"}`, "arn:bad": `{"user":"u"}`}
 	for arn, want := range map[string]string{"arn:plain": "s3cret", "arn:json": "js"} {

@@ -18,16 +18,32 @@ type SecretGetter interface {
 // ErrNoSecretGetter: the spec names a secret ARN and the caller gave no SecretGetter.
 var ErrNoSecretGetter = errors.New("config: password_secret_arn set but no Secrets Manager client")
 
+// PasswordUnsetError: the spec's source.password_env names an environment variable that
+// is empty or unset where mssqlcdc runs. The spec is fine (it is no ConfigError); the
+// environment lacks the password: export it, or on AWS set it through the Terraform
+// module's extra_environment, or use source.password_secret_arn (docs/spec.md § source).
+// Step Functions sees this name and does not retry it.
+type PasswordUnsetError struct {
+	// Env is the variable's name (never its value).
+	Env string
+}
+
+func (e *PasswordUnsetError) Error() string {
+	return fmt.Sprintf("password not set: source.password_env names the environment variable %s, which is empty or unset: "+
+		"export it with the SQL login's password (%s=...) where mssqlcdc runs, or on AWS set it through the module's "+
+		"extra_environment or use source.password_secret_arn", e.Env, e.Env)
+}
+
 // Password resolves the source password: from the environment variable PasswordEnv (read
-// with getenv), from the secret PasswordSecretARN (plain text, or JSON with a "password"
-// key as RDS writes), or "" when neither is set (the DSN holds it, or integrated auth).
+// with getenv; empty or unset is a *PasswordUnsetError), from the secret
+// PasswordSecretARN (plain text, or JSON with a "password" key as RDS writes), or "" when
+// neither is set (the DSN holds it, or integrated auth).
 func (src Source) Password(ctx context.Context, getenv func(string) string, secrets SecretGetter) (string, error) {
 	switch {
 	case src.PasswordEnv != "":
 		v := getenv(src.PasswordEnv)
 		if v == "" {
-			return "", &ConfigError{Problems: []Problem{{Field: "source.password_env", Reason: fmt.Sprintf("environment variable %s is empty or unset: "+
-				"export it with the SQL login's password (%s=...) where mssqlcdc runs, or use source.password_secret_arn on AWS", src.PasswordEnv, src.PasswordEnv)}}}
+			return "", &PasswordUnsetError{Env: src.PasswordEnv}
 		}
 		return v, nil
 	case src.PasswordSecretARN != "":
