@@ -23,6 +23,7 @@ const (
 
 var benchTables struct {
 	once          sync.Once
+	root          string // removed by TestMain
 	withCP, plain string
 	err           error
 }
@@ -37,6 +38,7 @@ func benchTableDirs(b *testing.B) (withCP, plain string) {
 			benchTables.err = err
 			return
 		}
+		benchTables.root = root
 		benchTables.withCP = filepath.Join(root, "with-checkpoints")
 		benchTables.plain = filepath.Join(root, "json-only")
 		benchTables.err = writeBenchTables(benchTables.withCP, benchTables.plain, benchCommits, benchCheckpointsFrom)
