@@ -335,9 +335,19 @@ func TestDurationFlagsAreBounded(t *testing.T) {
 			}
 		}
 	}
-	for _, v := range []string{"1e10", "NaN", "-1"} {
-		if _, errOut, code := runCLI(t, "demo", "--lake", t.TempDir(), "--seconds", v); code != 2 {
-			t.Errorf("demo --seconds %s: exit %d, want 2 (%s)", v, code, errOut)
+	// The demo's bounds are its own (a day, 10,000 batches), and the message names the
+	// flag at fault and its range (it printed the usage line alone).
+	for _, c := range []struct{ flag, v, says string }{
+		{"--seconds", "1e10", "--seconds 10000000000: want seconds from 0 up to 86,400 (a day)"},
+		{"--seconds", "NaN", "--seconds NaN: want seconds from 0 up to 86,400 (a day)"},
+		{"--seconds", "-1", "--seconds -1: want seconds from 0 up to 86,400 (a day)"},
+		{"--rows", "-5", "--rows -5: want 0 or more"},
+		{"--min-batches", "20000", "--min-batches 20000: want 0 to 10,000"},
+		{"--bootstrap", "fast", `--bootstrap "fast": want full, chunked or seed`},
+	} {
+		_, errOut, code := runCLI(t, "demo", "--lake", t.TempDir(), c.flag, c.v)
+		if code != 2 || !strings.HasPrefix(errOut, "mssqlcdc demo: "+c.says+"\nusage: mssqlcdc demo ") {
+			t.Errorf("demo %s %s: exit %d, stderr %q; want 2 and %q, then the usage", c.flag, c.v, code, errOut, c.says)
 		}
 	}
 }

@@ -73,7 +73,7 @@ const (
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	var o demoOptions
-	fs.StringVar(&o.Lake, "lake", demoDefaultLake, "directory of the Delta tables (bronze, facts) and the checkpoint")
+	fs.StringVar(&o.Lake, "lake", demoDefaultLake, "directory of the Delta tables (bronze, facts, silver) and the checkpoint; a rerun clears what the demo made there")
 	fs.IntVar(&o.Rows, "rows", demoDefaultRows, "rows inserted into orders before the workload starts")
 	fs.Float64Var(&o.Seconds, "seconds", demoDefaultSeconds, "seconds the workload runs while the stream runs")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the simulator and the workload")
@@ -83,9 +83,23 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || o.Rows < 0 || !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds) || o.MinBatches < 0 || o.MinBatches > demoMaxBatches ||
-		(o.Bootstrap != "snapshot" && o.Bootstrap != config.SnapshotFull && o.Bootstrap != config.SnapshotChunked && o.Bootstrap != "seed") {
-		return &usageError{msg: "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss] [--bootstrap full|chunked|seed]"}
+	const usage = "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss] [--bootstrap full|chunked|seed]"
+	// Each flag out of range is named with its range, then the usage.
+	var bad string
+	switch {
+	case fs.NArg() > 0:
+		bad = fmt.Sprintf("unexpected argument %q", fs.Arg(0))
+	case o.Rows < 0:
+		bad = fmt.Sprintf("--rows %d: want 0 or more", o.Rows)
+	case !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds):
+		bad = fmt.Sprintf("--seconds %s: want seconds from 0 up to %s (a day)", config.PlainNumber(o.Seconds), thousands(demoMaxSeconds))
+	case o.MinBatches < 0 || o.MinBatches > demoMaxBatches:
+		bad = fmt.Sprintf("--min-batches %d: want 0 to %s", o.MinBatches, thousands(demoMaxBatches))
+	case o.Bootstrap != "snapshot" && o.Bootstrap != config.SnapshotFull && o.Bootstrap != config.SnapshotChunked && o.Bootstrap != "seed":
+		bad = fmt.Sprintf("--bootstrap %q: want full, chunked or seed", o.Bootstrap)
+	}
+	if bad != "" {
+		return &usageError{msg: bad + "\n" + usage}
 	}
 	sum, err := demo(ctx, o, stdout)
 	if err != nil {

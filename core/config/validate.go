@@ -104,12 +104,13 @@ func SecondsProblem(field string, v float64, zero string) *Problem {
 	if zero != "" {
 		zero = "; " + zero
 	}
-	return &Problem{Field: field, Reason: fmt.Sprintf("%s: want %s from 0 up to %s%s", plainNumber(shown), unit, upTo, zero)}
+	return &Problem{Field: field, Reason: fmt.Sprintf("%s: want %s from 0 up to %s%s", PlainNumber(shown), unit, upTo, zero)}
 }
 
-// plainNumber is v as a reader wrote it: digits for a finite value below 10^15 in
-// magnitude (10000000000, 0.5, -5), else Go's shortest form (1e+300, NaN, +Inf).
-func plainNumber(v float64) string {
+// PlainNumber is v for a message, as a reader wrote it: digits for a finite value below
+// 10^15 in magnitude (10000000000, 0.5, -5), else Go's shortest form (1e+300, NaN, +Inf);
+// never %g's 1e+10. SecondsProblem and the CLI's own bounds print values with it.
+func PlainNumber(v float64) string {
 	if math.Abs(v) < 1e15 {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
