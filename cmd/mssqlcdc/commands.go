@@ -15,7 +15,9 @@ import (
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's name and
-// returns an error; a *usageError prints the usage and exits 2.
+// returns an error: flag.ErrHelp exits 0 (parseFlags printed the usage on stdout); a
+// *usageError prints its message on stderr (the usage line, where the command put it
+// there) and exits 2.
 type command struct {
 	name    string
 	summary string
