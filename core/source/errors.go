@@ -3,6 +3,7 @@ package source
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,7 +89,9 @@ func (e *TransientError) Error() string { return e.Op + ": transient: " + e.Err.
 func (e *TransientError) Unwrap() error { return e.Err }
 
 // UnreachableError: SQL Server could not be reached at all: the connection was refused,
-// the host name did not resolve, or the connection timed out. Its message names the
+// the host name did not resolve, the connection timed out, or what accepted the connection
+// did not answer the login in time or did not answer as SQL Server does (another service
+// on that port; docs/operations.md "UnreachableError"). Its message names the
 // address, the setting it came from (Field, e.g. "source.dsn") and what to check there;
 // never the DSN itself, which may hold a password. Sources return it inside a
 // *TransientError (a server restarting or failing over heals by itself), so it is
@@ -100,6 +103,9 @@ type UnreachableError struct {
 	Field string
 	// Cause is one of the Unreachable* causes.
 	Cause string
+	// Waited is, for UnreachableNoAnswer, how long the login waited for the server
+	// (the login timeout, mssql.Options.LoginTimeout).
+	Waited time.Duration
 	// Err is the driver's error.
 	Err error
 }
@@ -110,6 +116,12 @@ const (
 	UnreachableNoHost   = "host name not found"
 	UnreachableDNS      = "host name lookup failed"
 	UnreachableTimedOut = "connection timed out"
+	// UnreachableNoAnswer: the TCP connection was accepted, and the login got no answer
+	// within Waited.
+	UnreachableNoAnswer = "no answer to the login"
+	// UnreachableNotSQLServer: what accepted the connection answered the login with
+	// something that is not SQL Server's protocol (TDS).
+	UnreachableNotSQLServer = "not SQL Server"
 )
 
 func (e *UnreachableError) Error() string {
@@ -119,6 +131,13 @@ func (e *UnreachableError) Error() string {
 	}
 	var check string
 	switch e.Cause {
+	case UnreachableNoAnswer:
+		return fmt.Sprintf("SQL Server at %s accepted the connection but did not answer the login within %s s: "+
+			"check that %s's host and port are SQL Server's (not another service's, or a load balancer or proxy with nothing healthy behind it), "+
+			"and that the server is not stuck or overloaded: %v", e.Server, strconv.FormatFloat(e.Waited.Seconds(), 'f', -1, 64), field, e.Err)
+	case UnreachableNotSQLServer:
+		return fmt.Sprintf("SQL Server at %s accepted the connection but answered the login with something that is not SQL Server's protocol (TDS): "+
+			"check that %s's host and port are SQL Server's, not another service's (HTTP, SSH, a proxy): %v", e.Server, field, e.Err)
 	case UnreachableRefused:
 		check = "check the host and port in " + field + ", and that SQL Server accepts TCP connections there (TCP/IP enabled, the instance's port)"
 	case UnreachableNoHost, UnreachableDNS:

@@ -13,9 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	// The driver registers "sqlserver" with database/sql.
-	_ "github.com/microsoft/go-mssqldb"
-
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 )
@@ -42,7 +39,9 @@ type DB struct {
 }
 
 // Open validates o and prepares a connection pool. It does no I/O: the first call
-// connects (a refused login is then a *source.LoginError). Bad options are the joined
+// connects (a refused login is then a *source.LoginError; a login the server does not
+// finish within Options.LoginTimeout a transient *source.UnreachableError; a cancelled
+// context stops a login at once, loginguard.go). Bad options are the joined
 // *source.InvalidArgumentError of Options.Validate.
 func Open(o Options) (*DB, error) {
 	if err := o.Validate(); err != nil {
@@ -61,17 +60,18 @@ func Open(o Options) (*DB, error) {
 			o.PasswordFunc = func(context.Context) (string, error) { return pw, nil }
 		}
 	}
+	build := withLoginDialer(o.newConnector)
 	if o.PasswordFunc != nil {
-		rot := newRotatingConnector(o.dsn(), o.PasswordFunc, o.newConnector)
-		d := newDB(sql.OpenDB(rot), o)
+		rot := newRotatingConnector(o.dsn(), o.PasswordFunc, build)
+		d := newDB(sql.OpenDB(&loginConnector{Connector: rot, timeout: o.loginTimeout()}), o)
 		d.rot = rot
 		return d, nil
 	}
-	db, err := sql.Open("sqlserver", o.dsn())
+	c, err := build(o.dsn())
 	if err != nil {
 		return nil, fmt.Errorf("open sql server: %w", err)
 	}
-	return newDB(db, o), nil
+	return newDB(sql.OpenDB(&loginConnector{Connector: c, timeout: o.loginTimeout()}), o), nil
 }
 
 // newDB wraps an open pool (tests hand in one on a scripted driver).

@@ -78,7 +78,8 @@ type errContext struct {
 //	229, 230                              *source.PermissionError with the GRANT to run
 //	1205, connection and throttling errors, broken connections, network timeouts
 //	                                      *source.TransientError
-//	a refused connection, a host name not found, a dial that timed out
+//	a refused connection, a host name not found, a dial that timed out, a login the
+//	server did not answer in time or answered with no TDS (*loginFailure)
 //	                                      *source.TransientError around a
 //	                                      *source.UnreachableError naming the DSN's field
 //
@@ -135,15 +136,19 @@ func mapError(err error, c errContext) error {
 // unreachable is the *source.UnreachableError for err when SQL Server could not be reached
 // at all: the connection refused, the server's host name not found (a lookup of another
 // name, such as an Entra token authority's, is not the server's address), a dial that
-// timed out. nil otherwise, and for a cancelled call.
+// timed out, a login not answered in time or not in TDS (a *loginFailure). nil
+// otherwise, and for a cancelled call.
 func unreachable(err error, c errContext) *source.UnreachableError {
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	var dns *net.DNSError
 	var op *net.OpError
+	var lf *loginFailure
 	var cause string
 	switch {
+	case errors.As(err, &lf):
+		return &source.UnreachableError{Server: c.Server, Field: c.DSNField, Cause: lf.Cause, Waited: lf.Waited, Err: err}
 	case errors.As(err, &dns):
 		host, _, _ := strings.Cut(c.Server, "/")
 		if h, _, err := net.SplitHostPort(host); err == nil {

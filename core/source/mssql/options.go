@@ -18,7 +18,14 @@ import (
 const (
 	DefaultPort        = 1433
 	DefaultDialTimeout = 30 * time.Second
-	DefaultAppName     = "mssqlcdc"
+	// DefaultLoginTimeout bounds the login on a connection SQL Server accepted (prelogin,
+	// TLS handshake, authentication), when neither Options.LoginTimeout nor the DSN's
+	// "connection timeout" says otherwise. A healthy server answers in well under a
+	// second; what accepts connections and stays silent (a wrong port, a load balancer
+	// with no healthy target) would otherwise hold the call for ever (docs/operations.md
+	// "UnreachableError").
+	DefaultLoginTimeout = 30 * time.Second
+	DefaultAppName      = "mssqlcdc"
 )
 
 // Options open a DB. Either DSN or the connection fields are set, not both; the TLS,
@@ -62,6 +69,13 @@ type Options struct {
 	// query timeout: it would also kill long, healthy snapshot reads
 	// (docs/reference/sqlserver-cdc.md §8.2).
 	DialTimeout time.Duration
+	// LoginTimeout bounds the login on each new connection, from the moment the server
+	// accepted the TCP connection to the end of the login; past it the call fails with a
+	// transient *source.UnreachableError (UnreachableNoAnswer). 0 means the DSN's
+	// "connection timeout" in seconds when it has one (0 there: no bound but the call's
+	// context), else DefaultLoginTimeout. A cancelled context stops the login at once
+	// whatever the bound (login.go, loginConnector).
+	LoginTimeout time.Duration
 
 	// SourceTimeZone is how tran_end_time converts to UTC: "auto" (or ""), "UTC", or a
 	// Windows time zone name such as "E. South America Standard Time"
@@ -128,6 +142,9 @@ func (o Options) Validate() error {
 	if o.DialTimeout < 0 {
 		bad("dialTimeout", "negative")
 	}
+	if o.LoginTimeout < 0 {
+		bad("loginTimeout", "negative")
+	}
 	if o.BatchRows < 0 || o.BatchBytes < 0 {
 		bad("batch size", "negative")
 	}
@@ -192,6 +209,11 @@ func (o Options) connURL() (string, error) {
 	q.setDefault("app name", DefaultAppName)
 	q.setDefault("dial timeout", strconv.Itoa(int(DefaultDialTimeout/time.Second)))
 	q.setDefault("encrypt", "true")
+	if v, ok := q.get("connection timeout"); ok {
+		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+			q.errs = append(q.errs, &source.InvalidArgumentError{Arg: "connection timeout", Reason: fmt.Sprintf("%q: want whole seconds, 0 or more", v)})
+		}
+	}
 	q.checkSecurity(o.Development)
 	u.RawQuery = q.vals.Encode()
 	return u.String(), errors.Join(q.errs...)
@@ -287,7 +309,23 @@ func (o Options) loginUser() string {
 	return u
 }
 
-// databaseAndUser are the database and login named in o, for error messages.
+// loginTimeout is the bound on a login (Options.LoginTimeout); 0 means none but the
+// context.
+func (o Options) loginTimeout() time.Duration {
+	if o.LoginTimeout != 0 {
+		return o.LoginTimeout
+	}
+	if u, err := url.Parse(o.dsn()); err == nil {
+		q := settings{vals: u.Query()}
+		if v, ok := q.get("connection timeout"); ok {
+			if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+				return time.Duration(n) * time.Second
+			}
+		}
+	}
+	return DefaultLoginTimeout
+}
+
 // server is the address the DSN (or the fields) name, for messages: "host:port", or
 // "host/instance" for a named instance found through the SQL Browser; never the userinfo.
 func (o Options) server() string {
@@ -298,6 +336,7 @@ func (o Options) server() string {
 	return u.Host + strings.TrimSuffix(u.Path, "/")
 }
 
+// databaseAndUser are the database and login named in o, for error messages.
 func (o Options) databaseAndUser() (db, user string) {
 	if o.DSN == "" {
 		return o.Database, o.User

@@ -1,0 +1,277 @@
+package mssql
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source"
+)
+
+// silentServer listens on 127.0.0.1 (never another address: the sandbox may accept any
+// outbound connection) and hands each connection it accepts to serve; the connections and
+// the listener close when the test ends.
+func silentServer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go serve(c)
+		}
+	}()
+	return l.Addr().String()
+}
+
+// neverAnswers reads what the client sends and writes nothing.
+func neverAnswers(c net.Conn) { _, _ = io.Copy(io.Discard, c) }
+
+// loginDB opens a DB on addr as a spec would (source.dsn, a password in the DSN or from a
+// PasswordFunc), without retries.
+func loginDB(t *testing.T, addr string, query string, rotating bool, login time.Duration) *DB {
+	t.Helper()
+	o := Options{DSN: "sqlserver://reader:S3cret-pw@" + addr + "?database=shop" + query, Development: true,
+		Encrypt: "false", LoginTimeout: login, DSNField: "source.dsn", Retry: Retry{Retries: -1}}
+	if rotating {
+		o.DSN = "sqlserver://reader@" + addr + "?database=shop" + query
+		o.PasswordFunc = func(context.Context) (string, error) { return "S3cret-pw", nil }
+	}
+	d, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// maxLSNWithin calls MaxLSN and fails the test when it has not returned within limit
+// (the call is left running: before the fix nothing stopped it).
+func maxLSNWithin(t *testing.T, ctx context.Context, d *DB, limit time.Duration) (error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.MaxLSN(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err, time.Since(start)
+	case <-time.After(limit):
+		t.Fatalf("MaxLSN still waiting after %s for a server that never answers the login", limit)
+		return nil, 0
+	}
+}
+
+// A server that accepts the TCP connection and never answers the prelogin is given up
+// after the login timeout (Options.LoginTimeout, else the DSN's connection timeout), with a
+// transient *source.UnreachableError that says what happened and what to check, without
+// the DSN or its password. Before, go-mssqldb waited for the prelogin reply for ever.
+func TestLoginNoAnswer(t *testing.T) {
+	addr := silentServer(t, neverAnswers)
+	for _, tc := range []struct {
+		name     string
+		query    string
+		login    time.Duration
+		rotating bool
+		within   string
+		least    time.Duration
+	}{
+		{name: "option", login: 300 * time.Millisecond, within: "within 0.3 s", least: 300 * time.Millisecond},
+		{name: "option, rotating password", login: 300 * time.Millisecond, rotating: true, within: "within 0.3 s", least: 300 * time.Millisecond},
+		{name: "the DSN's connection timeout", query: "&connection+timeout=1", within: "within 1 s", least: time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := loginDB(t, addr, tc.query, tc.rotating, tc.login)
+			err, took := maxLSNWithin(t, context.Background(), d, 10*time.Second)
+			var u *source.UnreachableError
+			if !errors.As(err, &u) || u.Cause != source.UnreachableNoAnswer || u.Server != addr || !source.IsTransient(err) {
+				t.Fatalf("err = %v, want a transient UnreachableError (%s) for %s", err, source.UnreachableNoAnswer, addr)
+			}
+			msg := err.Error()
+			want := "SQL Server at " + addr + " accepted the connection but did not answer the login " + tc.within +
+				": check that source.dsn's host and port are SQL Server's"
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q\nwant it to contain %q", msg, want)
+			}
+			if strings.Contains(msg, "S3cret-pw") || strings.Contains(msg, "sqlserver://") {
+				t.Errorf("message %q holds the DSN or its password", msg)
+			}
+			if took < tc.least || took > tc.least+3*time.Second {
+				t.Errorf("returned after %s, want about %s", took, tc.least)
+			}
+		})
+	}
+}
+
+// A call whose context is cancelled while the login waits for the server returns at once
+// with the context's error (not transient: nothing to retry), with the default login
+// timeout and with none at all (connection timeout=0 in the DSN). Before, the login ignored
+// the context: the CLI did not stop on SIGTERM.
+func TestLoginCancelled(t *testing.T) {
+	addr := silentServer(t, neverAnswers)
+	for _, tc := range []struct {
+		name     string
+		query    string
+		rotating bool
+	}{
+		{name: "default login timeout"},
+		{name: "default login timeout, rotating password", rotating: true},
+		{name: "no login timeout", query: "&connection+timeout=0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := loginDB(t, addr, tc.query, tc.rotating, 0)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			err, took := maxLSNWithin(t, ctx, d, 10*time.Second)
+			if !errors.Is(err, context.Canceled) || source.IsTransient(err) {
+				t.Fatalf("err = %v, want context.Canceled, not transient", err)
+			}
+			if took > 2*time.Second {
+				t.Errorf("returned %s after the call began, want within about 0.3 s of the cancellation", took)
+			}
+			if strings.Contains(err.Error(), "S3cret-pw") {
+				t.Errorf("message %q holds the password", err)
+			}
+		})
+	}
+}
+
+// A server that answers the prelogin with something that is not TDS (an HTTP or SSH server
+// on the port) fails the call at once with a transient UnreachableError that says so; one
+// that begins a TDS reply and stalls is given up at the login timeout. Neither message
+// holds the DSN or its password. Before, the first two were 'read max lsn: invalid packet
+// size, it is longer than buffer size' (not transient, naming nothing), the third a hang.
+func TestLoginGarbageAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		serve func(net.Conn)
+		cause string
+		least time.Duration
+	}{
+		{"answers and closes", func(c net.Conn) {
+			buf := make([]byte, 512)
+			_, _ = c.Read(buf)
+			_, _ = io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			c.Close()
+		}, source.UnreachableNotSQLServer, 0},
+		{"answers and stays open", func(c net.Conn) {
+			buf := make([]byte, 512)
+			_, _ = c.Read(buf)
+			_, _ = io.WriteString(c, "SSH-2.0-OpenSSH_9.6\r\n")
+			_, _ = io.Copy(io.Discard, c)
+		}, source.UnreachableNotSQLServer, 0},
+		{"begins a TDS reply and stalls", func(c net.Conn) {
+			buf := make([]byte, 512)
+			_, _ = c.Read(buf)
+			_, _ = c.Write([]byte{0x04, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x00, 0x00}) // a 64-byte packet, 1 byte of it
+			_, _ = io.Copy(io.Discard, c)
+		}, source.UnreachableNoAnswer, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := silentServer(t, tc.serve)
+			d := loginDB(t, addr, "", false, 500*time.Millisecond)
+			err, took := maxLSNWithin(t, context.Background(), d, 10*time.Second)
+			var u *source.UnreachableError
+			if !errors.As(err, &u) || u.Cause != tc.cause || !source.IsTransient(err) {
+				t.Fatalf("err = %v, want a transient UnreachableError (%s)", err, tc.cause)
+			}
+			msg := err.Error()
+			want := "SQL Server at " + addr + " accepted the connection but answered the login with something that is not SQL Server's protocol (TDS): check that source.dsn's host and port are SQL Server's"
+			if tc.cause == source.UnreachableNoAnswer {
+				want = "SQL Server at " + addr + " accepted the connection but did not answer the login within 0.5 s"
+			}
+			if !strings.Contains(msg, want) {
+				t.Errorf("message %q\nwant it to contain %q", msg, want)
+			}
+			if strings.Contains(msg, "S3cret-pw") || strings.Contains(msg, "sqlserver://") {
+				t.Errorf("message %q holds the DSN or its password", msg)
+			}
+			if took < tc.least || took > tc.least+2*time.Second {
+				t.Errorf("returned after %s, want about %s", took, tc.least)
+			}
+		})
+	}
+}
+
+// The login timeout: Options.LoginTimeout, else the DSN's connection timeout (0 there is
+// no bound but the context), else DefaultLoginTimeout.
+func TestLoginTimeoutSetting(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want time.Duration
+	}{
+		{Options{Host: "h", Database: "d"}, DefaultLoginTimeout},
+		{Options{DSN: "sqlserver://h?database=d"}, DefaultLoginTimeout},
+		{Options{DSN: "sqlserver://h?database=d&Connection+Timeout=7"}, 7 * time.Second},
+		{Options{DSN: "sqlserver://h?database=d&connection+timeout=0"}, 0},
+		{Options{DSN: "sqlserver://h?database=d&dial+timeout=90"}, DefaultLoginTimeout},
+		{Options{DSN: "sqlserver://h?database=d&connection+timeout=7", LoginTimeout: 2 * time.Second}, 2 * time.Second},
+	} {
+		if got := tc.o.loginTimeout(); got != tc.want {
+			t.Errorf("%+v: login timeout %s, want %s", tc.o, got, tc.want)
+		}
+	}
+	if err := (Options{Host: "h", Database: "d", LoginTimeout: -time.Second}).Validate(); err == nil {
+		t.Error("a negative LoginTimeout passed Validate")
+	}
+	if err := (Options{DSN: "sqlserver://h?database=d&connection+timeout=soon"}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "connection timeout") {
+		t.Errorf("an unreadable connection timeout: %v, want it refused", err)
+	}
+}
+
+// The guard's deadline holds only during the login: a deadline the driver sets then cannot
+// pass it (nor can clearing one), and once the guard ends the connection has none, so a
+// session may wait on a slow query for longer than the login timeout.
+func TestLoginGuardReleases(t *testing.T) {
+	server := make(chan net.Conn, 1)
+	addr := silentServer(t, func(c net.Conn) { server <- c })
+	g := &loginGuard{timeout: 200 * time.Millisecond}
+	ctx := context.WithValue(context.Background(), loginGuardKey{}, g)
+	c, err := (loginDialer{nd: &net.Dialer{}}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	srv := <-server
+	if err := c.SetDeadline(time.Time{}); err != nil { // the driver clearing its own
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); err == nil || time.Since(start) > time.Second {
+		t.Fatalf("read during the login: %v after %s, want the login deadline at 0.2 s", err, time.Since(start))
+	}
+	if cancelled, expired, _ := g.end(); cancelled || expired == nil {
+		t.Errorf("end: cancelled %v, expired %v; want the deadline reported as passed", cancelled, expired)
+	}
+	time.AfterFunc(400*time.Millisecond, func() { _, _ = srv.Write([]byte{tdsReplyPacket}) })
+	b := make([]byte, 1)
+	if n, err := c.Read(b); err != nil || n != 1 || b[0] != tdsReplyPacket {
+		t.Errorf("read after the login, 0.4 s later: %d, %v; want the byte (no deadline left)", n, err)
+	}
+}
