@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -374,12 +375,30 @@ func TestUnreachableSourceNamesTheDSNField(t *testing.T) {
 	}
 	closed := ln.Addr().String()
 	ln.Close() // nothing listens there now: the connection is refused
+	// A listener that accepts and never answers (only 127.0.0.1: the sandbox may accept
+	// connections to any address); its login is bounded by the DSN's connection timeout.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	quiet := silent.Addr().String()
 	const pw = "Sup3r-s3cret-pw"
-	for _, c := range []struct{ host, says string }{
-		{closed, "cannot reach SQL Server at " + closed + " (connection refused): check the host and port in source.dsn"},
-		{"no-such-host.invalid:1433", "cannot reach SQL Server at no-such-host.invalid:1433 (host name not found): check the host name in source.dsn"},
+	for _, c := range []struct{ host, query, says string }{
+		{closed, "", "cannot reach SQL Server at " + closed + " (connection refused): check the host and port in source.dsn"},
+		{"no-such-host.invalid:1433", "", "cannot reach SQL Server at no-such-host.invalid:1433 (host name not found): check the host name in source.dsn"},
+		{quiet, "&connection+timeout=1", "SQL Server at " + quiet + " accepted the connection but did not answer the login within 1 s: check that source.dsn's host and port are SQL Server's"},
 	} {
-		doc := strings.Replace(minimal(), `"sqlserver://u@h?database=d"`, `"sqlserver://u@`+c.host+`?database=d","password_env":"P","development":true,"encrypt":"disable"`, 1)
+		doc := strings.Replace(minimal(), `"sqlserver://u@h?database=d"`, `"sqlserver://u@`+c.host+`?database=d`+c.query+`","password_env":"P","development":true,"encrypt":"disable"`, 1)
 		spec, err := Parse([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
