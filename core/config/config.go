@@ -183,6 +183,9 @@ type Source struct {
 	Development bool `json:"development"`
 	// DialTimeoutSeconds bounds opening a TCP connection; 0 means 30 s.
 	DialTimeoutSeconds int `json:"dial_timeout_seconds"`
+	// LoginTimeoutSeconds bounds the login on a connection SQL Server accepted; 0 means
+	// the DSN's connection timeout, else 30 s (mssql.Options.LoginTimeout).
+	LoginTimeoutSeconds int `json:"login_timeout_seconds"`
 	// Auth is how the login authenticates: "sql" (the default, a SQL Server login),
 	// "ntlm" (an Active Directory account, DOMAIN\user in the DSN) or
 	// "entra-service-principal" (Microsoft Entra ID: TenantID, ClientID, and the client

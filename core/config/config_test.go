@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/mssql"
@@ -312,6 +313,9 @@ func TestNumbersBounded(t *testing.T) {
 	}{
 		{func(s *Spec) { s.Source.DialTimeoutSeconds = 10_000_000_000 }, "source.dial_timeout_seconds"},
 		{func(s *Spec) { s.Source.DialTimeoutSeconds = MaxDialTimeoutSeconds + 1 }, "source.dial_timeout_seconds"},
+		{func(s *Spec) { s.Source.LoginTimeoutSeconds = -1 }, "source.login_timeout_seconds"},
+		{func(s *Spec) { s.Source.LoginTimeoutSeconds = MaxLoginTimeoutSeconds + 1 }, "source.login_timeout_seconds"},
+		{func(s *Spec) { s.Source.DSN += "&connection+timeout=soon" }, "source.dsn"},
 		{func(s *Spec) { s.Options.NumPartitions = 1_000_000_000 }, "options.numPartitions"},
 		{func(s *Spec) { s.Options.NumPartitions = MaxNumPartitions + 1 }, "options.numPartitions"},
 		{func(s *Spec) { s.MaxSeconds = 1e10 }, "max_seconds"},
@@ -328,8 +332,12 @@ func TestNumbersBounded(t *testing.T) {
 	}
 	s, _ := Parse([]byte(minimal()))
 	s.Source.DialTimeoutSeconds, s.Options.NumPartitions = MaxDialTimeoutSeconds, MaxNumPartitions
+	s.Source.LoginTimeoutSeconds = MaxLoginTimeoutSeconds
 	if err := s.Validate(); err != nil {
 		t.Errorf("the bounds themselves: %v", err)
+	}
+	if o, _ := s.MSSQL("pw"); o.LoginTimeout != MaxLoginTimeoutSeconds*time.Second {
+		t.Errorf("login_timeout_seconds %d: Options.LoginTimeout %s", s.Source.LoginTimeoutSeconds, o.LoginTimeout)
 	}
 }
 

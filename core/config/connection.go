@@ -26,8 +26,8 @@ func (s *Spec) MSSQL(password string) (mssql.Options, error) {
 func (src Source) mssqlOptions(dsn string) mssql.Options {
 	return mssql.Options{DSN: dsn, Encrypt: src.Encrypt, TrustServerCertificate: src.TrustServerCertificate,
 		Certificate: src.Certificate, HostNameInCertificate: src.HostNameInCertificate, Development: src.Development,
-		DialTimeout: time.Duration(src.DialTimeoutSeconds) * time.Second,
-		Auth:        src.Auth, TenantID: src.TenantID, ClientID: src.ClientID, DSNField: "source.dsn"}
+		DialTimeout: time.Duration(src.DialTimeoutSeconds) * time.Second, LoginTimeout: time.Duration(src.LoginTimeoutSeconds) * time.Second,
+		Auth: src.Auth, TenantID: src.TenantID, ClientID: src.ClientID, DSNField: "source.dsn"}
 }
 
 // connectionProblems reports what core/source/mssql refuses in the connection settings

@@ -62,6 +62,8 @@ const (
 	MaxLockTimeoutMs = 1<<31 - 1
 	// MaxDialTimeoutSeconds bounds source.dial_timeout_seconds: an hour.
 	MaxDialTimeoutSeconds = 3600
+	// MaxLoginTimeoutSeconds bounds source.login_timeout_seconds: an hour.
+	MaxLoginTimeoutSeconds = 3600
 	// MaxNumPartitions bounds options.numPartitions, each a SQL Server connection and a
 	// range read at once: the bootstrap machine's Map runs at most 400 ranges
 	// (docs/decisions/0008-bootstrap-map-inline-400-ranges.md).
@@ -341,6 +343,9 @@ func (src Source) validate(ps *problems) {
 	}
 	if src.DialTimeoutSeconds < 0 || src.DialTimeoutSeconds > MaxDialTimeoutSeconds {
 		ps.add("source.dial_timeout_seconds", "%d: want seconds in 0..%d (0 = 30 s)", src.DialTimeoutSeconds, MaxDialTimeoutSeconds)
+	}
+	if src.LoginTimeoutSeconds < 0 || src.LoginTimeoutSeconds > MaxLoginTimeoutSeconds {
+		ps.add("source.login_timeout_seconds", "%d: want seconds in 0..%d (0 = the DSN's connection timeout, else 30 s)", src.LoginTimeoutSeconds, MaxLoginTimeoutSeconds)
 	}
 	src.connectionProblems(ps)
 	if src.CaptureInstance == "" {

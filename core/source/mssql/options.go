@@ -74,7 +74,7 @@ type Options struct {
 	// transient *source.UnreachableError (UnreachableNoAnswer). 0 means the DSN's
 	// "connection timeout" in seconds when it has one (0 there: no bound but the call's
 	// context), else DefaultLoginTimeout. A cancelled context stops the login at once
-	// whatever the bound (login.go, loginConnector).
+	// whatever the bound (loginguard.go). config.Source.LoginTimeoutSeconds sets it.
 	LoginTimeout time.Duration
 
 	// SourceTimeZone is how tran_end_time converts to UTC: "auto" (or ""), "UTC", or a

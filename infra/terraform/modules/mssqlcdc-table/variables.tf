@@ -38,6 +38,7 @@ variable "spec" {
       trust_server_certificate = optional(bool)
       development              = optional(bool)
       dial_timeout_seconds     = optional(number)
+      login_timeout_seconds    = optional(number)
       auth                     = optional(string)
       tenant_id                = optional(string)
       client_id                = optional(string)
