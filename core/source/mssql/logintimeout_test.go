@@ -70,7 +70,7 @@ func loginDB(t *testing.T, addr string, query string, rotating bool, login time.
 
 // maxLSNWithin calls MaxLSN and fails the test when it has not returned within limit
 // (the call is left running: before the fix nothing stopped it).
-func maxLSNWithin(t *testing.T, ctx context.Context, d *DB, limit time.Duration) (error, time.Duration) {
+func maxLSNWithin(t *testing.T, ctx context.Context, d *DB, limit time.Duration) (time.Duration, error) {
 	t.Helper()
 	start := time.Now()
 	done := make(chan error, 1)
@@ -80,10 +80,10 @@ func maxLSNWithin(t *testing.T, ctx context.Context, d *DB, limit time.Duration)
 	}()
 	select {
 	case err := <-done:
-		return err, time.Since(start)
+		return time.Since(start), err
 	case <-time.After(limit):
 		t.Fatalf("MaxLSN still waiting after %s for a server that never answers the login", limit)
-		return nil, 0
+		return 0, nil
 	}
 }
 
@@ -107,7 +107,7 @@ func TestLoginNoAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := loginDB(t, addr, tc.query, tc.rotating, tc.login)
-			err, took := maxLSNWithin(t, context.Background(), d, 10*time.Second)
+			took, err := maxLSNWithin(t, context.Background(), d, 10*time.Second)
 			var u *source.UnreachableError
 			if !errors.As(err, &u) || u.Cause != source.UnreachableNoAnswer || u.Server != addr || !source.IsTransient(err) {
 				t.Fatalf("err = %v, want a transient UnreachableError (%s) for %s", err, source.UnreachableNoAnswer, addr)
@@ -147,7 +147,7 @@ func TestLoginCancelled(t *testing.T) {
 			d := loginDB(t, addr, tc.query, tc.rotating, 0)
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(300*time.Millisecond, cancel)
-			err, took := maxLSNWithin(t, ctx, d, 10*time.Second)
+			took, err := maxLSNWithin(t, ctx, d, 10*time.Second)
 			if !errors.Is(err, context.Canceled) || source.IsTransient(err) {
 				t.Fatalf("err = %v, want context.Canceled, not transient", err)
 			}
@@ -195,7 +195,7 @@ func TestLoginGarbageAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := silentServer(t, tc.serve)
 			d := loginDB(t, addr, "", false, 500*time.Millisecond)
-			err, took := maxLSNWithin(t, context.Background(), d, 10*time.Second)
+			took, err := maxLSNWithin(t, context.Background(), d, 10*time.Second)
 			var u *source.UnreachableError
 			if !errors.As(err, &u) || u.Cause != tc.cause || !source.IsTransient(err) {
 				t.Fatalf("err = %v, want a transient UnreachableError (%s)", err, tc.cause)
