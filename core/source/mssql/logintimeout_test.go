@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -55,7 +56,7 @@ func neverAnswers(c net.Conn) { _, _ = io.Copy(io.Discard, c) }
 func loginDB(t *testing.T, addr string, query string, rotating bool, login time.Duration) *DB {
 	t.Helper()
 	o := Options{DSN: "sqlserver://reader:S3cret-pw@" + addr + "?database=shop" + query, Development: true,
-		Encrypt: "false", LoginTimeout: login, DSNField: "source.dsn", Retry: Retry{Retries: -1}}
+		Encrypt: "disable", LoginTimeout: login, DSNField: "source.dsn", Retry: Retry{Retries: -1}}
 	if rotating {
 		o.DSN = "sqlserver://reader@" + addr + "?database=shop" + query
 		o.PasswordFunc = func(context.Context) (string, error) { return "S3cret-pw", nil }
@@ -273,5 +274,72 @@ func TestLoginGuardReleases(t *testing.T) {
 	b := make([]byte, 1)
 	if n, err := c.Read(b); err != nil || n != 1 || b[0] != tdsReplyPacket {
 		t.Errorf("read after the login, 0.4 s later: %d, %v; want the byte (no deadline left)", n, err)
+	}
+}
+
+// tdsServer is the least of SQL Server that go-mssqldb logs in to (no TLS: the client's
+// encrypt=disable): a prelogin reply, a LOGINACK for the login, then a DONE for each
+// batch, each answered after slow.
+func tdsServer(slow time.Duration) func(net.Conn) {
+	packet := func(payload []byte) []byte {
+		h := []byte{0x04, 0x01, 0, 0, 0, 0, 1, 0} // a reply, the last packet of its message
+		binary.BigEndian.PutUint16(h[2:], uint16(8+len(payload)))
+		return append(h, payload...)
+	}
+	done := []byte{0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	// Each client message, read to its last packet.
+	read := func(c net.Conn) error {
+		for {
+			h := make([]byte, 8)
+			if _, err := io.ReadFull(c, h); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(c, make([]byte, int(binary.BigEndian.Uint16(h[2:]))-8)); err != nil {
+				return err
+			}
+			if h[1]&1 != 0 {
+				return nil
+			}
+		}
+	}
+	return func(c net.Conn) {
+		if read(c) != nil {
+			return
+		}
+		// VERSION (6 bytes at 11), ENCRYPTION (1 byte at 17: not supported), terminator.
+		prelogin := []byte{0x00, 0, 11, 0, 6, 0x01, 0, 17, 0, 1, 0xFF, 16, 0, 0, 0, 0, 0, 0x02}
+		if _, err := c.Write(packet(prelogin)); err != nil || read(c) != nil {
+			return
+		}
+		// LOGINACK: interface 1, TDS 7.4, no program name, version 16.0.
+		loginAck := []byte{0xAD, 10, 0, 1, 0x74, 0, 0, 4, 0, 16, 0, 0, 0}
+		if _, err := c.Write(packet(append(loginAck, done...))); err != nil {
+			return
+		}
+		for read(c) == nil {
+			time.Sleep(slow)
+			if _, err := c.Write(packet(done)); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// A session that logged in keeps no login deadline: a batch the server answers after
+// twice the login timeout succeeds (the guard's deadline would have failed it).
+func TestLoginGuardLeavesSessionsAlone(t *testing.T) {
+	addr := silentServer(t, tdsServer(600*time.Millisecond))
+	for _, rotating := range []bool{false, true} {
+		d := loginDB(t, addr, "", rotating, 300*time.Millisecond)
+		ctx := context.Background()
+		conn, err := d.db.Conn(ctx)
+		if err != nil {
+			t.Fatalf("rotating %v: login: %v", rotating, err)
+		}
+		start := time.Now()
+		if _, err := conn.ExecContext(ctx, "SELECT 1"); err != nil {
+			t.Errorf("rotating %v: a batch answered after %s: %v, want it to succeed", rotating, time.Since(start), err)
+		}
+		conn.Close()
 	}
 }
