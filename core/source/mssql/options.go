@@ -210,7 +210,7 @@ func (o Options) connURL() (string, error) {
 	q.setDefault("dial timeout", strconv.Itoa(int(DefaultDialTimeout/time.Second)))
 	q.setDefault("encrypt", "true")
 	if v, ok := q.get("connection timeout"); ok {
-		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+		if _, err := strconv.ParseUint(v, 10, 32); err != nil { // as loginTimeout reads it
 			q.errs = append(q.errs, &source.InvalidArgumentError{Arg: "connection timeout", Reason: fmt.Sprintf("%q: want whole seconds, 0 or more", v)})
 		}
 	}
