@@ -1,14 +1,19 @@
 package parquetio
 
 import (
-	"context"
-	"fmt"
+	"bytes"
 	"io"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -40,7 +45,7 @@ type rowGroupEncoder interface {
 
 // newRowGroupEncoder returns the encoder of a file of schema's records into w with the
 // kept settings e: flatEncoder when e's schema is flat, else pqarrow's.
-func newRowGroupEncoder(w io.Writer, schema *arrow.Schema, e *propsEntry) (rowGroupEncoder, error) {
+func newRowGroupEncoder(w *countingWriter, schema *arrow.Schema, e *propsEntry) (rowGroupEncoder, error) {
 	if e.flat && !forcePqarrow {
 		return newFlatEncoder(w, schema, e)
 	}
@@ -80,18 +85,46 @@ func flatSchema(s *arrow.Schema) bool {
 	return true
 }
 
-// flatEncoder writes a flat schema's columns through arrow-go's column chunk writers.
+// flatEncoder writes a flat schema's columns through arrow-go's column chunk writers. It
+// assembles the file as arrow-go's file.Writer does (the magic, each row group's column
+// chunks in order with their footer entries from arrow-go's metadata builders, the footer
+// from its file metadata builder), so that each column chunk writer writes through a
+// chunkPager: arrow-go's page writer, whose Close would also serialize the chunk's footer
+// entry into a 4 KB bufio.Writer that is never flushed (thrift.SerializeThriftStream in
+// serializedPageWriter.Close), 4 KB and the Thrift encoding of the entry a column chunk
+// for nothing (docs/performance.md § Bronze's column chunks without the dropped footer
+// entry). The file's Parquet schema is the kept settings' (props.go), not rebuilt per file.
+// The bytes are file.Writer's (TestFlatEncoderMatchesPqarrow compares them with
+// pqarrow.FileWriter's).
 type flatEncoder struct {
-	fw *file.Writer
-	rg file.SerialRowGroupWriter
+	e     *propsEntry
+	sink  *countingWriter
+	fmb   *metadata.FileMetaDataBuilder
+	pager *chunkPager
+	// rg is the open row group's builder (nil before the first), rgs the row groups
+	// started; cw is its open column chunk writer (nil before its first column), col the
+	// columns started, rows its rows (the first column's).
+	rg   *metadata.RowGroupMetaDataBuilder
+	rgs  int16
+	cw   file.ColumnChunkWriter
+	col  int
+	rows int
 	// ctx carries pqarrow's write context (its scratch buffers) from column to column,
 	// as pqarrow.FileWriter keeps one per file.
 	ctx context.Context
 	// defs is the definition levels' scratch, grown to the longest piece.
 	defs []int16
+	// own is the scratch of the column chunks written here (ownchunk.go).
+	own *ownScratch
 }
 
-func newFlatEncoder(w io.Writer, s *arrow.Schema, e *propsEntry) (*flatEncoder, error) {
+// parquetMagic begins and ends a Parquet file (unencrypted).
+var parquetMagic = []byte("PAR1")
+
+func newFlatEncoder(w *countingWriter, s *arrow.Schema, e *propsEntry) (*flatEncoder, error) {
+	if e.props.PageIndexEnabled() || e.props.FileEncryptionProperties() != nil {
+		return nil, errors.New("parquetio: the flat encoder writes no page index and no encryption")
+	}
 	// The key-value metadata pqarrow.FileWriter writes without a stored Arrow schema: the
 	// schema's own metadata, an empty list when it has none.
 	meta := make(metadata.KeyValueMetadata, 0)
@@ -101,38 +134,113 @@ func newFlatEncoder(w io.Writer, s *arrow.Schema, e *propsEntry) (*flatEncoder, 
 			return nil, err
 		}
 	}
-	fw, err := file.NewParquetWriterWithError(w, e.root, file.WithWriterProps(e.props), file.WithWriteMetadata(meta))
-	if err != nil {
-		return nil, err
+	sink := w
+	if _, err := sink.Write(parquetMagic); err != nil {
+		return nil, fmt.Errorf("parquet: failed to write magic number: %w", err)
 	}
 	props := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator))
-	return &flatEncoder{fw: fw, ctx: pqarrow.NewArrowWriteContext(context.Background(), &props)}, nil
+	return &flatEncoder{e: e, sink: sink, fmb: metadata.NewFileMetadataBuilder(e.pqSchema, e.props, meta),
+		ctx: pqarrow.NewArrowWriteContext(context.Background(), &props), own: ownScratches.Get().(*ownScratch)}, nil
 }
 
 func (f *flatEncoder) newRowGroup() error {
-	if f.rg != nil {
-		if err := f.rg.Close(); err != nil {
-			return err
-		}
-	}
-	rg, err := f.fw.AppendRowGroupChecked()
-	if err != nil {
+	if err := f.closeRowGroup(); err != nil {
 		return err
 	}
-	f.rg = rg
+	f.rg = f.fmb.AppendRowGroup()
+	f.cw, f.col, f.rows = nil, 0, 0
 	return nil
+}
+
+// closeColumn closes the open column chunk writer, checking its rows against the row
+// group's (arrow-go's checkRowsWritten).
+func (f *flatEncoder) closeColumn() error {
+	if f.cw == nil {
+		return nil
+	}
+	if n := f.cw.RowsWritten(); n != f.rows {
+		return fmt.Errorf("row mismatch for unbuffered row group: %d, count expected: %d, actual: %d", f.rgs, n, f.rows)
+	}
+	err := f.cw.Close()
+	f.cw = nil
+	return err
+}
+
+// closeRowGroup closes the open row group, if any, and fills its footer entry.
+func (f *flatEncoder) closeRowGroup() error {
+	if f.rg == nil {
+		return nil
+	}
+	if err := f.closeColumn(); err != nil {
+		return err
+	}
+	f.rg.SetNumRows(f.rows)
+	// The row group's sizes and offset come from its chunks' entries: arrow-go's Finish
+	// ignores the bytes its row group writer passes.
+	err := f.rg.Finish(0, f.rgs)
+	f.rg = nil
+	f.rgs++
+	return err
+}
+
+// nextColumn starts the row group's next column chunk: its footer entry's builder.
+func (f *flatEncoder) nextColumn() (*metadata.ColumnChunkMetaDataBuilder, error) {
+	if err := f.closeColumn(); err != nil {
+		return nil, err
+	}
+	f.col++
+	return f.rg.NextColumnChunk(), nil
+}
+
+// columnWriter opens arrow-go's column chunk writer of the chunk meta (column f.col-1 of
+// the row group), writing through the pager.
+func (f *flatEncoder) columnWriter(meta *metadata.ColumnChunkMetaDataBuilder) (file.ColumnChunkWriter, error) {
+	path := meta.Descr().Path()
+	codec, level := f.e.props.CompressionFor(path), f.e.props.CompressionLevelFor(path)
+	if f.pager == nil {
+		if p, ok := chunkPagers.Get().(*chunkPager); ok {
+			f.pager = p
+		} else {
+			pw, err := file.NewPageWriter(f.sink, codec, level, meta, f.rgs, int16(f.col-1), f.e.props.Allocator(), false, nil, nil)
+			if err != nil {
+				return nil, err
+			}
+			totals, ok := pw.(pageTotals)
+			if !ok {
+				return nil, errors.New("parquetio: arrow-go's page writer keeps no totals")
+			}
+			f.pager = &chunkPager{PageWriter: pw, totals: totals}
+		}
+	}
+	if err := f.pager.PageWriter.Reset(f.sink, codec, level, meta, f.rgs, int16(f.col-1), nil, nil); err != nil {
+		return nil, err
+	}
+	f.pager.start(meta, f.sink, &f.own.spill)
+	f.cw = file.NewColumnChunkWriter(meta, f.pager, f.e.props)
+	return f.cw, nil
 }
 
 // writeColumn writes each piece with its definition levels (1 where a value is, 0 where
 // NULL, none for a required column), as pqarrow's level builder gives them for a flat
 // column; the column writer skips the NULL slots by the validity bitmap.
 func (f *flatEncoder) writeColumn(dt arrow.DataType, pieces []arrow.Array, rows int64) error {
-	cw, err := f.rg.NextColumn()
+	meta, err := f.nextColumn()
+	if err != nil {
+		return err
+	}
+	if f.rows == 0 {
+		f.rows = int(rows)
+	}
+	plain := startsPlain(meta.Descr(), f.e.props, pieces, rows)
+	if own, err := f.ownChunk(meta, pieces, rows, plain); own || err != nil {
+		return err
+	}
+	cw, err := f.columnWriter(meta)
 	if err != nil {
 		return err
 	}
 	optional := cw.Descr().SchemaNode().RepetitionType() == parquet.Repetitions.Optional
-	if startsPlain(cw, pieces, rows) {
+	if plain {
 		cw.FallbackToPlain()
 	}
 	var written int64
@@ -177,18 +285,136 @@ func (f *flatEncoder) writeColumn(dt arrow.DataType, pieces []arrow.Array, rows 
 	return nil
 }
 
+// close closes the open row group and writes the footer: the file metadata, its length
+// and the magic (arrow-go's writeFileMetadata).
 func (f *flatEncoder) close() error {
-	if f.rg != nil {
-		if err := f.rg.Close(); err != nil {
-			return err
-		}
+	if err := f.closeRowGroup(); err != nil {
+		return err
 	}
-	return f.fw.Close()
+	md, err := f.fmb.Finish()
+	if err != nil {
+		return err
+	}
+	n, err := md.WriteTo(f.sink, nil)
+	if err != nil {
+		return err
+	}
+	var tail [8]byte
+	binary.LittleEndian.PutUint32(tail[:], uint32(n))
+	copy(tail[4:], parquetMagic)
+	_, err = f.sink.Write(tail[:])
+	f.putPager()
+	if f.own != nil {
+		ownScratches.Put(f.own)
+		f.own = nil
+	}
+	return err
+}
+
+// putPager keeps f's pager, and the room its compression buffer grew to, for the next
+// file, pointing at nothing of this one.
+func (f *flatEncoder) putPager() {
+	if f.pager == nil {
+		return
+	}
+	p := f.pager
+	f.pager = nil
+	if p.PageWriter.Reset(nil, compress.Codecs.Uncompressed, 0, nil, 0, 0, nil, nil) != nil {
+		return
+	}
+	p.meta, p.dict, p.data, p.sink, p.spill = nil, nil, nil, nil, nil
+	p.scratch.Reset()
+	chunkPagers.Put(p)
+}
+
+// chunkPagers keep chunkPagers from file to file: arrow-go's page writer, its Thrift
+// serializer, and the compression buffer grown to the largest page compressed.
+var chunkPagers sync.Pool
+
+// pageTotals are the totals arrow-go's page writer keeps of the column chunk it writes
+// (its serializedPageWriter's exported methods).
+type pageTotals interface {
+	NumValues() int64
+	DictionaryPageOffset() int64
+	DataPageoffset() int64
+	TotalCompressedSize() int64
+	TotalUncompressedSize() int64
+}
+
+// chunkPager is arrow-go's page writer (file.NewPageWriter: page headers, compression,
+// the chunk's totals) with a Close that fills the chunk's footer entry as arrow-go's does,
+// from its totals and the pages' encodings counted here, without serializing the entry
+// into a buffer that is dropped (flatEncoder).
+type chunkPager struct {
+	file.PageWriter
+	totals pageTotals
+	meta   *metadata.ColumnChunkMetaDataBuilder
+	sink   io.Writer
+	spill  *FooterEntryScratch
+	// dict and data count the dictionary and data pages written, by encoding.
+	dict, data map[parquet.Encoding]int32
+	// scratch receives each data page's compressed bytes (Compress).
+	scratch bytes.Buffer
+}
+
+// Compress compresses a data page's bytes (src) into p's scratch buffer instead of buf,
+// which is a buffer of the column chunk writer's own, new with every column chunk and
+// grown for each to the page's compressed bound (bytes.Buffer.Grow: ~190 KB of a
+// 1,000-row bronze file's allocation, docs/performance.md § Bronze's column chunks
+// without the dropped footer entry). The bytes are the codec's either way. What Compress
+// returns is used before the next call: arrow-go's column chunk writer copies a page it
+// holds (a dictionary column's, until the dictionary page is written) and writes any
+// other before it compresses the next (buildDataPageV1 and buildDataPageV2 in
+// parquet/file/column_writer.go), and a chunk is closed before the next one starts.
+// (The page writer compresses a dictionary page with a buffer of its own.)
+func (p *chunkPager) Compress(_ *bytes.Buffer, src []byte) []byte {
+	p.scratch.Reset()
+	return p.PageWriter.Compress(&p.scratch, src)
+}
+
+// start points p at the column chunk meta, written into sink; spill is the scratch of the
+// footer entry's spill (Close).
+func (p *chunkPager) start(meta *metadata.ColumnChunkMetaDataBuilder, sink io.Writer, spill *FooterEntryScratch) {
+	p.meta, p.sink, p.spill = meta, sink, spill
+	p.dict, p.data = map[parquet.Encoding]int32{}, map[parquet.Encoding]int32{}
+}
+
+func (p *chunkPager) WriteDictionaryPage(page *file.DictionaryPage) (int64, error) {
+	n, err := p.PageWriter.WriteDictionaryPage(page)
+	if err == nil {
+		p.dict[parquet.Encoding(page.Encoding())]++
+	}
+	return n, err
+}
+
+func (p *chunkPager) WriteDataPage(page file.DataPage) (int64, error) {
+	n, err := p.PageWriter.WriteDataPage(page)
+	if err == nil {
+		p.data[parquet.Encoding(page.Encoding())]++
+	}
+	return n, err
+}
+
+// Close fills the chunk's footer entry and writes what arrow-go's Close would have left of
+// it in the file (FooterEntrySpill: nothing unless the entry passes 4 KiB).
+func (p *chunkPager) Close(hasDict, fallback bool) error {
+	err := p.meta.Finish(metadata.ChunkMetaInfo{
+		NumValues:        p.totals.NumValues(),
+		DictPageOffset:   p.totals.DictionaryPageOffset(),
+		IndexPageOffset:  -1,
+		DataPageOffset:   p.totals.DataPageoffset(),
+		CompressedSize:   p.totals.TotalCompressedSize(),
+		UncompressedSize: p.totals.TotalUncompressedSize(),
+	}, hasDict, fallback, metadata.EncodingStats{DictEncodingStats: p.dict, DataEncodingStats: p.data})
+	if err != nil {
+		return err
+	}
+	return FooterEntrySpill(p.meta, p.sink, p.spill)
 }
 
 // flatSettings fills e's Parquet schema root and whether its schema is flat.
 func flatSettings(e *propsEntry, sc *pqschema.Schema) {
-	e.root = sc.Root()
+	e.root, e.pqSchema = sc.Root(), sc
 	e.flat = flatSchema(e.schema)
 }
 
@@ -251,7 +477,14 @@ func writeOwnDictionary(ctx context.Context, cw file.ColumnChunkWriter, d *array
 // them all.
 const maxEarlyPlainRows = 1 << 16
 
-// startsPlain says whether the column chunk writer cw, about to encode pieces (rows rows)
+// usesDictionary says whether arrow-go's column chunk writer of descr starts with a
+// dictionary (file.NewColumnChunkWriter's rule).
+func usesDictionary(descr *pqschema.Column, props *parquet.WriterProperties) bool {
+	t := descr.PhysicalType()
+	return props.DictionaryEnabledFor(descr.Path()) && t != parquet.Types.Boolean && t != parquet.Types.Int96
+}
+
+// startsPlain says whether the column chunk writer of descr, about to encode pieces (rows rows)
 // with a dictionary, would drop it for plain anyway by its cost check (parquet-mr's rule,
 // which the writer properties turn on for every dictionary column, dictionary.go), and
 // so can start plain. arrow-go applies the check after each batch of WriteBatchSize
@@ -269,13 +502,13 @@ const maxEarlyPlainRows = 1 << 16
 // Parquet values are their Arrow values one to one are counted (integers, dates, times,
 // timestamps, decimals stored as integers, strings and binaries in one piece); floats
 // (NaN, -0) and the rest keep arrow-go's course.
-func startsPlain(cw file.ColumnChunkWriter, pieces []arrow.Array, rows int64) bool {
-	if rows == 0 || rows > maxEarlyPlainRows || cw.CurrentEncoder().Encoding() != parquet.Encodings.PlainDict ||
-		!cw.Properties().DictionaryCostFallbackEnabledFor(cw.Descr().Path()) {
+func startsPlain(descr *pqschema.Column, props *parquet.WriterProperties, pieces []arrow.Array, rows int64) bool {
+	if rows == 0 || rows > maxEarlyPlainRows || !usesDictionary(descr, props) ||
+		!props.DictionaryCostFallbackEnabledFor(descr.Path()) {
 		return false
 	}
 	width := 0
-	switch cw.Descr().PhysicalType() {
+	switch descr.PhysicalType() {
 	case parquet.Types.Int32:
 		width = 4
 	case parquet.Types.Int64:

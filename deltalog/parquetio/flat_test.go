@@ -180,7 +180,7 @@ func TestFlatEncoderMatchesPqarrow(t *testing.T) {
 			want, wantFiles := write(t, in, true)
 			got, gotFiles := write(t, in, false)
 			if !bytes.Equal(got, want) {
-				t.Errorf("the files differ from pqarrow's: %d bytes against %d", len(got), len(want))
+				t.Errorf("the files differ from pqarrow's: %d bytes against %d; %s", len(got), len(want), chunkDiff(got, want))
 			}
 			if len(gotFiles) != len(wantFiles) {
 				t.Fatalf("%d files, pqarrow %d", len(gotFiles), len(wantFiles))

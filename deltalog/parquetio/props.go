@@ -33,6 +33,9 @@ type propsEntry struct {
 	// flat leaf column (flat.go: such files skip pqarrow.FileWriter).
 	root *pqschema.GroupNode
 	flat bool
+	// pqSchema is schema as Parquet around root, shared read-only by the flat encoder's
+	// files (arrow-go's file.Writer built it anew from root for each).
+	pqSchema *pqschema.Schema
 }
 
 // matches says whether e was built for schema (by pointer, else field by field:

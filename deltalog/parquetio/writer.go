@@ -384,3 +384,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// Tell is the position in the file: the bytes written (the flat encoder's sink, where
+// arrow-go's page writers ask for it).
+func (c *countingWriter) Tell() int64 { return c.n }
