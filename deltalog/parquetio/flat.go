@@ -2,11 +2,11 @@ package parquetio
 
 import (
 	"bytes"
-	"io"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
