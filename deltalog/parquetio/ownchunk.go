@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -62,6 +63,10 @@ type ownScratch struct {
 	// (ColumnChunkMetaDataBuilder.Finish copies them).
 	dictStats, dataStats map[parquet.Encoding]int32
 }
+
+// ownChunks counts the column chunks written here in the process, for the tests to see
+// which path a file took.
+var ownChunks atomic.Int64
 
 var ownScratches = sync.Pool{New: func() any {
 	return &ownScratch{dictStats: map[parquet.Encoding]int32{}, dataStats: map[parquet.Encoding]int32{}}
@@ -199,10 +204,14 @@ func (f *flatEncoder) ownChunk(meta *metadata.ColumnChunkMetaDataBuilder, pieces
 	if int64(total) != rows {
 		return false, fmt.Errorf("parquetio: column %s: %d values for a row group of %d rows", descr.Name(), total, rows)
 	}
+	if nulls > 0 && descr.MaxDefinitionLevel() == 0 {
+		return false, nil // NULLs in a required column: pqarrow writes their slots' values
+	}
 	if d, ok := pieces[0].(*array.Dictionary); ok {
 		if len(pieces) != 1 || !usesDictionary(descr, props) || ownKindOf(d.Dictionary().DataType(), descr) != ownBytes {
 			return false, nil
 		}
+		ownChunks.Add(1)
 		return true, f.ownDictChunk(meta, d, nulls)
 	}
 	if (usesDictionary(descr, props) && !plain) || props.EncodingFor(path) != parquet.Encodings.Plain {
@@ -212,6 +221,7 @@ func (f *flatEncoder) ownChunk(meta *metadata.ColumnChunkMetaDataBuilder, pieces
 	if k == ownNone || plainSize(k, pieces, total-nulls) >= props.DataPageSize() {
 		return false, nil
 	}
+	ownChunks.Add(1)
 	return true, f.ownPlainChunk(meta, k, pieces, total, nulls)
 }
 
