@@ -294,6 +294,8 @@ func TestOwnChunksMatchPqarrow(t *testing.T) {
 		"every type, strings past MaxStatsSize":    {all, []int{50}, []valueShape{{strLen: 5000, extremes: true}}, 0, 32},
 		"empty strings only":                       {oneCol(str, true), []int{1000}, []valueShape{{nullEvery: 3, distinct: 1, extremes: true}}, 0, 1},
 		"one string, dictionary":                   {oneCol(str, false), []int{1000}, []valueShape{{distinct: 1}}, 0, 1},
+		"long strings, unique":                     {oneCol(str, true), []int{200}, []valueShape{{nullEvery: 6, strLen: 2100}}, 0, 1},
+		"long strings, few distinct":               {oneCol(str, false), []int{200}, []valueShape{{distinct: 3, strLen: 2100}}, 0, 1},
 		"long strings, own dictionary":             {oneCol(str, true), []int{400}, []valueShape{{nullEvery: 5, distinct: 3, strLen: 2100, extremes: true}}, 0, 1},
 		"long strings, 4 KiB entry edge":           {oneCol(str, false), []int{30}, []valueShape{{strLen: 1900, extremes: true}}, 0, 1},
 		"long strings over a page, own dictionary": {oneCol(str, true), []int{700}, []valueShape{{nullEvery: 8, strLen: 2100, extremes: true}}, 0, 1},
@@ -363,8 +365,8 @@ func pageEdgeStrings(tb testing.TB, name string) arrow.RecordBatch {
 // (ColumnChunkMetaDataBuilder.WriteTo, through thrift's never-flushed 4 KiB bufio.Writer):
 // nothing while the entry fits the buffer, then 4 KiB blocks, or a long field whole when
 // the buffer is empty as it comes. String statistics of every length pair around the
-// edges (the entry just under and over 4 KiB and 8 KiB, one field alone past 4 KiB), for
-// a short and a long column name.
+// edges (every maximum length across the entry's 4 KiB and 8 KiB, one field alone past
+// 4 KiB), for a short and a long column name.
 func TestFooterEntrySpillFollowsArrow(t *testing.T) {
 	var scratch FooterEntryScratch
 	checked, spilled := 0, 0
@@ -374,13 +376,14 @@ func TestFooterEntrySpillFollowsArrow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lengths := []int{0, 1, 100, 2000}
-		for l := 1950; l <= 2150; l += 7 {
-			lengths = append(lengths, l)
+		his := []int{0, 1, 100}
+		for _, r := range [][2]int{{1900, 2200}, {3900, 4200}, {7900, 8300}} {
+			for l := r[0]; l <= r[1]; l++ {
+				his = append(his, l)
+			}
 		}
-		lengths = append(lengths, 4000, 4095, 4096, 4097, 4200, 6000, 8190)
-		for _, lo := range lengths {
-			for _, hi := range lengths {
+		for _, lo := range []int{0, 1, 100, 1990, 2047, 2048, 2100, 4097, 6000} {
+			for _, hi := range his {
 				fmb := metadata.NewFileMetadataBuilder(e.pqSchema, e.props, nil)
 				meta := fmb.AppendRowGroup().NextColumnChunk()
 				var st metadata.EncodedStatistics
