@@ -20,10 +20,11 @@ import (
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 )
 
-// Files whose columns are all flat (no struct, list or map) are encoded through arrow-go's
-// file writer and its column chunk writers directly, each column's values handed to
-// pqarrow.WriteArrowToColumn with definition levels computed here, instead of through
-// pqarrow.FileWriter. The column chunk writers, and so the encodings, statistics, pages
+// Files whose columns are all flat (no struct, list or map) are encoded here and through
+// arrow-go's column chunk writers directly, instead of through pqarrow.FileWriter: a
+// column chunk of one page is written here (ownchunk.go,
+// docs/decisions/0021-data-file-pages-encoded-here.md), any other by handing its values
+// to pqarrow.WriteArrowToColumn with definition levels computed here. The column chunk writers, and so the encodings, statistics, pages
 // and metadata, are the same ones pqarrow drives: the files are byte for byte the ones
 // pqarrow.FileWriter writes (TestFlatEncoderMatchesPqarrow). What it spares, per file:
 // pqarrow's schema conversion and schema manifest (the Parquet schema is kept with the
@@ -85,17 +86,17 @@ func flatSchema(s *arrow.Schema) bool {
 	return true
 }
 
-// flatEncoder writes a flat schema's columns through arrow-go's column chunk writers. It
+// flatEncoder writes a flat schema's files. A column chunk of one page is written here
+// (ownChunk, ownchunk.go); any other goes through arrow-go's column chunk writer. It
 // assembles the file as arrow-go's file.Writer does (the magic, each row group's column
 // chunks in order with their footer entries from arrow-go's metadata builders, the footer
-// from its file metadata builder), so that each column chunk writer writes through a
-// chunkPager: arrow-go's page writer, whose Close would also serialize the chunk's footer
-// entry into a 4 KB bufio.Writer that is never flushed (thrift.SerializeThriftStream in
-// serializedPageWriter.Close), 4 KB and the Thrift encoding of the entry a column chunk
-// for nothing (docs/performance.md § Bronze's column chunks without the dropped footer
-// entry). The file's Parquet schema is the kept settings' (props.go), not rebuilt per file.
-// The bytes are file.Writer's (TestFlatEncoderMatchesPqarrow compares them with
-// pqarrow.FileWriter's).
+// from its file metadata builder), so that both kinds of chunk write into it, arrow-go's
+// through a chunkPager: arrow-go's page writer with a Close that serializes the chunk's
+// footer entry only when arrow-go's would leave some of it in the file (FooterEntrySpill),
+// instead of into a 4 KB bufio.Writer that is never flushed, for every chunk. The file's
+// Parquet schema is the kept settings' (props.go), not rebuilt per file. The bytes are
+// file.Writer's (TestFlatEncoderMatchesPqarrow and TestOwnChunksMatchPqarrow compare them
+// with pqarrow.FileWriter's; docs/decisions/0021-data-file-pages-encoded-here.md).
 type flatEncoder struct {
 	e     *propsEntry
 	sink  *countingWriter
@@ -343,8 +344,8 @@ type pageTotals interface {
 
 // chunkPager is arrow-go's page writer (file.NewPageWriter: page headers, compression,
 // the chunk's totals) with a Close that fills the chunk's footer entry as arrow-go's does,
-// from its totals and the pages' encodings counted here, without serializing the entry
-// into a buffer that is dropped (flatEncoder).
+// from its totals and the pages' encodings counted here, and writes only what arrow-go's
+// would leave of the serialized entry in the file (FooterEntrySpill).
 type chunkPager struct {
 	file.PageWriter
 	totals pageTotals
@@ -360,8 +361,8 @@ type chunkPager struct {
 // Compress compresses a data page's bytes (src) into p's scratch buffer instead of buf,
 // which is a buffer of the column chunk writer's own, new with every column chunk and
 // grown for each to the page's compressed bound (bytes.Buffer.Grow: ~190 KB of a
-// 1,000-row bronze file's allocation, docs/performance.md § Bronze's column chunks
-// without the dropped footer entry). The bytes are the codec's either way. What Compress
+// 1,000-row bronze file's allocation, measured on branch batchcpu before the chunks of
+// one page were written here). The bytes are the codec's either way. What Compress
 // returns is used before the next call: arrow-go's column chunk writer copies a page it
 // holds (a dictionary column's, until the dictionary page is written) and writes any
 // other before it compresses the next (buildDataPageV1 and buildDataPageV2 in
