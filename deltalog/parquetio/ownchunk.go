@@ -207,8 +207,14 @@ func (f *flatEncoder) ownChunk(meta *metadata.ColumnChunkMetaDataBuilder, pieces
 	if nulls > 0 && descr.MaxDefinitionLevel() == 0 {
 		return false, nil // NULLs in a required column: pqarrow writes their slots' values
 	}
+	for _, p := range pieces {
+		if p.Len() == 0 {
+			return false, nil // never given (writeRowGroup's pieces are records' columns)
+		}
+	}
 	if d, ok := pieces[0].(*array.Dictionary); ok {
-		if len(pieces) != 1 || !usesDictionary(descr, props) || ownKindOf(d.Dictionary().DataType(), descr) != ownBytes {
+		if _, int32s := d.Indices().(*array.Int32); !int32s || len(pieces) != 1 || !usesDictionary(descr, props) ||
+			ownKindOf(d.Dictionary().DataType(), descr) != ownBytes {
 			return false, nil
 		}
 		ownChunks.Add(1)
