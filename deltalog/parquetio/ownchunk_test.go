@@ -210,13 +210,18 @@ func shapedRecord(s *arrow.Schema, start, n int, shapes []valueShape) arrow.Reco
 // encoder and once through pqarrow.FileWriter (forcePqarrow), and returns both, with the
 // column chunks the flat encoder wrote itself.
 func writeBoth(tb testing.TB, s *arrow.Schema, recs []arrow.RecordBatch, rowGroup int64) (got, want []byte, gotFiles, wantFiles []File, own int64) {
+	return writeBothWith(tb, s, recs, WriterOptions{RowGroupBytes: rowGroup})
+}
+
+// writeBothWith is writeBoth with the writer options opts (TempDir set here).
+func writeBothWith(tb testing.TB, s *arrow.Schema, recs []arrow.RecordBatch, opts WriterOptions) (got, want []byte, gotFiles, wantFiles []File, own int64) {
 	tb.Helper()
-	tmp := tb.TempDir()
+	opts.TempDir = tb.TempDir()
 	write := func(viaPqarrow bool) ([]byte, []File) {
 		forcePqarrow = viaPqarrow
 		defer func() { forcePqarrow = false }()
 		var out bytes.Buffer
-		w := NewWriter(discardStore{&out}, s, WriterOptions{RowGroupBytes: rowGroup, TempDir: tmp})
+		w := NewWriter(discardStore{&out}, s, opts)
 		for _, r := range recs {
 			if err := w.Write(context.Background(), r); err != nil {
 				tb.Fatal(err)
@@ -295,14 +300,14 @@ func TestOwnChunksMatchPqarrow(t *testing.T) {
 	str, i64 := arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64
 	cases := map[string]input{
 		"every type, 1 row":                        {all, []int{1}, []valueShape{{}}, 0, 36},
-		"every type, unique":                       {all, []int{1000}, []valueShape{{nullEvery: 5}}, 0, 36},
-		"every type, unique, extremes":             {all, []int{1000}, []valueShape{{nullEvery: 5, extremes: true}}, 0, 8},
-		"every type, few distinct":                 {all, []int{1000}, []valueShape{{nullEvery: 3, distinct: 4}}, 0, 6},
-		"every type, few distinct, extremes":       {all, []int{2000}, []valueShape{{nullEvery: 7, distinct: 11, extremes: true}}, 0, 6},
-		"every type, only NULLs":                   {all, []int{300}, []valueShape{{nullEvery: 1}}, 0, 36},
-		"every type, in pieces":                    {all, []int{1, 700, 299, 1500}, []valueShape{{nullEvery: 4, extremes: true}}, 0, 36},
-		"every type, row groups":                   {all, []int{3000, 3000, 1000}, []valueShape{{nullEvery: 9, extremes: true}, {distinct: 3}}, 64 << 10, 21},
-		"every type, long strings":                 {all, []int{200}, []valueShape{{nullEvery: 6, strLen: 2100, extremes: true}}, 0, 13},
+		"every type, unique":                       {all, []int{1000}, []valueShape{{nullEvery: 5}}, 0, 35},
+		"every type, unique, extremes":             {all, []int{1000}, []valueShape{{nullEvery: 5, extremes: true}}, 0, 7},
+		"every type, few distinct":                 {all, []int{1000}, []valueShape{{nullEvery: 3, distinct: 4}}, 0, 5},
+		"every type, few distinct, extremes":       {all, []int{2000}, []valueShape{{nullEvery: 7, distinct: 11, extremes: true}}, 0, 5},
+		"every type, only NULLs":                   {all, []int{300}, []valueShape{{nullEvery: 1}}, 0, 35},
+		"every type, in pieces":                    {all, []int{1, 700, 299, 1500}, []valueShape{{nullEvery: 4, extremes: true}}, 0, 35},
+		"every type, row groups":                   {all, []int{3000, 3000, 1000}, []valueShape{{nullEvery: 9, extremes: true}, {distinct: 3}}, 64 << 10, 18},
+		"every type, long strings":                 {all, []int{200}, []valueShape{{nullEvery: 6, strLen: 2100, extremes: true}}, 0, 12},
 		"every type, strings past MaxStatsSize":    {all, []int{50}, []valueShape{{strLen: 5000, extremes: true}}, 0, 32},
 		"empty strings only":                       {oneCol(str, true), []int{1000}, []valueShape{{nullEvery: 3, distinct: 1, extremes: true}}, 0, 1},
 		"one string, dictionary":                   {oneCol(str, false), []int{1000}, []valueShape{{distinct: 1}}, 0, 1},
@@ -345,6 +350,30 @@ func TestOwnChunksMatchPqarrow(t *testing.T) {
 				t.Errorf("%d column chunks written here, want %d", own, in.own)
 			}
 		})
+	}
+}
+
+// TestOwnChunksMatchPqarrowZstd: with zstd (a table may ask for it), the chunks written
+// here are compressed as arrow-go's page writer compresses them, at the codec's level.
+func TestOwnChunksMatchPqarrowZstd(t *testing.T) {
+	var fields []arrow.Field
+	for i, dt := range ownTestTypes {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("n%02d", i), Type: dt, Nullable: true})
+	}
+	s := arrow.NewSchema(fields, nil)
+	recs := []arrow.RecordBatch{
+		shapedRecord(s, 0, 700, []valueShape{{nullEvery: 5}, {distinct: 3}}),
+		shapedRecord(s, 700, 300, []valueShape{{nullEvery: 5}, {distinct: 3}}),
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	got, want, gotFiles, wantFiles, own := writeBothWith(t, s, recs, WriterOptions{Codec: Zstd})
+	assertSameFiles(t, got, want, gotFiles, wantFiles)
+	if own == 0 {
+		t.Error("no column chunk written here")
 	}
 }
 
