@@ -54,6 +54,10 @@ type ownScratch struct {
 	levels HybridEncoder
 	defs   []int16
 	idx    []int32
+	// dict numbers an integer column's distinct values, entries in order of first
+	// appearance (ownIntDictChunk).
+	dict    map[int64]int32
+	entries []int64
 	// page is the uncompressed page being built, comp its compressed bytes, header its
 	// page header.
 	page, comp, header []byte
@@ -220,10 +224,16 @@ func (f *flatEncoder) ownChunk(meta *metadata.ColumnChunkMetaDataBuilder, pieces
 		ownChunks.Add(1)
 		return true, f.ownDictChunk(meta, d, nulls)
 	}
-	if (usesDictionary(descr, props) && !plain) || props.EncodingFor(path) != parquet.Encodings.Plain {
+	if props.EncodingFor(path) != parquet.Encodings.Plain {
 		return false, nil
 	}
 	k := ownKindOf(pieces[0].DataType(), descr)
+	if usesDictionary(descr, props) && !plain {
+		if intWidth(k) == 0 {
+			return false, nil
+		}
+		return f.ownIntDictChunk(meta, k, pieces, total, nulls)
+	}
 	if k == ownBool && nulls > 0 {
 		// arrow-go's plain boolean page with NULLs can carry a set bit in the last byte's
 		// padding (its bitmap writer's bytes past the values; found by
@@ -501,8 +511,6 @@ func (s *ownScratch) appendPlain(k ownKind, descr *pqschema.Column, pieces []arr
 // with the statistics of the dictionary's non-empty values (each referenced) and the
 // NULLs.
 func (f *flatEncoder) ownDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, d *array.Dictionary, nulls int) error {
-	descr := meta.Descr()
-	props := f.e.props
 	s := f.own
 	rows := d.Len()
 	dict := d.Dictionary()
@@ -529,27 +537,11 @@ func (f *flatEncoder) ownDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, d 
 			hi = v
 		}
 	}
-	dictStart := f.sink.n
-	dictRaw := len(s.page)
-	dictHdr, err := f.writePage(meta, s.page, func(h []byte, compressed int) []byte {
-		return AppendDictionaryPageHeader(h, entries, dictRaw, compressed, props.DictionaryPageEncoding())
-	})
-	if err != nil {
-		return err
-	}
 	var st metadata.EncodedStatistics
 	if lo != nil {
 		st.SetMax(append([]byte{}, hi...))
 		st.SetMin(append([]byte{}, lo...))
 	}
-	st.SetNullCount(int64(nulls))
-	st.AllNullValue = rows == nulls
-	st.ApplyStatSizeLimits(int(props.MaxStatsSizeFor(descr.Path())))
-	st.Signed = descr.SortOrder() == pqschema.SortSIGNED
-
-	// The data page: levels, then the indices of the non-NULL rows.
-	s.page = s.page[:0]
-	s.appendLevels(descr, props, []arrow.Array{d}, rows, nulls)
 	ind := d.Indices().(*array.Int32)
 	s.idx = s.idx[:0]
 	if nulls == 0 {
@@ -561,6 +553,34 @@ func (f *flatEncoder) ownDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, d 
 			}
 		}
 	}
+	return f.writeDictChunk(meta, entries, st, []arrow.Array{d}, rows, nulls)
+}
+
+// writeDictChunk writes a dictionary-encoded column chunk meta as arrow-go's column chunk
+// writer writes one of one page: the dictionary page (s.page: its entries values,
+// plain), then the data page of the levels of pieces (rows rows, nulls of them NULL) and
+// the indices (s.idx), the statistics st (the values' minimum and maximum) completed
+// with the NULLs.
+func (f *flatEncoder) writeDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, entries int, st metadata.EncodedStatistics, pieces []arrow.Array, rows, nulls int) error {
+	descr := meta.Descr()
+	props := f.e.props
+	s := f.own
+	dictStart := f.sink.n
+	dictRaw := len(s.page)
+	dictHdr, err := f.writePage(meta, s.page, func(h []byte, compressed int) []byte {
+		return AppendDictionaryPageHeader(h, entries, dictRaw, compressed, props.DictionaryPageEncoding())
+	})
+	if err != nil {
+		return err
+	}
+	st.SetNullCount(int64(nulls))
+	st.AllNullValue = rows == nulls
+	st.ApplyStatSizeLimits(int(props.MaxStatsSizeFor(descr.Path())))
+	st.Signed = descr.SortOrder() == pqschema.SortSIGNED
+
+	// The data page: levels, then the indices of the non-NULL rows.
+	s.page = s.page[:0]
+	s.appendLevels(descr, props, pieces, rows, nulls)
 	s.page = s.levels.AppendIndices(s.page, s.idx, entries)
 	dataStart := f.sink.n
 	dataHdr, err := f.writePage(meta, s.page, func(h []byte, compressed int) []byte {
@@ -586,4 +606,114 @@ func (f *flatEncoder) ownDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, d 
 		return err
 	}
 	return FooterEntrySpill(meta, f.sink, &s.spill)
+}
+
+// intWidth is the width of an integer kind's Parquet values (INT32 or INT64), 0 for the
+// other kinds.
+func intWidth(k ownKind) int {
+	switch k {
+	case ownInt32, ownInt16, ownInt8, ownDec32:
+		return 4
+	case ownInt64, ownDec64:
+		return 8
+	}
+	return 0
+}
+
+// intAt is value i of a values buffer buf of integer kind k, as its Parquet value.
+func intAt(k ownKind, buf []byte, i int) int64 {
+	switch k {
+	case ownInt32:
+		return int64(int32(binary.LittleEndian.Uint32(buf[4*i:])))
+	case ownInt16:
+		return int64(int16(binary.LittleEndian.Uint16(buf[2*i:])))
+	case ownInt8:
+		return int64(int8(buf[i]))
+	case ownDec32:
+		return int64(int32(binary.LittleEndian.Uint64(buf[16*i:])))
+	case ownDec64:
+		return int64(binary.LittleEndian.Uint64(buf[16*i:]))
+	}
+	return int64(binary.LittleEndian.Uint64(buf[8*i:]))
+}
+
+// ownIntDictChunk writes the chunk meta of an integer column (kind k) that arrow-go's
+// column chunk writer would start with its own dictionary, and reports whether it did.
+// The writer numbers the values in order of first appearance (its memo table), and after
+// each batch of WriteBatchSize levels of each piece (pqarrow hands it the pieces one by
+// one) checks, in this order: the values' raw size (width bytes each) against
+// DataPageSize, cutting a page (then this declines: arrow-go's); the dictionary's size
+// against DictionaryPageSizeLimit, and the cost rule (dictionary plus its estimate of the
+// indices, arrowIndexBytes, not smaller than the raw size: dictionary.go), each of which
+// drops the dictionary for plain before any page is cut, the chunk then written plain
+// (ownPlainChunk: a fallback before the first page leaves no trace of the dictionary).
+// Otherwise the chunk is the dictionary page and one data page (writeDictChunk), with the
+// values' statistics.
+func (f *flatEncoder) ownIntDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, k ownKind, pieces []arrow.Array, rows, nulls int) (bool, error) {
+	descr := meta.Descr()
+	props := f.e.props
+	s := f.own
+	width := intWidth(k)
+	if s.dict == nil {
+		s.dict = map[int64]int32{}
+	}
+	clear(s.dict)
+	s.entries, s.idx = s.entries[:0], s.idx[:0]
+	batch := int(props.WriteBatchSize())
+	costRule := props.DictionaryCostFallbackEnabledFor(descr.Path())
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	nonNull := 0
+	for _, p := range pieces {
+		n, off := p.Len(), p.Data().Offset()
+		buf := p.Data().Buffers()[1].Bytes()
+		for start := 0; start < n; start += batch {
+			for i := start; i < min(start+batch, n); i++ {
+				if p.NullN() > 0 && !p.IsValid(i) {
+					continue
+				}
+				v := intAt(k, buf, off+i)
+				lo, hi = min(lo, v), max(hi, v)
+				j, ok := s.dict[v]
+				if !ok {
+					j = int32(len(s.entries))
+					s.dict[v] = j
+					s.entries = append(s.entries, v)
+				}
+				s.idx = append(s.idx, j)
+				nonNull++
+			}
+			raw := int64(width * nonNull)
+			if raw >= props.DataPageSize() {
+				return false, nil
+			}
+			dict := int64(width * len(s.entries))
+			if dict >= props.DictionaryPageSizeLimit() || (costRule && dict+arrowIndexBytes(nonNull, len(s.entries)) >= raw) {
+				if int64(width*(rows-nulls)) >= props.DataPageSize() {
+					return false, nil // plain from here, over more than a page
+				}
+				ownChunks.Add(1)
+				return true, f.ownPlainChunk(meta, k, pieces, rows, nulls)
+			}
+		}
+	}
+	var st metadata.EncodedStatistics
+	s.page = s.page[:0]
+	for _, v := range s.entries {
+		if width == 4 {
+			s.page = binary.LittleEndian.AppendUint32(s.page, uint32(v))
+		} else {
+			s.page = binary.LittleEndian.AppendUint64(s.page, uint64(v))
+		}
+	}
+	if nonNull > 0 {
+		if width == 4 {
+			st.SetMax(binary.LittleEndian.AppendUint32(nil, uint32(hi)))
+			st.SetMin(binary.LittleEndian.AppendUint32(nil, uint32(lo)))
+		} else {
+			st.SetMax(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
+			st.SetMin(binary.LittleEndian.AppendUint64(nil, uint64(lo)))
+		}
+	}
+	ownChunks.Add(1)
+	return true, f.writeDictChunk(meta, len(s.entries), st, pieces, rows, nulls)
 }

@@ -301,13 +301,13 @@ func TestOwnChunksMatchPqarrow(t *testing.T) {
 	cases := map[string]input{
 		"every type, 1 row":                        {all, []int{1}, []valueShape{{}}, 0, 36},
 		"every type, unique":                       {all, []int{1000}, []valueShape{{nullEvery: 5}}, 0, 35},
-		"every type, unique, extremes":             {all, []int{1000}, []valueShape{{nullEvery: 5, extremes: true}}, 0, 7},
-		"every type, few distinct":                 {all, []int{1000}, []valueShape{{nullEvery: 3, distinct: 4}}, 0, 5},
-		"every type, few distinct, extremes":       {all, []int{2000}, []valueShape{{nullEvery: 7, distinct: 11, extremes: true}}, 0, 5},
+		"every type, unique, extremes":             {all, []int{1000}, []valueShape{{nullEvery: 5, extremes: true}}, 0, 31},
+		"every type, few distinct":                 {all, []int{1000}, []valueShape{{nullEvery: 3, distinct: 4}}, 0, 31},
+		"every type, few distinct, extremes":       {all, []int{2000}, []valueShape{{nullEvery: 7, distinct: 11, extremes: true}}, 0, 31},
 		"every type, only NULLs":                   {all, []int{300}, []valueShape{{nullEvery: 1}}, 0, 35},
 		"every type, in pieces":                    {all, []int{1, 700, 299, 1500}, []valueShape{{nullEvery: 4, extremes: true}}, 0, 35},
-		"every type, row groups":                   {all, []int{3000, 3000, 1000}, []valueShape{{nullEvery: 9, extremes: true}, {distinct: 3}}, 64 << 10, 18},
-		"every type, long strings":                 {all, []int{200}, []valueShape{{nullEvery: 6, strLen: 2100, extremes: true}}, 0, 12},
+		"every type, row groups":                   {all, []int{3000, 3000, 1000}, []valueShape{{nullEvery: 9, extremes: true}, {distinct: 3}}, 64 << 10, 93},
+		"every type, long strings":                 {all, []int{200}, []valueShape{{nullEvery: 6, strLen: 2100, extremes: true}}, 0, 31},
 		"every type, strings past MaxStatsSize":    {all, []int{50}, []valueShape{{strLen: 5000, extremes: true}}, 0, 32},
 		"empty strings only":                       {oneCol(str, true), []int{1000}, []valueShape{{nullEvery: 3, distinct: 1, extremes: true}}, 0, 1},
 		"one string, dictionary":                   {oneCol(str, false), []int{1000}, []valueShape{{distinct: 1}}, 0, 1},
@@ -523,4 +523,89 @@ func FuzzOwnChunksMatchPqarrow(f *testing.F) {
 		got, want, gotFiles, wantFiles, _ := writeBoth(t, s, recs, rowGroup)
 		assertSameFiles(t, got, want, gotFiles, wantFiles)
 	})
+}
+
+// TestOwnIntDictionariesMatchPqarrow: integer columns that arrow-go's writer starts with a
+// dictionary (the file's rows repeat enough) and drops by its cost rule after one batch of
+// WriteBatchSize values or after two (though the whole chunk's dictionary would pay), or
+// keeps, NULLs or not, in one piece or several (arrow-go checks at each piece's batches),
+// int32 and int64: the chunks written here are pqarrow's byte for byte.
+func TestOwnIntDictionariesMatchPqarrow(t *testing.T) {
+	patterns := map[string]func(r int) int64{
+		"unique first batch, then repeats": func(r int) int64 {
+			if r < 1024 {
+				return int64(r) * 7919
+			}
+			return int64(r % 5)
+		},
+		"repeats, then unique": func(r int) int64 { // kept: the last batches' unique values do not tip it
+			if r < 2500 {
+				return int64(r % 5)
+			}
+			return int64(r) * 7919
+		},
+		"repeats, unique up to the second batch's end, repeats": func(r int) int64 { // dropped after two batches
+			if r >= 300 && r < 2048 {
+				return int64(r) * 7919
+			}
+			return int64(r % 5)
+		},
+		"repeats throughout": func(r int) int64 { return int64(r%37) - 18 },
+	}
+	dicts := map[string][]bool{}
+	for name, value := range patterns {
+		for _, dt := range []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Int32} {
+			for _, nullable := range []bool{false, true} {
+				for _, pieces := range []int{1, 3} {
+					s := arrow.NewSchema([]arrow.Field{{Name: "v", Type: dt, Nullable: nullable}}, nil)
+					const rows = 4000
+					var recs []arrow.RecordBatch
+					for p := range pieces {
+						b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+						for r := p * rows / pieces; r < (p+1)*rows/pieces; r++ {
+							switch fb := b.Field(0).(type) {
+							case *array.Int64Builder:
+								fb.Append(value(r))
+							case *array.Int32Builder:
+								if nullable && r%7 == 3 {
+									fb.AppendNull()
+								} else {
+									fb.Append(int32(value(r)))
+								}
+							}
+						}
+						recs = append(recs, b.NewRecordBatch())
+						b.Release()
+					}
+					got, want, gotFiles, wantFiles, own := writeBoth(t, s, recs, 0)
+					for _, r := range recs {
+						r.Release()
+					}
+					if !bytes.Equal(got, want) || own != 1 {
+						t.Errorf("%s, %s nullable %v, %d pieces: %d chunks written here (want 1); %s", name, dt, nullable, pieces, own, chunkDiff(got, want))
+					}
+					assertSameFiles(t, got, want, gotFiles, wantFiles)
+					r, err := file.NewParquetReader(bytes.NewReader(want))
+					if err != nil {
+						t.Fatal(err)
+					}
+					cc, err := r.MetaData().RowGroup(0).ColumnChunk(0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dicts[name] = append(dicts[name], cc.HasDictionaryPage())
+				}
+			}
+		}
+	}
+	// The patterns take the paths they are named for: arrow-go keeps the dictionaries of
+	// the repeating columns and drops the others' after one batch or two.
+	for name, has := range dicts {
+		for _, h := range has {
+			if h != (name == "repeats throughout" || name == "repeats, then unique") {
+				t.Errorf("%s: pqarrow's chunks with a dictionary page: %v", name, has)
+				break
+			}
+		}
+	}
 }
