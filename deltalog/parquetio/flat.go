@@ -273,7 +273,13 @@ func (f *flatEncoder) writeColumn(dt arrow.DataType, pieces []arrow.Array, rows 
 		if d, ok := p.(*array.Dictionary); ok && len(pieces) == 1 {
 			err = writeOwnDictionary(f.ctx, cw, d, defs, optional)
 		} else {
-			err = pqarrow.WriteArrowToColumn(f.ctx, cw, p, defs, nil, optional)
+			// The leaf is nullable to pqarrow's writer only where the piece has a NULL:
+			// pqarrow's path builder says not nullable for a piece without (its
+			// allPresentTerminalNode). It matters to booleans, which the writer then
+			// packs from a []bool instead of copying the piece's bitmap, whose bits past
+			// the last value land in the page (FuzzOwnChunksMatchPqarrow's input
+			// 62f3bc351cdb679c: a nullable boolean column without NULLs).
+			err = pqarrow.WriteArrowToColumn(f.ctx, cw, p, defs, nil, optional && p.NullN() > 0)
 		}
 		if err != nil {
 			return err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -26,7 +25,7 @@ import (
 // the dictionary re-hashed by PutDictionary, the footer entry serialized into a dropped
 // 4 KiB buffer) cost more than the values' encoding: ~1.4 ms of a batch's ~2.6 ms of
 // Parquet by profile (docs/performance.md § CPU per batch: the commit path, and what is
-// left by owner). Two kinds of chunk are written here:
+// left by owner). Three kinds of chunk are written here:
 //
 //   - plain: a column without a dictionary (its encoding chosen plain, or a dictionary
 //     column that startsPlain starts plain) of a type whose Parquet values are its Arrow
@@ -38,7 +37,11 @@ import (
 //     (ownDictionary, dictionary.go), which arrow-go writes as one page whatever its
 //     rows (writeOwnDictionary puts indices, which never count towards a page's size):
 //     the dictionary page (the values, plain) and one data page of the levels and the
-//     indices, bit width first, RLE/bit-packed.
+//     indices, bit width first, RLE/bit-packed;
+//   - integer dictionary: an integer column (of the kinds above) that arrow-go's writer
+//     would dictionary-encode, its checks replayed batch by batch (ownIntDictChunk): as
+//     the dictionary's pages, or plain when arrow-go would drop the dictionary before
+//     its first page.
 //
 // Both carry the statistics arrow-go's typed statistics give (ownStatistics), in the page
 // header and in the footer entry, the encodings and encoding stats arrow-go's page writer
@@ -90,13 +93,15 @@ const (
 	ownDec64           // decimal128 of precision 10–18: INT64, its low bits
 	ownFloat32         // FLOAT
 	ownFloat64         // DOUBLE
-	ownBool            // BOOLEAN, a bit each (without NULLs: ownChunk)
 	ownBytes           // string, binary: BYTE_ARRAY
 )
 
 // ownKindOf is the kind of a column of type dt written as descr, ownNone when the pair is
 // not one this file writes (unsigned integers, whose statistics sort unsigned; seconds,
-// which pqarrow scales; large and fixed-size binaries, wide decimals, float16, date64).
+// which pqarrow scales; large and fixed-size binaries, wide decimals, float16, date64;
+// booleans, whose pages arrow-go's bitmap writer can leave with set bits past the last
+// value, bits of its source bitmap or of NULL slots: FuzzOwnChunksMatchPqarrow's inputs
+// efedab3745cc1b5b and 62f3bc351cdb679c).
 func ownKindOf(dt arrow.DataType, descr *pqschema.Column) ownKind {
 	pt := descr.PhysicalType()
 	signed := descr.SortOrder() == pqschema.SortSIGNED
@@ -140,10 +145,6 @@ func ownKindOf(dt arrow.DataType, descr *pqschema.Column) ownKind {
 		if pt == parquet.Types.Double {
 			return ownFloat64
 		}
-	case *arrow.BooleanType:
-		if pt == parquet.Types.Boolean {
-			return ownBool
-		}
 	case *arrow.StringType, *arrow.BinaryType:
 		if pt == parquet.Types.ByteArray {
 			return ownBytes
@@ -159,8 +160,6 @@ func plainSize(k ownKind, pieces []arrow.Array, nonNull int) int64 {
 		return 4 * int64(nonNull)
 	case ownInt64, ownDec64, ownFloat64:
 		return 8 * int64(nonNull)
-	case ownBool:
-		return (int64(nonNull) + 7) / 8
 	}
 	size := 4 * int64(nonNull)
 	for _, p := range pieces {
@@ -233,12 +232,6 @@ func (f *flatEncoder) ownChunk(meta *metadata.ColumnChunkMetaDataBuilder, pieces
 			return false, nil
 		}
 		return f.ownIntDictChunk(meta, k, pieces, total, nulls)
-	}
-	if k == ownBool && nulls > 0 {
-		// arrow-go's plain boolean page with NULLs can carry a set bit in the last byte's
-		// padding (its bitmap writer's bytes past the values; found by
-		// FuzzOwnChunksMatchPqarrow, input efedab3745cc1b5b): left to it.
-		return false, nil
 	}
 	if k == ownNone || plainSize(k, pieces, total-nulls) >= props.DataPageSize() {
 		return false, nil
@@ -345,11 +338,11 @@ func (f *flatEncoder) writePage(meta *metadata.ColumnChunkMetaDataBuilder, raw [
 }
 
 // appendPlain appends pieces' non-NULL values (nonNull of them) of kind k to s.page,
-// plain (integers and floats little-endian, booleans a bit each from the lowest, strings
-// each a 4-byte length and the bytes), and returns their minimum and maximum as arrow-go's
-// typed statistics encode them: integers in signed order, strings and binaries in
-// unsigned byte order, booleans false before true, floats by arrow-go's own statistics
-// (NaN skipped, the signs of zero), each plain-encoded (a string without its length).
+// plain (integers and floats little-endian, strings each a 4-byte length and the bytes),
+// and returns their minimum and maximum as arrow-go's typed statistics encode them:
+// integers in signed order, strings and binaries in unsigned byte order, floats by
+// arrow-go's own statistics (NaN skipped, the signs of zero), each plain-encoded (a
+// string without its length).
 func (s *ownScratch) appendPlain(k ownKind, descr *pqschema.Column, pieces []arrow.Array, nonNull int) (metadata.EncodedStatistics, error) {
 	var st metadata.EncodedStatistics
 	b := s.page
@@ -448,32 +441,6 @@ func (s *ownScratch) appendPlain(k ownKind, descr *pqschema.Column, pieces []arr
 			return st, err
 		}
 		st.Max, st.HasMax, st.Min, st.HasMin = enc.Max, enc.HasMax, enc.Min, enc.HasMin
-	case ownBool:
-		lo, hi := byte(1), byte(0)
-		j := 0
-		for _, p := range pieces {
-			n, off := p.Len(), p.Data().Offset()
-			buf := p.Data().Buffers()[1].Bytes()
-			for i := range n {
-				if !valid(p, i) {
-					continue
-				}
-				if j%8 == 0 {
-					b = append(b, 0)
-				}
-				if bitutil.BitIsSet(buf, off+i) {
-					b[len(b)-1] |= 1 << (j % 8)
-					hi = 1
-				} else {
-					lo = 0
-				}
-				j++
-			}
-		}
-		if nonNull > 0 {
-			st.SetMax([]byte{hi})
-			st.SetMin([]byte{lo})
-		}
 	case ownBytes:
 		var lo, hi []byte
 		first := true
