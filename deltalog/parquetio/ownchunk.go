@@ -20,7 +20,7 @@ import (
 // A flat file's column chunk whose values fit one data page is written here, as arrow-go's
 // column chunk writer would write it, instead of through that writer
 // (docs/decisions/0021-data-file-pages-encoded-here.md). A stream batch's bronze file has
-// ~20 column chunks of 1,000 values, and arrow-go's machinery per chunk (the writer and
+// ~20 column chunks of ~1,000 values, and arrow-go's machinery per chunk (the writer and
 // its encoders, statistics objects and level sinks, the page writer's Thrift serializer,
 // the dictionary re-hashed by PutDictionary, the footer entry serialized into a dropped
 // 4 KiB buffer) cost more than the values' encoding: ~1.4 ms of a batch's ~2.6 ms of
@@ -43,13 +43,14 @@ import (
 //     the dictionary's pages, or plain when arrow-go would drop the dictionary before
 //     its first page.
 //
-// Both carry the statistics arrow-go's typed statistics give (ownStatistics), in the page
+// All carry the statistics arrow-go's typed statistics give (appendPlain), in the page
 // header and in the footer entry, the encodings and encoding stats arrow-go's page writer
 // counts, and what arrow-go's page writer leaves of the footer entry in the file
-// (FooterEntrySpill). Any other chunk (a type not listed, a dictionary arrow-go builds,
-// values of more than a page, a required or nested layout the flat encoder never gives)
-// goes through arrow-go's column chunk writer as before. TestOwnChunksMatchPqarrow and
-// FuzzOwnChunksMatchPqarrow hold the files to pqarrow.FileWriter's, byte for byte.
+// (FooterEntrySpill). Any other chunk (a type not listed, a float dictionary, values of a
+// page or more, NULLs in a required column, a layout the flat encoder never gives) goes
+// through arrow-go's column chunk writer as before. TestOwnChunksMatchPqarrow,
+// TestOwnIntDictionariesMatchPqarrow and FuzzOwnChunksMatchPqarrow hold the files to
+// pqarrow.FileWriter's, byte for byte.
 
 // ownScratch is the scratch of the column chunks written here, kept from file to file
 // (ownScratches).
