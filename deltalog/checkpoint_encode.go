@@ -110,6 +110,7 @@ type cpColumn struct {
 
 	page       []byte // the page being built
 	levels     levelEncoder
+	boolEnc    boolEncoder
 	compressed bytes.Buffer
 }
 
@@ -642,7 +643,7 @@ func (c *cpColumn) ownPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder
 		raw = c.levels.encodeLevels(raw, c.reps, maxRep, batch)
 	}
 	raw = c.levels.encodeLevels(raw, c.defs, maxDef, batch)
-	raw = c.plain(raw, descr.PhysicalType())
+	raw = c.plain(raw, descr.PhysicalType(), maxDef, batch)
 	c.page = raw
 	c.compressed.Reset()
 	data := p.Compress(&c.compressed, raw)
@@ -653,8 +654,9 @@ func (c *cpColumn) ownPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder
 }
 
 // plain appends the column's values, plain-encoded: integers little-endian, booleans a
-// bit each from the lowest, strings each a 4-byte length and the bytes.
-func (c *cpColumn) plain(b []byte, t parquet.Type) []byte {
+// bit each from the lowest (as arrow-go's encoder packs them, handed the values of batch
+// levels at a time: boolEncoder), strings each a 4-byte length and the bytes.
+func (c *cpColumn) plain(b []byte, t parquet.Type, maxDef int16, batch int) []byte {
 	switch t {
 	case parquet.Types.Int64:
 		for _, v := range c.i64 {
@@ -665,14 +667,19 @@ func (c *cpColumn) plain(b []byte, t parquet.Type) []byte {
 			b = binary.LittleEndian.AppendUint32(b, uint32(v))
 		}
 	case parquet.Types.Boolean:
-		for i, v := range c.bools {
-			if i%8 == 0 {
-				b = append(b, 0)
+		c.boolEnc.start()
+		v := 0
+		for start := 0; start < len(c.defs); start += batch {
+			n := 0
+			for _, d := range c.defs[start:min(start+batch, len(c.defs))] {
+				if d == maxDef {
+					n++
+				}
 			}
-			if v {
-				b[len(b)-1] |= 1 << (i % 8)
-			}
+			b = c.boolEnc.put(b, c.bools[v:v+n])
+			v += n
 		}
+		b = c.boolEnc.flush(b)
 	case parquet.Types.ByteArray:
 		start := 0
 		for _, end := range c.strEnds {
