@@ -481,6 +481,9 @@ type cpPager struct {
 	nvalues, dataPageOffset, compressed, uncompressed int64
 
 	header []byte // scratch for writeOwnPage
+
+	entry      *thrift.TMemoryBuffer // scratch for footerEntrySize, and its serializer
+	entryProto thrift.TProtocol
 }
 
 func (p *cpPager) start(meta *metadata.ColumnChunkMetaDataBuilder) {
@@ -587,24 +590,50 @@ func (p *cpPager) Close(hasDict, fallback bool) error {
 		return err
 	}
 	// arrow-go's page writer serializes the chunk's footer entry (the Thrift ColumnChunk)
-	// into the file through a 4 KiB bufio.Writer it never flushes: what passes the buffer
-	// (4 KiB at a time, or a field longer than the empty buffer, whole) is written after
-	// the chunk's pages, the rest dropped. An entry passes it only with statistics of some
-	// 4 KiB (a min and a max of up to MaxStatsSize each, strings: add.stats of a wide
-	// table), the other fields taking a few hundred bytes (the path, ten integers, the
-	// encodings); for those the same call writes the same bytes. Found by
-	// FuzzCheckpointEncoderMatchesPqarrow (docs/decisions/0020-checkpoint-pages-encoded-here.md,
-	// follow-up).
-	if st := p.meta.Contents().MetaData.Statistics; st != nil && len(st.Max)+len(st.Min)+len(st.MaxValue)+len(st.MinValue) > cpFooterEntryBuffer-cpFooterEntryRest {
-		_, err = p.meta.WriteTo(p.sink)
+	// into the file through a bufio.Writer of cpFooterEntryBuffer bytes that it never
+	// flushes (serializedPageWriter.Close: thrift.SerializeThriftStream, thrift's
+	// NewStreamTransportW). bufio passes bytes on only when a write finds the buffer full
+	// or too short for it, so the file gets some of the entry (a prefix: whole buffers,
+	// and a field longer than the emptied buffer whole) exactly when the entry is longer
+	// than the buffer, and none when it fits, to the byte. Those entries are written by
+	// the same call, which writes the same bytes; for the others the call and its
+	// buffer's allocation are skipped. Only statistics make an entry that long (a min and
+	// a max of up to MaxStatsSize each, strings: add.stats of a wide table, a long path
+	// or schemaString): an entry is serialized to learn its size only when they could
+	// (TestCheckpointFooterEntryRest holds the other fields under cpFooterEntryRest;
+	// TestCheckpointFooterEntrySpillEdges compares entries of 4,095 to 4,097 bytes with
+	// pqarrow's). Found by FuzzCheckpointEncoderMatchesPqarrow
+	// (docs/decisions/0020-checkpoint-pages-encoded-here.md, follow-ups).
+	st := p.meta.Contents().MetaData.Statistics
+	if st == nil || len(st.Max)+len(st.Min)+len(st.MaxValue)+len(st.MinValue)+cpFooterEntryRest <= cpFooterEntryBuffer {
+		return nil
 	}
+	if n, err := p.footerEntrySize(); err != nil || n <= cpFooterEntryBuffer {
+		return err
+	}
+	_, err = p.meta.WriteTo(p.sink)
 	return err
 }
 
+// footerEntrySize is the size in bytes of the column chunk's footer entry as arrow-go
+// serializes it (the Thrift ColumnChunk in the compact protocol), serialized into a
+// buffer the pager keeps; the error is the serializer's.
+func (p *cpPager) footerEntrySize() (int, error) {
+	if p.entry == nil {
+		p.entry = thrift.NewTMemoryBuffer()
+		p.entryProto = thrift.NewTCompactProtocolConf(p.entry, nil)
+	}
+	p.entry.Reset()
+	if err := p.meta.Contents().Write(context.Background(), p.entryProto); err != nil {
+		return 0, err
+	}
+	return p.entry.Len(), nil
+}
+
 // cpFooterEntryBuffer is the size of the bufio.Writer through which arrow-go's page
-// writer serializes a column chunk's footer entry (thrift's NewStreamTransportW), and
-// cpFooterEntryRest a bound on the entry's bytes other than its statistics' min and max
-// (cpPager.Close).
+// writer serializes a column chunk's footer entry (bufio's default size, thrift's
+// NewStreamTransportW), and cpFooterEntryRest a bound on the entry's bytes other than its
+// statistics' min and max, in bytes (cpPager.Close).
 const cpFooterEntryBuffer, cpFooterEntryRest = 4096, 1024
 
 // ownPage writes the column chunk of a column with levels as arrow-go's column chunk
