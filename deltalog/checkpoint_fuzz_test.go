@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -306,13 +308,47 @@ type fuzzBytes struct {
 	text int // bytes of strings made so far (bounded: fuzzTextBudget)
 }
 
-// fuzzTextBudget bounds the string bytes of one input's actions, and fuzzMaxActions
-// their number, so that an exec stays well under a second.
+// fuzzTextBudget bounds the string bytes made for one input's actions, fuzzActionBudget
+// the string bytes its actions hold (repeats counted: a 200 KB string repeated 2,049 times
+// took 4.6 GB and 27 s an exec, and hung the fuzzer), and fuzzMaxActions their number, so
+// that an exec stays well under a second.
 const (
-	fuzzTextBudget = 8 << 20
-	fuzzMaxActions = 6000
-	fuzzMaxGroups  = 40
+	fuzzTextBudget   = 8 << 20
+	fuzzActionBudget = 12 << 20
+	fuzzMaxActions   = 6000
+	fuzzMaxGroups    = 40
 )
+
+// fuzzActionBytes is the bytes of the strings a holds (its fields', its maps' keys and
+// values, its lists'), the measure of fuzzActionBudget.
+func fuzzActionBytes(a Action) int {
+	var walk func(v reflect.Value) int
+	walk = func(v reflect.Value) int {
+		n := 0
+		switch v.Kind() {
+		case reflect.String:
+			n = v.Len()
+		case reflect.Pointer:
+			if !v.IsNil() {
+				n = walk(v.Elem())
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				n += walk(v.Field(i))
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				n += walk(v.Index(i))
+			}
+		case reflect.Map:
+			for it := v.MapRange(); it.Next(); {
+				n += walk(it.Key()) + walk(it.Value())
+			}
+		}
+		return n
+	}
+	return walk(reflect.ValueOf(a))
+}
 
 func (f *fuzzBytes) byte() byte {
 	if len(f.b) == 0 {
@@ -542,7 +578,8 @@ func fuzzActions(in []byte) (acts []Action, byDay bool, groupRows int) {
 	byDay = f.byte()%2 == 1
 	groupRows = fuzzGroupRows[int(f.byte())%len(fuzzGroupRows)]
 	statsBytes := 0 // of the add.stats column, plain-encoded, in the first row group
-	for len(f.b) > 0 && len(acts) < fuzzMaxActions {
+	held := 0       // the actions' string bytes (fuzzActionBudget)
+	for len(f.b) > 0 && len(acts) < fuzzMaxActions && held <= fuzzActionBudget {
 		var a Action
 		switch op := f.byte() % 12; op {
 		case 0, 1, 2:
@@ -571,7 +608,14 @@ func fuzzActions(in []byte) (acts []Action, byDay bool, groupRows int) {
 			}
 			m = min(m, len(acts))
 			last := acts[len(acts)-m:]
+			sizes := make([]int, m)
+			for i, a := range last {
+				sizes[i] = fuzzActionBytes(a)
+			}
 			for i := 0; i < k*m && len(acts) < fuzzMaxActions; i++ {
+				if held += sizes[i%m]; held > fuzzActionBudget {
+					break
+				}
 				acts = append(acts, last[i%m])
 				if a := last[i%m].Add; a != nil && a.Stats != "" {
 					statsBytes += 4 + len(a.Stats)
@@ -589,6 +633,9 @@ func fuzzActions(in []byte) (acts []Action, byDay bool, groupRows int) {
 			f.text += n
 			a.Add.Stats = strings.Repeat("s", n)
 		}
+		if held += fuzzActionBytes(a); held > fuzzActionBudget {
+			break
+		}
 		if a.Add != nil && a.Add.Stats != "" {
 			statsBytes += 4 + len(a.Add.Stats)
 		}
@@ -599,6 +646,37 @@ func fuzzActions(in []byte) (acts []Action, byDay bool, groupRows int) {
 		acts = acts[:len(acts)*3/4]
 	}
 	return acts, byDay, groupRows
+}
+
+// The actions of an input stay within fuzzActionBudget, and those of the seeds within it
+// untouched by the bound.
+func TestFuzzActionsBounded(t *testing.T) {
+	in, err := os.ReadFile("testdata/fuzz/FuzzCheckpointEncoderMatchesPqarrow/repeats-of-200k-strings-past-the-budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The corpus file's one value, []byte("..."), as Go quotes it.
+	quoted := strings.TrimSuffix(strings.TrimPrefix(strings.Split(string(in), "\n")[1], "[]byte("), ")")
+	blob, err := strconv.Unquote(quoted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := func(acts []Action) int {
+		n := 0
+		for _, a := range acts {
+			n += fuzzActionBytes(a)
+		}
+		return n
+	}
+	acts, _, _ := fuzzActions([]byte(blob))
+	if n := total(acts); n > fuzzActionBudget {
+		t.Errorf("%d actions of %d bytes, past the budget of %d", len(acts), n, fuzzActionBudget)
+	}
+	for i, s := range checkpointFuzzSeeds() {
+		if acts, _, _ := fuzzActions(s); total(acts) > fuzzActionBudget {
+			t.Errorf("seed %d: %d actions of %d bytes, past the budget of %d", i, len(acts), total(acts), fuzzActionBudget)
+		}
+	}
 }
 
 // checkpointRowGroupsOf is checkpointRowGroups with checkpointBatchRows at rows.
