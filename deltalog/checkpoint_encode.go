@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/thrift/lib/go/thrift"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // A checkpoint's row groups are written leaf by leaf, each leaf's definition and
@@ -29,9 +31,9 @@ import (
 //     built once per process (checkpointFormat) and shared, read-only;
 //   - a column chunk whose values fit one data page (all of them but a long column of a
 //     large checkpoint, and every leaf with no value) is written here as that page:
-//     levels by levelEncoder, arrow-go's hybrid RLE encoder step for step, plain values,
-//     statistics and page header as arrow-go computes and serializes them
-//     (cpColumn.ownPage);
+//     levels by parquetio.HybridEncoder, arrow-go's hybrid RLE encoder step for step,
+//     plain values, statistics, and the page header (parquetio.AppendDataPageHeader) as
+//     arrow-go computes and serializes them (cpColumn.ownPage);
 //   - a larger one goes through arrow-go's column chunk writer, which cuts its pages;
 //   - the file is assembled from arrow-go's metadata builders as its file.Writer does
 //     (checkpointEncoder).
@@ -109,7 +111,7 @@ type cpColumn struct {
 	text       []byte
 
 	page       []byte // the page being built
-	levels     levelEncoder
+	levels     parquetio.HybridEncoder
 	boolEnc    boolEncoder
 	compressed bytes.Buffer
 }
@@ -470,8 +472,9 @@ func (e *checkpointEncoder) close() ([]byte, error) {
 // fills its footer entry: arrow-go's Close also serializes that entry into the file
 // through a never-flushed 4 KB bufio.Writer (thrift.SerializeThriftStream in
 // serializedPageWriter.Close), 4 KB of allocation a column chunk whose bytes go nowhere
-// unless the entry is longer than the buffer (Close: only then is it serialized here). The
-// totals are the ones it keeps (page_writer.go in arrow-go's parquet/file).
+// unless the entry is longer than the buffer (Close writes what it would leave:
+// parquetio.FooterEntrySpill). The totals are the ones it keeps (page_writer.go in
+// arrow-go's parquet/file).
 type cpPager struct {
 	file.PageWriter
 	sink *tellBuffer
@@ -480,10 +483,8 @@ type cpPager struct {
 	pages                                             int32
 	nvalues, dataPageOffset, compressed, uncompressed int64
 
-	header []byte // scratch for writeOwnPage
-
-	entry      *thrift.TMemoryBuffer // scratch for footerEntrySize, and its serializer
-	entryProto thrift.TProtocol
+	header []byte                       // scratch for writeOwnPage
+	spill  parquetio.FooterEntryScratch // scratch for Close
 }
 
 func (p *cpPager) start(meta *metadata.ColumnChunkMetaDataBuilder) {
@@ -510,52 +511,11 @@ func (p *cpPager) WriteDataPage(page file.DataPage) (int64, error) {
 }
 
 // writeOwnPage writes a data page of n levels, uncompressed bytes before compression and
-// data after, with statistics st, and the page header arrow-go's page writer gives it, in
-// Thrift's compact protocol (each field a byte of its id's delta from the previous
-// field's and its type, then the value: integers as zigzag varints, binaries as a varint
-// length and the bytes; 0 ends a struct): PageHeader{type: DATA_PAGE,
-// uncompressed_page_size, compressed_page_size, data_page_header: DataPageHeader{
-// num_values: n, encoding: PLAIN, definition and repetition_level_encoding: RLE,
-// statistics: Statistics{max, min (the deprecated pair, for a signed sort order),
-// null_count, max_value, min_value}}} (the Parquet format's parquet.thrift; arrow-go's
-// EncodedStatistics.ToThrift). Serializing it through arrow-go took a fifth of a
-// checkpoint's CPU (docs/performance.md § The checkpoint's row group).
+// data after, plain-encoded, with statistics st, and the page header arrow-go's page
+// writer gives it (parquetio.AppendDataPageHeader). Serializing it through arrow-go took a
+// fifth of a checkpoint's CPU (docs/performance.md § The checkpoint's row group).
 func (p *cpPager) writeOwnPage(n, uncompressed int, data []byte, st *metadata.EncodedStatistics) {
-	const i32, i64, binary8, strct = 5, 6, 8, 12
-	zz := func(b []byte, v int64) []byte { return binary.AppendUvarint(b, uint64(v<<1^v>>63)) }
-	b := append(p.header[:0], 1<<4|i32, 0) // type: DATA_PAGE (0)
-	b = zz(append(b, 1<<4|i32), int64(uncompressed))
-	b = zz(append(b, 1<<4|i32), int64(len(data)))
-	b = append(b, 2<<4|strct) // field 5: data_page_header
-	b = zz(append(b, 1<<4|i32), int64(n))
-	b = append(b, 1<<4|i32, 0)    // encoding: PLAIN (0)
-	b = append(b, 1<<4|i32, 3<<1) // definition_level_encoding: RLE (3)
-	b = append(b, 1<<4|i32, 3<<1) // repetition_level_encoding: RLE (3)
-	b = append(b, 1<<4|strct)     // field 5: statistics
-	last := 0
-	field := func(id, typ int) {
-		b = append(b, byte((id-last)<<4|typ))
-		last = id
-	}
-	bin := func(id int, v []byte) {
-		field(id, binary8)
-		b = append(binary.AppendUvarint(b, uint64(len(v))), v...)
-	}
-	if st.Signed && st.HasMax {
-		bin(1, st.Max)
-	}
-	if st.Signed && st.HasMin {
-		bin(2, st.Min)
-	}
-	field(3, i64)
-	b = zz(b, st.NullCount)
-	if st.HasMax {
-		bin(5, st.Max)
-	}
-	if st.HasMin {
-		bin(6, st.Min)
-	}
-	b = append(b, 0, 0, 0) // the ends of Statistics, DataPageHeader, PageHeader
+	b := parquetio.AppendDataPageHeader(p.header[:0], n, uncompressed, len(data), parquet.Encodings.Plain, st)
 	p.header = b
 	start := p.sink.Tell()
 	p.sink.Write(b)
@@ -589,58 +549,20 @@ func (p *cpPager) Close(hasDict, fallback bool) error {
 	if err != nil {
 		return err
 	}
-	// arrow-go's page writer serializes the chunk's footer entry (the Thrift ColumnChunk)
-	// into the file through a bufio.Writer of cpFooterEntryBuffer bytes that it never
-	// flushes (serializedPageWriter.Close: thrift.SerializeThriftStream, thrift's
-	// NewStreamTransportW). bufio passes bytes on only when a write finds the buffer full
-	// or too short for it, so the file gets some of the entry (a prefix: whole buffers,
-	// and a field longer than the emptied buffer whole) exactly when the entry is longer
-	// than the buffer, and none when it fits, to the byte. Those entries are written by
-	// the same call, which writes the same bytes; for the others the call and its
-	// buffer's allocation are skipped. Only statistics make an entry that long (a min and
-	// a max of up to MaxStatsSize each, strings: add.stats of a wide table, a long path
-	// or schemaString): an entry is serialized to learn its size only when they could
-	// (TestCheckpointFooterEntryRest holds the other fields under cpFooterEntryRest;
-	// TestCheckpointFooterEntrySpillEdges compares entries of 4,095 to 4,097 bytes with
-	// pqarrow's). Found by FuzzCheckpointEncoderMatchesPqarrow
-	// (docs/decisions/0020-checkpoint-pages-encoded-here.md, follow-ups).
-	st := p.meta.Contents().MetaData.Statistics
-	if st == nil || len(st.Max)+len(st.Min)+len(st.MaxValue)+len(st.MinValue)+cpFooterEntryRest <= cpFooterEntryBuffer {
-		return nil
-	}
-	if n, err := p.footerEntrySize(); err != nil || n <= cpFooterEntryBuffer {
-		return err
-	}
-	_, err = p.meta.WriteTo(p.sink)
-	return err
+	// arrow-go's page writer serializes the chunk's footer entry into the file through a
+	// 4 KiB bufio.Writer it never flushes: the file gets some of an entry longer than that
+	// (statistics of add.stats of a wide table, a long path or schemaString). Found by
+	// FuzzCheckpointEncoderMatchesPqarrow (docs/decisions/0020-checkpoint-pages-encoded-here.md,
+	// follow-ups); TestCheckpointFooterEntrySpillEdges compares entries of 4,095 to 4,097
+	// bytes with pqarrow's.
+	return parquetio.FooterEntrySpill(p.meta, p.sink, &p.spill)
 }
-
-// footerEntrySize is the size in bytes of the column chunk's footer entry as arrow-go
-// serializes it (the Thrift ColumnChunk in the compact protocol), serialized into a
-// buffer the pager keeps; the error is the serializer's.
-func (p *cpPager) footerEntrySize() (int, error) {
-	if p.entry == nil {
-		p.entry = thrift.NewTMemoryBuffer()
-		p.entryProto = thrift.NewTCompactProtocolConf(p.entry, nil)
-	}
-	p.entry.Reset()
-	if err := p.meta.Contents().Write(context.Background(), p.entryProto); err != nil {
-		return 0, err
-	}
-	return p.entry.Len(), nil
-}
-
-// cpFooterEntryBuffer is the size of the bufio.Writer through which arrow-go's page
-// writer serializes a column chunk's footer entry (bufio's default size, thrift's
-// NewStreamTransportW), and cpFooterEntryRest a bound on the entry's bytes other than its
-// statistics' min and max, in bytes (cpPager.Close).
-const cpFooterEntryBuffer, cpFooterEntryRest = 4096, 1024
 
 // ownPage writes the column chunk of a column with levels as arrow-go's column chunk
 // writer writes it when its values fit one data page (plain-encoded, under
 // DataPageSize: the writer cuts a page only once its values reach it), and reports
 // whether they did. The page holds the repetition levels, then the definition levels,
-// each a 4-byte length and the RLE/bit-packed hybrid encoding (levelEncoder, fed by
+// each a 4-byte length and the RLE/bit-packed hybrid encoding (parquetio.HybridEncoder, fed by
 // WriteBatchSize levels as the writer feeds its encoder), then the values, plain; the
 // page and the chunk carry the same statistics (cpColumn.statistics).
 // TestCheckpointEncoderMatchesPqarrow holds it to arrow-go's bytes.
@@ -669,9 +591,9 @@ func (c *cpColumn) ownPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder
 	batch := int(props.WriteBatchSize())
 	raw := c.page[:0]
 	if maxRep > 0 {
-		raw = c.levels.encodeLevels(raw, c.reps, maxRep, batch)
+		raw = c.levels.AppendLevels(raw, c.reps, maxRep, batch)
 	}
-	raw = c.levels.encodeLevels(raw, c.defs, maxDef, batch)
+	raw = c.levels.AppendLevels(raw, c.defs, maxDef, batch)
 	raw = c.plain(raw, descr.PhysicalType(), maxDef, batch)
 	c.page = raw
 	c.compressed.Reset()

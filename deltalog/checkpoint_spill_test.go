@@ -13,8 +13,12 @@ import (
 
 // arrow-go's page writer, closing a column chunk, serializes the chunk's footer entry (the
 // Thrift ColumnChunk) through a 4,096-byte bufio.Writer it never flushes: the file gets
-// bytes of it exactly when the entry is longer than the buffer (cpPager.Close,
-// docs/decisions/0020-checkpoint-pages-encoded-here.md, follow-ups).
+// bytes of it exactly when the entry is longer than the buffer (cpPager.Close:
+// parquetio.FooterEntrySpill; docs/decisions/0020-checkpoint-pages-encoded-here.md,
+// follow-ups).
+
+// footerEntryBuffer is the size of that bufio.Writer, in bytes.
+const footerEntryBuffer = 4096
 
 // entryBytes is the compact-protocol size of a footer entry (a *format.ColumnChunk of
 // arrow-go's, as FileMetaData.RowGroups[i].Columns[j]).
@@ -79,7 +83,7 @@ func TestCheckpointFooterEntrySpillEdges(t *testing.T) {
 	for _, c := range []struct {
 		size    int
 		spilled int64
-	}{{cpFooterEntryBuffer - 1, 0}, {cpFooterEntryBuffer, 0}, {cpFooterEntryBuffer + 1, cpFooterEntryBuffer}} {
+	}{{footerEntryBuffer - 1, 0}, {footerEntryBuffer, 0}, {footerEntryBuffer + 1, footerEntryBuffer}} {
 		t.Run(fmt.Sprintf("entry of %d bytes", c.size), func(t *testing.T) {
 			acts := statsEntryActions(3800 + c.size - base)
 			size, spilled := statsEntry(t, encode(acts))
@@ -90,16 +94,18 @@ func TestCheckpointFooterEntrySpillEdges(t *testing.T) {
 	}
 	t.Run("statistics at MaxStatsSize", func(t *testing.T) {
 		size, spilled := statsEntry(t, encode(statsEntryActions(2*4096)))
-		if size <= 2*cpFooterEntryBuffer || spilled != 2*cpFooterEntryBuffer {
-			t.Fatalf("entry of %d bytes, %d spilled; want past %d, %d spilled", size, spilled, 2*cpFooterEntryBuffer, 2*cpFooterEntryBuffer)
+		if size <= 2*footerEntryBuffer || spilled != 2*footerEntryBuffer {
+			t.Fatalf("entry of %d bytes, %d spilled; want past %d, %d spilled", size, spilled, 2*footerEntryBuffer, 2*footerEntryBuffer)
 		}
 	})
 }
 
-// cpPager.Close serializes an entry to learn its size only when its statistics' min and
-// max could bring it past the buffer: the rest of an entry (the path, the integers, the
-// encodings, the lengths' varints) must stay under cpFooterEntryRest in every column of
-// the schema, with the largest offsets and sizes a checkpoint has.
+// parquetio.FooterEntrySpill (cpPager.Close) serializes an entry to learn its size only
+// when a bound of it passes the buffer: the bytes of the statistics' min and max, +64 for
+// the rest of the statistics, +512 for the entry's integers, encodings and field headers,
+// + the path. The rest of a checkpoint's entries (the path, the integers, the encodings,
+// the lengths' varints) must stay under those 576 bytes (the path's allowance left out)
+// in every column of the schema, with the largest offsets and sizes a checkpoint has.
 func TestCheckpointFooterEntryRest(t *testing.T) {
 	defer func(n int) { checkpointBatchRows = n }(checkpointBatchRows)
 	checkpointBatchRows = 50_000
@@ -129,8 +135,9 @@ func TestCheckpointFooterEntryRest(t *testing.T) {
 	}
 	// The widest integers a chunk could hold (offsets and sizes of 2^63) add at most 5
 	// bytes each to these (files of some MB) for about ten of them.
-	if most+60 >= cpFooterEntryRest {
-		t.Fatalf("an entry's bytes besides its statistics: up to %d (+60 for the widest integers), not under %d", most, cpFooterEntryRest)
+	const rest = 512 + 64
+	if most+60 >= rest {
+		t.Fatalf("an entry's bytes besides its statistics: up to %d (+60 for the widest integers), not under %d", most, rest)
 	}
 	t.Logf("an entry's bytes besides its statistics: at most %d", most)
 }

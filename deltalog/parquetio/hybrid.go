@@ -12,9 +12,13 @@ import (
 // more, and its fast paths for long runs of levels. It encodes a data page's definition
 // and repetition levels (AppendLevels) and a dictionary page's indices (AppendIndices) in
 // the bytes arrow-go's column chunk writer gives them, so that a column chunk of one page
-// can be written without that writer (ownchunk.go; docs/decisions/0021-data-file-pages-encoded-here.md).
-// It is a copy of deltalog's levelEncoder (checkpoint_levels.go, decision 0020), which can
-// move here. The zero value is ready; one encoder is used by one goroutine at a time.
+// can be written without that writer: a flat data file's (ownchunk.go,
+// docs/decisions/0021-data-file-pages-encoded-here.md) and a checkpoint's (deltalog's
+// cpColumn.ownPage, docs/decisions/0020-checkpoint-pages-encoded-here.md). Fed levels by
+// WriteBatchSize, as the column chunk writer hands them over, its fast paths give the
+// bytes the value-by-value path gives wherever a batch ends, but for a run past 2^31
+// levels (decision 0020, follow-up). The zero value is ready; an encoder keeps its buffers
+// from call to call and is used by one goroutine at a time.
 type HybridEncoder struct {
 	out []byte // the encoded bytes; written up to byteoffset, and partial bytes past it
 
@@ -220,15 +224,11 @@ func (e *HybridEncoder) flush() []byte {
 	return e.out[:n]
 }
 
-// AppendLevels is encodeLevels.
-func (e *HybridEncoder) AppendLevels(b []byte, levels []int16, maxLevel int16, batch int) []byte {
-	return e.encodeLevels(b, levels, maxLevel, batch)
-}
-
-// AppendIndices appends a dictionary-encoded data page's values: the bit width of
+// AppendIndices appends to b a dictionary-encoded data page's values: the bit width of
 // dictionary indices into entries entries (one byte: 0 for none, 1 for one, else the bits
 // of entries-1, arrow-go's dictEncoder.BitWidth) and the indices, each put one by one as
-// arrow-go's dictEncoder.WriteIndices puts them, then flushed.
+// arrow-go's dictEncoder.WriteIndices puts them, then flushed (no length prefix). It
+// returns the extended slice.
 func (e *HybridEncoder) AppendIndices(b []byte, indices []int32, entries int) []byte {
 	width := 0
 	switch {
@@ -245,10 +245,12 @@ func (e *HybridEncoder) AppendIndices(b []byte, indices []int32, entries int) []
 	return append(b, e.flush()...)
 }
 
-// encodeLevels appends the levels section of a V1 data page: the length of the encoded
-// levels (4 bytes, little-endian) and the levels as arrow-go's column chunk writer
-// encodes them, handed over batch bytes at a time.
-func (e *HybridEncoder) encodeLevels(b []byte, levels []int16, maxLevel int16, batch int) []byte {
+// AppendLevels appends to b the levels section of a V1 data page, as arrow-go's column
+// chunk writer encodes it: the length in bytes of the encoded levels (4 bytes,
+// little-endian), then levels (each 0 to maxLevel; the bit width is that of maxLevel)
+// RLE/bit-packed, handed to the encoder batch levels at a time (the writer's
+// WriteBatchSize). It returns the extended slice.
+func (e *HybridEncoder) AppendLevels(b []byte, levels []int16, maxLevel int16, batch int) []byte {
 	e.reset(maxLevel)
 	for start := 0; start < len(levels); start += batch {
 		e.putBatch(levels[start:min(start+batch, len(levels))])
