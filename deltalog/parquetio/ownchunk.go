@@ -349,40 +349,9 @@ func (s *ownScratch) appendPlain(k ownKind, descr *pqschema.Column, pieces []arr
 	b := s.page
 	valid := func(p arrow.Array, i int) bool { return p.NullN() == 0 || p.IsValid(i) }
 	switch k {
-	case ownInt32, ownInt16, ownInt8, ownDec32:
-		lo, hi := int32(math.MaxInt32), int32(math.MinInt32)
-		for _, p := range pieces {
-			n, off := p.Len(), p.Data().Offset()
-			buf := p.Data().Buffers()[1].Bytes()
-			for i := range n {
-				if !valid(p, i) {
-					continue
-				}
-				var v int32
-				switch k {
-				case ownInt32:
-					v = int32(binary.LittleEndian.Uint32(buf[4*(off+i):]))
-				case ownInt16:
-					v = int32(int16(binary.LittleEndian.Uint16(buf[2*(off+i):])))
-				case ownInt8:
-					v = int32(int8(buf[off+i]))
-				case ownDec32:
-					v = int32(binary.LittleEndian.Uint64(buf[16*(off+i):]))
-				}
-				lo, hi = min(lo, v), max(hi, v)
-				b = binary.LittleEndian.AppendUint32(b, uint32(v))
-			}
-		}
-		if nonNull > 0 {
-			st.SetMax(binary.LittleEndian.AppendUint32(nil, uint32(hi)))
-			st.SetMin(binary.LittleEndian.AppendUint32(nil, uint32(lo)))
-		}
-	case ownInt64, ownDec64:
+	case ownInt32, ownInt16, ownInt8, ownDec32, ownInt64, ownDec64:
 		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-		width := 8
-		if k == ownDec64 {
-			width = 16
-		}
+		width := intWidth(k)
 		for _, p := range pieces {
 			n, off := p.Len(), p.Data().Offset()
 			buf := p.Data().Buffers()[1].Bytes()
@@ -390,14 +359,14 @@ func (s *ownScratch) appendPlain(k ownKind, descr *pqschema.Column, pieces []arr
 				if !valid(p, i) {
 					continue
 				}
-				v := int64(binary.LittleEndian.Uint64(buf[width*(off+i):]))
+				v := intAt(k, buf, off+i)
 				lo, hi = min(lo, v), max(hi, v)
-				b = binary.LittleEndian.AppendUint64(b, uint64(v))
+				b = appendInt(b, v, width)
 			}
 		}
 		if nonNull > 0 {
-			st.SetMax(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
-			st.SetMin(binary.LittleEndian.AppendUint64(nil, uint64(lo)))
+			st.SetMax(appendInt(nil, hi, width))
+			st.SetMin(appendInt(nil, lo, width))
 		}
 	case ownFloat32, ownFloat64:
 		width := 4
@@ -588,6 +557,15 @@ func intWidth(k ownKind) int {
 	return 0
 }
 
+// appendInt appends v plain as a Parquet integer of width bytes (4: INT32, its low bits;
+// 8: INT64), little-endian.
+func appendInt(b []byte, v int64, width int) []byte {
+	if width == 4 {
+		return binary.LittleEndian.AppendUint32(b, uint32(v))
+	}
+	return binary.LittleEndian.AppendUint64(b, uint64(v))
+}
+
 // intAt is value i of a values buffer buf of integer kind k, as its Parquet value.
 func intAt(k ownKind, buf []byte, i int) int64 {
 	switch k {
@@ -667,20 +645,11 @@ func (f *flatEncoder) ownIntDictChunk(meta *metadata.ColumnChunkMetaDataBuilder,
 	var st metadata.EncodedStatistics
 	s.page = s.page[:0]
 	for _, v := range s.entries {
-		if width == 4 {
-			s.page = binary.LittleEndian.AppendUint32(s.page, uint32(v))
-		} else {
-			s.page = binary.LittleEndian.AppendUint64(s.page, uint64(v))
-		}
+		s.page = appendInt(s.page, v, width)
 	}
 	if nonNull > 0 {
-		if width == 4 {
-			st.SetMax(binary.LittleEndian.AppendUint32(nil, uint32(hi)))
-			st.SetMin(binary.LittleEndian.AppendUint32(nil, uint32(lo)))
-		} else {
-			st.SetMax(binary.LittleEndian.AppendUint64(nil, uint64(hi)))
-			st.SetMin(binary.LittleEndian.AppendUint64(nil, uint64(lo)))
-		}
+		st.SetMax(appendInt(nil, hi, width))
+		st.SetMin(appendInt(nil, lo, width))
 	}
 	ownChunks.Add(1)
 	return true, f.writeDictChunk(meta, len(s.entries), st, pieces, rows, nulls)
