@@ -16,8 +16,9 @@ import (
 // Parquet format (parquet.thrift) in Thrift's compact protocol: each field a byte of its
 // id's delta from the previous field's and its type, then the value (integers as zigzag
 // varints, binaries as a varint length and the bytes, a boolean in the field byte's
-// type); 0 ends a struct. deltalog's cpPager.writeOwnPage (checkpoint_encode.go, decision
-// 0020) writes the data page header the same way and can use these.
+// type); 0 ends a struct. deltalog's checkpoint encoder (cpPager in checkpoint_encode.go,
+// docs/decisions/0020-checkpoint-pages-encoded-here.md) writes its own pages' headers and
+// footer-entry spills with these too.
 
 // Thrift compact protocol field types.
 const (
@@ -105,9 +106,11 @@ const footerEntryBuffer = 4096
 // looks at those bytes (the footer points at each chunk), but the next chunk's offsets
 // follow them. scratch is reused from call to call. The rule: the entry is serialized
 // through a writer that follows bufio's steps (FooterEntryScratch) when a bound of its
-// size passes the buffer, which only long statistics or a long path make it do.
-// deltalog's cpPager.Close (checkpoint_encode.go) applies the same rule with a bound of
-// its own.
+// size passes the buffer, which only long statistics or a long path make it do. The
+// error is the Thrift serializer's or w's. The rule and how it was found:
+// docs/decisions/0020-checkpoint-pages-encoded-here.md (follow-ups) and
+// docs/decisions/0021-data-file-pages-encoded-here.md. deltalog's checkpoint encoder
+// (cpPager.Close) uses it too.
 func FooterEntrySpill(meta *metadata.ColumnChunkMetaDataBuilder, w io.Writer, scratch *FooterEntryScratch) error {
 	cc := meta.Contents()
 	bound := 512 // the entry's integers, encodings, encoding stats and field headers
