@@ -110,10 +110,10 @@ type cpColumn struct {
 	strEnds    []int // the end of each string value in text
 	text       []byte
 
-	page       []byte // the page being built
-	levels     parquetio.HybridEncoder
-	boolEnc    boolEncoder
-	compressed bytes.Buffer
+	page    []byte // the page being built
+	levels  parquetio.HybridEncoder
+	boolEnc boolEncoder
+	pageOut parquetio.PageScratch
 }
 
 func (c *cpColumn) reset() {
@@ -352,7 +352,7 @@ func actionSet(a *Action, i int) bool {
 // checkpointEncoder writes the row groups of one checkpoint file. It assembles the file
 // as arrow-go's file.Writer does (the magic, each row group's column chunks, the footer
 // from arrow-go's metadata builders), so that a column chunk of one page can be written
-// without a column chunk writer (cpColumn.ownPage, cpPager.writeOwnPage), as that writer
+// without a column chunk writer (cpColumn.ownPage, parquetio.WritePlainChunk), as that writer
 // would have written it. The others go through a column chunk writer and arrow-go's page
 // writer. One encoder writes one file, from one goroutine.
 type checkpointEncoder struct {
@@ -405,11 +405,11 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 			}
 		}
 		meta := rgb.NextColumnChunk()
-		if err := e.startColumn(meta, li); err != nil {
-			return err
-		}
-		own, err := c.ownPage(e.pager, meta, e.f.props, e.f.maxDef[li], e.f.maxRep[li])
+		own, err := c.ownPage(&e.sink, meta, e.f.props, e.f.maxDef[li], e.f.maxRep[li])
 		if !own && err == nil {
+			if err := e.startColumn(meta, li); err != nil {
+				return err
+			}
 			reps := c.reps
 			if e.f.maxRep[li] == 0 {
 				reps = nil
@@ -483,8 +483,7 @@ type cpPager struct {
 	pages                                             int32
 	nvalues, dataPageOffset, compressed, uncompressed int64
 
-	header []byte                       // scratch for writeOwnPage
-	spill  parquetio.FooterEntryScratch // scratch for Close
+	spill parquetio.FooterEntryScratch // scratch for Close
 }
 
 func (p *cpPager) start(meta *metadata.ColumnChunkMetaDataBuilder) {
@@ -508,25 +507,6 @@ func (p *cpPager) WriteDataPage(page file.DataPage) (int64, error) {
 	p.compressed += n
 	p.uncompressed += int64(page.UncompressedSize()) + n - int64(len(page.Data())) // the page and its header
 	return n, nil
-}
-
-// writeOwnPage writes a data page of n levels, uncompressed bytes before compression and
-// data after, plain-encoded, with statistics st, and the page header arrow-go's page
-// writer gives it (parquetio.AppendDataPageHeader). Serializing it through arrow-go took a
-// fifth of a checkpoint's CPU (docs/performance.md § The checkpoint's row group).
-func (p *cpPager) writeOwnPage(n, uncompressed int, data []byte, st *metadata.EncodedStatistics) {
-	b := parquetio.AppendDataPageHeader(p.header[:0], n, uncompressed, len(data), parquet.Encodings.Plain, st)
-	p.header = b
-	start := p.sink.Tell()
-	p.sink.Write(b)
-	p.sink.Write(data)
-	if p.pages == 0 {
-		p.dataPageOffset = start
-	}
-	p.pages++
-	p.nvalues += int64(n)
-	p.compressed += int64(len(b) + len(data))
-	p.uncompressed += int64(len(b) + uncompressed)
 }
 
 // WriteDictionaryPage refuses: checkpoints are written without dictionaries.
@@ -562,11 +542,12 @@ func (p *cpPager) Close(hasDict, fallback bool) error {
 // writer writes it when its values fit one data page (plain-encoded, under
 // DataPageSize: the writer cuts a page only once its values reach it), and reports
 // whether they did. The page holds the repetition levels, then the definition levels,
-// each a 4-byte length and the RLE/bit-packed hybrid encoding (parquetio.HybridEncoder, fed by
-// WriteBatchSize levels as the writer feeds its encoder), then the values, plain; the
-// page and the chunk carry the same statistics (cpColumn.statistics).
+// each a 4-byte length and the RLE/bit-packed hybrid encoding (parquetio.HybridEncoder,
+// fed by WriteBatchSize levels as the writer feeds its encoder), then the values, plain;
+// the page and the chunk carry the same statistics (cpColumn.statistics), and the chunk
+// is written as parquetio.WritePlainChunk writes a flat data file's.
 // TestCheckpointEncoderMatchesPqarrow holds it to arrow-go's bytes.
-func (c *cpColumn) ownPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder, props *parquet.WriterProperties, maxDef, maxRep int16) (bool, error) {
+func (c *cpColumn) ownPage(sink *tellBuffer, meta *metadata.ColumnChunkMetaDataBuilder, props *parquet.WriterProperties, maxDef, maxRep int16) (bool, error) {
 	n := len(c.defs)
 	if n == 0 {
 		return false, nil
@@ -596,12 +577,8 @@ func (c *cpColumn) ownPage(p *cpPager, meta *metadata.ColumnChunkMetaDataBuilder
 	raw = c.levels.AppendLevels(raw, c.defs, maxDef, batch)
 	raw = c.plain(raw, descr.PhysicalType(), maxDef, batch)
 	c.page = raw
-	c.compressed.Reset()
-	data := p.Compress(&c.compressed, raw)
-	st := c.statistics(descr, props)
-	p.writeOwnPage(n, len(raw), data, &st)
-	meta.SetStats(st)
-	return true, p.Close(false, false)
+	st, values := c.statistics(descr)
+	return true, parquetio.WritePlainChunk(sink, sink.Tell(), meta, props, raw, n, n-values, st, &c.pageOut)
 }
 
 // plain appends the column's values, plain-encoded: integers little-endian, booleans a
@@ -642,14 +619,11 @@ func (c *cpColumn) plain(b []byte, t parquet.Type, maxDef int16, batch int) []by
 	return b
 }
 
-// statistics are the column's statistics as arrow-go's typed statistics encode them: the
-// nulls (levels without a value), and when there are values their minimum and maximum,
-// plain-encoded (a string without its length), in the column's sort order (integers and
-// booleans signed, strings unsigned, byte by byte), each dropped when longer than
-// MaxStatsSize.
-func (c *cpColumn) statistics(descr *pqschema.Column, props *parquet.WriterProperties) metadata.EncodedStatistics {
-	var st metadata.EncodedStatistics
-	values := 0
+// statistics are the minimum and maximum of the column's values as arrow-go's typed
+// statistics encode them, when there are values: plain-encoded (a string without its
+// length), in the column's sort order (integers and booleans signed, strings unsigned,
+// byte by byte); and the count of values. parquetio.WritePlainChunk completes them.
+func (c *cpColumn) statistics(descr *pqschema.Column) (st metadata.EncodedStatistics, values int) {
 	switch descr.PhysicalType() {
 	case parquet.Types.Int64:
 		if values = len(c.i64); values > 0 {
@@ -694,11 +668,7 @@ func (c *cpColumn) statistics(descr *pqschema.Column, props *parquet.WriterPrope
 			st.SetMax(append([]byte{}, hi...))
 		}
 	}
-	st.SetNullCount(int64(len(c.defs) - values))
-	st.AllNullValue = values == 0
-	st.ApplyStatSizeLimits(int(props.MaxStatsSizeFor(descr.Path())))
-	st.Signed = descr.SortOrder() == pqschema.SortSIGNED
-	return st
+	return st, values
 }
 
 // write hands the column's levels and values to cw.

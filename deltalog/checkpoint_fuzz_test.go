@@ -20,7 +20,7 @@ import (
 )
 
 // FuzzCheckpointEncoderMatchesPqarrow holds the checkpoint encoder (checkpoint_encode.go,
-// checkpoint_levels.go; docs/decisions/0020-checkpoint-pages-encoded-here.md) to the
+// parquetio's hybrid.go, pageheader.go and WritePlainChunk; docs/decisions/0020-checkpoint-pages-encoded-here.md) to the
 // pqarrow encoder it replaced (checkpoint_pqarrow_test.go) on action sets built from the
 // fuzz input (fuzzActions): the files must be byte for byte the same, and reading one back
 // must give the actions written (as a checkpoint keeps them: cpRead) through every reader

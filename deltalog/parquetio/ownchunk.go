@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -62,14 +63,10 @@ type ownScratch struct {
 	// appearance (ownIntDictChunk).
 	dict    map[int64]int32
 	entries []int64
-	// page is the uncompressed page being built, comp its compressed bytes, header its
-	// page header.
-	page, comp, header []byte
-	// spill is FooterEntrySpill's scratch, also the pager's (flat.go).
-	spill FooterEntryScratch
-	// dictStats and dataStats are the chunk's encoding stats, cleared for each chunk
-	// (ColumnChunkMetaDataBuilder.Finish copies them).
-	dictStats, dataStats map[parquet.Encoding]int32
+	// page is the uncompressed page being built.
+	page []byte
+	// PageScratch's spill is also the pager's (flat.go).
+	PageScratch
 }
 
 // ownChunks counts the column chunks written here in the process, for the tests to see
@@ -77,7 +74,7 @@ type ownScratch struct {
 var ownChunks atomic.Int64
 
 var ownScratches = sync.Pool{New: func() any {
-	return &ownScratch{dictStats: map[parquet.Encoding]int32{}, dataStats: map[parquet.Encoding]int32{}}
+	return &ownScratch{}
 }}
 
 // ownKind is how a column's Arrow values become its Parquet values, as pqarrow converts
@@ -281,61 +278,104 @@ func (f *flatEncoder) ownPlainChunk(meta *metadata.ColumnChunkMetaDataBuilder, k
 	if err != nil {
 		return err
 	}
-	st.SetNullCount(int64(nulls))
-	st.AllNullValue = rows == nulls
-	st.ApplyStatSizeLimits(int(props.MaxStatsSizeFor(descr.Path())))
-	st.Signed = descr.SortOrder() == pqschema.SortSIGNED
+	return WritePlainChunk(f.sink, f.sink.n, meta, props, s.page, rows, nulls, st, &s.PageScratch)
+}
 
-	start := f.sink.n
-	hdr, err := f.writePage(meta, s.page, func(h []byte, compressed int) []byte {
-		return AppendDataPageHeader(h, rows, len(s.page), compressed, parquet.Encodings.Plain, &st)
+// PageScratch is the scratch WritePlainChunk keeps from column chunk to column chunk: the
+// compressed page, the page header, the footer entry's spill and the encoding stats. Its
+// zero value is ready; one is used by one goroutine at a time.
+type PageScratch struct {
+	comp, header []byte
+	spill        FooterEntryScratch
+	// dictStats and dataStats are the chunk's encoding stats, cleared for each chunk
+	// (ColumnChunkMetaDataBuilder.Finish copies them).
+	dictStats, dataStats map[parquet.Encoding]int32
+}
+
+// encodingStats returns s's encoding stats maps, empty.
+func (s *PageScratch) encodingStats() (dict, data map[parquet.Encoding]int32) {
+	if s.dictStats == nil {
+		s.dictStats, s.dataStats = map[parquet.Encoding]int32{}, map[parquet.Encoding]int32{}
+	}
+	clear(s.dictStats)
+	clear(s.dataStats)
+	return s.dictStats, s.dataStats
+}
+
+// WritePlainChunk writes to w, which is at offset start of the file, the column chunk meta
+// as arrow-go's column chunk writer writes a column whose values fit one V1 data page,
+// plain-encoded (their plain size under props.DataPageSize(), which the caller checks:
+// the writer cuts a page only once they reach it): raw, the page's levels (repetition,
+// then definition, each as HybridEncoder.AppendLevels gives them) and plain values,
+// compressed with the column's codec of props after the page header (AppendDataPageHeader)
+// of numValues levels, nulls of them without a value; then it fills meta's footer entry
+// (sizes and offsets in bytes, the encodings arrow-go counts) and writes what arrow-go's
+// page writer leaves of it in the file (FooterEntrySpill). st holds the values' minimum
+// and maximum as arrow-go's typed statistics encode them (none when there are no values);
+// the page and the entry carry it completed by finishStatistics. The error is the
+// codec's, w's, Finish's or the spill's. A flat data file's chunks (ownchunk.go,
+// docs/decisions/0021-data-file-pages-encoded-here.md) and a checkpoint's (deltalog's
+// cpColumn.ownPage, docs/decisions/0020-checkpoint-pages-encoded-here.md) are written
+// with it.
+func WritePlainChunk(w io.Writer, start int64, meta *metadata.ColumnChunkMetaDataBuilder, props *parquet.WriterProperties, raw []byte, numValues, nulls int, st metadata.EncodedStatistics, s *PageScratch) error {
+	finishStatistics(&st, meta.Descr(), props, numValues, nulls)
+	hdr, compressed, err := s.writePage(w, meta.Descr().Path(), props, raw, func(h []byte, compressed int) []byte {
+		return AppendDataPageHeader(h, numValues, len(raw), compressed, parquet.Encodings.Plain, &st)
 	})
 	if err != nil {
 		return err
 	}
 	meta.SetStats(st)
-	clear(s.dictStats)
-	clear(s.dataStats)
-	s.dataStats[parquet.Encodings.Plain] = 1
+	dict, data := s.encodingStats()
+	data[parquet.Encodings.Plain] = 1
 	err = meta.Finish(metadata.ChunkMetaInfo{
-		NumValues:        int64(rows),
+		NumValues:        int64(numValues),
 		IndexPageOffset:  -1,
 		DataPageOffset:   start,
-		CompressedSize:   f.sink.n - start,
-		UncompressedSize: int64(hdr + len(s.page)),
-	}, false, false, metadata.EncodingStats{DictEncodingStats: s.dictStats, DataEncodingStats: s.dataStats})
+		CompressedSize:   int64(hdr + compressed),
+		UncompressedSize: int64(hdr + len(raw)),
+	}, false, false, metadata.EncodingStats{DictEncodingStats: dict, DataEncodingStats: data})
 	if err != nil {
 		return err
 	}
-	return FooterEntrySpill(meta, f.sink, &s.spill)
+	return FooterEntrySpill(meta, w, &s.spill)
 }
 
-// writePage compresses raw with the chunk's codec as arrow-go's page writer does, and
-// writes the page header header(h, compressed size) and the compressed bytes; it returns
-// the header's size.
-func (f *flatEncoder) writePage(meta *metadata.ColumnChunkMetaDataBuilder, raw []byte, header func(h []byte, compressed int) []byte) (int, error) {
-	s := f.own
+// finishStatistics completes a page's statistics st (the values' minimum and maximum) of
+// the column descr as arrow-go's typed statistics encode them: the nulls (nulls of levels
+// levels without a value), whether all are, the minimum and maximum dropped when longer
+// than props' MaxStatsSize, and the deprecated pair written for a signed sort order.
+func finishStatistics(st *metadata.EncodedStatistics, descr *pqschema.Column, props *parquet.WriterProperties, levels, nulls int) {
+	st.SetNullCount(int64(nulls))
+	st.AllNullValue = levels == nulls
+	st.ApplyStatSizeLimits(int(props.MaxStatsSizeFor(descr.Path())))
+	st.Signed = descr.SortOrder() == pqschema.SortSIGNED
+}
+
+// writePage compresses raw with the codec of the column at path as arrow-go's page writer
+// does, and writes to w the page header header(h, compressed size) and the compressed
+// bytes; it returns the sizes of the header and of the compressed bytes.
+func (s *PageScratch) writePage(w io.Writer, path string, props *parquet.WriterProperties, raw []byte, header func(h []byte, compressed int) []byte) (hdr, compressed int, err error) {
 	data := raw
-	path := meta.Descr().Path()
-	if c := f.e.props.CompressionFor(path); c != compress.Codecs.Uncompressed {
+	if c := props.CompressionFor(path); c != compress.Codecs.Uncompressed {
 		codec, err := compress.GetCodec(c)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if bound := int(codec.CompressBound(int64(len(raw)))); cap(s.comp) < bound {
 			s.comp = make([]byte, 0, bound)
 		}
-		data = codec.EncodeLevel(s.comp[:0], raw, f.e.props.CompressionLevelFor(path))
+		data = codec.EncodeLevel(s.comp[:0], raw, props.CompressionLevelFor(path))
 		s.comp = data[:0]
 	}
 	s.header = header(s.header[:0], len(data))
-	if _, err := f.sink.Write(s.header); err != nil {
-		return 0, err
+	if _, err := w.Write(s.header); err != nil {
+		return 0, 0, err
 	}
-	if _, err := f.sink.Write(data); err != nil {
-		return 0, err
+	if _, err := w.Write(data); err != nil {
+		return 0, 0, err
 	}
-	return len(s.header), nil
+	return len(s.header), len(data), nil
 }
 
 // appendPlain appends pieces' non-NULL values (nonNull of them) of kind k to s.page,
@@ -504,33 +544,29 @@ func (f *flatEncoder) writeDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, 
 	s := f.own
 	dictStart := f.sink.n
 	dictRaw := len(s.page)
-	dictHdr, err := f.writePage(meta, s.page, func(h []byte, compressed int) []byte {
+	dictHdr, _, err := s.writePage(f.sink, descr.Path(), props, s.page, func(h []byte, compressed int) []byte {
 		return AppendDictionaryPageHeader(h, entries, dictRaw, compressed, props.DictionaryPageEncoding())
 	})
 	if err != nil {
 		return err
 	}
-	st.SetNullCount(int64(nulls))
-	st.AllNullValue = rows == nulls
-	st.ApplyStatSizeLimits(int(props.MaxStatsSizeFor(descr.Path())))
-	st.Signed = descr.SortOrder() == pqschema.SortSIGNED
+	finishStatistics(&st, descr, props, rows, nulls)
 
 	// The data page: levels, then the indices of the non-NULL rows.
 	s.page = s.page[:0]
 	s.appendLevels(descr, props, pieces, rows, nulls)
 	s.page = s.levels.AppendIndices(s.page, s.idx, entries)
 	dataStart := f.sink.n
-	dataHdr, err := f.writePage(meta, s.page, func(h []byte, compressed int) []byte {
+	dataHdr, _, err := s.writePage(f.sink, descr.Path(), props, s.page, func(h []byte, compressed int) []byte {
 		return AppendDataPageHeader(h, rows, len(s.page), compressed, props.DictionaryIndexEncoding(), &st)
 	})
 	if err != nil {
 		return err
 	}
 	meta.SetStats(st)
-	clear(s.dictStats)
-	clear(s.dataStats)
-	s.dictStats[props.DictionaryPageEncoding()] = 1
-	s.dataStats[props.DictionaryIndexEncoding()] = 1
+	dictStats, dataStats := s.encodingStats()
+	dictStats[props.DictionaryPageEncoding()] = 1
+	dataStats[props.DictionaryIndexEncoding()] = 1
 	err = meta.Finish(metadata.ChunkMetaInfo{
 		NumValues:        int64(rows),
 		DictPageOffset:   dictStart,
@@ -538,7 +574,7 @@ func (f *flatEncoder) writeDictChunk(meta *metadata.ColumnChunkMetaDataBuilder, 
 		DataPageOffset:   dataStart,
 		CompressedSize:   f.sink.n - dictStart,
 		UncompressedSize: int64(dictHdr + dictRaw + dataHdr + len(s.page)),
-	}, true, false, metadata.EncodingStats{DictEncodingStats: s.dictStats, DataEncodingStats: s.dataStats})
+	}, true, false, metadata.EncodingStats{DictEncodingStats: dictStats, DataEncodingStats: dataStats})
 	if err != nil {
 		return err
 	}
