@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -362,9 +361,11 @@ type checkpointEncoder struct {
 	// (arrow-go's FileMetaDataBuilder.Snapshot built the shared ones anew for every file,
 	// converting the schema to Thrift and back: a tenth of a checkpoint's encode).
 	footer *metadata.FileMetaData
-	pager  *cpPager
-	rgs    int16
-	col    cpColumn
+	// pager is the page writer of chunks of more than a page, spill its scratch.
+	pager parquetio.ChunkPager
+	spill parquetio.FooterEntryScratch
+	rgs   int16
+	col   cpColumn
 }
 
 // tellBuffer is the file being written, with the position arrow-go's writers ask for.
@@ -414,7 +415,7 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 			if e.f.maxRep[li] == 0 {
 				reps = nil
 			}
-			cw := file.NewColumnChunkWriter(meta, e.pager, e.f.props)
+			cw := file.NewColumnChunkWriter(meta, &e.pager, e.f.props)
 			err = c.write(cw, reps)
 			if cerr := cw.Close(); err == nil {
 				err = cerr
@@ -436,18 +437,7 @@ func (e *checkpointEncoder) writeRows(actions []Action) error {
 
 // startColumn points the page writer at the column chunk meta, leaf li of the row group.
 func (e *checkpointEncoder) startColumn(meta *metadata.ColumnChunkMetaDataBuilder, li int) error {
-	codec, level := e.f.props.CompressionFor(meta.Descr().Path()), e.f.props.CompressionLevelFor(meta.Descr().Path())
-	if e.pager == nil {
-		pw, err := file.NewPageWriter(&e.sink, codec, level, meta, e.rgs, int16(li), e.f.props.Allocator(), false, nil, nil)
-		if err != nil {
-			return err
-		}
-		e.pager = &cpPager{PageWriter: pw, sink: &e.sink}
-	} else if err := e.pager.PageWriter.Reset(&e.sink, codec, level, meta, e.rgs, int16(li), nil, nil); err != nil {
-		return err
-	}
-	e.pager.start(meta)
-	return nil
+	return e.pager.Start(&e.sink, meta, e.f.props, e.rgs, int16(li), &e.spill)
 }
 
 // close writes the footer and returns the file.
@@ -465,77 +455,6 @@ func (e *checkpointEncoder) close() ([]byte, error) {
 	e.sink.Write(binary.LittleEndian.AppendUint32(nil, uint32(n)))
 	e.sink.WriteString("PAR1")
 	return e.sink.Bytes(), nil
-}
-
-// cpPager is arrow-go's page writer (file.NewPageWriter: the page headers, the
-// compression), keeping the column chunk's totals itself so that closing the chunk only
-// fills its footer entry: arrow-go's Close also serializes that entry into the file
-// through a never-flushed 4 KB bufio.Writer (thrift.SerializeThriftStream in
-// serializedPageWriter.Close), 4 KB of allocation a column chunk whose bytes go nowhere
-// unless the entry is longer than the buffer (Close writes what it would leave:
-// parquetio.FooterEntrySpill). The totals are the ones it keeps (page_writer.go in
-// arrow-go's parquet/file).
-type cpPager struct {
-	file.PageWriter
-	sink *tellBuffer
-	meta *metadata.ColumnChunkMetaDataBuilder
-
-	pages                                             int32
-	nvalues, dataPageOffset, compressed, uncompressed int64
-
-	spill parquetio.FooterEntryScratch // scratch for Close
-}
-
-func (p *cpPager) start(meta *metadata.ColumnChunkMetaDataBuilder) {
-	p.meta, p.pages, p.nvalues, p.dataPageOffset, p.compressed, p.uncompressed = meta, 0, 0, 0, 0, 0
-}
-
-func (p *cpPager) WriteDataPage(page file.DataPage) (int64, error) {
-	start := p.sink.Tell()
-	n, err := p.PageWriter.WriteDataPage(page)
-	if err != nil {
-		return n, err
-	}
-	if parquet.Encoding(page.Encoding()) != parquet.Encodings.Plain {
-		return n, fmt.Errorf("a checkpoint data page encoded %v", page.Encoding())
-	}
-	if p.pages == 0 {
-		p.dataPageOffset = start
-	}
-	p.pages++
-	p.nvalues += int64(page.NumValues())
-	p.compressed += n
-	p.uncompressed += int64(page.UncompressedSize()) + n - int64(len(page.Data())) // the page and its header
-	return n, nil
-}
-
-// WriteDictionaryPage refuses: checkpoints are written without dictionaries.
-func (p *cpPager) WriteDictionaryPage(*file.DictionaryPage) (int64, error) {
-	return 0, errors.New("a checkpoint column with a dictionary")
-}
-
-func (p *cpPager) Close(hasDict, fallback bool) error {
-	stats := metadata.EncodingStats{DictEncodingStats: map[parquet.Encoding]int32{}, DataEncodingStats: map[parquet.Encoding]int32{}}
-	if p.pages > 0 {
-		stats.DataEncodingStats[parquet.Encodings.Plain] = p.pages
-	}
-	err := p.meta.Finish(metadata.ChunkMetaInfo{
-		NumValues:        p.nvalues,
-		IndexPageOffset:  -1,
-		DataPageOffset:   p.dataPageOffset,
-		CompressedSize:   p.compressed,
-		UncompressedSize: p.uncompressed,
-	}, hasDict, fallback, stats)
-	if err != nil {
-		return err
-	}
-	// arrow-go's page writer serializes the chunk's footer entry into the file through a
-	// 4 KiB bufio.Writer it never flushes: the file gets some of an entry longer than that
-	// (statistics of add.stats of a wide table, a long path or schemaString). Found by
-	// FuzzCheckpointEncoderMatchesPqarrow (docs/decisions/0020-checkpoint-pages-encoded-here.md,
-	// follow-ups); TestCheckpointFooterEntrySpillEdges compares entries of 4,095 to 4,097
-	// bytes with pqarrow's.
-	return parquetio.FooterEntrySpill(p.meta, p.sink, &p.spill)
 }
 
 // ownPage writes the column chunk of a column with levels as arrow-go's column chunk

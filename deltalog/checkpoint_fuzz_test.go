@@ -140,7 +140,7 @@ func checkCheckpointRoundTrip(t *testing.T, acts []Action, byDay bool) {
 		t.Fatal(err)
 	}
 	// No base when a remove group is not one run of column chunks: arrow-go spilled a
-	// footer entry past 4 KiB between two of its chunks (cpPager.Close), as pqarrow did.
+	// footer entry past 4 KiB between two of its chunks (parquetio.FooterEntrySpill), as pqarrow did.
 	contiguous := true
 	for rg, g := range p.md.RowGroups {
 		for col := range p.md.Schema.NumColumns() {

@@ -13,9 +13,9 @@ import (
 
 // arrow-go's page writer, closing a column chunk, serializes the chunk's footer entry (the
 // Thrift ColumnChunk) through a 4,096-byte bufio.Writer it never flushes: the file gets
-// bytes of it exactly when the entry is longer than the buffer (cpPager.Close:
-// parquetio.FooterEntrySpill; docs/decisions/0020-checkpoint-pages-encoded-here.md,
-// follow-ups).
+// bytes of it exactly when the entry is longer than the buffer (parquetio.FooterEntrySpill,
+// called by WritePlainChunk and ChunkPager.Close;
+// docs/decisions/0020-checkpoint-pages-encoded-here.md, follow-ups).
 
 // footerEntryBuffer is the size of that bufio.Writer, in bytes.
 const footerEntryBuffer = 4096
@@ -100,8 +100,8 @@ func TestCheckpointFooterEntrySpillEdges(t *testing.T) {
 	})
 }
 
-// parquetio.FooterEntrySpill (cpPager.Close) serializes an entry to learn its size only
-// when a bound of it passes the buffer: the bytes of the statistics' min and max, +64 for
+// parquetio.FooterEntrySpill serializes an entry to learn its size only when a bound of
+// it passes the buffer: the bytes of the statistics' min and max, +64 for
 // the rest of the statistics, +512 for the entry's integers, encodings and field headers,
 // + the path. The rest of a checkpoint's entries (the path, the integers, the encodings,
 // the lengths' varints) must stay under those 576 bytes (the path's allowance left out)

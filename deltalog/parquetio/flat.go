@@ -91,7 +91,7 @@ func flatSchema(s *arrow.Schema) bool {
 // assembles the file as arrow-go's file.Writer does (the magic, each row group's column
 // chunks in order with their footer entries from arrow-go's metadata builders, the footer
 // from its file metadata builder), so that both kinds of chunk write into it, arrow-go's
-// through a chunkPager: arrow-go's page writer with a Close that serializes the chunk's
+// through a ChunkPager: arrow-go's page writer with a Close that serializes the chunk's
 // footer entry only when arrow-go's would leave some of it in the file (FooterEntrySpill),
 // instead of into a 4 KB bufio.Writer that is never flushed, for every chunk. The file's
 // Parquet schema is the kept settings' (props.go), not rebuilt per file. The bytes are
@@ -101,7 +101,7 @@ type flatEncoder struct {
 	e     *propsEntry
 	sink  *countingWriter
 	fmb   *metadata.FileMetaDataBuilder
-	pager *chunkPager
+	pager *ChunkPager
 	// rg is the open row group's builder (nil before the first), rgs the row groups
 	// started; cw is its open column chunk writer (nil before its first column), col the
 	// columns started, rows its rows (the first column's).
@@ -196,27 +196,15 @@ func (f *flatEncoder) nextColumn() (*metadata.ColumnChunkMetaDataBuilder, error)
 // columnWriter opens arrow-go's column chunk writer of the chunk meta (column f.col-1 of
 // the row group), writing through the pager.
 func (f *flatEncoder) columnWriter(meta *metadata.ColumnChunkMetaDataBuilder) (file.ColumnChunkWriter, error) {
-	path := meta.Descr().Path()
-	codec, level := f.e.props.CompressionFor(path), f.e.props.CompressionLevelFor(path)
 	if f.pager == nil {
-		if p, ok := chunkPagers.Get().(*chunkPager); ok {
-			f.pager = p
-		} else {
-			pw, err := file.NewPageWriter(f.sink, codec, level, meta, f.rgs, int16(f.col-1), f.e.props.Allocator(), false, nil, nil)
-			if err != nil {
-				return nil, err
-			}
-			totals, ok := pw.(pageTotals)
-			if !ok {
-				return nil, errors.New("parquetio: arrow-go's page writer keeps no totals")
-			}
-			f.pager = &chunkPager{PageWriter: pw, totals: totals}
+		f.pager, _ = chunkPagers.Get().(*ChunkPager)
+		if f.pager == nil {
+			f.pager = new(ChunkPager)
 		}
 	}
-	if err := f.pager.PageWriter.Reset(f.sink, codec, level, meta, f.rgs, int16(f.col-1), nil, nil); err != nil {
+	if err := f.pager.Start(f.sink, meta, f.e.props, f.rgs, int16(f.col-1), &f.own.spill); err != nil {
 		return nil, err
 	}
-	f.pager.start(meta, f.sink, &f.own.spill)
 	f.cw = file.NewColumnChunkWriter(meta, f.pager, f.e.props)
 	return f.cw, nil
 }
@@ -326,7 +314,7 @@ func (f *flatEncoder) putPager() {
 	}
 	p := f.pager
 	f.pager = nil
-	if p.PageWriter.Reset(nil, compress.Codecs.Uncompressed, 0, nil, 0, 0, nil, nil) != nil {
+	if p.PageWriter == nil || p.PageWriter.Reset(nil, compress.Codecs.Uncompressed, 0, nil, 0, 0, nil, nil) != nil {
 		return
 	}
 	p.meta, p.dict, p.data, p.sink, p.spill = nil, nil, nil, nil, nil
@@ -334,7 +322,7 @@ func (f *flatEncoder) putPager() {
 	chunkPagers.Put(p)
 }
 
-// chunkPagers keep chunkPagers from file to file: arrow-go's page writer, its Thrift
+// chunkPagers keep ChunkPagers from file to file: arrow-go's page writer, its Thrift
 // serializer, and the compression buffer grown to the largest page compressed.
 var chunkPagers sync.Pool
 
@@ -348,11 +336,19 @@ type pageTotals interface {
 	TotalUncompressedSize() int64
 }
 
-// chunkPager is arrow-go's page writer (file.NewPageWriter: page headers, compression,
-// the chunk's totals) with a Close that fills the chunk's footer entry as arrow-go's does,
-// from its totals and the pages' encodings counted here, and writes only what arrow-go's
-// would leave of the serialized entry in the file (FooterEntrySpill).
-type chunkPager struct {
+// ChunkPager is arrow-go's page writer (file.NewPageWriter: page headers, compression,
+// the chunk's totals) for a file assembled without arrow-go's file.Writer, given to
+// arrow-go's column chunk writer (file.NewColumnChunkWriter) for a chunk of more than the
+// one page WritePlainChunk writes: its Close fills the chunk's footer entry as arrow-go's
+// does, from the page writer's totals and the pages' encodings counted here, and writes
+// only what arrow-go's would leave of the serialized entry in the file
+// (FooterEntrySpill), instead of serializing every entry into a 4 KiB buffer it never
+// flushes. A flat data file's chunks (flatEncoder,
+// docs/decisions/0021-data-file-pages-encoded-here.md) and a checkpoint's (deltalog's
+// checkpointEncoder, docs/decisions/0020-checkpoint-pages-encoded-here.md) go through
+// it. The zero value is ready for Start; one pager writes one chunk at a time, from one
+// goroutine.
+type ChunkPager struct {
 	file.PageWriter
 	totals pageTotals
 	meta   *metadata.ColumnChunkMetaDataBuilder
@@ -362,6 +358,36 @@ type chunkPager struct {
 	dict, data map[parquet.Encoding]int32
 	// scratch receives each data page's compressed bytes (Compress).
 	scratch bytes.Buffer
+}
+
+// Start points p at the column chunk meta, column column of row group rowGroup (arrow-go's
+// page writer takes both, for encryption, which files here never use), its pages written
+// to sink with the codec props gives the column; spill is the scratch of the footer
+// entry's spill (Close). The first Start makes arrow-go's page writer, the others reset
+// it. The error is the page writer's (a codec arrow-go lacks), or a page writer that keeps
+// no totals.
+func (p *ChunkPager) Start(sink interface {
+	io.Writer
+	Tell() int64
+}, meta *metadata.ColumnChunkMetaDataBuilder, props *parquet.WriterProperties, rowGroup, column int16, spill *FooterEntryScratch) error {
+	path := meta.Descr().Path()
+	codec, level := props.CompressionFor(path), props.CompressionLevelFor(path)
+	if p.PageWriter == nil {
+		pw, err := file.NewPageWriter(sink, codec, level, meta, rowGroup, column, props.Allocator(), false, nil, nil)
+		if err != nil {
+			return err
+		}
+		totals, ok := pw.(pageTotals)
+		if !ok {
+			return errors.New("parquetio: arrow-go's page writer keeps no totals")
+		}
+		p.PageWriter, p.totals = pw, totals
+	} else if err := p.PageWriter.Reset(sink, codec, level, meta, rowGroup, column, nil, nil); err != nil {
+		return err
+	}
+	p.meta, p.sink, p.spill = meta, sink, spill
+	p.dict, p.data = map[parquet.Encoding]int32{}, map[parquet.Encoding]int32{}
+	return nil
 }
 
 // Compress compresses a data page's bytes (src) into p's scratch buffer instead of buf,
@@ -374,19 +400,12 @@ type chunkPager struct {
 // other before it compresses the next (buildDataPageV1 and buildDataPageV2 in
 // parquet/file/column_writer.go), and a chunk is closed before the next one starts.
 // (The page writer compresses a dictionary page with a buffer of its own.)
-func (p *chunkPager) Compress(_ *bytes.Buffer, src []byte) []byte {
+func (p *ChunkPager) Compress(_ *bytes.Buffer, src []byte) []byte {
 	p.scratch.Reset()
 	return p.PageWriter.Compress(&p.scratch, src)
 }
 
-// start points p at the column chunk meta, written into sink; spill is the scratch of the
-// footer entry's spill (Close).
-func (p *chunkPager) start(meta *metadata.ColumnChunkMetaDataBuilder, sink io.Writer, spill *FooterEntryScratch) {
-	p.meta, p.sink, p.spill = meta, sink, spill
-	p.dict, p.data = map[parquet.Encoding]int32{}, map[parquet.Encoding]int32{}
-}
-
-func (p *chunkPager) WriteDictionaryPage(page *file.DictionaryPage) (int64, error) {
+func (p *ChunkPager) WriteDictionaryPage(page *file.DictionaryPage) (int64, error) {
 	n, err := p.PageWriter.WriteDictionaryPage(page)
 	if err == nil {
 		p.dict[parquet.Encoding(page.Encoding())]++
@@ -394,7 +413,7 @@ func (p *chunkPager) WriteDictionaryPage(page *file.DictionaryPage) (int64, erro
 	return n, err
 }
 
-func (p *chunkPager) WriteDataPage(page file.DataPage) (int64, error) {
+func (p *ChunkPager) WriteDataPage(page file.DataPage) (int64, error) {
 	n, err := p.PageWriter.WriteDataPage(page)
 	if err == nil {
 		p.data[parquet.Encoding(page.Encoding())]++
@@ -404,7 +423,7 @@ func (p *chunkPager) WriteDataPage(page file.DataPage) (int64, error) {
 
 // Close fills the chunk's footer entry and writes what arrow-go's Close would have left of
 // it in the file (FooterEntrySpill: nothing unless the entry passes 4 KiB).
-func (p *chunkPager) Close(hasDict, fallback bool) error {
+func (p *ChunkPager) Close(hasDict, fallback bool) error {
 	err := p.meta.Finish(metadata.ChunkMetaInfo{
 		NumValues:        p.totals.NumValues(),
 		DictPageOffset:   p.totals.DictionaryPageOffset(),

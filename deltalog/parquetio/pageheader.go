@@ -16,9 +16,9 @@ import (
 // Parquet format (parquet.thrift) in Thrift's compact protocol: each field a byte of its
 // id's delta from the previous field's and its type, then the value (integers as zigzag
 // varints, binaries as a varint length and the bytes, a boolean in the field byte's
-// type); 0 ends a struct. deltalog's checkpoint encoder (cpPager in checkpoint_encode.go,
-// docs/decisions/0020-checkpoint-pages-encoded-here.md) writes its own pages' headers and
-// footer-entry spills with these too.
+// type); 0 ends a struct. deltalog's checkpoint encoder (checkpoint_encode.go,
+// docs/decisions/0020-checkpoint-pages-encoded-here.md) writes its chunks with these too
+// (WritePlainChunk, ChunkPager).
 
 // Thrift compact protocol field types.
 const (
@@ -109,8 +109,8 @@ const footerEntryBuffer = 4096
 // size passes the buffer, which only long statistics or a long path make it do. The
 // error is the Thrift serializer's or w's. The rule and how it was found:
 // docs/decisions/0020-checkpoint-pages-encoded-here.md (follow-ups) and
-// docs/decisions/0021-data-file-pages-encoded-here.md. deltalog's checkpoint encoder
-// (cpPager.Close) uses it too.
+// docs/decisions/0021-data-file-pages-encoded-here.md. WritePlainChunk and
+// ChunkPager.Close call it, for flat data files and deltalog's checkpoints.
 func FooterEntrySpill(meta *metadata.ColumnChunkMetaDataBuilder, w io.Writer, scratch *FooterEntryScratch) error {
 	cc := meta.Contents()
 	bound := 512 // the entry's integers, encodings, encoding stats and field headers
