@@ -511,13 +511,7 @@ func (s *distinctSets) bytesDictionaryLoses(pieces []arrow.Array, nonNull int) b
 // RLE/bit-packed hybrid, above indexBytes. TestArrowIndexBytes pins it to the encoder's
 // decisions.
 func arrowIndexBytes(n, d int) int64 {
-	bw := 0
-	switch {
-	case d == 1:
-		bw = 1
-	case d > 1:
-		bw = bits.Len32(uint32(d - 1))
-	}
+	bw := indexBitWidth(d)
 	groups := int64((n + 7) / 8)
 	maxRLE := max(groups*int64(1+bw), groups*int64(1+(bw+7)/8))
 	const maxValuesPerLiteralRun = 512

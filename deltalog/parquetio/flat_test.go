@@ -179,18 +179,7 @@ func TestFlatEncoderMatchesPqarrow(t *testing.T) {
 			}
 			want, wantFiles := write(t, in, true)
 			got, gotFiles := write(t, in, false)
-			if !bytes.Equal(got, want) {
-				t.Errorf("the files differ from pqarrow's: %d bytes against %d; %s", len(got), len(want), chunkDiff(got, want))
-			}
-			if len(gotFiles) != len(wantFiles) {
-				t.Fatalf("%d files, pqarrow %d", len(gotFiles), len(wantFiles))
-			}
-			for i := range gotFiles {
-				g, w := gotFiles[i], wantFiles[i]
-				if g.Size != w.Size || g.NumRecords != w.NumRecords || g.Stats != w.Stats {
-					t.Errorf("file %d: size %d rows %d stats %s; pqarrow %d %d %s", i, g.Size, g.NumRecords, g.Stats, w.Size, w.NumRecords, w.Stats)
-				}
-			}
+			assertSameFiles(t, got, want, gotFiles, wantFiles)
 		})
 	}
 }

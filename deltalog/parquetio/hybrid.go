@@ -230,13 +230,7 @@ func (e *HybridEncoder) flush() []byte {
 // arrow-go's dictEncoder.WriteIndices puts them, then flushed (no length prefix). It
 // returns the extended slice.
 func (e *HybridEncoder) AppendIndices(b []byte, indices []int32, entries int) []byte {
-	width := 0
-	switch {
-	case entries == 1:
-		width = 1
-	case entries > 1:
-		width = bits.Len32(uint32(entries - 1))
-	}
+	width := indexBitWidth(entries)
 	*e = HybridEncoder{out: e.out[:0], buffer: e.buffer[:0], indicatorOffset: -1, width: width}
 	for _, v := range indices {
 		e.put(uint64(v))
@@ -258,4 +252,16 @@ func (e *HybridEncoder) AppendLevels(b []byte, levels []int16, maxLevel int16, b
 	enc := e.flush()
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(enc)))
 	return append(b, enc...)
+}
+
+// indexBitWidth is the bit width of dictionary indices into entries entries, as arrow-go's
+// dictEncoder.BitWidth gives it: 0 for none, 1 for one, else the bits of entries-1.
+func indexBitWidth(entries int) int {
+	switch {
+	case entries == 1:
+		return 1
+	case entries > 1:
+		return bits.Len32(uint32(entries - 1))
+	}
+	return 0
 }
