@@ -33,7 +33,8 @@ import (
 //     levels by parquetio.HybridEncoder, arrow-go's hybrid RLE encoder step for step,
 //     plain values, statistics, and the page header (parquetio.AppendDataPageHeader) as
 //     arrow-go computes and serializes them (cpColumn.ownPage);
-//   - a larger one goes through arrow-go's column chunk writer, which cuts its pages;
+//   - a larger one goes through arrow-go's column chunk writer, which cuts its pages,
+//     and its page writer (parquetio.ChunkPager);
 //   - the file is assembled from arrow-go's metadata builders as its file.Writer does
 //     (checkpointEncoder).
 // The files are byte for byte those pqarrow.FileWriter wrote from the same actions, which
