@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,6 +369,37 @@ func TestSecondsProblemReadsPlainly(t *testing.T) {
 	for _, v := range []float64{0, 0.5, MaxDurationSeconds} {
 		if p := SecondsProblem("max_seconds", v, ""); p != nil {
 			t.Errorf("%g: %+v, want no problem", v, p)
+		}
+	}
+}
+
+// An integer field out of range reads plainly too: the bound thousands separated and, for
+// a duration, in a unit a reader takes in (it said "want milliseconds in 0..2147483647").
+func TestIntegerRangesReadPlainly(t *testing.T) {
+	lock := MaxLockTimeoutMs + 1
+	for _, c := range []struct {
+		set   func(*Spec)
+		field string
+		want  string
+	}{
+		{func(s *Spec) { s.Options.LockTimeoutMs = &lock }, "options.lockTimeoutMs",
+			"2147483648: want milliseconds from 0 up to 2,147,483,647 ms (about 24.8 days); leave it out to wait for ever (SET LOCK_TIMEOUT takes an int)"},
+		{func(s *Spec) { s.Source.DialTimeoutSeconds = 10_000_000_000 }, "source.dial_timeout_seconds",
+			"10000000000: want seconds from 0 up to 3,600 s (an hour); 0 = 30 s"},
+		{func(s *Spec) { s.Source.LoginTimeoutSeconds = -1 }, "source.login_timeout_seconds",
+			"-1: want seconds from 0 up to 3,600 s (an hour); 0 = the DSN's connection timeout, else 30 s"},
+		{func(s *Spec) { s.Options.NumPartitions = 1_000_000_000 }, "options.numPartitions",
+			"1000000000: want an integer from 1 up to 400"},
+	} {
+		s, err := Parse([]byte(minimal()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.set(s)
+		var ce *ConfigError
+		err = s.Validate()
+		if !errors.As(err, &ce) || !slices.Contains(ce.Problems, Problem{Field: c.field, Reason: c.want}) {
+			t.Errorf("%s: %v\nwant reason %s", c.field, err, c.want)
 		}
 	}
 }

@@ -119,6 +119,17 @@ func PlainNumber(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
+// upTo is an integer field's range as a reader takes it in, the bounds thousands
+// separated: upTo(0, 2147483647, "ms (about 24.8 days)") is "from 0 up to 2,147,483,647 ms
+// (about 24.8 days)"; unit (with what the bound means, if anything) may be empty. Never
+// "0..2147483647": see SecondsProblem for the durations in float seconds.
+func upTo(lo, hi int, unit string) string {
+	if unit != "" {
+		unit = " " + unit
+	}
+	return fmt.Sprintf("from %s up to %s%s", grouped(lo), grouped(hi), unit)
+}
+
 // grouped is n (0 or more) with comma thousands separators: 31622400 is "31,622,400".
 func grouped(n int) string {
 	s := strconv.Itoa(n)
@@ -342,10 +353,10 @@ func (src Source) validate(ps *problems) {
 		ps.add("source.password_env", "not an environment variable name (not shown, in case it is the password): want the name of the variable that holds the password, such as MSSQL_PASSWORD")
 	}
 	if src.DialTimeoutSeconds < 0 || src.DialTimeoutSeconds > MaxDialTimeoutSeconds {
-		ps.add("source.dial_timeout_seconds", "%d: want seconds in 0..%d (0 = 30 s)", src.DialTimeoutSeconds, MaxDialTimeoutSeconds)
+		ps.add("source.dial_timeout_seconds", "%d: want seconds %s; 0 = 30 s", src.DialTimeoutSeconds, upTo(0, MaxDialTimeoutSeconds, "s (an hour)"))
 	}
 	if src.LoginTimeoutSeconds < 0 || src.LoginTimeoutSeconds > MaxLoginTimeoutSeconds {
-		ps.add("source.login_timeout_seconds", "%d: want seconds in 0..%d (0 = the DSN's connection timeout, else 30 s)", src.LoginTimeoutSeconds, MaxLoginTimeoutSeconds)
+		ps.add("source.login_timeout_seconds", "%d: want seconds %s; 0 = the DSN's connection timeout, else 30 s", src.LoginTimeoutSeconds, upTo(0, MaxLoginTimeoutSeconds, "s (an hour)"))
 	}
 	src.connectionProblems(ps)
 	if src.CaptureInstance == "" {
@@ -357,7 +368,7 @@ func (src Source) validate(ps *problems) {
 
 func (o Options) validate(ps *problems) {
 	if o.NumPartitions < 1 || o.NumPartitions > MaxNumPartitions {
-		ps.add("options.numPartitions", "%d: want an integer in 1..%d", o.NumPartitions, MaxNumPartitions)
+		ps.add("options.numPartitions", "%d: want an integer %s", o.NumPartitions, upTo(1, MaxNumPartitions, ""))
 	}
 	if o.MaxCommitsPerBatch != nil && *o.MaxCommitsPerBatch < 1 {
 		ps.add("options.maxCommitsPerBatch", "%d: want an integer >= 1 (leave it out for unlimited)", *o.MaxCommitsPerBatch)
@@ -376,7 +387,7 @@ func (o Options) validate(ps *problems) {
 	}
 	validateIsolation(ps, "options.isolationLevel", o.IsolationLevel)
 	if o.LockTimeoutMs != nil && (*o.LockTimeoutMs < 0 || *o.LockTimeoutMs > MaxLockTimeoutMs) {
-		ps.add("options.lockTimeoutMs", "%d: want milliseconds in 0..%d (SET LOCK_TIMEOUT takes an int; leave it out to wait for ever)", *o.LockTimeoutMs, MaxLockTimeoutMs)
+		ps.add("options.lockTimeoutMs", "%d: want milliseconds %s; leave it out to wait for ever (SET LOCK_TIMEOUT takes an int)", *o.LockTimeoutMs, upTo(0, MaxLockTimeoutMs, "ms (about 24.8 days)"))
 	}
 	if o.SnapshotLsn != "" {
 		if _, err := lsn.Parse(o.SnapshotLsn); err != nil {
