@@ -24,7 +24,8 @@ func init() {
 
 // runApply is `mssqlcdc apply --spec FILE [--silver URL]`: silver.Apply on the spec's
 // bronze (read only) and the silver table (--silver, else the spec's silver.table), until
-// silver has caught up or --max-seconds passed. Keys, memory and copy-on-write default to
+// silver has caught up or --max-seconds passed (left out: the spec's silver.max_seconds;
+// 0: no bound, as for stream and backfill). Keys, memory and copy-on-write default to
 // the spec's silver section. It prints the result as JSON; an apply that ran out of time
 // exits 0 with caught_up false (run it again to go on).
 func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -32,18 +33,18 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md)")
 	silverURL := fs.String("silver", "", "the silver Delta table (local path or s3:// URL), created by the first apply (default: the spec's silver.table)")
 	keys := fs.String("keys", "", "silver's key columns, comma-separated (default: the spec's silver.keys, else options.snapshotKeys, else the keys silver recorded)")
-	maxSeconds := fs.Float64("max-seconds", 0, "stop starting key ranges after this many seconds (0: the spec's silver.max_seconds, else until caught up)")
+	maxSeconds := fs.Float64("max-seconds", 0, "stop starting key ranges after this many seconds (default: the spec's silver.max_seconds; 0: no bound)")
 	memoryMB := fs.Int64("memory-mb", 0, "MiB of bronze rows one key range may hold (0: the spec's silver.memory_mb, else 256)")
 	cow := fs.Bool("copy-on-write", false, "rewrite files instead of writing deletion vectors (default: the spec's silver.copy_on_write)")
 	verbose := fs.Bool("v", false, "log each key range")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	const usage = "usage: mssqlcdc apply --spec FILE [--silver URL] [--keys a,b] [--max-seconds S (0..31622400)] [--memory-mb N (>= 0)] [--copy-on-write] [-v]"
+	const usage = "usage: mssqlcdc apply --spec FILE [--silver URL] [--keys a,b] [--max-seconds S (0 up to 31,622,400)] [--memory-mb N (>= 0)] [--copy-on-write] [-v]"
 	if *specPath == "" || fs.NArg() > 0 || *memoryMB < 0 {
 		return &usageError{msg: usage}
 	}
-	if err := secondsFlag("max-seconds", *maxSeconds, "0 = the spec's silver.max_seconds, else until caught up", usage); err != nil {
+	if err := secondsFlag("max-seconds", *maxSeconds, "0 = no bound", usage); err != nil {
 		return err
 	}
 	spec, err := connect.SpecFile(*specPath)
@@ -60,8 +61,8 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if sv.Table == "" {
 		return &usageError{msg: "the spec has no silver.table: give --silver URL\n" + usage}
 	}
-	if *maxSeconds > 0 {
-		sv.MaxSeconds = *maxSeconds
+	if flagSet(fs, "max-seconds") {
+		sv.MaxSeconds = *maxSeconds // 0: no bound, whatever the spec says
 	}
 	if *memoryMB > 0 {
 		sv.MemoryMB = *memoryMB

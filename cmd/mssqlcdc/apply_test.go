@@ -162,3 +162,52 @@ func TestApplyWithoutSilverSaysGiveSilver(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// apply --max-seconds means what stream's and backfill's do: left out, the spec's
+// silver.max_seconds; 0, no bound, whatever the spec says (0 was taken as "left out", so a
+// spec's bound held and the flag could not lift it). A spec bounding each apply to a
+// microsecond stops before caught up; with --max-seconds 0 the apply catches up. -h says so.
+func TestApplyMaxSecondsZeroIsNoBound(t *testing.T) {
+	ctx := context.Background()
+	plain := writeSimSpec(t)
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"snapshot", "--spec", plain, "--sim"}, &out, &errOut); code != 0 {
+		t.Fatalf("snapshot exit %d: %s", code, errOut.String())
+	}
+	data, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["silver"] = map[string]any{"table": filepath.Join(filepath.Dir(plain), "silver"), "keys": []string{"id"}, "memory_mb": 1, "max_seconds": 0.000001}
+	specPath := filepath.Join(filepath.Dir(plain), "bounded.json")
+	data, _ = json.Marshal(doc)
+	if err := os.WriteFile(specPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(extra ...string) map[string]any {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(ctx, append([]string{"apply", "--spec", specPath}, extra...), &out, &errOut); code != 0 {
+			t.Fatalf("apply %v: exit %d: %s", extra, code, errOut.String())
+		}
+		var res map[string]any
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("apply output %q: %v", out.String(), err)
+		}
+		return res
+	}
+	if res := apply(); res["caught_up"] != false {
+		t.Fatalf("apply without --max-seconds under the spec's 1 µs: %v, want caught_up false", res)
+	}
+	if res := apply("--max-seconds", "0"); res["caught_up"] != true {
+		t.Fatalf("apply --max-seconds 0: %v, want caught_up true (no bound)", res)
+	}
+	help, _, _ := runCLI(t, "apply", "-h")
+	if !strings.Contains(help, "(default: the spec's silver.max_seconds; 0: no bound)") {
+		t.Errorf("apply -h does not say --max-seconds defaults to the spec's and 0 is no bound:\n%s", help)
+	}
+}

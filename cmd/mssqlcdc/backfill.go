@@ -20,7 +20,7 @@ func init() {
 	})
 }
 
-const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N (>= 0)] [--max-seconds S (0..31622400)]"
+const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N (>= 0)] [--max-seconds S (0 up to 31,622,400)]"
 
 // runBackfill is one backfill call (docs/snapshots.md "Chunked snapshots"), as the backfill
 // machine's backfill-wave Task makes it: the spec's chunked parameters, max_waves and

@@ -41,7 +41,7 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	const usage = "usage: mssqlcdc stream --spec FILE [--available-now] [--max-seconds S (0..31622400)] [--sim] [-v]"
+	const usage = "usage: mssqlcdc stream --spec FILE [--available-now] [--max-seconds S (0 up to 31,622,400)] [--sim] [-v]"
 	if *specPath == "" || fs.NArg() > 0 {
 		return &usageError{msg: usage}
 	}
