@@ -146,15 +146,38 @@ func TestPassword(t *testing.T) {
 	if err == nil || err.Error() != want || errors.As(err, &ce) || reflect.TypeOf(err).String() != "*config.PasswordUnsetError" {
 		t.Errorf("unset env: %T %v\nwant *config.PasswordUnsetError %s", err, err, want)
 	}
-	sm := secrets{"arn:plain": "s3cret", "arn:json": `{"username":"u","password":"js"}`, "arn:bad": `{"user":"u"}`}
-	for arn, want := range map[string]string{"arn:plain": "s3cret", "arn:json": "js"} {
+	sm := secrets{"arn:plain": "s3cret", "arn:json": `{"username":"u","password":"js"}`, "arn:bad": `{"user":"u"}`, "arn:upper": `{"Password":"up"}`}
+	for arn, want := range map[string]string{"arn:plain": "s3cret", "arn:json": "js", "arn:upper": "up"} {
 		pw, err := (Source{PasswordSecretARN: arn}).Password(ctx, env, sm)
 		if err != nil || pw != want {
 			t.Errorf("%s: %q %v", arn, pw, err)
 		}
 	}
-	if _, err := (Source{PasswordSecretARN: "arn:bad"}).Password(ctx, env, sm); err == nil {
-		t.Error("JSON without password: no error")
+	// A secret of the wrong shape is no "invalid table spec" either: the spec is fine, the
+	// secret is not. Its own error names the secret's ARN and the shape wanted, and never
+	// repeats the secret's contents (here "hunter2" and "u").
+	shapes := secrets{
+		"arn:nokey":  `{"user":"u","pass":"hunter2"}`,
+		"arn:number": `{"username":"u","password":20240101}`,
+		"arn:empty":  `{"username":"u","password":""}`,
+		"arn:broken": `{"username":"u","password":"hunter2"`,
+	}
+	for arn, why := range map[string]string{
+		"arn:nokey":  `has no "password" key`,
+		"arn:number": `has a "password" that is not a string`,
+		"arn:empty":  `has an empty "password"`,
+		"arn:broken": `begins with '{' but is not valid JSON`,
+	} {
+		_, err := (Source{PasswordSecretARN: arn}).Password(ctx, env, shapes)
+		want := "password secret " + arn + " " + why + ": want the password as plain text, or JSON with a non-empty " +
+			`"password" string (as RDS writes it: {"username":"...","password":"..."})`
+		var pse *PasswordSecretError
+		if err == nil || err.Error() != want || errors.As(err, &ce) || !errors.As(err, &pse) || pse.ARN != arn {
+			t.Errorf("%s: %T %v\nwant *config.PasswordSecretError %s", arn, err, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), `"u"`)) {
+			t.Errorf("%s: the error repeats the secret: %v", arn, err)
+		}
 	}
 	if _, err := (Source{PasswordSecretARN: "arn:x"}).Password(ctx, env, nil); !errors.Is(err, ErrNoSecretGetter) {
 		t.Errorf("no getter: %v", err)

@@ -36,7 +36,8 @@ func (e *PasswordUnsetError) Error() string {
 
 // Password resolves the source password: from the environment variable PasswordEnv (read
 // with getenv; empty or unset is a *PasswordUnsetError), from the secret
-// PasswordSecretARN (plain text, or JSON with a "password" key as RDS writes), or "" when
+// PasswordSecretARN (plain text, or JSON with a "password" key as RDS writes; other JSON
+// is a *PasswordSecretError), or "" when
 // neither is set (the DSN holds it, or integrated auth).
 func (src Source) Password(ctx context.Context, getenv func(string) string, secrets SecretGetter) (string, error) {
 	switch {
@@ -55,17 +56,56 @@ func (src Source) Password(ctx context.Context, getenv func(string) string, secr
 			return "", fmt.Errorf("read secret %s: %w", src.PasswordSecretARN, err)
 		}
 		if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") {
-			var doc struct {
-				Password string `json:"password"`
-			}
-			if err := json.Unmarshal([]byte(t), &doc); err != nil || doc.Password == "" {
-				return "", &ConfigError{Problems: []Problem{{Field: "source.password_secret_arn", Reason: "secret is JSON without a \"password\" string"}}}
-			}
-			return doc.Password, nil
+			return secretJSONPassword(src.PasswordSecretARN, t)
 		}
 		return v, nil
 	}
 	return "", nil
+}
+
+// PasswordSecretError: the secret source.password_secret_arn names was read, but holds
+// JSON (it begins with '{') without a non-empty "password" string, so no password can be
+// taken from it. The spec is fine (it is no ConfigError); the secret must change: store
+// the password as plain text, or JSON with a "password" key as RDS writes it (docs/spec.md
+// § source). Neither the message nor the fields hold any of the secret's contents. Step
+// Functions sees this name and does not retry it.
+type PasswordSecretError struct {
+	// ARN is the secret's ARN, as the spec gives it.
+	ARN string
+	// Shape is what is wrong with the secret, in words ("has no \"password\" key").
+	Shape string
+}
+
+func (e *PasswordSecretError) Error() string {
+	return fmt.Sprintf("password secret %s %s: want the password as plain text, or JSON with a non-empty "+
+		`"password" string (as RDS writes it: {"username":"...","password":"..."})`, e.ARN, e.Shape)
+}
+
+// secretJSONPassword is the "password" string of the secret arn's JSON text t, else a
+// *PasswordSecretError saying why not. json's own errors are dropped: they may quote the
+// secret.
+func secretJSONPassword(arn, t string) (string, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(t), &doc); err != nil {
+		return "", &PasswordSecretError{ARN: arn, Shape: "begins with '{' but is not valid JSON"}
+	}
+	raw, ok := doc["password"]
+	for k, v := range doc {
+		if !ok && strings.EqualFold(k, "password") { // as encoding/json matches a field
+			raw, ok = v, true
+		}
+	}
+	if !ok {
+		return "", &PasswordSecretError{ARN: arn, Shape: `has no "password" key`}
+	}
+	var pw string
+	if err := json.Unmarshal(raw, &pw); err != nil {
+		return "", &PasswordSecretError{ARN: arn, Shape: `has a "password" that is not a string`}
+	}
+	if pw == "" {
+		return "", &PasswordSecretError{ARN: arn, Shape: `has an empty "password"`}
+	}
+	return pw, nil
 }
 
 // ConnString is DSN with password set as the URL's user password (built with net/url,

@@ -91,6 +91,7 @@ var declared = []Name{
 
 	decl(&config.ConfigError{}, false, All),
 	decl(&config.PasswordUnsetError{}, false, Both|Seed|BackfillWave|Reconcile),
+	decl(&config.PasswordSecretError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.CaptureInstanceNotFoundError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.AmbiguousCaptureInstanceError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.CDCNotEnabledError{}, false, Both|Seed|BackfillWave|Reconcile),
