@@ -104,8 +104,12 @@ type UnreachableError struct {
 	// Cause is one of the Unreachable* causes.
 	Cause string
 	// Waited is, for UnreachableNoAnswer, how long the login waited for the server
-	// (the login timeout, mssql.Options.LoginTimeout).
+	// (the login timeout, mssql.Options.LoginTimeout, unless Limit says otherwise).
 	Waited time.Duration
+	// Limit, for UnreachableNoAnswer, names the bound that ended the wait when it was not
+	// the login timeout: "the DSN's connection timeout, which fired before the login
+	// timeout of 5 s". "" when the login timeout fired.
+	Limit string
 	// Err is the driver's error.
 	Err error
 }
@@ -132,9 +136,13 @@ func (e *UnreachableError) Error() string {
 	var check string
 	switch e.Cause {
 	case UnreachableNoAnswer:
-		return fmt.Sprintf("SQL Server at %s accepted the connection but did not answer the login within %s s: "+
+		limit := ""
+		if e.Limit != "" {
+			limit = " (" + e.Limit + ")"
+		}
+		return fmt.Sprintf("SQL Server at %s accepted the connection but did not answer the login within %s s%s: "+
 			"check that %s's host and port are SQL Server's (not another service's, or a load balancer or proxy with nothing healthy behind it), "+
-			"and that the server is not stuck or overloaded: %v", e.Server, strconv.FormatFloat(e.Waited.Seconds(), 'f', -1, 64), field, e.Err)
+			"and that the server is not stuck or overloaded: %v", e.Server, strconv.FormatFloat(e.Waited.Seconds(), 'f', -1, 64), limit, field, e.Err)
 	case UnreachableNotSQLServer:
 		return fmt.Sprintf("SQL Server at %s accepted the connection but answered the login with something that is not SQL Server's protocol (TDS): "+
 			"check that %s's host and port are SQL Server's, not another service's (HTTP, SSH, a proxy): %v", e.Server, field, e.Err)

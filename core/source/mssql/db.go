@@ -61,9 +61,10 @@ func Open(o Options) (*DB, error) {
 		}
 	}
 	build := withLoginDialer(o.newConnector)
+	dsnTimeout, _ := o.dsnConnTimeout()
 	if o.PasswordFunc != nil {
 		rot := newRotatingConnector(o.dsn(), o.PasswordFunc, build)
-		d := newDB(sql.OpenDB(&loginConnector{Connector: rot, timeout: o.loginTimeout()}), o)
+		d := newDB(sql.OpenDB(&loginConnector{Connector: rot, timeout: o.loginTimeout(), dsnTimeout: dsnTimeout}), o)
 		d.rot = rot
 		return d, nil
 	}
@@ -71,7 +72,7 @@ func Open(o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sql server: %w", err)
 	}
-	return newDB(sql.OpenDB(&loginConnector{Connector: c, timeout: o.loginTimeout()}), o), nil
+	return newDB(sql.OpenDB(&loginConnector{Connector: c, timeout: o.loginTimeout(), dsnTimeout: dsnTimeout}), o), nil
 }
 
 // newDB wraps an open pool (tests hand in one on a scripted driver).

@@ -148,7 +148,7 @@ func unreachable(err error, c errContext) *source.UnreachableError {
 	var cause string
 	switch {
 	case errors.As(err, &lf):
-		return &source.UnreachableError{Server: c.Server, Field: c.DSNField, Cause: lf.Cause, Waited: lf.Waited, Err: err}
+		return &source.UnreachableError{Server: c.Server, Field: c.DSNField, Cause: lf.Cause, Waited: lf.Waited, Limit: lf.Limit, Err: err}
 	case errors.As(err, &dns):
 		host, _, _ := strings.Cut(c.Server, "/")
 		if h, _, err := net.SplitHostPort(host); err == nil {

@@ -20,13 +20,18 @@ package mssql
 // past when the context ends, so a blocked read returns at once. When Connect returns,
 // the guard ends: the deadlines are cleared and the session runs without one, as before.
 // Connect then turns what happened into a loginFailure, which mapError reports as a
-// *source.UnreachableError (docs/operations.md "UnreachableError").
+// *source.UnreachableError (docs/operations.md "UnreachableError"), also when the DSN's
+// connection timeout, shorter than the login timeout, ended a read of the login first
+// (the driver's deadline, which the guard only ever shortens): the message then names
+// that limit.
 
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +48,9 @@ import (
 type loginConnector struct {
 	driver.Connector
 	timeout time.Duration
+	// dsnTimeout is the DSN's connection timeout (0: none), which go-mssqldb sets as the
+	// deadline of each read of the login: when shorter than timeout it fires first.
+	dsnTimeout time.Duration
 }
 
 // Connect logs a new session in under a loginGuard. A cancelled context is its error
@@ -53,7 +61,7 @@ func (c *loginConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	stop := context.AfterFunc(ctx, g.cancel)
 	defer stop()
 	conn, err := c.Connector.Connect(context.WithValue(ctx, loginGuardKey{}, g))
-	cancelled, expired, notTDS := g.end()
+	cancelled, expired, notTDS, early := g.end()
 	switch {
 	case cancelled:
 		if err == nil {
@@ -66,6 +74,13 @@ func (c *loginConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, &loginFailure{Cause: source.UnreachableNoAnswer, Waited: c.timeout, Addr: expired.RemoteAddr().String(), Err: err}
 	case notTDS != nil:
 		return nil, &loginFailure{Cause: source.UnreachableNotSQLServer, Addr: notTDS.RemoteAddr().String(), First: notTDS.first, Err: err}
+	case early != nil && c.dsnTimeout > 0:
+		// The driver's own read deadline, the DSN's connection timeout, came first.
+		limit := "the DSN's connection timeout"
+		if c.timeout > c.dsnTimeout {
+			limit += ", which fired before the login timeout of " + strconv.FormatFloat(c.timeout.Seconds(), 'f', -1, 64) + " s"
+		}
+		return nil, &loginFailure{Cause: source.UnreachableNoAnswer, Waited: c.dsnTimeout, Limit: limit, Addr: early.RemoteAddr().String(), Err: err}
 	}
 	return nil, err
 }
@@ -77,6 +92,9 @@ func (c *loginConnector) Connect(ctx context.Context) (driver.Conn, error) {
 type loginFailure struct {
 	Cause  string
 	Waited time.Duration
+	// Limit names the bound that ended the wait when it was not the login timeout
+	// (source.UnreachableError.Limit).
+	Limit string
 	// Addr is the address connected to (an IP address and port).
 	Addr string
 	// First is the first byte the server sent, for UnreachableNotSQLServer.
@@ -149,9 +167,10 @@ func (g *loginGuard) cancel() {
 }
 
 // end releases the connections and reports whether the context ended the login, a
-// connection whose login deadline passed, and one whose server's first byte was not
-// SQL Server's.
-func (g *loginGuard) end() (cancelled bool, expired, notTDS *loginConn) {
+// connection whose login deadline passed, one whose server's first byte was not SQL
+// Server's, and one whose read timed out before its login deadline (the driver's own
+// deadline, the DSN's connection timeout).
+func (g *loginGuard) end() (cancelled bool, expired, notTDS, early *loginConn) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.ended = true
@@ -159,13 +178,15 @@ func (g *loginGuard) end() (cancelled bool, expired, notTDS *loginConn) {
 	for _, c := range g.conns {
 		if c.expired(now) {
 			expired = c
+		} else if c.timedOut.Load() {
+			early = c
 		}
 		if c.got.Load() && c.first != tdsReplyPacket && c.first != tlsHandshake && c.first != tlsAlert {
 			notTDS = c
 		}
 		c.release()
 	}
-	return g.cancelled, expired, notTDS
+	return g.cancelled, expired, notTDS, early
 }
 
 // loginConn is a TCP connection while its login runs: no deadline the driver sets may
@@ -179,6 +200,8 @@ type loginConn struct {
 
 	got   atomic.Bool // first holds the first byte read
 	first byte
+
+	timedOut atomic.Bool // a read's deadline passed
 }
 
 func (c *loginConn) Read(b []byte) (int, error) {
@@ -186,6 +209,10 @@ func (c *loginConn) Read(b []byte) (int, error) {
 	if n > 0 && !c.got.Load() {
 		c.first = b[0]
 		c.got.Store(true)
+	}
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) && ne.Timeout() {
+		c.timedOut.Store(true)
 	}
 	return n, err
 }

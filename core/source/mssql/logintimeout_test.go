@@ -129,6 +129,33 @@ func TestLoginNoAnswer(t *testing.T) {
 	}
 }
 
+// A DSN whose connection timeout is shorter than the login timeout: go-mssqldb's own read
+// deadline fires first, and the call fails with the same transient UnreachableError as
+// when the login timeout fires, naming the limit that did (the DSN's connection timeout)
+// and the login timeout it came before. Before, the message was the driver's alone:
+// "read max lsn: transient: ... i/o timeout".
+func TestLoginNoAnswerDSNTimeoutFirst(t *testing.T) {
+	addr := silentServer(t, neverAnswers)
+	d := loginDB(t, addr, "&connection+timeout=1", false, 5*time.Second)
+	took, err := maxLSNWithin(t, context.Background(), d, 10*time.Second)
+	var u *source.UnreachableError
+	if !errors.As(err, &u) || u.Cause != source.UnreachableNoAnswer || u.Server != addr || u.Waited != time.Second || !source.IsTransient(err) {
+		t.Fatalf("err = %v, want a transient UnreachableError (%s, waited 1 s) for %s", err, source.UnreachableNoAnswer, addr)
+	}
+	msg := err.Error()
+	want := "SQL Server at " + addr + " accepted the connection but did not answer the login within 1 s " +
+		"(the DSN's connection timeout, which fired before the login timeout of 5 s): check that source.dsn's host and port are SQL Server's"
+	if !strings.Contains(msg, want) {
+		t.Errorf("message %q\nwant it to contain %q", msg, want)
+	}
+	if strings.Contains(msg, "S3cret-pw") || strings.Contains(msg, "sqlserver://") {
+		t.Errorf("message %q holds the DSN or its password", msg)
+	}
+	if took < time.Second || took > 4*time.Second {
+		t.Errorf("returned after %s, want about 1 s", took)
+	}
+}
+
 // A call whose context is cancelled while the login waits for the server returns at once
 // with the context's error (not transient: nothing to retry), with the default login
 // timeout and with none at all (connection timeout=0 in the DSN). Before, the login ignored
@@ -267,7 +294,7 @@ func TestLoginGuardReleases(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err == nil || time.Since(start) > time.Second {
 		t.Fatalf("read during the login: %v after %s, want the login deadline at 0.2 s", err, time.Since(start))
 	}
-	if cancelled, expired, _ := g.end(); cancelled || expired == nil {
+	if cancelled, expired, _, _ := g.end(); cancelled || expired == nil {
 		t.Errorf("end: cancelled %v, expired %v; want the deadline reported as passed", cancelled, expired)
 	}
 	time.AfterFunc(400*time.Millisecond, func() { _, _ = srv.Write([]byte{tdsReplyPacket}) })

@@ -315,15 +315,24 @@ func (o Options) loginTimeout() time.Duration {
 	if o.LoginTimeout != 0 {
 		return o.LoginTimeout
 	}
+	if d, ok := o.dsnConnTimeout(); ok {
+		return d
+	}
+	return DefaultLoginTimeout
+}
+
+// dsnConnTimeout is the DSN's "connection timeout" (go-mssqldb's deadline on each read and
+// write of a session, the login's included), and whether the DSN sets one readably.
+func (o Options) dsnConnTimeout() (time.Duration, bool) {
 	if u, err := url.Parse(o.dsn()); err == nil {
 		q := settings{vals: u.Query()}
 		if v, ok := q.get("connection timeout"); ok {
 			if n, err := strconv.ParseUint(v, 10, 32); err == nil {
-				return time.Duration(n) * time.Second
+				return time.Duration(n) * time.Second, true
 			}
 		}
 	}
-	return DefaultLoginTimeout
+	return 0, false
 }
 
 // server is the address the DSN (or the fields) name, for messages: "host:port", or
