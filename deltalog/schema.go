@@ -444,7 +444,7 @@ func deltaType(t arrow.DataType, path string) (DataType, error) {
 		return TypeVoid, nil
 	case *arrow.Decimal128Type:
 		if t.Precision < 1 || t.Precision > 38 {
-			return nil, &SchemaError{Path: path, Reason: fmt.Sprintf("decimal precision %d is outside 1..38", t.Precision)}
+			return nil, &SchemaError{Path: path, Reason: fmt.Sprintf("decimal precision %d: want from 1 up to 38", t.Precision)}
 		}
 		return &DecimalType{Precision: int(t.Precision), Scale: int(t.Scale)}, nil
 	case *arrow.StructType:

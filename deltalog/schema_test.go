@@ -163,3 +163,12 @@ func TestCanWrite(t *testing.T) {
 		}
 	}
 }
+
+// A decimal precision out of range reads plainly (it said "is outside 1..38").
+func TestSchemaDecimalRangeReadsPlainly(t *testing.T) {
+	var se *SchemaError
+	_, err := FromArrow(arrow.NewSchema([]arrow.Field{{Name: "d", Type: &arrow.Decimal128Type{Precision: 39, Scale: 2}}}, nil))
+	if !errors.As(err, &se) || se.Reason != "decimal precision 39: want from 1 up to 38" {
+		t.Errorf("FromArrow(decimal(39,2)) = %v", err)
+	}
+}

@@ -90,7 +90,7 @@ func setupBootstrapDemoSource(o demoOptions, out io.Writer) (*demoSource, error)
 	if _, err := db.EnableCapture(def.Spec.Name, cdcsim.CaptureOptions{}); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "source: %s rows in dbo.orders, then CDC enabled (capture instance dbo_orders): only a snapshot (or a copy) holds those rows\n", thousands(int64(o.Rows)))
+	fmt.Fprintf(out, "source: %s rows in dbo.orders, then CDC enabled (capture instance dbo_orders): only a snapshot (or a copy) holds those rows\n", config.Grouped(int64(o.Rows)))
 	return &demoSource{db: db, gen: gen}, nil
 }
 
@@ -126,7 +126,7 @@ func loadWithProgress(gen *workload.Generator, n int, out io.Writer) error {
 		}
 		done += k
 		if done < n {
-			fmt.Fprintf(out, "source: loaded %s of %s rows into dbo.orders\n", thousands(int64(done)), thousands(int64(n)))
+			fmt.Fprintf(out, "source: loaded %s of %s rows into dbo.orders\n", config.Grouped(int64(done)), config.Grouped(int64(n)))
 		}
 	}
 	return nil

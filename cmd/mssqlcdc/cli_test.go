@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -342,12 +343,31 @@ func TestDurationFlagsAreBounded(t *testing.T) {
 		{"--seconds", "NaN", "--seconds NaN: want seconds from 0 up to 86,400 (a day)"},
 		{"--seconds", "-1", "--seconds -1: want seconds from 0 up to 86,400 (a day)"},
 		{"--rows", "-5", "--rows -5: want 0 or more"},
-		{"--min-batches", "20000", "--min-batches 20000: want 0 to 10,000"},
+		{"--min-batches", "20000", "--min-batches 20000: want from 0 up to 10,000"},
 		{"--bootstrap", "fast", `--bootstrap "fast": want full, chunked or seed`},
 	} {
 		_, errOut, code := runCLI(t, "demo", "--lake", t.TempDir(), c.flag, c.v)
 		if code != 2 || !strings.HasPrefix(errOut, "mssqlcdc demo: "+c.says+"\nusage: mssqlcdc demo ") {
 			t.Errorf("demo %s %s: exit %d, stderr %q; want 2 and %q, then the usage", c.flag, c.v, code, errOut, c.says)
 		}
+	}
+}
+
+// The usage lines give ranges as words, like the messages (they said "(0..31622400)",
+// "(0..1)"): no "N..M" in any usage printed for a mistake.
+func TestUsageRangesReadPlainly(t *testing.T) {
+	rangeDots := regexp.MustCompile(`[0-9]\.\.[0-9]`)
+	for _, args := range [][]string{
+		{"stream"}, {"apply"}, {"backfill"}, {"reconcile"},
+		{"demo", "--lake", t.TempDir(), "--rows", "-5"},
+	} {
+		_, errOut, code := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errOut, "usage: mssqlcdc "+args[0]) || rangeDots.MatchString(errOut) {
+			t.Errorf("%v: exit %d, stderr %q: want exit 2 and a usage without N..M ranges", args, code, errOut)
+		}
+	}
+	help, _, _ := runCLI(t, "reconcile", "-h")
+	if rangeDots.MatchString(help) {
+		t.Errorf("reconcile -h gives a range as N..M:\n%s", help)
 	}
 }

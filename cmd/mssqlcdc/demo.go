@@ -83,7 +83,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	const usage = "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0..86400)] [--min-batches N (0..10000)] [--seed K] [--data-loss] [--bootstrap full|chunked|seed]"
+	const usage = "usage: mssqlcdc demo [--lake DIR] [--rows N] [--seconds S (0 up to 86,400)] [--min-batches N (0 up to 10,000)] [--seed K] [--data-loss] [--bootstrap full|chunked|seed]"
 	// Each flag out of range is named with its range, then the usage.
 	var bad string
 	switch {
@@ -92,9 +92,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case o.Rows < 0:
 		bad = fmt.Sprintf("--rows %d: want 0 or more", o.Rows)
 	case !(o.Seconds >= 0 && o.Seconds <= demoMaxSeconds):
-		bad = fmt.Sprintf("--seconds %s: want seconds from 0 up to %s (a day)", config.PlainNumber(o.Seconds), thousands(demoMaxSeconds))
+		bad = fmt.Sprintf("--seconds %s: want seconds from 0 up to %s (a day)", config.PlainNumber(o.Seconds), config.Grouped(demoMaxSeconds))
 	case o.MinBatches < 0 || o.MinBatches > demoMaxBatches:
-		bad = fmt.Sprintf("--min-batches %d: want 0 to %s", o.MinBatches, thousands(demoMaxBatches))
+		bad = fmt.Sprintf("--min-batches %d: want from 0 up to %s", o.MinBatches, config.Grouped(demoMaxBatches))
 	case o.Bootstrap != "snapshot" && o.Bootstrap != config.SnapshotFull && o.Bootstrap != config.SnapshotChunked && o.Bootstrap != "seed":
 		bad = fmt.Sprintf("--bootstrap %q: want full, chunked or seed", o.Bootstrap)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/maintain"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/location"
@@ -175,7 +176,7 @@ func (p *vacuumProgress) report(listed int, so deltalog.VacuumResult) {
 	if now := p.now(); now.Sub(p.shown) >= p.every {
 		p.shown = now
 		fmt.Fprintf(p.out, "vacuum: %s objects listed; so far %s to delete, %s referenced, %s younger than the retention\n",
-			thousands(int64(listed)), thousands(int64(len(so.Deleted))), thousands(int64(so.Protected)), thousands(int64(so.TooNew)))
+			config.Grouped(int64(listed)), config.Grouped(int64(len(so.Deleted))), config.Grouped(int64(so.Protected)), config.Grouped(int64(so.TooNew)))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 )
 
@@ -52,7 +53,7 @@ func (p *snapshotProgress) report(r snapshot.ReadProgress) {
 	switch {
 	case r.Done:
 		p.done++
-		fmt.Fprintf(p.out, "range %d/%d read: %s rows, %s MB; %s so far %s\n", r.Range+1, r.Ranges, thousands(r.Rows), mb(r.Bytes), p.label, p.totals(now))
+		fmt.Fprintf(p.out, "range %d/%d read: %s rows, %s MB; %s so far %s\n", r.Range+1, r.Ranges, config.Grouped(r.Rows), mb(r.Bytes), p.label, p.totals(now))
 		if p.label == "snapshot" {
 			recordDone(p.ctx, "%d of %d ranges of the snapshot (read and staged; a rerun reads them again)", p.done, p.ranges)
 		} else {
@@ -74,9 +75,9 @@ func (p *snapshotProgress) totals(now time.Time) string {
 		bytes += p.bytes[i]
 	}
 	secs := now.Sub(p.start).Seconds()
-	count := thousands(rows) + " rows"
+	count := config.Grouped(rows) + " rows"
 	if p.est > 0 {
-		count = fmt.Sprintf("%s of ~%s rows", thousands(rows), thousands(p.est))
+		count = fmt.Sprintf("%s of ~%s rows", config.Grouped(rows), config.Grouped(p.est))
 		if rows <= p.est {
 			count += fmt.Sprintf(" (%d%%)", rows*100/p.est)
 		}
@@ -113,23 +114,7 @@ func (p *snapshotProgress) summary() string {
 	if d > 0 {
 		rate = fmt.Sprintf(" (%s MB/s)", mb(int64(float64(bytes)/d.Seconds())))
 	}
-	return fmt.Sprintf("%s rows, %s MB in %d %s, %.1f s%s", thousands(rows), mb(bytes), p.done, plural(p.done, "range"), d.Seconds(), rate)
-}
-
-// thousands writes n with comma thousands separators: 1234567 is "1,234,567".
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
+	return fmt.Sprintf("%s rows, %s MB in %d %s, %.1f s%s", config.Grouped(rows), mb(bytes), p.done, plural(p.done, "range"), d.Seconds(), rate)
 }
 
 // mb is bytes in megabytes (10^6) with one decimal.

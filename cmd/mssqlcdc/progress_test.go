@@ -37,11 +37,6 @@ func TestSnapshotProgressLines(t *testing.T) {
 	if got := p.summary(); got != "200,000 rows, 40.0 MB in 2 ranges, 40.0 s (1.0 MB/s)" {
 		t.Errorf("summary %q", got)
 	}
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
 }
 
 // bootstrap and snapshot print a line per range and a summary with the rows read.

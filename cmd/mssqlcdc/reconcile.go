@@ -33,7 +33,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&f.Report, "report", "", "a Delta table the report rows are appended to (default: the spec's reconcile.report_table, else none)")
 	keys := fs.String("keys", "", "silver's key columns, comma-separated (default with a silver section: its keys, else snapshotKeys, as the reconcile function; without: the keys silver recorded, else snapshotKeys, else the unique index)")
 	fs.Int64Var(&f.BucketRows, "bucket-rows", 0, "rows a tier-1 bucket aims to hold (default: the spec's reconcile.bucket_rows, else 1000000)")
-	fs.Float64Var(&f.Sample, "sample", 0, "fraction of matching buckets also compared row by row, 0..1 (default: the spec's reconcile.sample, else 0.01)")
+	fs.Float64Var(&f.Sample, "sample", 0, "fraction of matching buckets also compared row by row, from 0 up to 1 (default: the spec's reconcile.sample, else 0.01)")
 	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the sample")
 	verbose := fs.Bool("v", false, "print every report row, not only the differences")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -95,7 +95,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-const reconcileUsage = "usage: mssqlcdc reconcile --spec FILE [--silver URL] [--report URL] [--keys a,b] [--bucket-rows N (>= 1)] [--sample F (0..1)] [--seed K] [-v] (--silver when the spec has no silver section)"
+const reconcileUsage = "usage: mssqlcdc reconcile --spec FILE [--silver URL] [--report URL] [--keys a,b] [--bucket-rows N (>= 1)] [--sample F (from 0 up to 1)] [--seed K] [-v] (--silver when the spec has no silver section)"
 
 // reconcileFlags are reconcile's settings: the flags as given (set names those given on
 // the command line), then as reconcileSettings completes them from the spec.

@@ -60,10 +60,10 @@ func ArrowType(c source.Column) (arrow.DataType, error) {
 		return arrow.PrimitiveTypes.Float64, nil
 	case "decimal", "numeric":
 		if c.Precision < MinDecimalPrecision || c.Precision > MaxDecimalPrecision {
-			return nil, &UnsupportedTypeError{Column: c.Name, Type: t, Reason: fmt.Sprintf("precision %d is outside %d..%d", c.Precision, MinDecimalPrecision, MaxDecimalPrecision)}
+			return nil, &UnsupportedTypeError{Column: c.Name, Type: t, Reason: fmt.Sprintf("precision %d: want from %d up to %d", c.Precision, MinDecimalPrecision, MaxDecimalPrecision)}
 		}
 		if c.Scale < 0 || c.Scale > c.Precision {
-			return nil, &UnsupportedTypeError{Column: c.Name, Type: t, Reason: fmt.Sprintf("scale %d is outside 0..%d", c.Scale, c.Precision)}
+			return nil, &UnsupportedTypeError{Column: c.Name, Type: t, Reason: fmt.Sprintf("scale %d: want from 0 up to the precision, %d", c.Scale, c.Precision)}
 		}
 		return &arrow.Decimal128Type{Precision: int32(c.Precision), Scale: int32(c.Scale)}, nil
 	case "money":

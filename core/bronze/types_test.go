@@ -100,3 +100,21 @@ func TestArrowTypeRefusesBadDecimal(t *testing.T) {
 		}
 	}
 }
+
+// A decimal's precision or scale out of range reads plainly, bounds in words (it said
+// "precision 39 is outside 1..38").
+func TestArrowTypeDecimalRangeReadsPlainly(t *testing.T) {
+	for _, tc := range []struct {
+		col  source.Column
+		want string
+	}{
+		{source.Column{Name: "c", DataType: "decimal", Precision: 39, Scale: 2}, "precision 39: want from 1 up to 38"},
+		{source.Column{Name: "c", DataType: "decimal", Precision: 10, Scale: 11}, "scale 11: want from 0 up to the precision, 10"},
+	} {
+		_, err := ArrowType(tc.col)
+		var ue *UnsupportedTypeError
+		if !errors.As(err, &ue) || ue.Reason != tc.want {
+			t.Errorf("%+v: %v, want reason %q", tc.col, err, tc.want)
+		}
+	}
+}

@@ -396,6 +396,17 @@ func TestSecondsProblemReadsPlainly(t *testing.T) {
 	}
 }
 
+// Grouped separates thousands, negative numbers too (the CLI's counts and the seed's
+// integer ranges print with it).
+func TestGrouped(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -45000: "-45,000", -100: "-100",
+		math.MinInt64: "-9,223,372,036,854,775,808"} {
+		if got := Grouped(n); got != want {
+			t.Errorf("Grouped(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 // An integer field out of range reads plainly too: the bound thousands separated and, for
 // a duration, in a unit a reader takes in (it said "want milliseconds in 0..2147483647").
 func TestIntegerRangesReadPlainly(t *testing.T) {

@@ -92,10 +92,10 @@ func SecondsProblem(field string, v float64, zero string) *Problem {
 		return nil
 	}
 	const days = MaxDurationSeconds / 86400
-	unit, shown, limit := "seconds", v, fmt.Sprintf(" (%s s)", grouped(MaxDurationSeconds))
+	unit, shown, limit := "seconds", v, fmt.Sprintf(" (%s s)", Grouped(MaxDurationSeconds))
 	switch field {
 	case "min_headroom_hours":
-		unit, shown, limit = "hours", v/3600, fmt.Sprintf(" (%s h)", grouped(MaxDurationSeconds/3600))
+		unit, shown, limit = "hours", v/3600, fmt.Sprintf(" (%s h)", Grouped(MaxDurationSeconds/3600))
 	case "resnapshot_interval_days":
 		unit, shown, limit = "days", v/86400, ""
 	}
@@ -127,16 +127,21 @@ func upTo(lo, hi int, unit string) string {
 	if unit != "" {
 		unit = " " + unit
 	}
-	return fmt.Sprintf("from %s up to %s%s", grouped(lo), grouped(hi), unit)
+	return fmt.Sprintf("from %s up to %s%s", Grouped(int64(lo)), Grouped(int64(hi)), unit)
 }
 
-// grouped is n (0 or more) with comma thousands separators: 31622400 is "31,622,400".
-func grouped(n int) string {
-	s := strconv.Itoa(n)
+// Grouped is n with comma thousands separators, as messages print counts and bounds:
+// 31622400 is "31,622,400", -2147483648 is "-2,147,483,648".
+func Grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	sign := ""
+	if n < 0 {
+		sign, s = "-", s[1:]
+	}
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
-	return s
+	return sign + s
 }
 
 // maxAppIDLen keeps "<app_id>#snapchunks.<S>" and friends well under DynamoDB and Delta

@@ -11,11 +11,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 )
 
 // Numbers: bit, the integer types, real and float, decimal, numeric, money and smallmoney.
 
-// intRange is the range of an integer SQL Server type (tinyint is 0..255).
+// intRange is the range of an integer SQL Server type (tinyint is from 0 up to 255).
 func intRange(sqlType string) (lo, hi int64) {
 	switch sqlType {
 	case "tinyint":
@@ -79,7 +81,7 @@ func intOut(want arrow.DataType, conv func(in arrow.Array, i int) (int64, string
 
 func castInt(sqlType string, want, from arrow.DataType) castFunc {
 	lo, hi := intRange(sqlType)
-	outOfRange := fmt.Sprintf("out of range for %s (%d..%d)", sqlType, lo, hi)
+	outOfRange := fmt.Sprintf("out of range for %s (from %s up to %s)", sqlType, config.Grouped(lo), config.Grouped(hi))
 	inRange := func(v int64) string {
 		if v < lo || v > hi {
 			return outOfRange

@@ -80,7 +80,7 @@ func timestampMicros(u arrow.TimeUnit) func(v int64) (int64, bool) {
 var dateLo, dateHi = microsOf(1, 1, 1, 0, 0, 0, 0) / microsPerDay, microsOf(9999, 12, 31, 0, 0, 0, 0) / microsPerDay
 
 func castDate(from arrow.DataType) castFunc {
-	outOfRange := "out of range for date (0001-01-01..9999-12-31)"
+	outOfRange := "out of range for date (from 0001-01-01 up to 9999-12-31)"
 	inRange := func(d int64) string {
 		if d < dateLo || d > dateHi {
 			return outOfRange
@@ -215,7 +215,7 @@ func castDateTimeOffset(from arrow.DataType) castFunc {
 
 func castTimestamp(want *arrow.TimestampType, sqlType string, from arrow.DataType) castFunc {
 	lo, hi := dateTimeRange(sqlType)
-	outOfRange := fmt.Sprintf("out of range for %s (%s..%s)", sqlType,
+	outOfRange := fmt.Sprintf("out of range for %s (from %s up to %s)", sqlType,
 		time.UnixMicro(lo).UTC().Format("2006-01-02 15:04:05"), time.UnixMicro(hi).UTC().Format("2006-01-02 15:04:05.999999"))
 	inRange := func(us int64) string {
 		if us < lo || us > hi {

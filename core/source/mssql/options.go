@@ -137,7 +137,7 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.Port < 0 || o.Port > 65535 {
-		bad("port", strconv.Itoa(o.Port)+" is outside 0..65535")
+		bad("port", strconv.Itoa(o.Port)+": want from 0 up to 65,535")
 	}
 	if o.DialTimeout < 0 {
 		bad("dialTimeout", "negative")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,18 @@ func TestInsecureSettingsRefused(t *testing.T) {
 	}
 	if err := (Options{DSN: "sqlserver://u@h?database=d&encrypt=false", Development: true}).Validate(); err != nil {
 		t.Errorf("development, encrypt=false: %v", err)
+	}
+}
+
+// Ranges in the options' and the column types' messages read plainly (they said
+// "70000 is outside 0..65535", "fractional-second precision 8 is outside 0..7").
+func TestRangesReadPlainly(t *testing.T) {
+	err := Options{Host: "h", Database: "d", Port: 70000}.Validate()
+	if want := "port: 70000: want from 0 up to 65,535"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("port 70000: %v, want it to contain %q", err, want)
+	}
+	_, err = castType(source.Column{Name: "c", DataType: "datetime2", DatetimePrecision: 8})
+	if want := "fractional-second precision 8: want from 0 up to 7"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("datetime2(8): %v, want it to contain %q", err, want)
 	}
 }

@@ -33,7 +33,7 @@ func castType(c source.Column) (string, error) {
 	}
 	frac := func() (string, error) {
 		if c.DatetimePrecision < 0 || c.DatetimePrecision > 7 {
-			return "", bad(fmt.Sprintf("fractional-second precision %d is outside 0..7", c.DatetimePrecision))
+			return "", bad(fmt.Sprintf("fractional-second precision %d: want from 0 up to 7", c.DatetimePrecision))
 		}
 		return strconv.Itoa(c.DatetimePrecision), nil
 	}
