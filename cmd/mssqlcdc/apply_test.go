@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,27 +106,12 @@ func TestApplyCommand(t *testing.T) {
 // table, and `mssqlcdc apply --spec FILE` alone finds the same silver caught up.
 func TestInvokeApply(t *testing.T) {
 	ctx := context.Background()
-	plain := writeSimSpec(t)
+	var silverURL string
+	specPath := snapshotSimSpecWith(t, "with-silver.json", func(dir string) map[string]any {
+		silverURL = filepath.Join(dir, "silver")
+		return map[string]any{"silver": map[string]any{"table": silverURL, "keys": []string{"id"}, "memory_mb": 1}}
+	})
 	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"snapshot", "--spec", plain, "--sim"}, &out, &errOut); code != 0 {
-		t.Fatalf("snapshot exit %d: %s", code, errOut.String())
-	}
-	data, err := os.ReadFile(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	silverURL := filepath.Join(filepath.Dir(plain), "silver")
-	doc["silver"] = map[string]any{"table": silverURL, "keys": []string{"id"}, "memory_mb": 1}
-	specPath := filepath.Join(filepath.Dir(plain), "with-silver.json")
-	data, _ = json.Marshal(doc)
-	if err := os.WriteFile(specPath, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out.Reset()
 	withStdin(t, `{}`, func() {
 		if code := run(ctx, []string{"invoke", "--spec", specPath, "--sim", "apply"}, &out, &errOut); code != 0 {
 			t.Fatalf("invoke apply: exit %d: %s %s", code, out.String(), errOut.String())
@@ -169,25 +153,9 @@ func TestApplyWithoutSilverSaysGiveSilver(t *testing.T) {
 // microsecond stops before caught up; with --max-seconds 0 the apply catches up. -h says so.
 func TestApplyMaxSecondsZeroIsNoBound(t *testing.T) {
 	ctx := context.Background()
-	plain := writeSimSpec(t)
-	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"snapshot", "--spec", plain, "--sim"}, &out, &errOut); code != 0 {
-		t.Fatalf("snapshot exit %d: %s", code, errOut.String())
-	}
-	data, err := os.ReadFile(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["silver"] = map[string]any{"table": filepath.Join(filepath.Dir(plain), "silver"), "keys": []string{"id"}, "memory_mb": 1, "max_seconds": 0.000001}
-	specPath := filepath.Join(filepath.Dir(plain), "bounded.json")
-	data, _ = json.Marshal(doc)
-	if err := os.WriteFile(specPath, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	specPath := snapshotSimSpecWith(t, "bounded.json", func(dir string) map[string]any {
+		return map[string]any{"silver": map[string]any{"table": filepath.Join(dir, "silver"), "keys": []string{"id"}, "memory_mb": 1, "max_seconds": 0.000001}}
+	})
 	apply := func(extra ...string) map[string]any {
 		t.Helper()
 		var out, errOut bytes.Buffer

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -20,28 +19,13 @@ import (
 // report instead of writing a second.
 func TestInvokeReconcile(t *testing.T) {
 	ctx := context.Background()
-	plain := writeSimSpec(t)
+	specPath := snapshotSimSpecWith(t, "with-reconcile.json", func(dir string) map[string]any {
+		return map[string]any{
+			"silver":    map[string]any{"table": filepath.Join(dir, "silver"), "keys": []string{"id"}},
+			"reconcile": map[string]any{"report_table": filepath.Join(dir, "report"), "bucket_rows": 100, "sample": 1},
+		}
+	})
 	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"snapshot", "--spec", plain, "--sim"}, &out, &errOut); code != 0 {
-		t.Fatalf("snapshot exit %d: %s", code, errOut.String())
-	}
-	data, err := os.ReadFile(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Dir(plain)
-	doc["silver"] = map[string]any{"table": filepath.Join(dir, "silver"), "keys": []string{"id"}}
-	doc["reconcile"] = map[string]any{"report_table": filepath.Join(dir, "report"), "bucket_rows": 100, "sample": 1}
-	specPath := filepath.Join(dir, "with-reconcile.json")
-	data, _ = json.Marshal(doc)
-	if err := os.WriteFile(specPath, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out.Reset()
 	if code := run(ctx, []string{"apply", "--spec", specPath}, &out, &errOut); code != 0 {
 		t.Fatalf("apply exit %d: %s", code, errOut.String())
 	}

@@ -31,6 +31,39 @@ func writeSimSpec(t *testing.T) string {
 	return p
 }
 
+// snapshotSimSpecWith writes writeSimSpec's spec, snapshots its table (--sim), and
+// writes beside it, as name, the same spec with the sections sections(dir) returns added
+// (dir: the spec's directory, for the tables they name); it returns the second spec's path.
+func snapshotSimSpecWith(t *testing.T, name string, sections func(dir string) map[string]any) string {
+	t.Helper()
+	plain := writeSimSpec(t)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"snapshot", "--spec", plain, "--sim"}, &out, &errOut); code != 0 {
+		t.Fatalf("snapshot exit %d: %s", code, errOut.String())
+	}
+	data, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(plain)
+	for k, v := range sections(dir) {
+		doc[k] = v
+	}
+	data, err = json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestSnapshotCommandFindsItsSnapshot(t *testing.T) {
 	spec := writeSimSpec(t)
 	var out1, out2, errOut bytes.Buffer
