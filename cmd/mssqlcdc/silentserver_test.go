@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcetest"
 )
 
 // A SQL Server address that accepts the TCP connection and never answers (the login waits
@@ -18,28 +18,12 @@ import (
 // with the interrupted line and exit 130. Before, the CLI ignored SIGTERM for 12 minutes:
 // go-mssqldb waited for the reply without a deadline and without the context.
 func TestInterruptDuringSilentLogin(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0") // only a listener of ours: the sandbox accepts any address
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(io.Discard, c) // reads the prelogin, answers nothing
-			}()
-		}
-	}()
+	addr := sourcetest.SilentServer(t, sourcetest.NeverAnswers) // reads the prelogin, answers nothing
 	dir := t.TempDir()
 	t.Setenv("MSSQLCDC_TEST_SILENT_PW", "S3cret-pw")
 	spec := fmt.Sprintf(`{"app_id":"orders-v1","source":{"dsn":"sqlserver://reader@%s?database=shop","password_env":"MSSQLCDC_TEST_SILENT_PW",
 		"development":true,"encrypt":"disable","captureInstance":"dbo_orders"},
-		"bronze":%q,"checkpoint":%q,"facts_table":%q}`, l.Addr(), filepath.Join(dir, "bronze"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"))
+		"bronze":%q,"checkpoint":%q,"facts_table":%q}`, addr, filepath.Join(dir, "bronze"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"))
 	p := filepath.Join(dir, "spec.json")
 	if err := os.WriteFile(p, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)

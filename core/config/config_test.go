@@ -3,7 +3,6 @@ package config
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
 	"net"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/core/source/mssql"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcetest"
 )
 
 func minimal() string {
@@ -451,21 +451,7 @@ func TestUnreachableSourceNamesTheDSNField(t *testing.T) {
 	ln.Close() // nothing listens there now: the connection is refused
 	// A listener that accepts and never answers (only 127.0.0.1: the sandbox may accept
 	// connections to any address); its login is bounded by the DSN's connection timeout.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
-		}
-	}()
-	quiet := silent.Addr().String()
+	quiet := sourcetest.SilentServer(t, sourcetest.NeverAnswers)
 	const pw = "Sup3r-s3cret-pw"
 	for _, c := range []struct{ host, query, says string }{
 		{closed, "", "cannot reach SQL Server at " + closed + " (connection refused): check the host and port in source.dsn"},

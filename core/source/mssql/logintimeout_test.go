@@ -7,49 +7,12 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/source"
+	"github.com/mssqlcdc/mssqlcdc/core/source/sourcetest"
 )
-
-// silentServer listens on 127.0.0.1 (never another address: the sandbox may accept any
-// outbound connection) and hands each connection it accepts to serve; the connections and
-// the listener close when the test ends.
-func silentServer(t *testing.T, serve func(net.Conn)) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go serve(c)
-		}
-	}()
-	return l.Addr().String()
-}
-
-// neverAnswers reads what the client sends and writes nothing.
-func neverAnswers(c net.Conn) { _, _ = io.Copy(io.Discard, c) }
 
 // loginDB opens a DB on addr as a spec would (source.dsn, a password in the DSN or from a
 // PasswordFunc), without retries.
@@ -93,7 +56,7 @@ func maxLSNWithin(t *testing.T, ctx context.Context, d *DB, limit time.Duration)
 // transient *source.UnreachableError that says what happened and what to check, without
 // the DSN or its password. Before, go-mssqldb waited for the prelogin reply for ever.
 func TestLoginNoAnswer(t *testing.T) {
-	addr := silentServer(t, neverAnswers)
+	addr := sourcetest.SilentServer(t, sourcetest.NeverAnswers)
 	for _, tc := range []struct {
 		name     string
 		query    string
@@ -135,7 +98,7 @@ func TestLoginNoAnswer(t *testing.T) {
 // and the login timeout it came before. Before, the message was the driver's alone:
 // "read max lsn: transient: ... i/o timeout".
 func TestLoginNoAnswerDSNTimeoutFirst(t *testing.T) {
-	addr := silentServer(t, neverAnswers)
+	addr := sourcetest.SilentServer(t, sourcetest.NeverAnswers)
 	d := loginDB(t, addr, "&connection+timeout=1", false, 5*time.Second)
 	took, err := maxLSNWithin(t, context.Background(), d, 10*time.Second)
 	var u *source.UnreachableError
@@ -161,7 +124,7 @@ func TestLoginNoAnswerDSNTimeoutFirst(t *testing.T) {
 // timeout and with none at all (connection timeout=0 in the DSN). Before, the login ignored
 // the context: the CLI did not stop on SIGTERM.
 func TestLoginCancelled(t *testing.T) {
-	addr := silentServer(t, neverAnswers)
+	addr := sourcetest.SilentServer(t, sourcetest.NeverAnswers)
 	for _, tc := range []struct {
 		name     string
 		query    string
@@ -221,7 +184,7 @@ func TestLoginGarbageAnswer(t *testing.T) {
 		}, source.UnreachableNoAnswer, 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := silentServer(t, tc.serve)
+			addr := sourcetest.SilentServer(t, tc.serve)
 			d := loginDB(t, addr, "", false, 500*time.Millisecond)
 			took, err := maxLSNWithin(t, context.Background(), d, 10*time.Second)
 			var u *source.UnreachableError
@@ -278,7 +241,7 @@ func TestLoginTimeoutSetting(t *testing.T) {
 // session may wait on a slow query for longer than the login timeout.
 func TestLoginGuardReleases(t *testing.T) {
 	server := make(chan net.Conn, 1)
-	addr := silentServer(t, func(c net.Conn) { server <- c })
+	addr := sourcetest.SilentServer(t, func(c net.Conn) { server <- c })
 	g := &loginGuard{timeout: 200 * time.Millisecond}
 	ctx := context.WithValue(context.Background(), loginGuardKey{}, g)
 	c, err := (loginDialer{nd: &net.Dialer{}}).DialContext(ctx, "tcp", addr)
@@ -355,7 +318,7 @@ func tdsServer(slow time.Duration) func(net.Conn) {
 // A session that logged in keeps no login deadline: a batch the server answers after
 // twice the login timeout succeeds (the guard's deadline would have failed it).
 func TestLoginGuardLeavesSessionsAlone(t *testing.T) {
-	addr := silentServer(t, tdsServer(600*time.Millisecond))
+	addr := sourcetest.SilentServer(t, tdsServer(600*time.Millisecond))
 	for _, rotating := range []bool{false, true} {
 		d := loginDB(t, addr, "", rotating, 300*time.Millisecond)
 		ctx := context.Background()
