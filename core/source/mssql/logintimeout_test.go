@@ -79,12 +79,7 @@ func TestLoginNoAnswer(t *testing.T) {
 			msg := err.Error()
 			want := "SQL Server at " + addr + " accepted the connection but did not answer the login " + tc.within +
 				": check that source.dsn's host and port are SQL Server's"
-			if !strings.Contains(msg, want) {
-				t.Errorf("message %q\nwant it to contain %q", msg, want)
-			}
-			if strings.Contains(msg, "S3cret-pw") || strings.Contains(msg, "sqlserver://") {
-				t.Errorf("message %q holds the DSN or its password", msg)
-			}
+			checkLoginMessage(t, msg, want)
 			if took < tc.least || took > tc.least+3*time.Second {
 				t.Errorf("returned after %s, want about %s", took, tc.least)
 			}
@@ -108,12 +103,7 @@ func TestLoginNoAnswerDSNTimeoutFirst(t *testing.T) {
 	msg := err.Error()
 	want := "SQL Server at " + addr + " accepted the connection but did not answer the login within 1 s " +
 		"(the DSN's connection timeout, which fired before the login timeout of 5 s): check that source.dsn's host and port are SQL Server's"
-	if !strings.Contains(msg, want) {
-		t.Errorf("message %q\nwant it to contain %q", msg, want)
-	}
-	if strings.Contains(msg, "S3cret-pw") || strings.Contains(msg, "sqlserver://") {
-		t.Errorf("message %q holds the DSN or its password", msg)
-	}
+	checkLoginMessage(t, msg, want)
 	if took < time.Second || took > 4*time.Second {
 		t.Errorf("returned after %s, want about 1 s", took)
 	}
@@ -196,12 +186,7 @@ func TestLoginGarbageAnswer(t *testing.T) {
 			if tc.cause == source.UnreachableNoAnswer {
 				want = "SQL Server at " + addr + " accepted the connection but did not answer the login within 0.5 s"
 			}
-			if !strings.Contains(msg, want) {
-				t.Errorf("message %q\nwant it to contain %q", msg, want)
-			}
-			if strings.Contains(msg, "S3cret-pw") || strings.Contains(msg, "sqlserver://") {
-				t.Errorf("message %q holds the DSN or its password", msg)
-			}
+			checkLoginMessage(t, msg, want)
 			if took < tc.least || took > tc.least+2*time.Second {
 				t.Errorf("returned after %s, want about %s", took, tc.least)
 			}
@@ -331,5 +316,17 @@ func TestLoginGuardLeavesSessionsAlone(t *testing.T) {
 			t.Errorf("rotating %v: a batch answered after %s: %v, want it to succeed", rotating, time.Since(start), err)
 		}
 		conn.Close()
+	}
+}
+
+// checkLoginMessage fails t unless msg contains want and holds neither the tests' password
+// nor a DSN.
+func checkLoginMessage(t *testing.T, msg, want string) {
+	t.Helper()
+	if !strings.Contains(msg, want) {
+		t.Errorf("message %q\nwant it to contain %q", msg, want)
+	}
+	if strings.Contains(msg, "S3cret-pw") || strings.Contains(msg, "sqlserver://") {
+		t.Errorf("message %q holds the DSN or its password", msg)
 	}
 }
