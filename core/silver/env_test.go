@@ -175,6 +175,12 @@ func (e *env) silverState() *rebuild.State {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return e.silverStateOf(snap)
+}
+
+// silverStateOf is silverState of silver at snap.
+func (e *env) silverStateOf(snap *deltalog.Snapshot) *rebuild.State {
+	e.t.Helper()
 	sc, err := snap.ArrowSchema()
 	if err != nil {
 		e.t.Fatal(err)
@@ -224,6 +230,57 @@ func (e *env) assertSilverEquals(want *rebuild.State, when string) {
 	if d := rebuild.Diff(want, e.silverState(), 10); len(d) > 0 {
 		e.t.Fatalf("%s: silver differs from the source table:\n%s", when, strings.Join(d, "\n"))
 	}
+}
+
+// assertVersionsMatchBronze holds every silver version between runs (its position has no
+// pass) to the current table of bronze at the version that position records
+// (rebuild.FromBronze: docs/bronze.md § The current table, the rebuild point found in
+// bronze alone, so for a bronze whose snapshots are chunked, every row ranked): equal
+// once no chunked snapshot is open; while one is, every silver row is bronze's, but
+// silver may lack keys of chunks not applied yet. It returns how many versions it
+// compared.
+func (e *env) assertVersionsMatchBronze(when string) int {
+	e.t.Helper()
+	ctx := context.Background()
+	st, bt := e.lake.RawTable(e.silver), e.lake.RawTable(e.spec.Bronze)
+	latest, err := st.Snapshot(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	compared := 0
+	for v := range latest.Version() + 1 {
+		snap, err := st.SnapshotAt(ctx, v)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		pos, ok, err := ReadPosition(snap)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if !ok || pos.Pass != nil {
+			continue
+		}
+		bsnap, err := bt.SnapshotAt(ctx, pos.Version)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		want, _, err := rebuild.FromBronze(ctx, bsnap, e.def.Spec.Key)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var diffs []string
+		for _, d := range rebuild.Diff(want, e.silverStateOf(snap), 0) {
+			if pos.OpenSnapshot == "" || !strings.HasSuffix(d, ": missing") {
+				diffs = append(diffs, d)
+			}
+		}
+		if len(diffs) > 0 {
+			e.t.Fatalf("%s: silver v%d (open snapshot %q) differs from bronze v%d's current table:\n%s",
+				when, v, pos.OpenSnapshot, pos.Version, strings.Join(diffs[:min(10, len(diffs))], "\n"))
+		}
+		compared++
+	}
+	return compared
 }
 
 // cloneTable copies every object of the table at url to URL(name) and returns that URL:
