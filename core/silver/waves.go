@@ -18,7 +18,8 @@ import (
 // waveRun is what the chunk waves of an open chunked snapshot among a run's bronze
 // commits ask of the run (docs/silver.md § Chunk waves): their chunk rows are images at
 // their stamp, ranked with every change to their keys, and a key in a chunk's range the
-// chunk does not hold is deleted as of the stamp unless something newer holds it.
+// chunk does not hold is deleted as of the stamp when its image is older than S (no
+// change row after S will say it is gone).
 type waveRun struct {
 	// snapshot is S, the chunked snapshot the waves belong to; wave the newest of them.
 	snapshot string
@@ -233,21 +234,30 @@ func boundTime(v any) (time.Time, bool) {
 	return t.UTC(), true
 }
 
-// applyWaveDeletes turns the image of a key in a chunk's range older than the chunk's
-// stamp into a delete at the stamp: the chunk, read at or after its stamp, does not hold
-// the key, so the key was gone by then (docs/silver.md § Chunk waves). An image at or
-// after the stamp (the chunk's row, or a change after it) stands.
+// applyWaveDeletes turns the image of a key in a chunk's range older than S into a delete
+// at the chunk's stamp: the chunk, read at or after its stamp, does not hold the key, so
+// the key was gone by the read, and no change row may ever say so (docs/silver.md § Chunk
+// waves). An image at or after S stands: the key's chunk row, or a change the stream read,
+// which reads every change after S and so delivers the key's delete itself; deleting it
+// here would put silver ahead of bronze's current table until it does.
 func (s *imageSet) applyWaveDeletes(w *waveRun) {
 	if w == nil || len(w.spans) == 0 {
 		return
 	}
 	for k, im := range s.byKey {
 		sp := w.spanOf([]byte(k))
-		if sp == nil || im.order.LSN >= sp.stamp {
+		if sp == nil || !w.supersedes(im.order.LSN) {
 			continue
 		}
 		s.byKey[k] = waveDelete(sp.stamp)
 	}
+}
+
+// supersedes reports whether a chunk that does not hold a key removes the key's image at
+// lsn: only an image older than S, which no change row after S may follow (a key deleted
+// in a gap before a later generation's snapshot, docs/silver.md § Chunk waves).
+func (w *waveRun) supersedes(lsn string) bool {
+	return lsn < w.snapshot
 }
 
 // waveDelete is the image a chunk's range delete gives a key: a delete at its stamp, which
@@ -281,9 +291,8 @@ func contextFiles(bsnap *deltalog.Snapshot, own []deltalog.Add, since string) []
 
 // chunkDeletes adds a delete at the chunk's stamp for every silver row of the pass's key
 // range in a chunk's range that the images do not name and whose _start_lsn is older than
-// the stamp: the chunk does not hold its key, and nothing newer does (docs/silver.md §
-// Chunk waves). It reads the key columns and _start_lsn of the files that may hold such
-// rows.
+// S: the chunk does not hold its key, and nothing after S does (docs/silver.md § Chunk
+// waves). It reads the key columns and _start_lsn of the files that may hold such rows.
 func (p *pass) chunkDeletes(ctx context.Context) error {
 	if p.waves == nil || len(p.waves.spans) == 0 {
 		return nil
@@ -302,7 +311,7 @@ func (p *pass) chunkDeletes(ctx context.Context) error {
 			if _, ok := p.set.byKey[k]; ok || !sel.inRange([]byte(k)) {
 				return
 			}
-			if sp := p.waves.spanOf([]byte(k)); sp != nil && rowLSN < sp.stamp {
+			if sp := p.waves.spanOf([]byte(k)); sp != nil && p.waves.supersedes(rowLSN) {
 				p.set.byKey[k] = waveDelete(sp.stamp)
 			}
 		})
