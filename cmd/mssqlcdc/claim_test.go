@@ -107,3 +107,29 @@ func TestSimWritable(t *testing.T) {
 		}
 	}
 }
+
+// A location that is a file (a spec's bronze, checkpoint or facts table, inspect's or
+// show's URL) is refused before anything is read or written, naming the file and what is
+// wanted, not with the operating system's "not a directory" on a key inside it.
+func TestLocationThatIsAFileSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "orders.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := func(n string) string { return filepath.Join(dir, n) }
+	for _, args := range [][]string{
+		{"bootstrap", "--sim", "--no-stream", "--spec", writeSpecWith(t, file, local("cp"), local("facts"))},
+		{"stream", "--sim", "--available-now", "--spec", writeSpecWith(t, local("b"), filepath.Join(file, "cp"), local("facts"))},
+		{"inspect", file},
+		{"show", file},
+	} {
+		_, errOut, code := runCLI(t, args...)
+		if code != 1 || !strings.Contains(errOut, file+" is a file, not a directory") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 saying %s is a file", args[0], code, errOut, file)
+		}
+		if strings.Contains(errOut, "_delta_log") || strings.Contains(errOut, ".mssqlcdc-location") {
+			t.Errorf("%s: stderr %q names a key inside the file", args[0], errOut)
+		}
+	}
+}

@@ -10,15 +10,19 @@
 // AWS clients are built by awsclient (the one place of their options, shared with the
 // emulator clients of the tests) from the default credential chain (environment, shared
 // config, instance or task role) unless Config.Credentials is set. Open does no network
-// I/O.
+// I/O; a local location is only checked not to be a file (NotADirectoryError).
 package location
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -103,9 +107,46 @@ func Open(ctx context.Context, rawURL string, cfg Config) (storage.Store, logsto
 	return nil, nil, &UnsupportedSchemeError{URL: rawURL, Scheme: scheme}
 }
 
+// NotADirectoryError is returned by Open for a local location that is a file or lies under
+// one: a table's location is a directory (made by the first write when missing).
+type NotADirectoryError struct {
+	URL  string // the location as given
+	File string // the file in its path
+}
+
+func (e *NotADirectoryError) Error() string {
+	if e.File == filepath.Clean(e.URL) {
+		return fmt.Sprintf("location: %s is a file, not a directory: a table's location is a directory (made when missing); point it at a directory", e.File)
+	}
+	return fmt.Sprintf("location: %s: %s is a file, not a directory: a table's location is a directory (made when missing); point it at a directory", e.URL, e.File)
+}
+
+// fileInPath returns the nearest existing ancestor of dir (dir included) when it is a file,
+// else "". Errors other than a missing path are left to the first read or write.
+func fileInPath(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if st.IsDir() {
+				return ""
+			}
+			return d
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return ""
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
 func openLocal(dir string) (storage.Store, logstore.LogStore, error) {
 	if dir == "" {
 		return nil, nil, fmt.Errorf("location: empty path")
+	}
+	if f := fileInPath(dir); f != "" {
+		return nil, nil, &NotADirectoryError{URL: dir, File: f}
 	}
 	l, err := localfs.New(dir)
 	if err != nil {

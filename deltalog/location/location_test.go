@@ -171,3 +171,28 @@ func TestS3PathsNormalizedOneWay(t *testing.T) {
 		}
 	}
 }
+
+// A local location that is a file, or lies under one, is refused by Open with a
+// NotADirectoryError naming the file, not later by the first read or write with the
+// operating system's "not a directory" on a key inside it.
+func TestLocalFileIsNoTableLocation(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "orders.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{file, filepath.Join(file, "bronze", "orders"), "file://" + filepath.ToSlash(file)} {
+		_, _, err := location.Open(t.Context(), u, location.Config{})
+		var nd *location.NotADirectoryError
+		if !errors.As(err, &nd) || nd.File != file {
+			t.Fatalf("Open(%q) = %v; want a NotADirectoryError naming %s", u, err, file)
+		}
+		if msg := err.Error(); !strings.Contains(msg, file+" is a file") || !strings.Contains(msg, "a directory") {
+			t.Errorf("Open(%q): %q does not say the path is a file and a directory is wanted", u, msg)
+		}
+	}
+	// A missing directory is fine: the first write makes it.
+	if _, _, err := location.Open(t.Context(), filepath.Join(dir, "new", "table"), location.Config{}); err != nil {
+		t.Errorf("missing directory: %v", err)
+	}
+}
