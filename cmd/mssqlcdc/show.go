@@ -136,6 +136,9 @@ func showTable(ctx context.Context, url string, cfg location.Config, o showOptio
 	if snap.Version() < 0 {
 		return 0, false, fmt.Errorf("%s: %w", url, errNoTable)
 	}
+	if err := checkColumns(snap, o.columns); err != nil {
+		return 0, false, err
+	}
 	filter, err := whereFilter(snap, o.where)
 	if err != nil {
 		return 0, false, err
@@ -215,6 +218,29 @@ func hasMoreRows(ctx context.Context, it deltalog.RecordIterator) (bool, error) 
 	}
 }
 
+// noColumn is the usage mistake of a flag naming a column the table lacks, listing the
+// table's columns.
+func noColumn(flag, column string, columns []string) error {
+	return &usageError{msg: fmt.Sprintf("%s: no column %q (columns: %s)", flag, column, strings.Join(columns, ", "))}
+}
+
+// checkColumns refuses --columns naming a column the table lacks, as --where does.
+func checkColumns(snap *deltalog.Snapshot, columns []string) error {
+	if len(columns) == 0 {
+		return nil
+	}
+	st, err := snap.Schema()
+	if err != nil {
+		return err
+	}
+	for _, c := range columns {
+		if _, ok := st.Field(c); !ok {
+			return noColumn("--columns", c, st.FieldNames())
+		}
+	}
+	return nil
+}
+
 // whereFilter turns the --where conditions into one deltalog filter: a value compared
 // with an integer column must be an integer.
 func whereFilter(snap *deltalog.Snapshot, where []whereCond) (deltalog.Filter, error) {
@@ -229,7 +255,7 @@ func whereFilter(snap *deltalog.Snapshot, where []whereCond) (deltalog.Filter, e
 	for _, w := range where {
 		f, ok := st.Field(w.column)
 		if !ok {
-			return nil, &usageError{msg: fmt.Sprintf("--where %s=...: no column %q (columns: %s)", w.column, w.column, strings.Join(st.FieldNames(), ", "))}
+			return nil, noColumn("--where "+w.column+"=...", w.column, st.FieldNames())
 		}
 		switch f.Type {
 		case deltalog.TypeLong, deltalog.TypeInteger, deltalog.TypeShort, deltalog.TypeByte:

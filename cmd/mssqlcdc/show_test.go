@@ -51,6 +51,7 @@ func TestShowPrintsRows(t *testing.T) {
 		{[]string{"--where", "amount=1"}, "string and integer columns only"},
 		{[]string{"--where", "id"}, "COLUMN=VALUE"},
 		{[]string{"--limit", "-1"}, "--limit"},
+		{[]string{"--columns", "id,nope"}, `--columns: no column "nope" (columns: _capture_instance, `},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"show", bronze}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
