@@ -98,6 +98,11 @@ func TestSimRewoundSaysWhatToDo(t *testing.T) {
 		if got := strings.Contains(errOut.String(), "delete the --sim tables and checkpoint"); code != 1 || got != want {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 and the --sim hint %v", args, code, errOut.String(), want)
 		}
+		// A stream --sim that polled read workload no later run commits: a rerun of the
+		// same command is refused too, so the hint names that case.
+		if want && !strings.Contains(errOut.String(), "a stream --sim that polled (no --available-now) read changes no new run makes") {
+			t.Errorf("%s: stderr %q does not name a polling stream --sim", args, errOut.String())
+		}
 	}
 	// A stamp refused (a snapshot's, a seed's) is named as that stamp in the hint, not as
 	// a checkpoint.
