@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/seed"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
@@ -54,11 +57,33 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	deps.Options.Progress = func(p seed.Progress) { printSeedProgress(stderr, p) }
 	res, err := seed.Run(ctx, deps, req)
 	if err != nil {
-		return err
+		return seedFlagMistake(err)
 	}
 	printSeedResult(stderr, res)
 	printOffset(stdout, res.Offset)
 	return nil
+}
+
+// seedFlags names the flag of each field of the seed's request.
+var seedFlags = map[string]string{"as_of": "--as-of", "copy": "--copy", "copy_format": "--copy-format"}
+
+// seedFlagMistake returns the seed's ConfigError on fields of its request (as_of, copy,
+// copy_format) as the usage mistake of the flags that gave them (exit 2): its own message
+// says "invalid table spec" of a spec that is fine. Any other error is returned as it is.
+func seedFlagMistake(err error) error {
+	var ce *config.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+		return err
+	}
+	parts := make([]string, len(ce.Problems))
+	for i, p := range ce.Problems {
+		flag, ok := seedFlags[p.Field]
+		if !ok {
+			return err
+		}
+		parts[i] = flag + ": " + p.Reason
+	}
+	return &usageError{msg: strings.Join(parts, "; ")}
 }
 
 // printSeedProgress prints one line per file group converted: groups, files and rows so

@@ -62,8 +62,20 @@ func TestSeedCommandSim(t *testing.T) {
 		t.Errorf("no --as-of: exit %d, want 2", code)
 	}
 	stderr.Reset()
-	bad := []string{"seed", "--spec", path, "--copy", copyDir, "--as-of", "yesterday", "--sim"}
-	if code := run(ctx, bad, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "as_of") {
-		t.Errorf("bad --as-of: exit %d:\n%s", code, stderr.String())
+	// A mistaken flag is a usage mistake naming the flag, not "invalid table spec" of a
+	// spec that is fine.
+	fresh := filepath.Join(dir, "fresh.json") // bronze without the seed, so the copy is opened
+	if err := os.WriteFile(fresh, []byte(strings.ReplaceAll(spec, dir+"/", dir+"/fresh-")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--as-of", "yesterday", `--as-of: "yesterday" is neither an RFC 3339 time`},
+		{"--copy", filepath.Join(dir, "nothing-here"), "--copy: no Parquet files (*.parquet) under "},
+	} {
+		stderr.Reset()
+		bad := []string{"seed", "--spec", fresh, "--copy", copyDir, "--as-of", max.String(), "--sim", tc.flag, tc.value}
+		if code := run(ctx, bad, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) || strings.Contains(stderr.String(), "invalid table spec") {
+			t.Errorf("bad %s: exit %d, stderr:\n%s\nwant exit 2 saying %q", tc.flag, code, stderr.String(), tc.want)
+		}
 	}
 }
