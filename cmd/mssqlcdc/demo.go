@@ -106,7 +106,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if !sum.ok() {
-		return errors.New("demo: bronze does not rebuild the source table (see the differences above)")
+		return errors.New("bronze does not rebuild the source table (see the differences above)")
 	}
 	return nil
 }
@@ -197,9 +197,12 @@ func demoSpec(lake string, o demoOptions) (*config.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("--lake %s is a file: give a directory (made when missing; a rerun clears what the demo made there)", abs)
+	}
 	if entries, err := os.ReadDir(abs); err == nil && len(entries) > 0 {
 		if _, err := os.Stat(filepath.Join(abs, demoMarker)); err != nil {
-			return nil, fmt.Errorf("demo: %s exists and was not made by the demo; choose another --lake", abs)
+			return nil, fmt.Errorf("%s exists and was not made by the demo; choose another --lake", abs)
 		}
 		for _, d := range []string{"bronze", "facts", "checkpoints", "silver", "copy"} {
 			if err := os.RemoveAll(filepath.Join(abs, d)); err != nil {
@@ -208,7 +211,7 @@ func demoSpec(lake string, o demoOptions) (*config.Spec, error) {
 		}
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--lake: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(abs, demoMarker), []byte("made by mssqlcdc demo; a rerun clears this directory\n"), 0o644); err != nil {
 		return nil, err

@@ -81,6 +81,16 @@ func TestDemoRefusesForeignDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "precious.txt")); err != nil {
 		t.Errorf("demo touched a foreign directory: %v", err)
 	}
+	if got := out.String(); !strings.HasPrefix(got, "mssqlcdc demo: "+dir+" exists and was not made by the demo; choose another --lake") {
+		t.Errorf("stderr %q; want one prefix, then the directory and what to do", got)
+	}
+	// A --lake that is a file says so and what to give, not "mkdir ...: not a directory".
+	file := filepath.Join(dir, "precious.txt")
+	out.Reset()
+	if code := run(context.Background(), []string{"demo", "--lake", file, "--rows", "10", "--seconds", "0"}, &out, &out); code != 1 ||
+		!strings.Contains(out.String(), "--lake "+file+" is a file: give a directory") {
+		t.Errorf("--lake FILE: exit %d, stderr %q; want exit 1 saying the file is no directory", code, out.String())
+	}
 }
 
 func TestStreamSim(t *testing.T) {
