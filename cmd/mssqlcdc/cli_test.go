@@ -376,3 +376,13 @@ func TestUsageRangesReadPlainly(t *testing.T) {
 		t.Errorf("reconcile -h gives a range as N..M:\n%s", help)
 	}
 }
+
+// invoke with neither --spec nor MSSQLCDC_SPEC is a usage mistake naming both ways to give
+// the spec, not "invalid table spec" of a spec never given.
+func TestInvokeWithoutSpecSaysHowToGiveIt(t *testing.T) {
+	t.Setenv("MSSQLCDC_SPEC", "")
+	_, errOut, code := runCLI(t, "invoke", "stream")
+	if code != 2 || !strings.Contains(errOut, "give --spec FILE or set MSSQLCDC_SPEC") || strings.Contains(errOut, "invalid table spec") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming --spec and MSSQLCDC_SPEC", code, errOut)
+	}
+}

@@ -72,9 +72,12 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var spec *config.Spec
 	var err error
-	if *specPath != "" {
+	switch {
+	case *specPath != "":
 		spec, err = connect.SpecFile(*specPath)
-	} else {
+	case os.Getenv(connect.SpecEnv) == "":
+		return &usageError{msg: "no table spec: give --spec FILE or set " + connect.SpecEnv + " to the spec's JSON, as Lambda has it (docs/spec.md)"}
+	default:
 		spec, err = connect.SpecFromEnv(os.Getenv)
 	}
 	if err != nil {
