@@ -100,5 +100,8 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := enc.Encode(res); err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
+	if res.CaughtUp && res.BronzeVersion < 0 && res.SilverVersion < 0 {
+		fmt.Fprintf(stderr, "mssqlcdc apply: bronze %s holds no Delta table yet: nothing applied (bootstrap or stream it first, or check the path)\n", spec.Bronze)
+	}
 	return nil
 }

@@ -179,3 +179,15 @@ func TestApplyMaxSecondsZeroIsNoBound(t *testing.T) {
 		t.Errorf("apply -h does not say --max-seconds defaults to the spec's and 0 is no bound:\n%s", help)
 	}
 }
+
+// apply on a bronze location that holds no table yet (not bootstrapped, or a typo in the
+// path) says so on stderr: the JSON alone, "caught_up": true, reads as success.
+func TestApplyOnNoBronzeSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeSpecWith(t, filepath.Join(dir, "no-bronze"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"))
+	out, errOut, code := runCLI(t, "apply", "--spec", spec, "--silver", filepath.Join(dir, "silver"), "--keys", "id")
+	if code != 0 || !strings.Contains(out, `"bronze_version": -1`) ||
+		!strings.Contains(errOut, filepath.Join(dir, "no-bronze")+" holds no Delta table yet: nothing applied") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0 and a note that bronze holds no table", code, out, errOut)
+	}
+}
