@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeChunkedSimSpec(t *testing.T) string {
@@ -117,5 +120,37 @@ func TestDemoChunked(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"demo", "--bootstrap", "half", "--lake", lake}, &out, &out); code != 2 && code != 1 {
 		t.Errorf("--bootstrap half: exit %d", code)
+	}
+}
+
+// The chunked bootstrap's wait after a paused backfill (waiting_headroom: a fresh capture
+// instance under the default min_headroom_hours) ends with the context, so Ctrl-C stops
+// it at once, not after the 30 s time.Sleep it was. waitCtx with a cancelled context and
+// an hour to wait returns (a wait that ignored the context would hang the test).
+func TestChunkedWaitEndsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	waitCtx(ctx, time.Hour)
+	var got context.Context
+	spec := writeChunkedSimSpec(t)
+	doc, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, bytes.Replace(doc, []byte(`"min_headroom_hours":0`), []byte(`"min_headroom_hours":24`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, deps, err := openSnapshot(context.Background(), spec, true, true, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deps.Source.Close()
+	run, stop := context.WithCancel(context.Background())
+	err = chunkedBootstrap(run, s, deps, io.Discard, func(ctx context.Context, d time.Duration) {
+		got = ctx
+		stop() // Ctrl-C during the wait
+	})
+	if got != run || !errors.Is(err, context.Canceled) {
+		t.Errorf("wait got ctx %v (want the run's), chunkedBootstrap = %v; want the wait to get the run's context and the run to end canceled", got, err)
 	}
 }

@@ -45,7 +45,7 @@ func runBootstrap(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if *noStream {
 			return &usageError{msg: "mssqlcdc bootstrap: --no-stream does not apply to snapshot \"chunked\": the stream opens the snapshot and runs beside the backfill"}
 		}
-		return chunkedBootstrap(ctx, spec, deps, stdout, time.Sleep)
+		return chunkedBootstrap(ctx, spec, deps, stdout, waitCtx)
 	}
 	prog := newSnapshotProgress(ctx, stderr)
 	deps.Options.Progress = prog.report
@@ -141,8 +141,9 @@ const chunkedWait = 30 * time.Second
 // the backfill is done and the stream has caught up (docs/snapshots.md "Chunked
 // snapshots"): the stream's first run opens the snapshot at S; then one wave per backfill
 // call, the stream catching up after each, so it keeps running beside the waves. A paused
-// backfill (min_headroom_hours) waits chunkedWait (sleep) with the stream running.
-func chunkedBootstrap(ctx context.Context, spec *config.Spec, deps snapshot.Deps, out io.Writer, sleep func(time.Duration)) error {
+// backfill (min_headroom_hours) waits chunkedWait (wait: until then or ctx is done, so
+// Ctrl-C stops it at once) with the stream running.
+func chunkedBootstrap(ctx context.Context, spec *config.Spec, deps snapshot.Deps, out io.Writer, wait func(context.Context, time.Duration)) error {
 	sdeps, err := connect.StreamDeps(ctx, spec, deps.Source)
 	if err != nil {
 		return err
@@ -164,7 +165,7 @@ func chunkedBootstrap(ctx context.Context, spec *config.Spec, deps snapshot.Deps
 		case snapshot.StateNoSnapshot:
 			return fmt.Errorf("backfill: %s", st.Reason)
 		case snapshot.StateWaitingHeadroom, snapshot.StateWaitingMetrics:
-			sleep(chunkedWait)
+			wait(ctx, chunkedWait)
 		}
 		if err := catchUp(); err != nil {
 			return err

@@ -131,7 +131,12 @@ func (lo loopOptions) waitPoll(ctx context.Context) {
 		lo.wait(ctx, lo.poll)
 		return
 	}
-	t := time.NewTimer(lo.poll)
+	waitCtx(ctx, lo.poll)
+}
+
+// waitCtx waits d or until ctx is done.
+func waitCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
