@@ -479,3 +479,21 @@ func TestUnreachableSourceNamesTheDSNField(t *testing.T) {
 		}
 	}
 }
+
+// A DSN port out of range is a ConfigError on source.dsn when the spec is read, not the
+// driver's "invalid tcp port '99999': strconv.ParseUint: ..." at the first connection;
+// the port is not repeated (no number under source is: docs/spec.md).
+func TestDSNPortOutOfRange(t *testing.T) {
+	for _, port := range []string{"99999", "65536"} {
+		_, err := Parse([]byte(strings.Replace(minimal(), "sqlserver://u@h?", "sqlserver://u@h:"+port+"?", 1)))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !ce.Has("source.dsn") || !strings.Contains(err.Error(), "port out of range: want from 0 up to 65,535") || strings.Contains(err.Error(), port) {
+			t.Errorf("port %s: %v; want a source.dsn problem naming the range, not the port", port, err)
+		}
+	}
+	for _, port := range []string{"1433", "0", "65535"} {
+		if _, err := Parse([]byte(strings.Replace(minimal(), "sqlserver://u@h?", "sqlserver://u@h:"+port+"?", 1))); err != nil {
+			t.Errorf("port %s: %v", port, err)
+		}
+	}
+}

@@ -342,6 +342,13 @@ func (src Source) validate(ps *problems) {
 		if u.Host == "" {
 			ps.add("source.dsn", "no host")
 		}
+		// The driver's port is a uint16 (core/source/mssql refuses the rest at the first
+		// connection); the value is not repeated, as no number under source is.
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n > 65535 {
+				ps.add("source.dsn", "port out of range: want from 0 up to 65,535 (SQL Server's default is 1433)")
+			}
+		}
 		if _, hasPw := u.User.Password(); (hasPw || dsnPasswordParam(u)) && (src.PasswordEnv != "" || src.PasswordSecretARN != "") {
 			ps.add("source.dsn", "holds a password and password_env/password_secret_arn is set: keep the password out of the DSN")
 		}
