@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/rebuild"
@@ -234,8 +236,9 @@ func (e *env) assertSilverEquals(want *rebuild.State, when string) {
 
 // assertVersionsMatchBronze holds every silver version between runs (its position has no
 // pass) to the current table of bronze at the version that position records
-// (rebuild.FromBronze: docs/bronze.md § The current table, the rebuild point found in
-// bronze alone, so for a bronze whose snapshots are chunked, every row ranked): equal
+// (rebuild.Rebuild: docs/bronze.md § The current table, ranked from the newest whole
+// snapshot, a chunked one counting once bronze holds its last chunk, found in bronze
+// alone): equal
 // once no chunked snapshot is open; while one is, every silver row is bronze's, but
 // silver may lack keys of chunks not applied yet. It returns how many versions it
 // compared.
@@ -264,7 +267,17 @@ func (e *env) assertVersionsMatchBronze(when string) int {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		want, _, err := rebuild.FromBronze(ctx, bsnap, e.def.Spec.Key)
+		commits, err := bt.ReadCommits(ctx, 0, pos.Version)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		var whole []string // chunked snapshots whose last chunk bronze holds
+		for _, t := range waveTagsOf(commits) {
+			if slices.ContainsFunc(t.Chunks, func(c bronze.WaveChunk) bool { return c.Last }) {
+				whole = append(whole, t.Snapshot())
+			}
+		}
+		want, _, err := rebuild.Rebuild(ctx, bsnap, e.def.Spec.Key, rebuild.Options{Completed: whole})
 		if err != nil {
 			e.t.Fatal(err)
 		}
