@@ -29,7 +29,10 @@ type waveRun struct {
 	// minStamp is the oldest stamp among the waves.
 	minStamp string
 	// spans are the chunks' key ranges in silver's key order, for the keys whose order
-	// silver shares with SQL Server (chunkSpans); empty otherwise.
+	// silver shares with SQL Server (chunkBound); empty otherwise. For range deletes the
+	// plan's first chunk is open below and its last open above, whatever bounds they
+	// read: a key below the first or above the last that silver holds with an image older
+	// than S is gone as surely as one inside a chunk's range (docs/silver.md § Chunk waves).
 	spans []chunkSpan
 }
 
@@ -86,11 +89,16 @@ func wavesOf(tags []bronze.WaveTag, pos Position, kc keyColumnsInfo) *waveRun {
 			ranged = false
 		}
 		for _, c := range t.Chunks {
+			clo, chi := c.Lo, c.Hi
+			if c.Chunk == 0 {
+				clo = nil
+			}
 			if c.Last {
 				w.complete = true
+				chi = nil
 			}
-			lo, ok1 := kc.chunkBound(c.Lo, false)
-			hi, ok2 := kc.chunkBound(c.Hi, true)
+			lo, ok1 := kc.chunkBound(clo, false)
+			hi, ok2 := kc.chunkBound(chi, true)
 			if !ok1 || !ok2 {
 				ranged = false
 				continue
