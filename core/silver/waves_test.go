@@ -565,6 +565,59 @@ func TestChunkedResnapshotDeletesKeysAboveTheLastChunk(t *testing.T) {
 	}
 }
 
+// Silver standing on a chunked snapshot that never completed (the gap abandons it) when
+// the next generation's opens: it has no whole snapshot (snapshot_lsn empty), yet holds
+// the abandoned snapshot's keys, some deleted in the gap. A string key gets no range
+// deletes, so the wave that completes the new snapshot rebuilds silver from it, as it
+// does over an older whole snapshot; an int key's range deletes remove them.
+func TestResnapshotOverAnAbandonedChunkedSnapshot(t *testing.T) {
+	for _, def := range []workload.TableDef{workload.Orders(), workload.Customers()} {
+		t.Run(def.Spec.Name, func(t *testing.T) {
+			e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 29}, def, 120)
+			e.chunked(20)
+			e.drain() // generation 0's chunked snapshot opens
+			for range 2 {
+				if e.wave(nil, nil) {
+					t.Fatal("generation 0's snapshot is done after two waves")
+				}
+				e.step(10)
+				e.drain()
+				e.apply()
+			}
+			if p := e.position(); p.Snapshot != "" || p.OpenSnapshot == "" {
+				t.Fatalf("position in generation 0: %+v, want an open snapshot and no whole one", p)
+			}
+			var gone []string
+			for k := range e.silverKeyed() {
+				if len(gone) == 6 {
+					break
+				}
+				gone = append(gone, k)
+			}
+			e.loseChanges(e.silverRowsOf(gone), 10)
+
+			e.openGeneration(1, 25)
+			for done := false; !done; {
+				done = e.wave(nil, nil)
+				e.step(10)
+				e.drain()
+				e.apply()
+			}
+			if p := e.position(); p.OpenSnapshot != "" || p.Snapshot == "" {
+				t.Fatalf("position after the last wave: %+v, want the snapshot whole", p)
+			}
+			sil := e.silverKeyed()
+			for _, k := range gone {
+				if _, in := sil[k]; in {
+					t.Errorf("key %x deleted in the gap is still in silver", k)
+				}
+			}
+			e.assertSilverEqualsSource("generation 1 complete")
+			e.assertVersionsMatchBronze("generation 1")
+		})
+	}
+}
+
 // silverRowsOf are the key values of the silver rows with the given key encodings.
 func (e *env) silverRowsOf(keys []string) [][]any {
 	e.t.Helper()
