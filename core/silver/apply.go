@@ -190,7 +190,7 @@ func Apply(ctx context.Context, t Tables, opts Options) (Result, error) {
 				res.CaughtUp = true
 				return res, nil
 			}
-			if run, err = planRun(ctx, t, pos, latest, &opts); err != nil {
+			if run, err = planRun(ctx, t, ssnap, pos, latest, &opts); err != nil {
 				return res, err
 			}
 			pos.Pass = run.pass
@@ -250,7 +250,7 @@ type runState struct {
 // the commits after pos.Version added, or a rebuild from the newest whole snapshot when
 // one newer than silver's appeared (or silver is new, or those commits are gone from the
 // log); and cuts it into key ranges that fit in memory.
-func planRun(ctx context.Context, t Tables, pos Position, latest int64, opts *Options) (*runState, error) {
+func planRun(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Position, latest int64, opts *Options) (*runState, error) {
 	bsnap, err := t.Bronze.SnapshotAt(ctx, latest)
 	if err != nil {
 		return nil, fmt.Errorf("read bronze: %w", err)
@@ -303,9 +303,10 @@ func planRun(ctx context.Context, t Tables, pos Position, latest int64, opts *Op
 			} else {
 				run.files = adds
 				run.setWaves(waveTagsOf(commits), pos)
-				if w := run.waves; w != nil && w.complete && len(w.spans) == 0 && pos.Snapshot != "" {
-					// The chunked snapshot is whole, but silver, which stood on an older
-					// snapshot, could not delete the keys its chunks no longer hold (their
+				if w := run.waves; w != nil && w.complete && len(w.spans) == 0 && holdsOlder(ssnap, w.snapshot) {
+					// The chunked snapshot is whole, but silver, which may hold rows older
+					// than it (an older snapshot, whole or abandoned, or changes before
+					// it), could not delete the keys its chunks no longer hold (their
 					// ranges are not in silver's key order): rebuild from it.
 					s := w.snapshot
 					rebuildFrom = &s
@@ -335,6 +336,23 @@ func planRun(ctx context.Context, t Tables, pos Position, latest int64, opts *Op
 	}
 	run.pass.Bounds = bounds
 	return run, nil
+}
+
+// holdsOlder reports whether silver at ssnap may hold a row whose _start_lsn is older
+// than s: a live file whose statistics' minimum _start_lsn is below it, or that has none
+// (a file's statistics also count the rows its deletion vector removed, and a string
+// minimum cut to a prefix sorts no later than the value: both err on the side of true).
+func holdsOlder(ssnap *deltalog.Snapshot, s string) bool {
+	for _, a := range ssnap.Files() {
+		st, ok, err := deltalog.ParseStats(a.Stats)
+		if err != nil || !ok {
+			return true
+		}
+		if min, ok := statString(st.MinValues, ColStartLSN); !ok || min < s {
+			return true
+		}
+	}
+	return false
 }
 
 // resumeRun reads the inputs of the run silver's position says is in progress.

@@ -41,6 +41,8 @@ type env struct {
 	// waveSpec, when set, is the spec of a chunked snapshot opened by hand (the stream's
 	// spec does not open it).
 	waveSpec *config.Spec
+	// rebuilds counts the rebuilds of every apply.
+	rebuilds int
 }
 
 // newEnv creates def's table in a simulator with rows rows loaded before CDC is enabled
@@ -131,6 +133,7 @@ func (e *env) apply() Result {
 	if !res.CaughtUp {
 		e.t.Fatalf("apply did not catch up: %+v", res)
 	}
+	e.rebuilds += res.Rebuilds
 	return res
 }
 

@@ -308,6 +308,11 @@ func TestApplyFollowsChunkedWaves(t *testing.T) {
 			if waves < 3 {
 				t.Fatalf("the snapshot took %d waves, want several", waves)
 			}
+			if e.rebuilds != 1 {
+				// Only the first apply: silver holds nothing older than S, so a string
+				// key's completion needs no rebuild either.
+				t.Fatalf("%d rebuilds, want the first apply's alone", e.rebuilds)
+			}
 			p := e.position()
 			if p.OpenSnapshot != "" || p.Wave != nil || p.Snapshot == "" {
 				t.Fatalf("position after the last wave: %+v, want the snapshot whole", p)
