@@ -506,7 +506,10 @@ func applyRange(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Pos
 		if w := pass.Waves; w != nil {
 			next.OpenSnapshot, next.Wave = w.Snapshot, &w.Wave
 			if w.Complete {
+				// Whole: every key reflects the source at S or later (the chunks were read
+				// after S, the stream reads every change after it).
 				next.Snapshot = max(next.Snapshot, w.Snapshot)
+				next.AppliedLSN = max(next.AppliedLSN, w.Snapshot)
 			}
 		}
 		if next.OpenSnapshot != "" && next.OpenSnapshot <= next.Snapshot {

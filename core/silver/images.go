@@ -55,7 +55,10 @@ type imageSet struct {
 	schema  *arrow.Schema // silver's
 	byKey   map[string]image
 	batches []arrow.RecordBatch // silver-shaped rows holding the images' values
-	// rows counts the rows picked (before ranking); maxLSN is the newest LSN among them.
+	// rows counts the rows picked (before ranking); maxLSN is the newest LSN among them
+	// but chunk rows: a chunk's stamp L says how fresh its own keys are, not the others,
+	// whose changes up to L the stream may not have delivered yet (docs/silver.md §
+	// Position, applied_lsn).
 	rows   int64
 	maxLSN string
 }
@@ -157,6 +160,7 @@ func (s *imageSet) fold(ctx context.Context, rec arrow.RecordBatch, kc keyColumn
 			continue
 		}
 		op, lsn := opA.Value(i), lsnA.Value(i)
+		chunked := false
 		if op == bronze.OpSnapshot {
 			if sel.held != nil {
 				continue
@@ -165,7 +169,7 @@ func (s *imageSet) fold(ctx context.Context, rec arrow.RecordBatch, kc keyColumn
 			if snapA != nil && snapA.IsValid(i) {
 				snap = snapA.Value(i)
 			}
-			chunked := chunkA != nil && chunkA.IsValid(i)
+			chunked = chunkA != nil && chunkA.IsValid(i)
 			ok := sel.snapshot != nil && snap == *sel.snapshot
 			if chunked && sel.open != "" && snap == sel.open {
 				ok = true
@@ -191,7 +195,9 @@ func (s *imageSet) fold(ctx context.Context, rec arrow.RecordBatch, kc keyColumn
 		if seqA != nil && seqA.IsValid(i) {
 			o.Seqval = seqA.Value(i)
 		}
-		s.maxLSN = max(s.maxLSN, lsn)
+		if !chunked {
+			s.maxLSN = max(s.maxLSN, lsn)
+		}
 		if cur, ok := s.byKey[string(kb)]; ok && !cur.order.Less(o) {
 			continue
 		}
