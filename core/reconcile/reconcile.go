@@ -74,8 +74,10 @@ type Options struct {
 	// false.
 	CaptureInstance  string
 	WithoutCommandID bool
-	// AppliedLSN is how far silver has applied bronze (its position); the zero LSN takes
-	// the newest _start_lsn among silver's rows, which can only be older.
+	// AppliedLSN is how far silver has applied bronze (its position's applied_lsn: every
+	// transaction up to it is in silver, docs/silver.md § Position); the zero LSN takes
+	// the newest _start_lsn among silver's rows, which overstates it when a row came from
+	// a snapshot or chunk read ahead of the changes to other keys.
 	AppliedLSN lsn.LSN
 	// BucketRows is how many rows a merged bucket aims to hold (DefaultBucketRows when 0).
 	BucketRows int64

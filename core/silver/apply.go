@@ -121,7 +121,8 @@ type Result struct {
 	CaughtUp bool `json:"caught_up"`
 	// BronzeVersion is the bronze version silver has applied in full (-1: none).
 	BronzeVersion int64 `json:"bronze_version"`
-	// AppliedLSN is the newest LSN silver reflects; Snapshot the snapshot it stands on.
+	// AppliedLSN is the LSN up to which every transaction is in silver (Position's);
+	// Snapshot the snapshot it stands on.
 	AppliedLSN string `json:"applied_lsn"`
 	Snapshot   string `json:"snapshot_lsn"`
 	// SilverVersion is silver's version after the last commit (-1: no table).

@@ -32,8 +32,11 @@ type Position struct {
 	BronzeCommit string `json:"bronze_commit,omitempty"`
 	// Version is the bronze version applied in full; -1 before the first apply.
 	Version int64 `json:"bronze_version"`
-	// AppliedLSN is the newest LSN silver reflects: its snapshot's, or the newest change
-	// applied ("" none).
+	// AppliedLSN is the LSN up to which every transaction is in silver: the newest change
+	// applied, or the snapshot silver stands on when newer ("" none). Never a chunk's
+	// stamp: a wave's rows show their keys as of the stamp, but the stream may not have
+	// delivered the changes up to it to the other keys (docs/silver.md § Position). Rows
+	// may reflect later transactions (a snapshot's or chunk's read).
 	AppliedLSN string `json:"applied_lsn"`
 	// Snapshot is the whole snapshot silver was (re)built from, "" when none: rows older than it do
 	// not count (docs/bronze.md § The current table).
