@@ -40,20 +40,31 @@ type chunkedLake struct {
 	plans int    // chunks planned
 }
 
-func newChunkedLake(t *testing.T) *chunkedLake {
+// chunkedSource is a cdcsim orders table of rows rows loaded before CDC, whose spec
+// bootstraps it by a chunked snapshot of chunkRows-row chunks, numPartitions per wave, on
+// a local lake.
+type chunkedSource struct {
+	t    *testing.T
+	db   *cdcsim.DB
+	gen  *workload.Generator
+	def  workload.TableDef
+	lake *testlake.Lake
+	spec *config.Spec
+}
+
+func newChunkedSource(t *testing.T, seed uint64, start time.Time, rows int, chunkRows int64, numPartitions int) *chunkedSource {
 	t.Helper()
-	ctx := context.Background()
 	def := workload.Orders()
-	db := cdcsim.New(cdcsim.Config{Seed: 11, Start: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)})
+	db := cdcsim.New(cdcsim.Config{Seed: seed, Start: start})
 	t.Cleanup(func() { db.Close() })
-	gen := workload.New(db, workload.Config{Seed: 11, TxnSize: 3, Tables: []string{"orders"}})
+	gen := workload.New(db, workload.Config{Seed: seed, TxnSize: 3, Tables: []string{"orders"}})
 	if err := db.CreateTable(def.Spec); err != nil {
 		t.Fatal(err)
 	}
 	if err := gen.Adopt(def); err != nil {
 		t.Fatal(err)
 	}
-	if err := gen.Load("orders", 700, 100); err != nil {
+	if err := gen.Load("orders", rows, 100); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.EnableCapture("orders", cdcsim.CaptureOptions{}); err != nil {
@@ -63,44 +74,60 @@ func newChunkedLake(t *testing.T) *chunkedLake {
 	spec := &config.Spec{AppID: "orders", Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_orders"}}
 	lake.Use(spec)
 	spec.Bootstrap, spec.Snapshot = true, config.SnapshotChunked
-	cr, zero := int64(100), 0.0
-	spec.ChunkRows, spec.MinHeadroomHours = &cr, &zero
+	zero := 0.0
+	spec.ChunkRows, spec.MinHeadroomHours, spec.TargetWaveSeconds = &chunkRows, &zero, &zero
 	spec.Defaults()
 	spec.Options.StartingLsn = ""
-	spec.Options.NumPartitions = 2
+	spec.Options.NumPartitions = numPartitions
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := &chunkedLake{db: db, lake: lake, spec: spec}
-	streamUp := func() {
-		t.Helper()
-		db.Idle()
-		deps := stream.Deps{Source: db, Bronze: lake.Table(spec.Bronze), Facts: lake.Table(spec.FactsTable),
-			Plans: lake.Table(spec.PlansTable()), Checkpoint: checkpoint.New(lake.Store(spec.Checkpoint), spec.AppID)}
-		for caught := false; !caught; {
-			res, err := stream.Run(ctx, spec, deps, stream.Options{Now: db.Now, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			caught = res.CaughtUp
+	return &chunkedSource{t: t, db: db, gen: gen, def: def, lake: lake, spec: spec}
+}
+
+// streamUp streams until caught up (the first run opens the chunked snapshot at S).
+func (c *chunkedSource) streamUp() {
+	c.t.Helper()
+	c.db.Idle()
+	deps := stream.Deps{Source: c.db, Bronze: c.lake.Table(c.spec.Bronze), Facts: c.lake.Table(c.spec.FactsTable),
+		Plans: c.lake.Table(c.spec.PlansTable()), Checkpoint: checkpoint.New(c.lake.Store(c.spec.Checkpoint), c.spec.AppID)}
+	for caught := false; !caught; {
+		res, err := stream.Run(context.Background(), c.spec, deps, stream.Options{Now: c.db.Now, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			c.t.Fatal(err)
 		}
+		caught = res.CaughtUp
 	}
-	streamUp() // opens the chunked snapshot at S
-	sd := snapshot.Deps{Spec: spec, Source: db, Bronze: lake.Table(spec.Bronze), Facts: lake.Table(spec.FactsTable),
-		Plans: lake.Table(spec.PlansTable()), Staging: lake.Store(spec.Checkpoint), Options: snapshot.Options{Now: db.Now}}
+}
+
+// wave reads one wave of the chunked snapshot and reports whether it is done.
+func (c *chunkedSource) wave() bool {
+	c.t.Helper()
+	sd := snapshot.Deps{Spec: c.spec, Source: c.db, Bronze: c.lake.Table(c.spec.Bronze), Facts: c.lake.Table(c.spec.FactsTable),
+		Plans: c.lake.Table(c.spec.PlansTable()), Staging: c.lake.Store(c.spec.Checkpoint), Options: snapshot.Options{Now: c.db.Now}}
+	p := snapshot.ParamsOf(c.spec)
+	p.MaxWaves = 1
+	st, err := snapshot.Backfill(context.Background(), sd, p)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return st.State == snapshot.StateDone
+}
+
+func newChunkedLake(t *testing.T) *chunkedLake {
+	t.Helper()
+	ctx := context.Background()
+	src := newChunkedSource(t, 11, time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), 700, 100, 2)
+	db, gen, lake, spec, def := src.db, src.gen, src.lake, src.spec, src.def
+	c := &chunkedLake{db: db, lake: lake, spec: spec}
+	src.streamUp() // opens the chunked snapshot at S
 	for done := false; !done; {
 		if err := gen.Step(10); err != nil {
 			t.Fatal(err)
 		}
-		p := snapshot.ParamsOf(spec)
-		p.MaxWaves, p.TargetWaveSeconds = 1, 0
-		st, err := snapshot.Backfill(ctx, sd, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done = st.State == snapshot.StateDone
+		done = src.wave()
 	}
-	streamUp()
+	src.streamUp()
 	// Silver as a copy of the source table (env.silver): the chunk checks read bronze and
 	// the records, and the buckets need a silver in step.
 	cols, err := db.CapturedColumns(ctx, "dbo_orders")

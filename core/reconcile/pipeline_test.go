@@ -29,6 +29,27 @@ func TestPipelineReconcilesOnBothBackends(t *testing.T) {
 	}
 }
 
+// checkInFlight runs job and fails unless every row is MATCH or IN_FLIGHT, with some
+// IN_FLIGHT exactly when wantInFlight; the failure lists the rows that differ.
+func checkInFlight(t *testing.T, job reconcile.Job, what string, wantInFlight bool) reconcile.JobResult {
+	t.Helper()
+	res, err := job.Run(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !res.OK() || (res.Counts[reconcile.InFlight] > 0) != wantInFlight {
+		var rows []string
+		for _, r := range res.Rows {
+			if r.Kind != reconcile.Match && r.Kind != reconcile.InFlight {
+				rows = append(rows, fmt.Sprintf("%s %s %s", r.Kind, r.Scope, r.Key))
+			}
+		}
+		t.Fatalf("%s: counts %v (applied_lsn %s, max_lsn %s), want IN_FLIGHT %v and no mismatch:\n%s",
+			what, res.Counts, res.AppliedLSN, res.MaxLSN, wantInFlight, strings.Join(rows[:min(10, len(rows))], "\n"))
+	}
+	return res
+}
+
 func pipeline(t *testing.T, backend testlake.Backend) {
 	ctx := context.Background()
 	def := workload.Orders()
@@ -83,12 +104,9 @@ func pipeline(t *testing.T, backend testlake.Backend) {
 		t.Helper()
 		job := reconcile.Job{Spec: spec, Source: db, Silver: lake.Table(silverURL), Bronze: lake.Table(spec.Bronze),
 			BucketRows: 300, Sample: 1}
-		res, err := job.Run(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if !res.OK() || (!wantInFlight && res.Counts[reconcile.Match] < 5) || (res.Counts[reconcile.InFlight] > 0) != wantInFlight {
-			t.Fatalf("%s: counts %v, want IN_FLIGHT %v and no mismatch", what, res.Counts, wantInFlight)
+		res := checkInFlight(t, job, what, wantInFlight)
+		if !wantInFlight && res.Counts[reconcile.Match] < 5 {
+			t.Fatalf("%s: counts %v, want at least 5 MATCH", what, res.Counts)
 		}
 	}
 	if err := gen.Step(60); err != nil {
@@ -114,48 +132,9 @@ func pipeline(t *testing.T, backend testlake.Backend) {
 // catch up, all MATCH.
 func TestLaggingStreamAfterAWaveIsInFlight(t *testing.T) {
 	ctx := context.Background()
-	def := workload.Orders()
-	db := cdcsim.New(cdcsim.Config{Seed: 13, Start: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)})
-	t.Cleanup(func() { db.Close() })
-	gen := workload.New(db, workload.Config{Seed: 13, TxnSize: 3, Tables: []string{"orders"}})
-	if err := db.CreateTable(def.Spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := gen.Adopt(def); err != nil {
-		t.Fatal(err)
-	}
-	if err := gen.Load("orders", 300, 100); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.EnableCapture("orders", cdcsim.CaptureOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	lake := testlake.New(t, testlake.Local)
-	spec := &config.Spec{AppID: "orders", Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_orders"}}
-	lake.Use(spec)
-	spec.Bootstrap, spec.Snapshot = true, config.SnapshotChunked
-	cr, zero := int64(100), 0.0
-	spec.ChunkRows, spec.MinHeadroomHours, spec.TargetWaveSeconds = &cr, &zero, &zero
-	spec.Defaults()
-	spec.Options.StartingLsn = ""
-	spec.Options.NumPartitions = 1 // one chunk per wave
-	if err := spec.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	src := newChunkedSource(t, 13, time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), 300, 100, 1) // one chunk per wave
+	db, gen, lake, spec := src.db, src.gen, src.lake, src.spec
 	silverURL := lake.URL("silver")
-	streamUp := func() {
-		t.Helper()
-		db.Idle()
-		deps := stream.Deps{Source: db, Bronze: lake.Table(spec.Bronze), Facts: lake.Table(spec.FactsTable),
-			Plans: lake.Table(spec.PlansTable()), Checkpoint: checkpoint.New(lake.Store(spec.Checkpoint), spec.AppID)}
-		for caught := false; !caught; {
-			res, err := stream.Run(ctx, spec, deps, stream.Options{Now: db.Now, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			caught = res.CaughtUp
-		}
-	}
 	apply := func() silver.Result {
 		t.Helper()
 		res, err := silver.Apply(ctx, silver.Tables{Bronze: lake.Table(spec.Bronze), Silver: lake.Table(silverURL)},
@@ -164,18 +143,6 @@ func TestLaggingStreamAfterAWaveIsInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 		return res
-	}
-	sd := snapshot.Deps{Spec: spec, Source: db, Bronze: lake.Table(spec.Bronze), Facts: lake.Table(spec.FactsTable),
-		Plans: lake.Table(spec.PlansTable()), Staging: lake.Store(spec.Checkpoint), Options: snapshot.Options{Now: db.Now}}
-	wave := func() bool {
-		t.Helper()
-		p := snapshot.ParamsOf(spec)
-		p.MaxWaves = 1
-		st, err := snapshot.Backfill(ctx, sd, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.State == snapshot.StateDone
 	}
 	step := func(n int) {
 		t.Helper()
@@ -186,35 +153,21 @@ func TestLaggingStreamAfterAWaveIsInFlight(t *testing.T) {
 	}
 	check := func(what string, wantInFlight bool) {
 		t.Helper()
-		job := reconcile.Job{Spec: spec, Source: db, Silver: lake.Table(silverURL), Bronze: lake.Table(spec.Bronze),
-			BucketRows: 100, Sample: 1}
-		res, err := job.Run(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if !res.OK() || (res.Counts[reconcile.InFlight] > 0) != wantInFlight {
-			var rows []string
-			for _, r := range res.Rows {
-				if r.Kind != reconcile.Match && r.Kind != reconcile.InFlight {
-					rows = append(rows, fmt.Sprintf("%s %s %s", r.Kind, r.Scope, r.Key))
-				}
-			}
-			t.Fatalf("%s: counts %v (applied_lsn %s, max_lsn %s), want IN_FLIGHT %v and no mismatch:\n%s",
-				what, res.Counts, res.AppliedLSN, res.MaxLSN, wantInFlight, strings.Join(rows[:min(10, len(rows))], "\n"))
-		}
+		checkInFlight(t, reconcile.Job{Spec: spec, Source: db, Silver: lake.Table(silverURL), Bronze: lake.Table(spec.Bronze),
+			BucketRows: 100, Sample: 1}, what, wantInFlight)
 	}
 
-	streamUp() // opens the chunked snapshot at S
-	if wave() {
+	src.streamUp() // opens the chunked snapshot at S
+	if src.wave() {
 		t.Fatal("the snapshot is done after its first wave")
 	}
 	step(10)
-	streamUp()
+	src.streamUp()
 	apply()
 	step(40) // the stream does not read these before the next waves and apply
 	waves := 1
 	for done := false; !done; waves++ {
-		done = wave()
+		done = src.wave()
 	}
 	if waves < 3 {
 		t.Fatalf("%d waves, want at least 3", waves)
@@ -224,7 +177,7 @@ func TestLaggingStreamAfterAWaveIsInFlight(t *testing.T) {
 		t.Fatalf("apply after the last wave: %+v, want the snapshot whole", res)
 	}
 	check("the last waves applied, the stream behind their stamps", true)
-	streamUp()
+	src.streamUp()
 	apply()
 	check("caught up", false)
 }

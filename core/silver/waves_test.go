@@ -425,14 +425,7 @@ func TestChunkedResnapshotDeletesKeysTheChunksNoLongerHold(t *testing.T) {
 			e.assertSilverEqualsSource("generation 0")
 
 			// The gap: deletes the stream never reads.
-			var gone []string
-			for k := range e.silverKeyed() {
-				if len(gone) == 6 {
-					break
-				}
-				gone = append(gone, k)
-			}
-			e.loseChanges(e.silverRowsOf(gone), 10)
+			gone := e.loseSilverKeys(6)
 
 			e.openGeneration(1, 25)
 			ranged := def.Kind != workload.StringKey
@@ -502,6 +495,37 @@ func (e *env) openGeneration(g int, chunkRows int64) {
 	e.drain()
 }
 
+// loseSilverKeys deletes n of silver's keys, picked at random, and writes ten transactions
+// in a gap the stream never reads (loseChanges); it returns their key encodings.
+func (e *env) loseSilverKeys(n int) []string {
+	e.t.Helper()
+	var gone []string
+	for k := range e.silverKeyed() {
+		if len(gone) == n {
+			break
+		}
+		gone = append(gone, k)
+	}
+	e.loseChanges(e.silverRowsOf(gone), 10)
+	return gone
+}
+
+// wavesUntilWhole reads the open chunked snapshot wave by wave, each followed by ten
+// transactions streamed and applied, until it is done, and checks that silver's position
+// holds it as whole.
+func (e *env) wavesUntilWhole() {
+	e.t.Helper()
+	for done := false; !done; {
+		done = e.wave(nil, nil)
+		e.step(10)
+		e.drain()
+		e.apply()
+	}
+	if p := e.position(); p.OpenSnapshot != "" || p.Snapshot == "" {
+		e.t.Fatalf("position after the last wave: %+v, want the snapshot whole", p)
+	}
+}
+
 // loseChanges deletes the given keys, then writes steps transactions of the workload, in
 // a gap the stream never reads: capture's cleanup passes them before the stream gets there.
 func (e *env) loseChanges(keys [][]any, steps int) {
@@ -549,15 +573,7 @@ func TestChunkedResnapshotDeletesKeysAboveTheLastChunk(t *testing.T) {
 			e.loseChanges(e.silverRowsOf(top), 0)
 
 			e.openGeneration(1, 20)
-			for done := false; !done; {
-				done = e.wave(nil, nil)
-				e.step(10)
-				e.drain()
-				e.apply()
-			}
-			if p := e.position(); p.OpenSnapshot != "" || p.Snapshot == "" {
-				t.Fatalf("position after the last wave: %+v, want the snapshot whole", p)
-			}
+			e.wavesUntilWhole()
 			e.assertVersionsMatchBronze("generation 1")
 			sil = e.silverKeyed()
 			for _, k := range top {
@@ -592,25 +608,10 @@ func TestResnapshotOverAnAbandonedChunkedSnapshot(t *testing.T) {
 			if p := e.position(); p.Snapshot != "" || p.OpenSnapshot == "" {
 				t.Fatalf("position in generation 0: %+v, want an open snapshot and no whole one", p)
 			}
-			var gone []string
-			for k := range e.silverKeyed() {
-				if len(gone) == 6 {
-					break
-				}
-				gone = append(gone, k)
-			}
-			e.loseChanges(e.silverRowsOf(gone), 10)
+			gone := e.loseSilverKeys(6)
 
 			e.openGeneration(1, 25)
-			for done := false; !done; {
-				done = e.wave(nil, nil)
-				e.step(10)
-				e.drain()
-				e.apply()
-			}
-			if p := e.position(); p.OpenSnapshot != "" || p.Snapshot == "" {
-				t.Fatalf("position after the last wave: %+v, want the snapshot whole", p)
-			}
+			e.wavesUntilWhole()
 			sil := e.silverKeyed()
 			for _, k := range gone {
 				if _, in := sil[k]; in {
