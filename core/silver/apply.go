@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
@@ -304,14 +306,21 @@ func planRun(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Positi
 			} else {
 				run.files = adds
 				run.setWaves(waveTagsOf(commits), pos)
-				if w := run.waves; w != nil && w.complete && len(w.spans) == 0 && holdsOlder(ssnap, w.snapshot) {
-					// The chunked snapshot is whole, but silver, which may hold rows older
-					// than it (an older snapshot, whole or abandoned, or changes before
-					// it), could not delete the keys its chunks no longer hold (their
-					// ranges are not in silver's key order): rebuild from it.
-					s := w.snapshot
-					rebuildFrom = &s
-					run.waves, run.context = nil, nil
+				if w := run.waves; w != nil && w.complete && len(w.spans) == 0 {
+					// The chunked snapshot is whole, but silver could not delete the keys
+					// its chunks no longer hold (their ranges are not in silver's key
+					// order): when it holds rows older than S (an older snapshot, whole or
+					// abandoned, or changes before S), some may be such keys: rebuild
+					// from it.
+					older, err := holdsOlder(ctx, ssnap, w.snapshot)
+					if err != nil {
+						return nil, err
+					}
+					if older {
+						s := w.snapshot
+						rebuildFrom = &s
+						run.waves, run.context = nil, nil
+					}
 				}
 			}
 		}
@@ -339,21 +348,52 @@ func planRun(ctx context.Context, t Tables, ssnap *deltalog.Snapshot, pos Positi
 	return run, nil
 }
 
-// holdsOlder reports whether silver at ssnap may hold a row whose _start_lsn is older
-// than s: a live file whose statistics' minimum _start_lsn is below it, or that has none
-// (a file's statistics also count the rows its deletion vector removed, and a string
-// minimum cut to a prefix sorts no later than the value: both err on the side of true).
-func holdsOlder(ssnap *deltalog.Snapshot, s string) bool {
+// holdsOlder reports whether silver at ssnap holds a row whose _start_lsn is older than
+// s. A live file's statistics answer when their minimum is at or after s, or below it in a
+// file without a deletion vector (a DV may have removed that row); the _start_lsn column
+// of the other files (no statistics: a table of more than 32 columns) is read.
+func holdsOlder(ctx context.Context, ssnap *deltalog.Snapshot, s string) (bool, error) {
+	var read []deltalog.Add
 	for _, a := range ssnap.Files() {
 		st, ok, err := deltalog.ParseStats(a.Stats)
-		if err != nil || !ok {
-			return true
+		if err == nil && ok {
+			if min, ok := statString(st.MinValues, ColStartLSN); ok {
+				if min >= s {
+					continue
+				}
+				if a.DeletionVector == nil {
+					return true, nil
+				}
+			}
 		}
-		if min, ok := statString(st.MinValues, ColStartLSN); !ok || min < s {
-			return true
+		read = append(read, a)
+	}
+	if len(read) == 0 {
+		return false, nil
+	}
+	it, err := ssnap.Scan(ctx, deltalog.ScanOptions{Columns: []string{ColStartLSN}, Files: read})
+	if err != nil {
+		return false, fmt.Errorf("read silver's %s: %w", ColStartLSN, err)
+	}
+	defer it.Close()
+	for {
+		rec, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read silver's %s: %w", ColStartLSN, err)
+		}
+		col, ok := rec.Column(0).(*array.String)
+		older := !ok // not silver's string column: take it as older
+		for i := 0; ok && i < col.Len() && !older; i++ {
+			older = col.IsValid(i) && col.Value(i) < s
+		}
+		rec.Release()
+		if older {
+			return true, nil
 		}
 	}
-	return false
 }
 
 // resumeRun reads the inputs of the run silver's position says is in progress.

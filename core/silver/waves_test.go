@@ -750,3 +750,59 @@ func TestChunkBound(t *testing.T) {
 		}
 	}
 }
+
+// holdsOlder (whether a string key's completing wave must rebuild) answers from the
+// files' _start_lsn statistics, and reads the column where a deletion vector may have
+// removed the row the minimum counts: a live row older than the LSN is found, rows only
+// the deletion vectors still count are not.
+func TestHoldsOlder(t *testing.T) {
+	e := newEnv(t, testlake.Local, cdcsim.Config{Seed: 33}, workload.Orders(), 30)
+	e.opts.MaxDeletedFraction = 1 // deletes are deletion vectors, never rewrites
+	e.bootstrap()
+	e.apply()
+	l0 := e.position().Snapshot
+	check := func(when, s string, want bool) {
+		t.Helper()
+		snap, err := e.lake.RawTable(e.silver).Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := holdsOlder(context.Background(), snap, s)
+		if err != nil || got != want {
+			t.Fatalf("%s: holdsOlder(%s) = %v, %v; want %v", when, s, got, err, want)
+		}
+	}
+	check("the snapshot", l0, false)
+	keys := e.silverKeyed()
+	var all []string
+	for k := range keys {
+		all = append(all, k)
+	}
+	slices.Sort(all)
+	deleteKeys := func(ks []string) string {
+		t.Helper()
+		e.db.Advance(time.Second)
+		for _, key := range e.silverRowsOf(ks) {
+			if _, err := e.db.Exec(func(tx *cdcsim.Txn) error { return tx.Delete("orders", key) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.drain()
+		e.apply()
+		return e.position().AppliedLSN
+	}
+	s := deleteKeys(all[1:])
+	dvs := 0
+	for _, a := range e.silverFiles() {
+		if a.DeletionVector != nil {
+			dvs++
+		}
+	}
+	if dvs == 0 {
+		t.Fatal("no deletion vector after the deletes")
+	}
+	check("one row of the snapshot left", s, true)
+	check("one row of the snapshot left, at its own LSN", l0, false)
+	s = deleteKeys(all[:1])
+	check("every row of the snapshot deleted", s, false)
+}
