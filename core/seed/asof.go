@@ -65,3 +65,22 @@ func (d Deps) lsnOf(ctx context.Context, a AsOf) (lsn.LSN, bool, error) {
 	}
 	return l, ok, nil
 }
+
+// checkNotFuture refuses a time as_of later than SQL Server's clock now (the clock the
+// mapping is on): no copy can have started being read then, and the mapping would take
+// the newest commit, stamping the copy later than it was read, so the commits between
+// were never read (a mistyped year). An LSN as_of is checked against max_lsn instead.
+func (d Deps) checkNotFuture(ctx context.Context, a AsOf) error {
+	if !a.LSN.IsZero() {
+		return nil
+	}
+	now, err := d.Source.ServerNow(ctx)
+	if err != nil {
+		return fmt.Errorf("read SQL Server's clock for as_of: %w", err)
+	}
+	if !a.Time.After(now) {
+		return nil
+	}
+	return configErr("as_of", fmt.Sprintf("%s is later than SQL Server's clock now (%s): give the time the copy started being read, on SQL Server's clock (SELECT SYSUTCDATETIME() as the export starts), or an LSN recorded before it",
+		a, asOfText(now)))
+}

@@ -59,6 +59,9 @@ func (d Deps) decide(ctx context.Context, asOf AsOf, reseed bool) (decision, err
 	if err != nil {
 		return decision{}, err
 	}
+	if err := d.checkNotFuture(ctx, asOf); err != nil {
+		return decision{}, err
+	}
 	l, ok, err := d.lsnOf(ctx, asOf)
 	if err != nil {
 		return decision{}, err

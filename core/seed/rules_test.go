@@ -397,3 +397,23 @@ func TestMissingColumn(t *testing.T) {
 		t.Fatalf("%d NULL v, want 3", nulls)
 	}
 }
+
+// A time as_of later than SQL Server's clock now (a mistyped year) is a ConfigError on
+// as_of: it mapped to the newest commit, stamping the copy later than it was read, and
+// the commits in between were never read. Up to the server's now it is taken.
+func TestFutureAsOfIsAConfigError(t *testing.T) {
+	e := tEnv(t, 3, cdcsim.Config{})
+	url := e.copyNow("copy")
+	now := e.db.Now()
+	for _, asOf := range []string{"2030-01-01T00:00:00Z", now.Add(time.Second).Format(time.RFC3339Nano)} {
+		_, err := e.run(seed.Request{Copy: url, AsOf: asOf})
+		var ce *config.ConfigError
+		if !errors.As(err, &ce) || !ce.Has("as_of") || !strings.Contains(err.Error(), "later than SQL Server's clock now") {
+			t.Errorf("as_of %s with the server at %s: %v, want a ConfigError on as_of", asOf, now, err)
+		}
+	}
+	if e.bronzeVersion() != -1 || len(e.factsRows()) != 0 {
+		t.Fatal("a refused seed wrote something")
+	}
+	e.mustRun(seed.Request{Copy: url, AsOf: now.Format(time.RFC3339Nano)})
+}

@@ -38,6 +38,10 @@ type Source interface {
 	// every five minutes). Zero when capture has never written.
 	MaxLSN(ctx context.Context) (lsn.LSN, error)
 
+	// ServerNow is SYSUTCDATETIME(): SQL Server's clock now, UTC, the clock commit times
+	// are on. A seed refuses a time as_of later than it (docs/seed.md § Rules).
+	ServerNow(ctx context.Context) (time.Time, error)
+
 	// MinLSN is sys.fn_cdc_get_min_lsn(ci): the low watermark of a capture instance, moved
 	// by cleanup before it deletes rows. A capture instance that does not exist, that the
 	// login may not see, or that capture has not processed yet (NULL or zero) is a

@@ -56,6 +56,16 @@ func (db *DB) MaxLSN(ctx context.Context) (lsn.LSN, error) {
 	return db.maxLSNLocked(), nil
 }
 
+// ServerNow implements source.Source: the simulated clock.
+func (db *DB) ServerNow(ctx context.Context) (time.Time, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if err := db.begin(ctx, "ServerNow"); err != nil {
+		return time.Time{}, err
+	}
+	return db.now, nil
+}
+
 // MinLSN implements source.Source.
 func (db *DB) MinLSN(ctx context.Context, captureInstance string) (lsn.LSN, error) {
 	db.mu.Lock()

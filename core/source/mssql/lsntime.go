@@ -147,6 +147,15 @@ func (d *DB) MaxLSN(ctx context.Context) (lsn.LSN, error) {
 	return parseLSNText(s)
 }
 
+// ServerNow is SYSUTCDATETIME(), UTC.
+func (d *DB) ServerNow(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if _, err := d.queryRow(ctx, d.ec("read the server's clock"), sqlServerNow, nil, &t); err != nil {
+		return time.Time{}, err
+	}
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), nil
+}
+
 // MinLSN is M2. NULL or zero is a *source.CaptureInstanceNotFoundError.
 func (d *DB) MinLSN(ctx context.Context, ci string) (lsn.LSN, error) {
 	if err := checkCaptureInstance(ci); err != nil {

@@ -13,6 +13,9 @@ import (
 // M1: capture progress. NULL on a database capture never wrote.
 const sqlMaxLSN = "SELECT " + "CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1)"
 
+// sqlServerNow is the server's clock now, UTC (ServerNow).
+const sqlServerNow = "SELECT SYSUTCDATETIME()"
+
 // minLSNSQL is M2: the low watermark of a capture instance (NULL or zero: not found, not
 // visible, or not processed yet).
 func minLSNSQL(ci string) (string, []any) {
