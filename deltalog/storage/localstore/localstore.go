@@ -194,14 +194,14 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	}
 	tmp, err := writeTemp(ctx, p, r)
 	if err != nil {
-		return mapErr("put", key, err)
+		return writeErr("put", key, err)
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		os.Remove(tmp)
-		return mapErr("put", key, err)
+		return writeErr("put", key, err)
 	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
-		return mapErr("put", key, err)
+		return writeErr("put", key, err)
 	}
 	return nil
 }
@@ -270,22 +270,22 @@ func (s *Store) linkNew(ctx context.Context, op, key, p string, r io.Reader, tag
 	}
 	tmp, err := writeTemp(ctx, p, r)
 	if err != nil {
-		return mapErr(op, key, err)
+		return writeErr(op, key, err)
 	}
 	defer os.Remove(tmp)
 	if err := os.Link(tmp, p); err != nil {
-		return mapErr(op, key, err)
+		return writeErr(op, key, err)
 	}
 	if tag != nil {
 		// The temporary name is the same file as p (a hard link): its inode, time and size.
 		st, err := os.Stat(tmp)
 		if err != nil {
-			return mapErr(op, key, err)
+			return writeErr(op, key, err)
 		}
 		*tag = etag(st)
 	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
-		return mapErr(op, key, err)
+		return writeErr(op, key, err)
 	}
 	return nil
 }
@@ -359,6 +359,18 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) iter.Seq2[s
 	}
 }
 
+// writeErr is a write's error: a file that exists is storage.ErrExists; anything else
+// keeps its reason. A directory that cannot be made is not a missing key, even when mkdir
+// says ENOENT (under /proc, or a parent removed meanwhile): storage.ErrNotFound is for
+// reads, and callers take it for "the object is not there" (a copy's source gone).
+func writeErr(op, key string, err error) error {
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("localstore: %s %s: %w", op, key, storage.ErrExists)
+	}
+	return fmt.Errorf("localstore: %s %s: %w", op, key, err)
+}
+
+// mapErr is a read's error: a missing file is storage.ErrNotFound.
 func mapErr(op, key string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
