@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	neturl "net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/checkpoint"
@@ -66,32 +69,81 @@ func claimSpecLocations(ctx context.Context, spec *config.Spec, sim bool) error 
 	}
 	want := deltalog.Location{Sim: sim}
 	cfg := connect.Location(spec)
-	urls := []string{spec.Bronze, spec.FactsTable}
+	locs := urlsOf("bronze", []string{spec.Bronze})
+	locs = append(locs, urlsOf("facts_table", []string{spec.FactsTable})...)
 	if spec.Snapshot == config.SnapshotChunked {
-		urls = append(urls, spec.PlansTable())
+		locs = append(locs, urlsOf("facts_table (its plans table)", []string{spec.PlansTable()})...)
 	}
-	for _, url := range urls {
-		if url == "" {
+	for _, l := range locs {
+		if l.url == "" {
 			continue
 		}
-		tbl, err := connect.Table(ctx, url, cfg)
+		tbl, err := connect.Table(ctx, l.url, cfg)
 		if err != nil {
-			return err
+			return unwritable(l.field, l.url, err)
 		}
 		if err := tbl.Claim(ctx, want); err != nil {
-			return err
+			return unwritable(l.field, l.url, err)
 		}
 	}
 	if sim {
 		st, _, err := location.Open(ctx, spec.Checkpoint, cfg)
 		if err != nil {
-			return err
+			return unwritable("checkpoint", spec.Checkpoint, err)
 		}
 		if err := deltalog.ClaimLocation(ctx, st, want, checkpoint.OffsetsDir, checkpoint.CommitsDir, "snapshots/", "seeds/"); err != nil {
-			return err
+			return unwritable("checkpoint", spec.Checkpoint, err)
 		}
 	}
 	return nil
+}
+
+// LocationWriteError is a spec location on local disk that cannot be written: the field,
+// the location, and why in the file system's words (permission denied, read-only file
+// system, a file in its path, a directory that cannot be made there).
+type LocationWriteError struct {
+	Field, URL string
+	// Path is the file or directory the failure is on; Reason what the file system said.
+	Path, Reason string
+	// Op is what failed ("cannot create directory", "cannot write a file in"); empty for
+	// a file where a directory must be.
+	Op  string
+	Err error
+}
+
+func (e *LocationWriteError) Error() string {
+	what := fmt.Sprintf("%s %s: %s", e.Op, e.Path, e.Reason)
+	if e.Op == "" {
+		what = e.Path + " is a file, not a directory"
+	}
+	return fmt.Sprintf("cannot write %s (%s): %s; point %s at a directory this user can create and write, or fix its permissions",
+		e.Field, e.URL, what, strings.Fields(e.Field)[0])
+}
+
+func (e *LocationWriteError) Unwrap() error { return e.Err }
+
+// unwritable turns a local file system failure to claim field's location into a
+// *LocationWriteError; any other error (a foreign or simulated location, S3) is returned
+// as it is, having its own words.
+func unwritable(field, url string, err error) error {
+	var nd *location.NotADirectoryError
+	if errors.As(err, &nd) {
+		return &LocationWriteError{Field: field, URL: url, Path: nd.File, Reason: "not a directory", Err: err}
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	op := map[string]string{"mkdir": "cannot create directory", "stat": "cannot read", "open": "cannot write a file in",
+		"link": "cannot write a file in", "rename": "cannot write a file in"}[pe.Op]
+	if op == "" {
+		op = "cannot " + pe.Op
+	}
+	path := pe.Path
+	if pe.Op != "mkdir" && pe.Op != "stat" {
+		path = filepath.Dir(path)
+	}
+	return &LocationWriteError{Field: field, URL: url, Op: op, Path: path, Reason: pe.Err.Error(), Err: err}
 }
 
 func urlsOf(field string, urls []string) []struct{ field, url string } {

@@ -133,3 +133,32 @@ func TestLocationThatIsAFileSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// A location that cannot be written says which spec field it is and why in plain words,
+// not the store's internals ("claim file://...: localstore: put if absent
+// .mssqlcdc-location: mkdir ...: permission denied", or "storage: not found" for a
+// directory /proc cannot hold). The test runs as root, so the unwritable places are a path
+// under a regular file and one under /proc, not a chmod.
+func TestUnwritableLocationNamesTheField(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ bronze, facts, field, why string }{
+		{filepath.Join(file, "b"), filepath.Join(dir, "facts"), "bronze", "not a directory"},
+		{filepath.Join(dir, "b"), filepath.Join(file, "facts"), "facts_table", "not a directory"},
+	}
+	if _, err := os.Stat("/proc/self"); err == nil {
+		cases = append(cases, struct{ bronze, facts, field, why string }{"/proc/mssqlcdc-x/b", filepath.Join(dir, "facts"), "bronze", "no such file or directory"})
+	}
+	for _, tc := range cases {
+		spec := writeSpecWith(t, tc.bronze, filepath.Join(dir, "cp"), tc.facts)
+		_, errOut, code := runCLI(t, "bootstrap", "--no-stream", "--sim", "--spec", spec)
+		want := "cannot write " + tc.field + " ("
+		if code != 1 || !strings.Contains(errOut, want) || !strings.Contains(errOut, tc.why) ||
+			strings.Contains(errOut, "localstore") || strings.Contains(errOut, "storage: not found") || strings.Contains(errOut, ".mssqlcdc-location") {
+			t.Errorf("bronze %s, facts %s: exit %d, stderr %q; want %q ... %q without the store's internals", tc.bronze, tc.facts, code, errOut, want, tc.why)
+		}
+	}
+}
