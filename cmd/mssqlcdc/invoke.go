@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"sync"
@@ -92,6 +93,10 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// aws-lambda-go's loop log.Printf's every error reply: Lambda's log has it, but here
+	// the reply is printed, and the line said it a second time.
+	defer log.SetOutput(log.Writer())
+	log.SetOutput(io.Discard)
 	if *serve {
 		return inv.serve(ctx, os.Stdin, stdout)
 	}
@@ -105,7 +110,13 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !json.Valid(ev) {
 		return &usageError{msg: "the event on stdin is not a JSON document"}
 	}
+	inv.log.hold()
 	res, err := inv.invoke(ctx, fs.Arg(0), ev)
+	if res.Error != nil {
+		inv.log.release(res.Error.Message)
+	} else {
+		inv.log.release("")
+	}
 	if err != nil {
 		return err
 	}
@@ -132,6 +143,75 @@ type invoker struct {
 	mu          sync.Mutex // the workload generator is single-threaded
 	verifies    int        // checks run, each reading the table once
 	exportReads int        // the table reads of _export
+	log         *replyLog  // the handlers' log
+}
+
+// replyLog is the handlers' slog handler. Between hold and release (one invoke whose reply
+// is printed) it keeps their error records back, and release drops those whose err is the
+// reply's errorMessage: a failed invoke says its error once, in the reply, not again in
+// the handler's "... failed" line (Lambda's log has both, the reply being elsewhere). An
+// error record the reply does not carry (maintain's second table) is written.
+type replyLog struct {
+	h    slog.Handler
+	held *heldRecords // shared by the handlers WithAttrs makes
+}
+
+type heldRecords struct {
+	mu   sync.Mutex
+	on   bool
+	recs []heldRecord
+}
+
+type heldRecord struct {
+	h slog.Handler
+	r slog.Record
+}
+
+func (l *replyLog) hold() {
+	l.held.mu.Lock()
+	defer l.held.mu.Unlock()
+	l.held.on = true
+}
+
+// release writes the records held back, but those whose err is reply, and stops holding.
+func (l *replyLog) release(reply string) {
+	l.held.mu.Lock()
+	recs := l.held.recs
+	l.held.on, l.held.recs = false, nil
+	l.held.mu.Unlock()
+	for _, hr := range recs {
+		said := false
+		hr.r.Attrs(func(a slog.Attr) bool {
+			said = said || (reply != "" && a.Key == "err" && a.Value.String() == reply)
+			return !said
+		})
+		if !said {
+			_ = hr.h.Handle(context.Background(), hr.r)
+		}
+	}
+}
+
+func (l *replyLog) Enabled(ctx context.Context, lv slog.Level) bool { return l.h.Enabled(ctx, lv) }
+
+func (l *replyLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		l.held.mu.Lock()
+		if l.held.on {
+			l.held.recs = append(l.held.recs, heldRecord{l.h, r.Clone()})
+			l.held.mu.Unlock()
+			return nil
+		}
+		l.held.mu.Unlock()
+	}
+	return l.h.Handle(ctx, r)
+}
+
+func (l *replyLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return &replyLog{h: l.h.WithAttrs(as), held: l.held}
+}
+
+func (l *replyLog) WithGroup(name string) slog.Handler {
+	return &replyLog{h: l.h.WithGroup(name), held: l.held}
 }
 
 // newInvoker registers the handlers for spec around src; logs receives their log and
@@ -141,7 +221,8 @@ func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *d
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewJSONHandler(logs, nil))
+	rl := &replyLog{h: slog.NewJSONHandler(logs, nil), held: &heldRecords{}}
+	log := slog.New(rl)
 	st := stream.New(spec, func(ctx context.Context, s *config.Spec) (corestream.Deps, func(), error) {
 		deps, err := connect.StreamDeps(ctx, s, src)
 		return deps, func() {}, err
@@ -187,7 +268,7 @@ func newInvoker(ctx context.Context, spec *config.Spec, src source.Source, ds *d
 	if err := rt.Register("seed", sd.Handle, lambda.WithContext(ctx)); err != nil {
 		return nil, err
 	}
-	return &invoker{spec: spec, ds: ds, simSteps: simSteps, rt: rt}, nil
+	return &invoker{spec: spec, ds: ds, simSteps: simSteps, rt: rt, log: rl}, nil
 }
 
 // SimulatorError is the reply when the --sim database's workload, an _export or a _verify

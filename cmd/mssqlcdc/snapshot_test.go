@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,5 +271,26 @@ func TestExportPrintsItsStamp(t *testing.T) {
 	errOut.Reset()
 	if code := run(context.Background(), []string{"export", "--spec", spec, "--sim", "--to", t.TempDir(), "--snapshot-lsn", "0x7FFFFFFF000000010001"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "above the source's current max_lsn") {
 		t.Fatalf("a stamp from the future: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// A failed invoke says its error once: the reply on stdout. The handler's error log line
+// and aws-lambda-go's log.Printf of the same reply repeated it on stderr, three times in
+// all.
+func TestFailedInvokeSaysTheErrorOnce(t *testing.T) {
+	spec := writeSimSpec(t)
+	var out, errOut, stdlog bytes.Buffer
+	log.SetOutput(&stdlog)
+	defer log.SetOutput(os.Stderr)
+	withStdin(t, `{"step":"plan","request":{"copy":"/nonexistent","as_of":"2030-01-01T00:00:00Z"}}`, func() {
+		if code := run(context.Background(), []string{"invoke", "--spec", spec, "--sim", "seed"}, &out, &errOut); code != 1 {
+			t.Fatalf("exit %d, want 1: %s", code, errOut.String())
+		}
+	})
+	const msg = "later than SQL Server's clock now"
+	all := out.String() + errOut.String() + stdlog.String()
+	if strings.Count(out.String(), msg) != 1 || strings.Count(all, msg) != 1 {
+		t.Errorf("the error %d times on stdout, %d in all, want once on stdout:\nstdout %s\nstderr %s\nlog %s",
+			strings.Count(out.String(), msg), strings.Count(all, msg), out.String(), errOut.String(), stdlog.String())
 	}
 }

@@ -111,7 +111,8 @@ func (d *DB) retry() Retry {
 	if r.OnRetry == nil {
 		n, most := r.retries(), r.maxWait()
 		r.OnRetry = func(attempt int, wait time.Duration, err error) {
-			d.log.Warn(retryMessage(err, attempt, n, wait, most), "attempt", attempt, "retries", n, "wait_seconds", wait.Seconds(), "err", err)
+			// The error is in the message once; an err attribute would say it again.
+			d.log.Warn(retryMessage(err, attempt, n, wait, most), "attempt", attempt, "retries", n, "wait_seconds", wait.Seconds())
 		}
 	}
 	return r
