@@ -13,8 +13,9 @@ import (
 // Filter is a row predicate for Snapshot.Scan. Scan skips the files whose statistics
 // (add.stats minValues, maxValues, nullCount; partition values for partition columns)
 // prove that no row matches, and drops the non-matching rows of the files it reads, so
-// the iterator yields exactly the matching rows. NULL never matches (SQL semantics).
-// Build filters with Eq and And.
+// the iterator yields exactly the matching rows. NULL never equals a value (SQL
+// semantics): IsNull and NotNull test for it. Build filters with Eq, IsNull, NotNull and
+// And.
 type Filter interface {
 	// columns are the top-level columns the predicate reads.
 	columns() []string
@@ -57,6 +58,13 @@ func Eq(column string, value any) Filter {
 	}
 	return e
 }
+
+// IsNull is the predicate column IS NULL on a top-level column of any type, e.g.
+// IsNull("event") (the facts table's batch rows). Column names compare ignoring case.
+func IsNull(column string) Filter { return &nullFilter{column: column} }
+
+// NotNull is column IS NOT NULL.
+func NotNull(column string) Filter { return &nullFilter{column: column, not: true} }
 
 // And is the conjunction of filters (true when there are none).
 func And(filters ...Filter) Filter { return andFilter(filters) }
@@ -218,6 +226,68 @@ func (e *eqFilter) eval(rec arrow.RecordBatch) ([]bool, error) {
 		// every row NULL: nothing matches
 	default:
 		return nil, &FilterError{Column: e.column, Reason: "unsupported Arrow type " + col.DataType().String()}
+	}
+	return out, nil
+}
+
+type nullFilter struct {
+	column string
+	not    bool   // IS NOT NULL
+	name   string // the column's name in the table schema, set by check
+}
+
+func (e *nullFilter) columns() []string {
+	if e.name != "" {
+		return []string{e.name}
+	}
+	return []string{e.column}
+}
+
+func (e *nullFilter) check(schema *StructType) error {
+	f, ok := schema.Field(e.column)
+	if !ok {
+		return &FilterError{Column: e.column, Reason: "no such column"}
+	}
+	e.name = f.Name
+	return nil
+}
+
+// skip: a partition value is NULL or not; otherwise nullCount 0 proves no NULL, nullCount
+// equal to numRecords no value. Both stay valid with deletion vectors (eqFilter.skip).
+func (e *nullFilter) skip(f *fileView) bool {
+	if f.partCols[strings.ToLower(e.name)] {
+		pv, ok := lookupFold(f.add.PartitionValues, e.name)
+		if !ok {
+			return false
+		}
+		return (pv == "") == e.not
+	}
+	if !f.hasStats {
+		return false
+	}
+	raw, ok := lookupRawFold(f.stats.NullCount, e.name)
+	if !ok {
+		return false
+	}
+	var nulls int64
+	if json.Unmarshal(raw, &nulls) != nil {
+		return false
+	}
+	if e.not {
+		return nulls == f.stats.NumRecords && nulls > 0
+	}
+	return nulls == 0
+}
+
+func (e *nullFilter) eval(rec arrow.RecordBatch) ([]bool, error) {
+	col := columnFold(rec, e.name)
+	if col == nil {
+		return nil, &FilterError{Column: e.column, Reason: "column missing from the batch"}
+	}
+	out := make([]bool, rec.NumRows())
+	allNull := col.DataType().ID() == arrow.NULL // a Null array has no validity bitmap
+	for i := range out {
+		out[i] = (allNull || col.IsNull(i)) != e.not
 	}
 	return out, nil
 }

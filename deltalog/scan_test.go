@@ -147,6 +147,12 @@ func TestScanProjectionFilterAndEvolution(t *testing.T) {
 		{"and", ScanOptions{Columns: []string{"app_id"}, Filter: And(Eq("app_id", "a"), Eq("_operation", int32(2)))}, "[[a]]", 3},
 		{"no match", ScanOptions{Filter: Eq("_operation", 9)}, "[]", 4},
 		{"count only", ScanOptions{Columns: []string{}, Filter: Eq("app_id", "a")}, "[[] [] []]", 3},
+		// IS NULL skips the files whose nullCount is 0, IS NOT NULL the all-NULL ones; a
+		// column older files lack is NULL in them (no statistics: they are read).
+		{"app is null", ScanOptions{Columns: []string{"v"}, Filter: IsNull("app_id")}, "[[6]]", 3},
+		{"app not null", ScanOptions{Columns: []string{"v"}, Filter: NotNull("APP_ID")}, "[[1] [2] [3] [4] [5] [7]]", 1},
+		{"extra is null", ScanOptions{Columns: []string{"v"}, Filter: IsNull("extra")}, "[[1] [2] [3] [4] [5] [6]]", 1},
+		{"extra not null and", ScanOptions{Columns: []string{"v"}, Filter: And(NotNull("extra"), Eq("_operation", 0))}, "[[7]]", 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,6 +175,7 @@ func TestScanProjectionFilterAndEvolution(t *testing.T) {
 		{Filter: Eq("app_id", 1)},
 		{Filter: Eq("_operation", "1")},
 		{Filter: Eq("v", 1.5)},
+		{Filter: IsNull("nope")},
 	} {
 		if _, err := s.Scan(ctx, bad); err == nil {
 			t.Fatalf("%+v: no error", bad)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,7 +22,7 @@ import (
 func init() {
 	register(command{
 		name:    "show",
-		summary: "print a Delta table's rows (bronze, facts), read through mssqlcdc's reader: --where COL=VALUE, --limit N",
+		summary: "print a Delta table's rows (bronze, facts), read through mssqlcdc's reader: --where COL=VALUE or 'COL IS NULL', --limit N",
 		run:     runShow,
 	})
 }
@@ -34,20 +35,47 @@ const (
 	showCellWidth = 48
 )
 
-// whereFlag collects --where COL=VALUE conditions; every one must hold.
+// whereFlag collects --where conditions; every one must hold.
 type whereFlag []whereCond
 
-type whereCond struct{ column, value string }
+// whereCond is COL=VALUE, or with null set COL IS NULL (COL=NULL, NULL unquoted), and
+// with not too COL IS NOT NULL.
+type whereCond struct {
+	column, value string
+	null, not     bool
+}
+
+// String is the condition as the user wrote it, for messages.
+func (c whereCond) String() string {
+	switch {
+	case c.null && c.not:
+		return c.column + " IS NOT NULL"
+	case c.null:
+		return c.column + " IS NULL"
+	}
+	return c.column + "=" + c.value
+}
+
+// isNullCond matches COL IS NULL and COL IS NOT NULL, any case.
+var isNullCond = regexp.MustCompile(`(?i)^\s*(.+?)\s+is\s+(not\s+)?null\s*$`)
 
 func (w *whereFlag) String() string { return "" }
 
 func (w *whereFlag) Set(s string) error {
+	if m := isNullCond.FindStringSubmatch(s); m != nil && !strings.Contains(m[1], "=") {
+		*w = append(*w, whereCond{column: m[1], null: true, not: m[2] != ""})
+		return nil
+	}
 	col, val, ok := strings.Cut(s, "=")
 	col = strings.TrimSpace(col)
 	if !ok || col == "" {
-		return fmt.Errorf("want COLUMN=VALUE, e.g. _operation=2 or customer='ACME'")
+		return fmt.Errorf("want COLUMN=VALUE or COLUMN IS [NOT] NULL, e.g. _operation=2, customer='ACME' or event IS NULL")
 	}
 	val = strings.TrimSpace(val)
+	if strings.EqualFold(val, "NULL") {
+		*w = append(*w, whereCond{column: col, null: true})
+		return nil
+	}
 	if len(val) >= 2 && (val[0] == '\'' || val[0] == '"') && val[len(val)-1] == val[0] {
 		val = val[1 : len(val)-1]
 	}
@@ -58,11 +86,12 @@ func (w *whereFlag) Set(s string) error {
 func showUsage(fs *flag.FlagSet) func() {
 	return func() {
 		w := fs.Output()
-		fmt.Fprintln(w, "Usage: mssqlcdc show TABLE_URL [--where COL=VALUE]... [--columns A,B] [--limit N] [--version N] [--json]")
+		fmt.Fprintln(w, "Usage: mssqlcdc show TABLE_URL [--where COL=VALUE|'COL IS [NOT] NULL']... [--columns A,B] [--limit N] [--version N] [--json]")
 		fmt.Fprintln(w, "TABLE_URL is a path, file:///path or s3://bucket/prefix. Rows are read through mssqlcdc's")
 		fmt.Fprintln(w, "Delta reader (the live files of the version, file skipping by statistics), in file order,")
-		fmt.Fprintln(w, "not sorted. --where compares a string or integer column for equality; several --where")
-		fmt.Fprintln(w, "must all hold. Text output cuts long values; --json prints one whole row per line.")
+		fmt.Fprintln(w, "not sorted. --where compares a string or integer column for equality, or tests any column")
+		fmt.Fprintln(w, "for NULL (COL=NULL or COL IS NULL, COL IS NOT NULL; 'NULL' quoted is the string); several")
+		fmt.Fprintln(w, "--where must all hold. Text output cuts long values; --json prints one whole row per line.")
 		fs.PrintDefaults()
 	}
 }
@@ -71,7 +100,7 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("show", stderr)
 	fs.Usage = showUsage(fs)
 	var where whereFlag
-	fs.Var(&where, "where", "keep rows where COLUMN equals VALUE (a string or integer column; repeat to AND), e.g. _operation=2")
+	fs.Var(&where, "where", "keep rows where COLUMN equals VALUE (a string or integer column), or COLUMN IS [NOT] NULL (COLUMN=NULL is IS NULL); repeat to AND, e.g. _operation=2, 'event IS NULL'")
 	columns := fs.String("columns", "", "comma-separated columns to print, in this order (default: all)")
 	limit := fs.Int("limit", showDefaultLimit, "print at most N rows (0: all)")
 	version := addVersionFlag(fs, "read")
@@ -242,7 +271,7 @@ func checkColumns(snap *deltalog.Snapshot, columns []string) error {
 }
 
 // whereFilter turns the --where conditions into one deltalog filter: a value compared
-// with an integer column must be an integer.
+// with an integer column must be an integer; a NULL test takes any column.
 func whereFilter(snap *deltalog.Snapshot, where []whereCond) (deltalog.Filter, error) {
 	if len(where) == 0 {
 		return nil, nil
@@ -255,7 +284,19 @@ func whereFilter(snap *deltalog.Snapshot, where []whereCond) (deltalog.Filter, e
 	for _, w := range where {
 		f, ok := st.Field(w.column)
 		if !ok {
-			return nil, noColumn("--where "+w.column+"=...", w.column, st.FieldNames())
+			what := "--where " + w.column + "=..."
+			if w.null {
+				what = "--where " + w.String()
+			}
+			return nil, noColumn(what, w.column, st.FieldNames())
+		}
+		if w.null {
+			if w.not {
+				fs = append(fs, deltalog.NotNull(f.Name))
+			} else {
+				fs = append(fs, deltalog.IsNull(f.Name))
+			}
+			continue
 		}
 		switch f.Type {
 		case deltalog.TypeLong, deltalog.TypeInteger, deltalog.TypeShort, deltalog.TypeByte:

@@ -62,3 +62,37 @@ func TestShowPrintsRows(t *testing.T) {
 		t.Errorf("empty directory: exit %d, %q", code, errOut)
 	}
 }
+
+// --where filters on NULL, of any column type: COL=NULL or COL IS NULL, COL IS NOT NULL
+// (the facts table's batch rows are event IS NULL); a quoted 'NULL' is the string.
+func TestShowWhereNull(t *testing.T) {
+	spec := writeSimSpec(t)
+	if _, errOut, code := runCLI(t, "snapshot", "--spec", spec, "--sim"); code != 0 {
+		t.Fatalf("snapshot: exit %d: %s", code, errOut)
+	}
+	bronze := filepath.Join(filepath.Dir(spec), "bronze")
+	for _, tc := range []struct {
+		where []string
+		want  string
+	}{
+		{[]string{"_seqval=NULL"}, "10000 rows"}, // a snapshot row has no _seqval (binary)
+		{[]string{"_seqval = null"}, "10000 rows"},
+		{[]string{"_command_id IS NULL"}, "10000 rows"},
+		{[]string{"_command_id is not null"}, "0 rows"},
+		{[]string{"_snapshot IS NOT NULL", "id=42"}, "1 row"},
+		{[]string{"id IS NULL"}, "0 rows"},
+		{[]string{"customer='NULL'"}, "0 rows"},
+	} {
+		args := []string{"show", bronze, "--limit", "0", "--columns", "id"}
+		for _, w := range tc.where {
+			args = append(args, "--where", w)
+		}
+		_, errOut, code := runCLI(t, args...)
+		if code != 0 || strings.TrimSpace(errOut) != tc.want {
+			t.Errorf("--where %q: exit %d, stderr %q; want %q", tc.where, code, errOut, tc.want)
+		}
+	}
+	if _, errOut, code := runCLI(t, "show", bronze, "--where", "nope IS NULL"); code != 2 || !strings.Contains(errOut, `no column "nope"`) {
+		t.Errorf("nope IS NULL: exit %d, stderr %q", code, errOut)
+	}
+}
