@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -627,12 +629,29 @@ func printDemoSummary(out io.Writer, o demoOptions, spec *config.Spec, s demoSum
 	} else {
 		fmt.Fprintln(out, "FAILED")
 	}
-	// From the repository root, where the README runs the demo: a new user has the
-	// source, not a built mssqlcdc binary.
 	if spec.Snapshot == config.SnapshotChunked {
 		fmt.Fprintf(out, "tables:    %s  %s  %s\n", spec.Bronze, spec.FactsTable, spec.PlansTable())
 	} else {
 		fmt.Fprintf(out, "tables:    %s  %s\n", spec.Bronze, spec.FactsTable)
 	}
-	fmt.Fprintf(out, "try:       go run ./cmd/mssqlcdc inspect %s\n", filepath.Join(o.Lake, "bronze", "orders"))
+	fmt.Fprintf(out, "try:       %s inspect %s\n", invokedAs(os.Args[0]), filepath.Join(o.Lake, "bronze", "orders"))
+}
+
+// goBuildDir is the temporary directory go run builds in (go-build and digits).
+var goBuildDir = regexp.MustCompile(`^go-build\d+$`)
+
+// invokedAs is how to run this program again, from argv0: "go run ./cmd/mssqlcdc" for a go
+// run (from the repository root, where the README runs the demo), whose binary lies in a
+// go-build directory that is gone afterwards; else argv0 as typed (./mssqlcdc, mssqlcdc on
+// the PATH), quoted when it holds a space.
+func invokedAs(argv0 string) string {
+	for _, seg := range strings.FieldsFunc(argv0, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if goBuildDir.MatchString(seg) {
+			return "go run ./cmd/mssqlcdc"
+		}
+	}
+	if strings.ContainsAny(argv0, " \t") {
+		return "'" + argv0 + "'"
+	}
+	return argv0
 }

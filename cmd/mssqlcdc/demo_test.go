@@ -207,3 +207,22 @@ func TestDemoBootstrapSeed(t *testing.T) {
 		t.Errorf("--bootstrap copy: exit %d, want 2 (usage)", code)
 	}
 }
+
+// The demo's last line names the program as it was run: `go run ./cmd/mssqlcdc` only for a
+// go run (its binary is in a go-build directory), else the binary as invoked; a path with
+// a space is quoted so the line can be pasted.
+func TestInvokedAs(t *testing.T) {
+	for argv0, want := range map[string]string{
+		"/tmp/go-build2671/b001/exe/mssqlcdc":      "go run ./cmd/mssqlcdc",
+		`C:\Temp\go-build11\b001\exe\mssqlcdc.exe`: "go run ./cmd/mssqlcdc",
+		"./mssqlcdc":                   "./mssqlcdc",
+		"mssqlcdc":                     "mssqlcdc",
+		"/usr/local/bin/mssqlcdc":      "/usr/local/bin/mssqlcdc",
+		"/home/me/my tools/mssqlcdc":   "'/home/me/my tools/mssqlcdc'",
+		"/home/me/go-builder/mssqlcdc": "/home/me/go-builder/mssqlcdc",
+	} {
+		if got := invokedAs(argv0); got != want {
+			t.Errorf("invokedAs(%q) = %q, want %q", argv0, got, want)
+		}
+	}
+}

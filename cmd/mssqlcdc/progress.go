@@ -33,11 +33,12 @@ type snapshotProgress struct {
 	ranges, done int
 	est          int64
 	rows, bytes  map[int]int64 // per range, so far
+	staged       map[int]bool  // the ranges done (read and staged)
 }
 
 func newSnapshotProgress(ctx context.Context, out io.Writer) *snapshotProgress {
 	return &snapshotProgress{ctx: ctx, out: out, label: "snapshot", now: time.Now, every: progressEvery,
-		rows: map[int]int64{}, bytes: map[int]int64{}}
+		rows: map[int]int64{}, bytes: map[int]int64{}, staged: map[int]bool{}}
 }
 
 // report takes one snapshot.ReadProgress.
@@ -53,7 +54,10 @@ func (p *snapshotProgress) report(r snapshot.ReadProgress) {
 	switch {
 	case r.Done:
 		p.done++
-		fmt.Fprintf(p.out, "range %d/%d read: %s rows, %s MB; %s so far %s\n", r.Range+1, r.Ranges, config.Grouped(r.Rows), mb(r.Bytes), p.label, p.totals(now))
+		p.staged[r.Range] = true
+		// The range's line counts the ranges done, as it says one more is: the rows of
+		// ranges still being staged (read to the end at the same moment) wait for theirs.
+		fmt.Fprintf(p.out, "range %d/%d read: %s rows, %s MB; %s so far %s\n", r.Range+1, r.Ranges, config.Grouped(r.Rows), mb(r.Bytes), p.label, p.totals(now, true))
 		if p.label == "snapshot" {
 			recordDone(p.ctx, "%d of %d ranges of the snapshot (read and staged; a rerun reads them again)", p.done, p.ranges)
 		} else {
@@ -61,16 +65,19 @@ func (p *snapshotProgress) report(r snapshot.ReadProgress) {
 		}
 		p.shown = now
 	case now.Sub(p.shown) >= p.every:
-		fmt.Fprintf(p.out, "%s: %s; %d of %d ranges done\n", p.label, p.totals(now), p.done, p.ranges)
+		fmt.Fprintf(p.out, "%s: %s; %d of %d ranges done\n", p.label, p.totals(now, false), p.done, p.ranges)
 		p.shown = now
 	}
 }
 
 // totals are the running totals: "50,000 of ~100,000 rows (50%), 12.2 MB, 4.1 MB/s, ETA
-// 3s".
-func (p *snapshotProgress) totals(now time.Time) string {
+// 3s", of the ranges done when staged, else of every row read.
+func (p *snapshotProgress) totals(now time.Time, staged bool) string {
 	var rows, bytes int64
 	for i, n := range p.rows {
+		if staged && !p.staged[i] {
+			continue
+		}
 		rows += n
 		bytes += p.bytes[i]
 	}
