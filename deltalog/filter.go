@@ -33,7 +33,7 @@ type Filter interface {
 // Eq("_operation", 0), Eq("app_id", "orders"). Column names compare ignoring case.
 // Another column or value type is a *FilterError when the scan starts.
 func Eq(column string, value any) Filter {
-	e := &eqFilter{column: column}
+	e := &eqFilter{filterColumn: filterColumn{column: column}}
 	switch v := value.(type) {
 	case string:
 		e.str, e.isStr = v, true
@@ -61,10 +61,12 @@ func Eq(column string, value any) Filter {
 
 // IsNull is the predicate column IS NULL on a top-level column of any type, e.g.
 // IsNull("event") (the facts table's batch rows). Column names compare ignoring case.
-func IsNull(column string) Filter { return &nullFilter{column: column} }
+func IsNull(column string) Filter { return &nullFilter{filterColumn: filterColumn{column: column}} }
 
 // NotNull is column IS NOT NULL.
-func NotNull(column string) Filter { return &nullFilter{column: column, not: true} }
+func NotNull(column string) Filter {
+	return &nullFilter{filterColumn: filterColumn{column: column}, not: true}
+}
 
 // And is the conjunction of filters (true when there are none).
 func And(filters ...Filter) Filter { return andFilter(filters) }
@@ -88,31 +90,72 @@ type fileView struct {
 	partCols map[string]bool // lower-cased partition column names
 }
 
-type eqFilter struct {
-	column string
-	isStr  bool
-	str    string
-	i      int64
-	bad    string
-	name   string // the column's name in the table schema, set by check
+// partition is the file's value of column when it is a partition column (part): "" for a
+// NULL partition; ok is false when the add lacks it.
+func (f *fileView) partition(column string) (pv string, part, ok bool) {
+	if !f.partCols[strings.ToLower(column)] {
+		return "", false, false
+	}
+	pv, ok = lookupFold(f.add.PartitionValues, column)
+	return pv, true, ok
 }
 
-func (e *eqFilter) columns() []string {
-	if e.name != "" {
-		return []string{e.name}
+// nullCount is the column's nullCount statistic; ok is false when the file has none.
+func (f *fileView) nullCount(column string) (int64, bool) {
+	if !f.hasStats {
+		return 0, false
 	}
-	return []string{e.column}
+	raw, ok := lookupRawFold(f.stats.NullCount, column)
+	if !ok {
+		return 0, false
+	}
+	var nulls int64
+	if json.Unmarshal(raw, &nulls) != nil {
+		return 0, false
+	}
+	return nulls, true
+}
+
+// filterColumn is the column a predicate reads: as given, and as the table schema names
+// it (set by resolve).
+type filterColumn struct {
+	column string
+	name   string
+}
+
+func (c *filterColumn) columns() []string {
+	if c.name != "" {
+		return []string{c.name}
+	}
+	return []string{c.column}
+}
+
+// resolve finds the column in schema (ignoring case) and records its name there.
+func (c *filterColumn) resolve(schema *StructType) (StructField, error) {
+	f, ok := schema.Field(c.column)
+	if !ok {
+		return StructField{}, &FilterError{Column: c.column, Reason: "no such column"}
+	}
+	c.name = f.Name
+	return f, nil
+}
+
+type eqFilter struct {
+	filterColumn
+	isStr bool
+	str   string
+	i     int64
+	bad   string
 }
 
 func (e *eqFilter) check(schema *StructType) error {
 	if e.bad != "" {
 		return &FilterError{Column: e.column, Reason: e.bad}
 	}
-	f, ok := schema.Field(e.column)
-	if !ok {
-		return &FilterError{Column: e.column, Reason: "no such column"}
+	f, err := e.resolve(schema)
+	if err != nil {
+		return err
 	}
-	e.name = f.Name
 	switch f.Type {
 	case TypeString:
 		if !e.isStr {
@@ -135,8 +178,7 @@ func (e *eqFilter) check(schema *StructType) error {
 // the min to a prefix (not above any value) and extends a cut max so it stays an upper bound
 // (docs/reference/delta-protocol.md §4).
 func (e *eqFilter) skip(f *fileView) bool {
-	if f.partCols[strings.ToLower(e.name)] {
-		pv, ok := lookupFold(f.add.PartitionValues, e.name)
+	if pv, part, ok := f.partition(e.name); part {
 		if !ok {
 			return false
 		}
@@ -152,11 +194,8 @@ func (e *eqFilter) skip(f *fileView) bool {
 	if !f.hasStats {
 		return false
 	}
-	if raw, ok := lookupRawFold(f.stats.NullCount, e.name); ok {
-		var nulls int64
-		if json.Unmarshal(raw, &nulls) == nil && nulls == f.stats.NumRecords && nulls > 0 {
-			return true
-		}
+	if nulls, ok := f.nullCount(e.name); ok && nulls == f.stats.NumRecords && nulls > 0 {
+		return true
 	}
 	if raw, ok := lookupRawFold(f.stats.MinValues, e.name); ok && e.less(raw, true) {
 		return true
@@ -231,46 +270,23 @@ func (e *eqFilter) eval(rec arrow.RecordBatch) ([]bool, error) {
 }
 
 type nullFilter struct {
-	column string
-	not    bool   // IS NOT NULL
-	name   string // the column's name in the table schema, set by check
-}
-
-func (e *nullFilter) columns() []string {
-	if e.name != "" {
-		return []string{e.name}
-	}
-	return []string{e.column}
+	filterColumn
+	not bool // IS NOT NULL
 }
 
 func (e *nullFilter) check(schema *StructType) error {
-	f, ok := schema.Field(e.column)
-	if !ok {
-		return &FilterError{Column: e.column, Reason: "no such column"}
-	}
-	e.name = f.Name
-	return nil
+	_, err := e.resolve(schema)
+	return err
 }
 
 // skip: a partition value is NULL or not; otherwise nullCount 0 proves no NULL, nullCount
 // equal to numRecords no value. Both stay valid with deletion vectors (eqFilter.skip).
 func (e *nullFilter) skip(f *fileView) bool {
-	if f.partCols[strings.ToLower(e.name)] {
-		pv, ok := lookupFold(f.add.PartitionValues, e.name)
-		if !ok {
-			return false
-		}
-		return (pv == "") == e.not
+	if pv, part, ok := f.partition(e.name); part {
+		return ok && (pv == "") == e.not
 	}
-	if !f.hasStats {
-		return false
-	}
-	raw, ok := lookupRawFold(f.stats.NullCount, e.name)
+	nulls, ok := f.nullCount(e.name)
 	if !ok {
-		return false
-	}
-	var nulls int64
-	if json.Unmarshal(raw, &nulls) != nil {
 		return false
 	}
 	if e.not {

@@ -240,6 +240,16 @@ func TestScanPartitionValues(t *testing.T) {
 	if got := fmt.Sprint(collect(t, it)); got != "[[1] [2]]" || st.Skipped != 1 {
 		t.Fatalf("rows %s, stats %+v", got, st)
 	}
+	// IS NULL and IS NOT NULL on a partition column skip by the partition value.
+	for f, want := range map[Filter]string{IsNull("p"): "[[NULL 1] [NULL 2]]", NotNull("p"): "[[7 1] [7 2]]"} {
+		it, st, err := s.ScanWithStats(ctx, ScanOptions{Columns: []string{"p", "v"}, Filter: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(collect(t, it)); got != want || st.Skipped != 1 {
+			t.Errorf("%+v: rows %s, stats %+v; want %s, 1 skipped", f, got, st, want)
+		}
+	}
 }
 
 func TestScanNoTable(t *testing.T) {
