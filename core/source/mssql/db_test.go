@@ -648,3 +648,19 @@ func TestReadTableAtStampRefusesLaggingSession(t *testing.T) {
 		}
 	}
 }
+
+// ServerNow is SYSUTCDATETIME() read as UTC: the driver's time, whatever its location,
+// keeps its wall clock (datetime2 has no zone; SYSUTCDATETIME is UTC).
+func TestServerNowIsUTC(t *testing.T) {
+	at := time.Date(2026, 9, 30, 2, 0, 1, 234_567_800, time.FixedZone("driver", 3600))
+	d, _ := newScripted(t, Options{SourceTimeZone: "UTC"}, func(q string, _ []any) result {
+		if q == sqlServerNow {
+			return result{cols: []string{"now"}, rows: [][]driver.Value{{at}}}
+		}
+		return result{err: errors.New("unexpected " + q)}
+	})
+	got, err := d.ServerNow(context.Background())
+	if want := time.Date(2026, 9, 30, 2, 0, 1, 234_567_800, time.UTC); err != nil || !got.Equal(want) || got.Location() != time.UTC {
+		t.Fatalf("ServerNow = %v, %v; want %v", got, err, want)
+	}
+}
