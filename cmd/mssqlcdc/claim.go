@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	neturl "net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -130,12 +131,15 @@ func unwritable(field, url string, err error) error {
 	if errors.As(err, &nd) {
 		return &LocationWriteError{Field: field, URL: url, Path: nd.File, Reason: "not a directory", Err: err}
 	}
+	var le *os.LinkError // the hard link or rename that puts a written file in place
+	if errors.As(err, &le) {
+		return &LocationWriteError{Field: field, URL: url, Op: "cannot write a file in", Path: filepath.Dir(le.New), Reason: le.Err.Error(), Err: err}
+	}
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
 		return err
 	}
-	op := map[string]string{"mkdir": "cannot create directory", "stat": "cannot read", "open": "cannot write a file in",
-		"link": "cannot write a file in", "rename": "cannot write a file in"}[pe.Op]
+	op := map[string]string{"mkdir": "cannot create directory", "stat": "cannot read", "open": "cannot write a file in"}[pe.Op]
 	if op == "" {
 		op = "cannot " + pe.Op
 	}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -160,5 +164,34 @@ func TestUnwritableLocationNamesTheField(t *testing.T) {
 			strings.Contains(errOut, "localstore") || strings.Contains(errOut, "storage: not found") || strings.Contains(errOut, ".mssqlcdc-location") {
 			t.Errorf("bronze %s, facts %s: exit %d, stderr %q; want %q ... %q without the store's internals", tc.bronze, tc.facts, code, errOut, want, tc.why)
 		}
+	}
+}
+
+// The file system's failures as the local store wraps them, injected (the tests run as
+// root, whom chmod does not stop): each names the field, the directory and the reason.
+func TestUnwritableSaysWhatFailed(t *testing.T) {
+	wrap := func(err error) error {
+		return fmt.Errorf("claim file:///data/b: %w", fmt.Errorf("localstore: put if absent .mssqlcdc-location: %w", err))
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&fs.PathError{Op: "mkdir", Path: "/data/b", Err: syscall.EACCES},
+			"cannot write bronze (/data/b): cannot create directory /data/b: permission denied; point bronze at a directory this user can create and write, or fix its permissions"},
+		{&fs.PathError{Op: "open", Path: "/data/b/.localstore-*.tmp", Err: syscall.EROFS},
+			"cannot write bronze (/data/b): cannot write a file in /data/b: read-only file system; "},
+		{&os.LinkError{Op: "link", Old: "/data/b/.localstore-1.tmp", New: "/data/b/.mssqlcdc-location", Err: syscall.EDQUOT},
+			"cannot write bronze (/data/b): cannot write a file in /data/b: disk quota exceeded; "},
+	} {
+		err := unwritable("bronze", "/data/b", wrap(tc.err))
+		var lw *LocationWriteError
+		if !errors.As(err, &lw) || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, tc.err.(interface{ Unwrap() error }).Unwrap()) {
+			t.Errorf("%v: %v, want %q", tc.err, err, tc.want)
+		}
+	}
+	other := errors.New("s3: access denied")
+	if err := unwritable("bronze", "s3://b/x", other); err != other {
+		t.Errorf("an error off local disk: %v, want it as it is", err)
 	}
 }
