@@ -70,7 +70,7 @@ func (d Deps) lsnOf(ctx context.Context, a AsOf) (lsn.LSN, bool, error) {
 // mapping is on): no copy can have started being read then, and the mapping would take
 // the newest commit, stamping the copy later than it was read, so the commits between
 // were never read (a mistyped year). An LSN as_of is checked against max_lsn instead
-// (docs/decisions/0025-future-as-of-on-the-server-clock.md).
+// (docs/decisions/0023-future-as-of-on-the-server-clock.md).
 func (d Deps) checkNotFuture(ctx context.Context, a AsOf) error {
 	if !a.LSN.IsZero() {
 		return nil
