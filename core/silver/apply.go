@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 )
 
 // Defaults of Options.
@@ -375,25 +375,27 @@ func holdsOlder(ctx context.Context, ssnap *deltalog.Snapshot, s string) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("read silver's %s: %w", ColStartLSN, err)
 	}
-	defer it.Close()
-	for {
-		rec, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("read silver's %s: %w", ColStartLSN, err)
-		}
+	// errOlder ends the read at the first older row.
+	errOlder := errors.New("older row")
+	err = parquetio.Drain(ctx, it, func(rec arrow.RecordBatch) error {
 		col, ok := rec.Column(0).(*array.String)
-		older := !ok // not silver's string column: take it as older
-		for i := 0; ok && i < col.Len() && !older; i++ {
-			older = col.IsValid(i) && col.Value(i) < s
+		if !ok { // not silver's string column: take it as older
+			return errOlder
 		}
-		rec.Release()
-		if older {
-			return true, nil
+		for i := 0; i < col.Len(); i++ {
+			if col.IsValid(i) && col.Value(i) < s {
+				return errOlder
+			}
 		}
+		return nil
+	})
+	if errors.Is(err, errOlder) {
+		return true, nil
 	}
+	if err != nil {
+		return false, fmt.Errorf("read silver's %s: %w", ColStartLSN, err)
+	}
+	return false, nil
 }
 
 // resumeRun reads the inputs of the run silver's position says is in progress.
