@@ -54,24 +54,30 @@ type chunkedSource struct {
 
 func newChunkedSource(t *testing.T, seed uint64, start time.Time, rows int, chunkRows int64, numPartitions int) *chunkedSource {
 	t.Helper()
-	def := workload.Orders()
+	return newChunkedSourceOf(t, workload.Orders(), seed, start, rows, chunkRows, numPartitions)
+}
+
+// newChunkedSourceOf is newChunkedSource for another workload table.
+func newChunkedSourceOf(t *testing.T, def workload.TableDef, seed uint64, start time.Time, rows int, chunkRows int64, numPartitions int) *chunkedSource {
+	t.Helper()
+	name := def.Spec.Name
 	db := cdcsim.New(cdcsim.Config{Seed: seed, Start: start})
 	t.Cleanup(func() { db.Close() })
-	gen := workload.New(db, workload.Config{Seed: seed, TxnSize: 3, Tables: []string{"orders"}})
+	gen := workload.New(db, workload.Config{Seed: seed, TxnSize: 3, Tables: []string{name}})
 	if err := db.CreateTable(def.Spec); err != nil {
 		t.Fatal(err)
 	}
 	if err := gen.Adopt(def); err != nil {
 		t.Fatal(err)
 	}
-	if err := gen.Load("orders", rows, 100); err != nil {
+	if err := gen.Load(name, rows, 100); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.EnableCapture("orders", cdcsim.CaptureOptions{}); err != nil {
+	if _, err := db.EnableCapture(name, cdcsim.CaptureOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lake := testlake.New(t, testlake.Local)
-	spec := &config.Spec{AppID: "orders", Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_orders"}}
+	spec := &config.Spec{AppID: name, Source: config.Source{DSN: "sqlserver://sim@localhost?database=sim", CaptureInstance: "dbo_" + name}}
 	lake.Use(spec)
 	spec.Bootstrap, spec.Snapshot = true, config.SnapshotChunked
 	zero := 0.0
