@@ -52,6 +52,53 @@ func ReadChunkRecords(ctx context.Context, factsTable, plansTable *deltalog.Tabl
 	return &r, nil
 }
 
+// newestOpen is the open row of the newest chunked snapshot the records hold (nil: none,
+// or no records): the newest generation's, and in it the newest S, so a switch snapshot's
+// open (snapshot_on_switch) wins over its generation's.
+func (rec *ChunkRecords) newestOpen() *snapshot.PlanRow {
+	if rec == nil {
+		return nil
+	}
+	var open *snapshot.PlanRow
+	for i, r := range rec.Plans {
+		if r.Event != snapshot.PlanEventOpen && r.Event != snapshot.PlanEventSwitchOpen {
+			continue
+		}
+		if open == nil || r.Generation > open.Generation || (r.Generation == open.Generation && r.Snapshot > open.Snapshot) {
+			open = &rec.Plans[i]
+		}
+	}
+	return open
+}
+
+// complete is true when the facts rows record snapshot s whole: its bootstrap (or
+// resnapshot) row, min = max = s.
+func (rec *ChunkRecords) complete(s string) bool {
+	for _, r := range rec.Facts {
+		if (r.Event == facts.EventBootstrap || r.Event == facts.EventResnapshot) && r.MinLSN == s && r.MaxLSN == s {
+			return true
+		}
+	}
+	return false
+}
+
+// chunkRows are snapshot s's plan rows and chunk rows by chunk index.
+func (rec *ChunkRecords) chunkRows(s string) (plan, read map[int32][]snapshot.PlanRow) {
+	plan, read = map[int32][]snapshot.PlanRow{}, map[int32][]snapshot.PlanRow{}
+	for _, r := range rec.Plans {
+		if r.Snapshot != s || r.Chunk == nil {
+			continue
+		}
+		switch r.Event {
+		case snapshot.PlanEventPlan:
+			plan[*r.Chunk] = append(plan[*r.Chunk], r)
+		case snapshot.PlanEventChunk:
+			read[*r.Chunk] = append(read[*r.Chunk], r)
+		}
+	}
+	return plan, read
+}
+
 // inBronze is what bronze holds of one chunk: its rows and the smallest and largest
 // _start_lsn among them (the wave's stamp, when all is well).
 type inBronze struct {
@@ -96,18 +143,7 @@ func (c *chunkCheck) flag(kind Kind, i int32, lo, hi string, recorded *int64, de
 //
 // Nothing is read from SQL Server. A bronze without a chunked snapshot gives no rows.
 func checkChunks(ctx context.Context, bsnap *deltalog.Snapshot, rec *ChunkRecords) ([]Row, string, error) {
-	if rec == nil {
-		return nil, "", nil
-	}
-	var open *snapshot.PlanRow
-	for i, r := range rec.Plans {
-		if r.Event != snapshot.PlanEventOpen && r.Event != snapshot.PlanEventSwitchOpen {
-			continue // a switch snapshot's open (snapshot_on_switch) is newer than its generation's
-		}
-		if open == nil || r.Generation > open.Generation || (r.Generation == open.Generation && r.Snapshot > open.Snapshot) {
-			open = &rec.Plans[i]
-		}
-	}
+	open := rec.newestOpen()
 	if open == nil {
 		return nil, "", nil
 	}
@@ -116,24 +152,11 @@ func checkChunks(ctx context.Context, bsnap *deltalog.Snapshot, rec *ChunkRecord
 	if err != nil {
 		return nil, "", fmt.Errorf("reconcile: the plans table's snapshot %q: %w", s, err)
 	}
-	plan, read := map[int32][]snapshot.PlanRow{}, map[int32][]snapshot.PlanRow{}
-	for _, r := range rec.Plans {
-		if r.Snapshot != s || r.Chunk == nil {
-			continue
-		}
-		switch r.Event {
-		case snapshot.PlanEventPlan:
-			plan[*r.Chunk] = append(plan[*r.Chunk], r)
-		case snapshot.PlanEventChunk:
-			read[*r.Chunk] = append(read[*r.Chunk], r)
-		}
-	}
+	plan, read := rec.chunkRows(s)
 	inFacts := map[int32][]facts.Row{}
-	complete := false
+	complete := rec.complete(s)
 	for _, r := range rec.Facts {
 		switch r.Event {
-		case facts.EventBootstrap, facts.EventResnapshot:
-			complete = complete || (r.MinLSN == s && r.MaxLSN == s)
 		case facts.EventSnapshotChunk:
 			var d struct {
 				Snapshot string `json:"snapshot"`

@@ -104,6 +104,10 @@ func (j Job) Run(ctx context.Context) (JobResult, error) {
 	if !ok {
 		return JobResult{}, configError("keys", fmt.Sprintf("capture instance %s has no unique index, or a key column is not a captured column of the table: set snapshotKeys (or silver's keys)", ci.Name))
 	}
+	var position *silver.Position
+	if havePos {
+		position = &pos
+	}
 	d := Deps{Source: j.Source, Silver: silverSnap}
 	if j.Plans != nil && j.Bronze != nil {
 		// Before bronze: a wave commits bronze, then its plans and facts rows.
@@ -117,7 +121,7 @@ func (j Job) Run(ctx context.Context) (JobResult, error) {
 		}
 	}
 	res, err := Run(ctx, d, Options{Table: snapshot.SourceTable(j.Spec, ci), Columns: cols, Keys: keys,
-		CaptureInstance: ci.Name, WithoutCommandID: !j.Spec.Options.CommandID(), AppliedLSN: applied,
+		CaptureInstance: ci.Name, WithoutCommandID: !j.Spec.Options.CommandID(), AppliedLSN: applied, Position: position,
 		BucketRows: j.BucketRows, Sample: j.Sample, Seed: j.Seed, Logger: j.Logger})
 	if err != nil {
 		return JobResult{}, err

@@ -32,6 +32,7 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/lsn"
+	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/core/source"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
@@ -79,6 +80,11 @@ type Options struct {
 	// the newest _start_lsn among silver's rows, which overstates it when a row came from
 	// a snapshot or chunk read ahead of the changes to other keys.
 	AppliedLSN lsn.LSN
+	// Position is silver's position (nil: none recorded): which waves of an open chunked
+	// snapshot silver has applied. With Deps.Chunks it tells the keys of the chunks silver
+	// has not applied yet, whose differences are IN_FLIGHT (docs/reconcile.md § While a
+	// chunked snapshot is open); without a position the chunks read count as applied.
+	Position *silver.Position
 	// BucketRows is how many rows a merged bucket aims to hold (DefaultBucketRows when 0).
 	BucketRows int64
 	// Sample is the fraction of matching buckets tier 2 also reads (0..1; 0 reads none).
@@ -202,6 +208,10 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	un, err := unappliedChunks(d.Chunks, o.Position, o.Keys, o.Columns, log)
+	if err != nil {
+		return Result{}, err
+	}
 	log.Info("reconcile: silver read", "rows", side.rows, "applied_lsn", res.AppliedLSN.String(), "moved_keys", len(moved.keys))
 
 	var buckets []bucket
@@ -223,7 +233,7 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 			if o.Sample > 0 && rng.Float64() < o.Sample {
 				tier2 = append(tier2, *b)
 			}
-		case moved.inRange(b, intKey):
+		case moved.inRange(b, intKey) || un.touches(b, intKey):
 			b.kind = InFlight
 			tier2 = append(tier2, *b)
 		default:
@@ -243,9 +253,18 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 	}
 	if len(tier2) > 0 {
 		res.Tier2Buckets = len(tier2)
-		tiles, keys, err := compareRows(ctx, d, o, cols, tier2, intKey, moved)
+		tiles, keys, bad, err := compareRows(ctx, d, o, cols, tier2, intKey, moved, un)
 		if err != nil {
 			return Result{}, err
+		}
+		// A bucket a change in flight or an unapplied chunk touches is IN_FLIGHT only when
+		// none of its keys differs for another reason. The bucket rows are res.Rows[:len(buckets)].
+		for i, b := range buckets {
+			if b.kind == InFlight && bad[int64Or(b.lo, minInt64)] {
+				res.Rows[i].Kind = Mismatch
+				res.Counts[InFlight]--
+				res.Counts[Mismatch]++
+			}
 		}
 		for _, t := range tiles {
 			res.add(t)

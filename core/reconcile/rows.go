@@ -31,6 +31,9 @@ type digest struct {
 	row  [sha256.Size]byte
 	cols []uint64
 	lsn  string
+	// in is the lower bound of the tier-1 bucket holding the key (minInt64: open, or the
+	// whole table).
+	in int64
 }
 
 // nullText stands for NULL in a row's text (a value's text never holds a NUL byte first).
@@ -73,10 +76,13 @@ func digestOf(rec arrow.RecordBatch, cols []int, i int) digest {
 
 // compareRows is tier 2: the rows of buckets on both sides, digested and joined on the
 // key. A key only one side has, or whose digests differ, is a row of the report; one a
-// change in flight touched is IN_FLIGHT. For tiles (keyTiles) it also returns a row per
-// tile; silver's rows of a tile are those whose key the source's read of the tile returned,
-// and, when every tile is read, every other silver row too (the tiles cover the key space).
-func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, buckets []bucket, intKey bool, mv moved) (tiles, keys []Row, err error) {
+// change in flight touched, or that a chunk silver has not applied explains (unapplied),
+// is IN_FLIGHT. bad holds the lower bound (minInt64: open, or the whole table) of each
+// tier-1 bucket holding a key that differs and is not in flight. For tiles (keyTiles) it
+// also returns a row per tile; silver's rows of a tile are those whose key the source's
+// read of the tile returned, and, when every tile is read, every other silver row too
+// (the tiles cover the key space).
+func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, buckets []bucket, intKey bool, mv moved, un *unapplied) (tiles, keys []Row, bad map[int64]bool, err error) {
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = c.Name
@@ -106,13 +112,13 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		}
 		rows, err := d.Source.ReadTable(ctx, r)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
+			return nil, nil, nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
 		}
 		err = parquetio.Drain(ctx, rows, func(rec arrow.RecordBatch) error {
 			for i := 0; i < int(rec.NumRows()); i++ {
 				k := keyOf(rec, keyCols, i)
 				dg := digestOf(rec, all, i)
-				dg.key = k.vals
+				dg.key, dg.in = k.vals, int64Or(b.lo, minInt64)
 				src[k.text] = dg
 				if b.tile {
 					tileOf[k.text] = bi
@@ -121,7 +127,7 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 			return nil
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
+			return nil, nil, nil, fmt.Errorf("reconcile: read the source's rows: %w", err)
 		}
 	}
 
@@ -129,33 +135,38 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 	if !tiled {
 		slices.SortFunc(buckets, func(a, b bucket) int { return cmpInt(int64Or(a.lo, minInt64), int64Or(b.lo, minInt64)) })
 	}
-	inBuckets := func(k key) bool {
+	// inBuckets reports whether tier 2 reads k, and the lower bound of its bucket.
+	inBuckets := func(k key) (int64, bool) {
 		if tiled && !buckets[0].every {
 			_, ok := src[k.text]
-			return ok
+			return minInt64, ok
 		}
 		if !intKey {
-			return true
+			return minInt64, true
 		}
 		if !k.isInt {
-			return false
+			return 0, false
 		}
 		i, found := slices.BinarySearchFunc(buckets, k.int, func(b bucket, v int64) int { return cmpInt(int64Or(b.lo, minInt64), v) })
 		if !found {
 			i--
 		}
-		return i >= 0 && buckets[i].holds(k.int)
+		if i < 0 || !buckets[i].holds(k.int) {
+			return 0, false
+		}
+		return int64Or(buckets[i].lo, minInt64), true
 	}
 	dst := map[string]digest{}
 	err = scan(ctx, "silver", d.Silver, append(slices.Clone(names), startLSN), func(rec arrow.RecordBatch) error {
 		lsns := rec.Column(len(names))
 		for i := 0; i < int(rec.NumRows()); i++ {
 			k := keyOf(rec, keyCols, i)
-			if !inBuckets(k) {
+			in, ok := inBuckets(k)
+			if !ok {
 				continue
 			}
 			dg := digestOf(rec, all, i)
-			dg.key, dg.lsn = k.vals, valueText(lsns, i)
+			dg.key, dg.lsn, dg.in = k.vals, valueText(lsns, i), in
 			if _, dup := dst[k.text]; dup {
 				return fmt.Errorf("reconcile: silver holds key %v twice: it is not a table keyed by %v", k.vals, names)
 			}
@@ -164,21 +175,15 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 
 	var out []Row
-	flag := func(k string, kind Kind) Kind {
-		if mv.keys[k] {
-			return InFlight
-		}
-		return kind
-	}
 	for k, s := range src {
 		t, ok := dst[k]
 		switch {
 		case !ok:
-			out = append(out, Row{Kind: flag(k, MissingTarget), Scope: "key", Key: s.key})
+			out = append(out, Row{Kind: MissingTarget, Scope: "key", Key: s.key})
 		case s.row != t.row:
 			var diff []string
 			for j := range s.cols {
@@ -186,19 +191,40 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 					diff = append(diff, names[j])
 				}
 			}
-			out = append(out, Row{Kind: flag(k, RecordDiff), Scope: "key", Key: s.key, Columns: diff, TargetLSN: t.lsn})
+			out = append(out, Row{Kind: RecordDiff, Scope: "key", Key: s.key, Columns: diff, TargetLSN: t.lsn})
 		}
 	}
 	for k, t := range dst {
 		if _, ok := src[k]; !ok {
-			out = append(out, Row{Kind: flag(k, MissingSource), Scope: "key", Key: t.key, TargetLSN: t.lsn})
+			out = append(out, Row{Kind: MissingSource, Scope: "key", Key: t.key, TargetLSN: t.lsn})
 		}
+	}
+	// A difference a change after silver's position or a chunk silver has not applied
+	// explains is in flight.
+	keyText := func(r Row) string { return strings.Join(r.Key, "\x1f") }
+	if slices.ContainsFunc(out, func(r Row) bool { return !mv.keys[keyText(r)] && un.needsSource(r.Kind, r.TargetLSN) }) {
+		if err := un.readSource(ctx, d.Source, o); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	bad = map[int64]bool{}
+	for i, r := range out {
+		k := keyText(r)
+		if mv.keys[k] || un.explains(key{text: k, vals: r.Key}, r.Kind, r.TargetLSN) {
+			out[i].Kind = InFlight
+			continue
+		}
+		dg, ok := src[k]
+		if !ok {
+			dg = dst[k]
+		}
+		bad[dg.in] = true
 	}
 	slices.SortFunc(out, func(a, b Row) int { return strings.Compare(strings.Join(a.Key, "\x1f"), strings.Join(b.Key, "\x1f")) })
 	if tiled {
 		tiles = tileRows(buckets, tileOf, dst, out, func(v []string) string { return strings.Join(v, "\x1f") })
 	}
-	return tiles, out, nil
+	return tiles, out, bad, nil
 }
 
 func fieldIndex(sc *arrow.Schema, name string) int {

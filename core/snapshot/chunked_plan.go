@@ -264,4 +264,16 @@ func parseBound(s string) ([]any, error) {
 	return out, nil
 }
 
+// DecodeBound is a plans table bound (a JSON list, "" open: nil) as a key of the key
+// columns keys, as a chunk read bounds its range (docs/snapshots.md § The plans table).
+// Errors: a *KeyError for a value that does not fit its column; a bound that is not a JSON
+// list.
+func DecodeBound(text string, keys []source.Column) (source.Key, error) {
+	vals, err := parseBound(text)
+	if err != nil || vals == nil {
+		return nil, err
+	}
+	return decodeKey(vals, keys)
+}
+
 func ptr[T any](v T) *T { return &v }
