@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
+	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/reconcile"
 	"github.com/mssqlcdc/mssqlcdc/core/silver"
 	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
@@ -311,4 +312,218 @@ func firstRows(res reconcile.Result, n int) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// rowsOf are an arrow stream's rows by key text (its first nkeys columns), each as the
+// text of all its columns.
+func rowsOf(t *testing.T, rows parquetio.RecordIterator, nkeys int) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := parquetio.Drain(context.Background(), rows, func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			vals := make([]string, rec.NumCols())
+			for j := range vals {
+				vals[j] = "NULL"
+				if rec.Column(j).IsValid(i) {
+					vals[j] = rec.Column(j).ValueStr(i)
+				}
+			}
+			out[strings.Join(vals[:nkeys], ",")] = strings.Join(vals, "\x1f")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// differing are the keys whose row differs between the source table and silver, or that
+// one side lacks: the key rows a full reconcile finds.
+func (o *openSnapshot) differing() map[string]bool {
+	o.t.Helper()
+	ctx := context.Background()
+	cols, err := o.db.CapturedColumns(ctx, o.spec.Source.CaptureInstance)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	// Keys first, then the other columns, in the same order on both sides.
+	var ordered []source.Column
+	for _, k := range o.def.Spec.Key {
+		ordered = append(ordered, cols[slices.IndexFunc(cols, func(c source.Column) bool { return c.Name == k })])
+	}
+	for _, c := range cols {
+		if !slices.Contains(o.def.Spec.Key, c.Name) {
+			ordered = append(ordered, c)
+		}
+	}
+	names := make([]string, len(ordered))
+	for i, c := range ordered {
+		names[i] = c.Name
+	}
+	rows, err := o.db.ReadTable(ctx, source.TableRead{Table: source.Table{Schema: "dbo", Name: o.def.Spec.Name}, Columns: ordered})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	src := rowsOf(o.t, rows, len(o.def.Spec.Key))
+	snap, err := o.lake.Table(o.url).Snapshot(ctx)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	it, err := snap.Scan(ctx, deltalog.ScanOptions{Columns: names})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	sil := rowsOf(o.t, it, len(o.def.Spec.Key))
+	out := map[string]bool{}
+	for k, v := range src {
+		if w, ok := sil[k]; !ok || w != v {
+			out[k] = true
+		}
+	}
+	for k := range sil {
+		if _, ok := src[k]; !ok {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// Reconcile half way through a chunked re-snapshot after data loss (generation 1, decision
+// 0024): silver holds generation 0's table, and the gap's deletes, updates and inserts
+// (for the int key the top keys too, above generation 1's MAX) that no change row will ever say are
+// in silver until generation 1's chunks are applied. Every difference is then IN_FLIGHT:
+// a key of a chunk silver has not applied, or only silver holds with an image older than
+// S (for a string key anywhere: no range deletes, the completing wave rebuilds). Once the
+// re-snapshot is whole and applied, nothing differs and every chunk is MATCH.
+func TestReconcileMidwayThroughAResnapshot(t *testing.T) {
+	for _, def := range []workload.TableDef{workload.Orders(), workload.Customers()} {
+		t.Run(def.Spec.Name, func(t *testing.T) {
+			src := newChunkedSourceOf(t, def, 19, time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC), 500, 100, 1)
+			src.spec.OnDataLoss = config.OnDataLossResnapshot
+			if err := src.spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			o := &openSnapshot{chunkedSource: src, url: src.lake.URL("silver")}
+			src.streamUp()
+			for !src.wave() {
+				o.step(10)
+				src.streamUp()
+				o.apply()
+			}
+			src.streamUp()
+			o.apply()
+			if d := o.differing(); len(d) != 0 {
+				t.Fatalf("generation 0 applied: %d keys differ", len(d))
+			}
+
+			// The gap: changes capture's cleanup purges before the stream reads them.
+			keys := slices.Sorted(maps.Keys(o.sourceKeys()))
+			e := &env{t: t, db: o.db, ci: o.spec.Source.CaptureInstance}
+			e.lose(func(tx *cdcsim.Txn) error {
+				for _, i := range []int{5, 150, 300, 450} {
+					if err := tx.Delete(def.Spec.Name, keyValue(def, keys[i])); err != nil {
+						return err
+					}
+					if err := tx.Update(def.Spec.Name, keyValue(def, keys[i+7]), cdcsim.Row{def.Spec.Columns[1].Name: "gap"}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			o.step(20)
+			if def.Kind == workload.IntKey {
+				// The top keys silver holds, and every key above them, deleted: generation
+				// 1's MAX lies below them, in no chunk's planned range.
+				ids := func(m map[string]string) []int64 {
+					var out []int64
+					for k := range m {
+						out = append(out, keyValue(def, k)[0].(int64))
+					}
+					slices.Sort(out)
+					return out
+				}
+				top := ids(o.silverKeys())
+				top = top[len(top)-3:]
+				if _, err := o.db.Exec(func(tx *cdcsim.Txn) error {
+					for _, id := range ids(o.sourceKeys()) {
+						if id >= top[0] {
+							if err := tx.Delete(def.Spec.Name, []any{id}); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o.db.Advance(time.Second)
+			mark := o.db.Idle()
+			if err := o.db.Cleanup(o.spec.Source.CaptureInstance, mark); err != nil {
+				t.Fatal(err)
+			}
+			src.streamUp() // opens generation 1's chunked snapshot at S1
+			if src.wave() {
+				t.Fatal("generation 1's snapshot is done after one wave")
+			}
+			o.apply()
+			want := map[string]reconcile.Kind{}
+			for k := range o.differing() {
+				want[k] = reconcile.InFlight
+			}
+			if len(want) < 8 {
+				t.Fatalf("%d keys differ half way, want at least 8 for the test to mean something", len(want))
+			}
+			res := o.run()
+			t.Logf("half way: %d keys differ, counts %v", len(want), res.Counts)
+			if got := keyRows(res.Result); !maps.Equal(got, want) || !res.OK() {
+				var diff []string
+				for k, v := range got {
+					if want[k] != v {
+						diff = append(diff, fmt.Sprintf("%s: %s, want %s", k, v, want[k]))
+					}
+				}
+				for k := range want {
+					if _, ok := got[k]; !ok {
+						diff = append(diff, k+": no row")
+					}
+				}
+				slices.Sort(diff)
+				t.Fatalf("half way: counts %v; key rows that differ: %v", res.Counts, diff[:min(10, len(diff))])
+			}
+			if got := kindsBy(res.Result); got["chunk MATCH"] != 1 || got["chunk IN_FLIGHT"] < 4 || got["chunk IN_FLIGHT"]+1 != countScope(res.Result, "chunk") {
+				t.Fatalf("half way: rows per kind %v, want chunk 0 MATCH and the others IN_FLIGHT", got)
+			}
+
+			for !src.wave() {
+			}
+			src.streamUp()
+			o.apply()
+			res = o.run()
+			if d := o.differing(); len(d) != 0 || len(keyRows(res.Result)) != 0 || res.Counts[reconcile.Match] != len(res.Rows) {
+				t.Fatalf("generation 1 whole: %d keys differ, counts %v", len(d), res.Counts)
+			}
+		})
+	}
+}
+
+// keyValue is a key text of a one-column key as the value Txn takes.
+func keyValue(def workload.TableDef, k string) []any {
+	if def.Kind == workload.IntKey {
+		var id int64
+		fmt.Sscan(k, &id)
+		return []any{id}
+	}
+	return []any{k}
+}
+
+func countScope(res reconcile.Result, scope string) int {
+	n := 0
+	for _, r := range res.Rows {
+		if r.Scope == scope {
+			n++
+		}
+	}
+	return n
 }
