@@ -20,18 +20,21 @@ func init() {
 	})
 }
 
-const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N (>= 0)] [--max-seconds S (0 up to 31,622,400)]"
+const backfillUsage = "usage: mssqlcdc backfill --spec FILE [--max-waves N (>= 0)] [--max-seconds S (0 up to 31,622,400)] [--sim]"
 
 // runBackfill is one backfill call (docs/snapshots.md "Chunked snapshots"), as the backfill
 // machine's backfill-wave Task makes it: the spec's chunked parameters, max_waves and
 // max_seconds overridden by the flags. It prints a line per wave and the BackfillStatus as
 // JSON at the end; a waiting_* or no_snapshot state exits 0 with its reason printed, so a
-// scheduler loops as the seed's example does.
+// scheduler loops as the seed's example does. With --sim it reads the simulated database
+// stream --sim reads (simStreamSource), where a stream --sim --available-now run opened
+// the snapshot.
 func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("backfill", stderr)
 	specPath := fs.String("spec", "", "table spec JSON file (docs/spec.md), with snapshot: \"chunked\"")
 	maxWaves := fs.Int("max-waves", 0, "waves this call reads at most (default: the spec's max_waves; 0: no bound)")
 	maxSeconds := fs.Float64("max-seconds", 0, "this call's time budget in seconds (default: the spec's max_seconds; 0: no bound)")
+	sim := fs.Bool("sim", false, fmt.Sprintf("read a simulated database instead of source.dsn: the one stream --sim reads (the demo's orders table with %d rows and %d workload transactions)", simRows, simStreamStart))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -50,7 +53,7 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return &config.ConfigError{Problems: []config.Problem{{Field: "snapshot", Reason: "mssqlcdc backfill reads a chunked snapshot: set snapshot \"chunked\" " +
 			"(with bootstrap true; the stream's first run opens it)"}}}
 	}
-	spec, deps, err := openSnapshot(ctx, *specPath, false, true, stderr)
+	spec, deps, err := openSnapshotAs(ctx, *specPath, simSetup(*sim, simStreamSource), true, stderr)
 	if err != nil {
 		return err
 	}

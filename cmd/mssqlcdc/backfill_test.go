@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,5 +153,39 @@ func TestChunkedWaitEndsWithTheContext(t *testing.T) {
 	})
 	if got != run || !errors.Is(err, context.Canceled) {
 		t.Errorf("wait got ctx %v (want the run's), chunkedBootstrap = %v; want the wait to get the run's context and the run to end canceled", got, err)
+	}
+}
+
+// `mssqlcdc backfill --sim` reads the simulated database stream --sim reads: the chunked
+// snapshot a stream --sim --available-now run opened (after the stream's 500 workload
+// transactions) is read wave by wave, one call per wave, until done, and a later call says
+// done without reading. (A database without those transactions would not hold S: the
+// backfill would stop with LSNRewoundError.)
+func TestBackfillSim(t *testing.T) {
+	spec := writeChunkedSimSpec(t)
+	if out, errOut, code := runCLI(t, "stream", "--spec", spec, "--sim", "--available-now"); code != 0 {
+		t.Fatalf("stream --sim: exit %d: %s\n%s", code, errOut, out)
+	}
+	var st struct {
+		State       string `json:"state"`
+		ChunksDone  int    `json:"chunks_done"`
+		ChunksTotal int    `json:"chunks_total"`
+	}
+	calls := 0
+	for ; calls < 20 && st.State != "done"; calls++ {
+		out, errOut, code := runCLI(t, "backfill", "--spec", spec, "--sim", "--max-waves", "1")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || json.Unmarshal([]byte(lines[len(lines)-1]), &st) != nil {
+			t.Fatalf("backfill --sim call %d: exit %d: %s\n%s", calls+1, code, errOut, out)
+		}
+	}
+	// 10,000 rows and the stream's inserts in chunks of 1,500, two a wave: at least 4
+	// waves, and a last call that finds the snapshot done.
+	if st.State != "done" || st.ChunksDone != st.ChunksTotal || st.ChunksTotal < 7 || calls < 4 {
+		t.Fatalf("after %d calls: %+v, want done with every chunk", calls, st)
+	}
+	out, _, code := runCLI(t, "backfill", "--spec", spec, "--sim")
+	if code != 0 || !strings.Contains(out, "backfill: done (") || strings.Contains(out, "wave ") {
+		t.Fatalf("a call after done: exit %d:\n%s", code, out)
 	}
 }

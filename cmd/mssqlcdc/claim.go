@@ -48,8 +48,13 @@ func loopback(endpoint string) bool {
 // location it may not write (simWritable): a simulated run writes simulated rows, and
 // must never write them into real tables.
 func checkSimLocal(spec *config.Spec, extra ...string) error {
+	return checkSimLocations(spec, urlsOf("--to", extra)...)
+}
+
+// checkSimLocations is checkSimLocal with the extra locations named by their fields.
+func checkSimLocations(spec *config.Spec, extra ...struct{ field, url string }) error {
 	for _, l := range append([]struct{ field, url string }{{"bronze", spec.Bronze}, {"checkpoint", spec.Checkpoint}, {"facts_table", spec.FactsTable}},
-		urlsOf("--to", extra)...) {
+		extra...) {
 		if l.url != "" && !simWritable(l.url, spec.Storage) {
 			return &usageError{msg: fmt.Sprintf("--sim writes simulated rows, so it writes only to local paths or to S3 and DynamoDB emulators on this machine (storage.s3_endpoint, storage.dynamo_endpoint on 127.0.0.1): %s is %s; point a copy of the spec at local paths (docs/getting-started.md)", l.field, l.url)}
 		}

@@ -138,7 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				what = rw.RecordedBy + " was recorded"
 			}
 			fmt.Fprintf(stderr, "mssqlcdc %s: with --sim, this %s on another simulated database: each --sim run builds it afresh, "+
-				"the same only within one UTC hour, invoke --sim builds a shorter history than stream --sim, and a stream --sim that polled "+
+				"the same only within one UTC hour, invoke --sim builds a shorter history than stream --sim (backfill --sim and reconcile --sim build the stream's), and a stream --sim that polled "+
 				"(no --available-now) read changes no new run makes; delete the --sim tables and checkpoint "+
 				"and run again (docs/getting-started.md)\n", c.name, what)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 
@@ -36,6 +35,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Float64Var(&f.Sample, "sample", 0, "fraction of matching buckets also compared row by row, from 0 up to 1 (default: the spec's reconcile.sample, else 0.01)")
 	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the sample")
 	verbose := fs.Bool("v", false, "print every report row, not only the differences")
+	sim := fs.Bool("sim", false, fmt.Sprintf("read a simulated database instead of source.dsn: the one stream --sim reads (the demo's orders table with %d rows and %d workload transactions)", simRows, simStreamStart))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -54,12 +54,29 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if f, err = reconcileSettings(spec, f); err != nil {
 		return err
 	}
-	src, err := connect.SQLServer(ctx, spec, os.Getenv, nil)
+	cfg := connect.Location(spec)
+	if *sim {
+		// A --sim report holds simulated rows: local locations only.
+		if err := checkSimLocations(spec, append(urlsOf("silver", []string{f.Silver}), urlsOf("report", []string{f.Report})...)...); err != nil {
+			return err
+		}
+	}
+	if f.Report != "" {
+		// The report is the one table reconcile writes: a --sim run's is marked simulated,
+		// and a real run refuses it (and a --sim run a real one's).
+		tbl, err := connect.Table(ctx, f.Report, cfg)
+		if err == nil {
+			err = tbl.Claim(ctx, deltalog.Location{Sim: *sim})
+		}
+		if err != nil {
+			return unwritable("report", f.Report, err)
+		}
+	}
+	src, _, err := openSourceAs(ctx, spec, simSetup(*sim, simStreamSource), stderr)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	cfg := connect.Location(spec)
 	open := func(url string) (*deltalog.Table, error) {
 		if url == "" {
 			return nil, nil
@@ -95,7 +112,7 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-const reconcileUsage = "usage: mssqlcdc reconcile --spec FILE [--silver URL] [--report URL] [--keys a,b] [--bucket-rows N (>= 1)] [--sample F (from 0 up to 1)] [--seed K] [-v] (--silver when the spec has no silver section)"
+const reconcileUsage = "usage: mssqlcdc reconcile --spec FILE [--silver URL] [--report URL] [--keys a,b] [--bucket-rows N (>= 1)] [--sample F (from 0 up to 1)] [--seed K] [--sim] [-v] (--silver when the spec has no silver section)"
 
 // reconcileFlags are reconcile's settings: the flags as given (set names those given on
 // the command line), then as reconcileSettings completes them from the spec.

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,5 +99,70 @@ func TestPrintReconcileTiles(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed %q, want %q in it", out.String(), want)
 		}
+	}
+}
+
+// `mssqlcdc reconcile --sim` reads the simulated database stream --sim reads: after a
+// bootstrap --sim and an apply, the stream's 500 workload transactions are changes silver
+// has not applied (IN_FLIGHT, exit 0); after stream --sim --available-now and an apply,
+// all MATCH. Its report is marked simulated, so a real reconcile refuses to write it; a
+// --sim silver or report off local disk is refused.
+func TestReconcileSim(t *testing.T) {
+	dir := t.TempDir()
+	at := func(n string) string { return filepath.Join(dir, n) }
+	spec := at("spec.json")
+	doc := fmt.Sprintf(`{"app_id":"orders-v1","bootstrap":true,"source":{"dsn":"sqlserver://sim@cdcsim?database=demo","captureInstance":"dbo_orders"},
+		"bronze":%q,"checkpoint":%q,"facts_table":%q,"options":{"numPartitions":2},
+		"silver":{"table":%q,"keys":["id"]},"reconcile":{"report_table":%q,"bucket_rows":2000,"sample":1}}`,
+		at("bronze"), at("cp"), at("facts"), at("silver"), at("report"))
+	if err := os.WriteFile(spec, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	step := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, append(args, "--spec", spec)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s\n%s", args, code, errOut, out)
+		}
+		return out
+	}
+	// counts are the summary line's kinds and counts.
+	counts := func(out string) map[string]int {
+		t.Helper()
+		m := regexp.MustCompile(`(?m)^reconcile: ([^;]*);`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no summary line:\n%s", out)
+		}
+		got := map[string]int{}
+		for _, kv := range strings.Split(m[1], ", ") {
+			var k string
+			var n int
+			if _, err := fmt.Sscanf(kv, "%s %d", &k, &n); err != nil {
+				t.Fatalf("summary %q: %v", m[1], err)
+			}
+			got[k] = n
+		}
+		return got
+	}
+	step("bootstrap", "--sim")
+	step("apply")
+	c := counts(step("reconcile", "--sim"))
+	if c["IN_FLIGHT"] < 100 || len(c) != 1+min(c["MATCH"], 1) {
+		t.Fatalf("before the stream's changes are applied: %v, want IN_FLIGHT (and MATCH) only", c)
+	}
+	step("stream", "--sim", "--available-now")
+	step("apply")
+	if c := counts(step("reconcile", "--sim")); c["MATCH"] < 5 || len(c) != 1 {
+		t.Fatalf("caught up: %v, want MATCH only", c)
+	}
+
+	if _, errOut, code := runCLI(t, "reconcile", "--spec", spec); code != 1 || !strings.Contains(errOut, "was made by a simulated run") {
+		t.Errorf("a real reconcile onto the --sim report: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "reconcile", "--spec", spec, "--sim", "--report", "s3://real-lake/reports/reconcile"); code != 2 || !strings.Contains(errOut, "report is s3://real-lake/reports/reconcile") {
+		t.Errorf("reconcile --sim with a report on S3: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "reconcile", "--spec", spec, "--sim", "--silver", "s3://real-lake/silver/orders"); code != 2 || !strings.Contains(errOut, "silver is s3://real-lake/silver/orders") {
+		t.Errorf("reconcile --sim with silver on S3: exit %d: %s", code, errOut)
 	}
 }

@@ -35,11 +35,34 @@ func simOptions() demoOptions {
 
 // openSource opens the spec's SQL Server, or with sim the demo's simulated database.
 func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer) (source.Source, *demoSource, error) {
-	if sim {
+	return openSourceAs(ctx, spec, simSetup(sim, setupDemoSimSource), out)
+}
+
+// simBuild builds a simulated database, printing what it made on out.
+type simBuild func(out io.Writer) (*demoSource, error)
+
+// setupDemoSimSource is the simulated database most --sim commands read: the demo's table
+// as simOptions loads it, no workload yet.
+func setupDemoSimSource(out io.Writer) (*demoSource, error) {
+	return setupDemoSource(simOptions(), out)
+}
+
+// simSetup is build when sim is set, else nil (SQL Server).
+func simSetup(sim bool, build simBuild) simBuild {
+	if !sim {
+		return nil
+	}
+	return build
+}
+
+// openSourceAs is openSource with the simulated database sim builds (nil: the spec's SQL
+// Server); simStreamSource builds the stream's history.
+func openSourceAs(ctx context.Context, spec *config.Spec, sim simBuild, out io.Writer) (source.Source, *demoSource, error) {
+	if sim != nil {
 		if err := checkSimLocal(spec); err != nil {
 			return nil, nil, err
 		}
-		ds, err := setupDemoSource(simOptions(), out)
+		ds, err := sim(out)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -57,20 +80,25 @@ func openSource(ctx context.Context, spec *config.Spec, sim bool, out io.Writer)
 // spec's locations are claimed for this kind of run first (claimSpecLocations); extra are
 // more locations a --sim run writes (export's --to). The caller closes deps.Source.
 func openSnapshot(ctx context.Context, path string, sim, claim bool, out io.Writer, extra ...string) (spec *config.Spec, deps snapshot.Deps, err error) {
+	return openSnapshotAs(ctx, path, simSetup(sim, setupDemoSimSource), claim, out, extra...)
+}
+
+// openSnapshotAs is openSnapshot on the simulated database sim builds (nil: SQL Server).
+func openSnapshotAs(ctx context.Context, path string, sim simBuild, claim bool, out io.Writer, extra ...string) (spec *config.Spec, deps snapshot.Deps, err error) {
 	if spec, err = connect.SpecFile(path); err != nil {
 		return nil, snapshot.Deps{}, err
 	}
-	if sim {
+	if sim != nil {
 		if err := checkSimLocal(spec, extra...); err != nil {
 			return nil, snapshot.Deps{}, err
 		}
 	}
 	if claim {
-		if err := claimSpecLocations(ctx, spec, sim); err != nil {
+		if err := claimSpecLocations(ctx, spec, sim != nil); err != nil {
 			return nil, snapshot.Deps{}, err
 		}
 	}
-	src, _, err := openSource(ctx, spec, sim, out)
+	src, _, err := openSourceAs(ctx, spec, sim, out)
 	if err != nil {
 		return nil, snapshot.Deps{}, err
 	}

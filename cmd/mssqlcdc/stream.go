@@ -64,11 +64,8 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	lo := loopOptions{availableNow: *availableNow, poll: streamPollInterval}
 	var src source.Source
 	if *sim {
-		ds, err := setupDemoSource(simOptions(), stdout)
+		ds, err := simStreamSource(stdout)
 		if err != nil {
-			return err
-		}
-		if err := ds.gen.Step(simStreamStart); err != nil {
 			return err
 		}
 		src = ds.db
@@ -101,6 +98,21 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // simStreamStart is the workload transactions --sim commits before the stream starts.
 const simStreamStart = 500
+
+// simStreamSource is the simulated database stream --sim reads: the demo's table
+// (simOptions) and simStreamStart workload transactions. backfill --sim and reconcile --sim
+// build the same, so they find the history a stream --sim --available-now run read (the S
+// it opened, the changes it streamed).
+func simStreamSource(out io.Writer) (*demoSource, error) {
+	ds, err := setupDemoSource(simOptions(), out)
+	if err != nil {
+		return nil, err
+	}
+	if err := ds.gen.Step(simStreamStart); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
 
 // quietStreamOptions print each batch on out and log nothing.
 func quietStreamOptions(out io.Writer) stream.Options {
