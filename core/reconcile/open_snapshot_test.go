@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -75,31 +74,6 @@ func (o *openSnapshot) run() reconcile.JobResult {
 	return res
 }
 
-// keysOf are the key texts (values joined by ",", as keyRows has them) of an arrow
-// stream's first len(def.Spec.Key) columns, with the column after them when withLSN.
-func keysOf(t *testing.T, rows parquetio.RecordIterator, nkeys int, withLSN bool) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := parquetio.Drain(context.Background(), rows, func(rec arrow.RecordBatch) error {
-		for i := 0; i < int(rec.NumRows()); i++ {
-			vals := make([]string, nkeys)
-			for j := range vals {
-				vals[j] = rec.Column(j).ValueStr(i)
-			}
-			v := ""
-			if withLSN {
-				v = rec.Column(nkeys).(*array.String).Value(i)
-			}
-			out[strings.Join(vals, ",")] = v
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // sourceKeys are the source table's keys now.
 func (o *openSnapshot) sourceKeys() map[string]string {
 	o.t.Helper()
@@ -115,7 +89,7 @@ func (o *openSnapshot) sourceKeys() map[string]string {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	return keysOf(o.t, rows, len(keys), false)
+	return rowsOf(o.t, rows, len(keys))
 }
 
 // silverKeys are silver's keys and the _start_lsn of each.
@@ -129,7 +103,7 @@ func (o *openSnapshot) silverKeys() map[string]string {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	return keysOf(o.t, it, len(o.def.Spec.Key), true)
+	return rowsOf(o.t, it, len(o.def.Spec.Key))
 }
 
 // chunkRow is the plans table's chunk row of chunk i.
@@ -158,7 +132,7 @@ func (o *openSnapshot) bronzeChunkKeys(i int32) map[string]string {
 	if err != nil {
 		o.t.Fatal(err)
 	}
-	return keysOf(o.t, it, len(o.def.Spec.Key), false)
+	return rowsOf(o.t, it, len(o.def.Spec.Key))
 }
 
 // kindsBy counts a result's rows per "scope KIND".
@@ -319,8 +293,8 @@ func firstRows(res reconcile.Result, n int) string {
 	return strings.Join(out, "\n")
 }
 
-// rowsOf are an arrow stream's rows by key text (its first nkeys columns), each as the
-// text of all its columns.
+// rowsOf are an arrow stream's rows by key text (its first nkeys columns' values joined
+// by ",", as keyRows has them), each the text of its other columns (NULL as "NULL").
 func rowsOf(t *testing.T, rows parquetio.RecordIterator, nkeys int) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -333,7 +307,7 @@ func rowsOf(t *testing.T, rows parquetio.RecordIterator, nkeys int) map[string]s
 					vals[j] = rec.Column(j).ValueStr(i)
 				}
 			}
-			out[strings.Join(vals[:nkeys], ",")] = strings.Join(vals, "\x1f")
+			out[strings.Join(vals[:nkeys], ",")] = strings.Join(vals[nkeys:], "\x1f")
 		}
 		return nil
 	})

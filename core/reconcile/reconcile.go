@@ -208,10 +208,7 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	un, err := unappliedChunks(d.Chunks, o.Position, o.Keys, o.Columns, log)
-	if err != nil {
-		return Result{}, err
-	}
+	un := unappliedChunks(d.Chunks, o.Position, o.Keys, o.Columns, log)
 	log.Info("reconcile: silver read", "rows", side.rows, "applied_lsn", res.AppliedLSN.String(), "moved_keys", len(moved.keys))
 
 	var buckets []bucket

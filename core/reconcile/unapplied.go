@@ -60,18 +60,20 @@ type span struct {
 // unappliedChunks finds the chunks of the newest open chunked snapshot in rec that silver
 // has not applied, by silver's position pos (nil: none recorded; the chunks with a chunk
 // row then count as applied). keys are reconcile's key columns, cols the captured ones.
-func unappliedChunks(rec *ChunkRecords, pos *silver.Position, keys, cols []source.Column, log *slog.Logger) (*unapplied, error) {
+// When the open row's key columns are not captured columns (or it records none), nothing
+// is placed and log says so.
+func unappliedChunks(rec *ChunkRecords, pos *silver.Position, keys, cols []source.Column, log *slog.Logger) *unapplied {
 	u := &unapplied{}
 	open := rec.newestOpen()
 	if open == nil {
-		return u, nil
+		return u
 	}
 	s := open.Snapshot
 	if pos != nil && pos.Snapshot != "" && pos.Snapshot >= s {
-		return u, nil // silver stands on S whole, or on a newer whole snapshot
+		return u // silver stands on S whole, or on a newer whole snapshot
 	}
 	if pos == nil && rec.complete(s) {
-		return u, nil
+		return u
 	}
 	plan, read := rec.chunkRows(s)
 	applied := func(i int32) bool {
@@ -91,19 +93,20 @@ func unappliedChunks(rec *ChunkRecords, pos *silver.Position, keys, cols []sourc
 		}
 	}
 	if len(idx) == 0 {
-		return u, nil
+		return u
 	}
 	slices.Sort(idx)
 	u.s = s
 	var names []string
 	if err := json.Unmarshal([]byte(open.Keys), &names); err != nil || len(names) == 0 {
-		return nil, fmt.Errorf("reconcile: the plans table's key columns %q of snapshot %s: not a JSON list of names", open.Keys, s)
+		log.Warn("reconcile: the plans table's open row records no key columns: the unapplied chunks are not placed", "keys", open.Keys, "snapshot", s)
+		return u
 	}
 	for _, n := range names {
 		i := slices.IndexFunc(cols, func(c source.Column) bool { return strings.EqualFold(c.Name, n) })
 		if i < 0 {
 			log.Warn("reconcile: the open chunked snapshot's key columns are not captured columns: its unapplied chunks are not placed", "keys", names, "snapshot", s)
-			return u, nil
+			return u
 		}
 		u.keys = append(u.keys, cols[i])
 	}
@@ -144,7 +147,7 @@ func unappliedChunks(rec *ChunkRecords, pos *silver.Position, keys, cols []sourc
 			}
 		}
 	}
-	return u, nil
+	return u
 }
 
 // any is true when a chunk is unapplied.
