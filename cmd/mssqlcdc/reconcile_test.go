@@ -166,3 +166,47 @@ func TestReconcileSim(t *testing.T) {
 		t.Errorf("reconcile --sim with silver on S3: exit %d: %s", code, errOut)
 	}
 }
+
+// reconcile --sim while a chunked snapshot is half read (a stream --sim opened it, one
+// backfill --sim wave read, applied to silver): the keys of the chunks not read are
+// IN_FLIGHT, the chunks read MATCH, exit 0 (docs/reconcile.md § While a chunked snapshot is
+// open); once every wave is read and applied, all MATCH.
+func TestReconcileSimDuringAChunkedBackfill(t *testing.T) {
+	spec := writeChunkedSimSpec(t)
+	silver := filepath.Join(filepath.Dir(spec), "silver")
+	step := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, append(args, "--spec", spec)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s\n%s", args, code, errOut, out)
+		}
+		return out
+	}
+	step("stream", "--sim", "--available-now")
+	step("backfill", "--sim", "--max-waves", "1")
+	step("apply", "--silver", silver, "--keys", "id")
+	out := step("reconcile", "--sim", "--silver", silver, "--bucket-rows", "1000", "--sample", "1", "-v")
+	read := strings.Count(out, "MATCH          chunk ")
+	unread := strings.Count(out, "IN_FLIGHT      chunk ")
+	keys := strings.Count(out, "IN_FLIGHT      key ")
+	if read != 2 || unread < 5 || keys < 5000 || !strings.Contains(out, "chunks of snapshot 0x") {
+		t.Fatalf("half read: %d chunks MATCH, %d IN_FLIGHT, %d keys IN_FLIGHT; want 2 (one wave of two), the rest, and the keys of the rest:\n%s",
+			read, unread, keys, lastLines(out, 5))
+	}
+	for calls := 0; !strings.Contains(step("backfill", "--sim"), `"state":"done"`); calls++ {
+		if calls == 20 {
+			t.Fatal("the backfill is not done after 20 calls")
+		}
+	}
+	step("apply", "--silver", silver, "--keys", "id")
+	out = step("reconcile", "--sim", "--silver", silver, "--bucket-rows", "1000", "--sample", "1")
+	if !regexp.MustCompile(`(?m)^reconcile: MATCH \d+; `).MatchString(out) {
+		t.Fatalf("whole: want MATCH only:\n%s", lastLines(out, 5))
+	}
+}
+
+// lastLines are the last n lines of out.
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -18,7 +18,10 @@
 //
 // A difference that a change not yet in silver explains is IN_FLIGHT, not a mismatch: the
 // keys bronze changed after silver's position, and the keys the change table holds after
-// that position up to the source's max LSN read at the start.
+// that position up to the source's max LSN read at the start. So is one that a chunk of an
+// open chunked snapshot silver has not applied yet will set right (unapplied), and nothing
+// else: a difference on an image at or after the snapshot's S, or in a chunk silver has
+// applied, is reported while the snapshot is open.
 package reconcile
 
 import (
