@@ -497,3 +497,15 @@ func TestDSNPortOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// A ConfigError on fields of a request (a seed's as_of, a flag) names the request, not
+// the table spec: the spec is fine, the request must change. Without In it is the spec's.
+func TestConfigErrorNamesWhereTheValueCameFrom(t *testing.T) {
+	ps := []Problem{{Field: "as_of", Reason: "bad"}}
+	if got, want := (&ConfigError{Problems: ps, In: "seed request"}).Error(), "invalid seed request: as_of: bad"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got, want := (&ConfigError{Problems: ps}).Error(), "invalid table spec: as_of: bad"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -20,10 +20,15 @@ type Problem struct {
 	Reason string
 }
 
-// ConfigError lists every problem Validate or Parse found. Step Functions matches the
-// name ConfigError (never retried: the spec must change).
+// ConfigError lists every problem Validate or Parse found, or a job found in the fields of
+// its request. Step Functions matches the name ConfigError (never retried: the spec or the
+// request must change).
 type ConfigError struct {
 	Problems []Problem
+	// In names what held the fields when it is not the table spec ("seed request": the
+	// seed's as_of, copy, copy_format); the message then says "invalid seed request", not
+	// "invalid table spec" of a spec that is fine. Empty: the table spec.
+	In string
 }
 
 func (e *ConfigError) Error() string {
@@ -31,7 +36,11 @@ func (e *ConfigError) Error() string {
 	for i, p := range e.Problems {
 		parts[i] = p.Field + ": " + p.Reason
 	}
-	return "invalid table spec: " + strings.Join(parts, "; ")
+	in := e.In
+	if in == "" {
+		in = "table spec"
+	}
+	return "invalid " + in + ": " + strings.Join(parts, "; ")
 }
 
 // Has reports whether a problem names field.

@@ -78,7 +78,7 @@ func mapColumns(cols []source.Column, copySchema *arrow.Schema, allowMissing boo
 			"add them to the copy, or seed with allow_missing_columns to write them as NULL", strings.Join(missing, ", "))}}, problems...)
 	}
 	if len(problems) > 0 {
-		return nil, &config.ConfigError{Problems: problems}
+		return nil, &config.ConfigError{Problems: problems, In: requestInput}
 	}
 	return out, nil
 }

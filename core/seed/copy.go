@@ -114,9 +114,13 @@ func openCopy(ctx context.Context, open func(ctx context.Context, url string) (*
 	return c, nil
 }
 
-// configErr is a ConfigError on one field of the seed's input.
+// requestInput is what a seed's ConfigError names as holding its fields: the Request
+// (as_of, copy, copy_format, copy_files, allow_missing_columns) and the copy it names.
+const requestInput = "seed request"
+
+// configErr is a ConfigError on one field of the seed's request.
 func configErr(field, reason string) error {
-	return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}}
+	return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}, In: requestInput}
 }
 
 // files lists the copy's data files in path order: a Delta table's live files, the

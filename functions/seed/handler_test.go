@@ -196,18 +196,26 @@ func TestErrorsAreNamed(t *testing.T) {
 		name  string
 		event any
 		want  string
+		// prefix begins the message when set: a ConfigError on a field of the request
+		// says so, not "invalid table spec" of a spec that is fine.
+		prefix string
 	}{
-		{"unknown step", map[string]any{"step": "open"}, "EventError"},
-		{"not an object", []int{1}, "EventError"},
-		{"wrong field type", map[string]any{"step": "plan", "request": "x"}, "EventError"},
-		{"convert without a plan", map[string]any{"step": "convert", "seed": map[string]any{"lsn": max.String(), "commit_ts": ""}, "plan": "0011223344556677", "group": map[string]any{"index": 0}}, "PlanNotFoundError"},
-		{"bad as_of", map[string]any{"step": "plan", "request": map[string]any{"copy": f.copy, "as_of": "yesterday"}}, "ConfigError"},
-		{"as_of before any commit", map[string]any{"step": "plan", "request": map[string]any{"copy": f.copy, "as_of": "2020-01-01T00:00:00Z"}}, "DataLossError"},
-		{"no copy", map[string]any{"step": "plan", "request": map[string]any{"copy": filepath.Join(f.dir, "nothing"), "as_of": max.String()}}, "ConfigError"},
+		{"unknown step", map[string]any{"step": "open"}, "EventError", ""},
+		{"not an object", []int{1}, "EventError", ""},
+		{"wrong field type", map[string]any{"step": "plan", "request": "x"}, "EventError", ""},
+		{"convert without a plan", map[string]any{"step": "convert", "seed": map[string]any{"lsn": max.String(), "commit_ts": ""}, "plan": "0011223344556677", "group": map[string]any{"index": 0}}, "PlanNotFoundError", ""},
+		{"bad as_of", map[string]any{"step": "plan", "request": map[string]any{"copy": f.copy, "as_of": "yesterday"}}, "ConfigError", "invalid seed request: as_of: "},
+		{"as_of before any commit", map[string]any{"step": "plan", "request": map[string]any{"copy": f.copy, "as_of": "2020-01-01T00:00:00Z"}}, "DataLossError", ""},
+		{"no copy", map[string]any{"step": "plan", "request": map[string]any{"copy": filepath.Join(f.dir, "nothing"), "as_of": max.String()}}, "ConfigError", "invalid seed request: copy: "},
+		{"bad copy_format", map[string]any{"step": "plan", "request": map[string]any{"copy": f.copy, "copy_format": "csv", "as_of": max.String()}}, "ConfigError", "invalid seed request: copy_format: "},
 	} {
 		r := invoke(c.event)
 		if r.Error == nil || r.Error.Type != c.want {
 			t.Errorf("%s: %+v, want %s", c.name, r.Error, c.want)
+			continue
+		}
+		if !strings.HasPrefix(r.Error.Message, c.prefix) {
+			t.Errorf("%s: message %q, want it to begin %q", c.name, r.Error.Message, c.prefix)
 		}
 	}
 }
