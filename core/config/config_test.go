@@ -509,3 +509,26 @@ func TestConfigErrorNamesWhereTheValueCameFrom(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// A negative timeout is one problem on its own field: login_timeout_seconds = -1 was also
+// reported as "source.dsn: loginTimeout: negative" (the mssql options' own check), naming a
+// DSN that is fine.
+func TestNegativeTimeoutNamesItsFieldOnce(t *testing.T) {
+	for _, c := range []struct {
+		edit  func(*Spec)
+		field string
+	}{
+		{func(s *Spec) { s.Source.LoginTimeoutSeconds = -1 }, "source.login_timeout_seconds"},
+		{func(s *Spec) { s.Source.DialTimeoutSeconds = -1 }, "source.dial_timeout_seconds"},
+	} {
+		s, err := Parse([]byte(minimal()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.edit(s)
+		var ce *ConfigError
+		if err := s.Validate(); !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != c.field {
+			t.Errorf("%v, want one problem, in %s", err, c.field)
+		}
+	}
+}

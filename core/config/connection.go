@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +45,7 @@ func (src Source) connectionProblems(ps *problems) {
 	err := src.mssqlOptions(src.DSN).Validate()
 	fields := map[string]string{"encrypt": "source.encrypt", "trustservercertificate": "source.trust_server_certificate",
 		"certificate": "source.certificate", "hostnameincertificate": "source.host_name_in_certificate", "dialtimeout": "source.dial_timeout_seconds",
-		"auth": "source.auth", "tenantid": "source.tenant_id", "clientid": "source.client_id"}
+		"logintimeout": "source.login_timeout_seconds", "auth": "source.auth", "tenantid": "source.tenant_id", "clientid": "source.client_id"}
 	for _, e := range flatten(err) {
 		var ia *source.InvalidArgumentError
 		if !errors.As(e, &ia) {
@@ -53,6 +54,9 @@ func (src Source) connectionProblems(ps *problems) {
 		field := "source.dsn"
 		if f, ok := fields[strings.ReplaceAll(strings.ToLower(ia.Arg), " ", "")]; ok && src.setsField(f) {
 			field = f
+		}
+		if field != "source.dsn" && slices.ContainsFunc(*ps, func(p Problem) bool { return p.Field == field }) {
+			continue // the spec's own bound said it already (a negative timeout), in the spec's words
 		}
 		ps.add(field, "%s: %s", ia.Arg, ia.Reason)
 	}
@@ -71,6 +75,8 @@ func (src Source) setsField(f string) bool {
 		return src.HostNameInCertificate != ""
 	case "source.dial_timeout_seconds":
 		return src.DialTimeoutSeconds != 0
+	case "source.login_timeout_seconds":
+		return src.LoginTimeoutSeconds != 0
 	case "source.auth", "source.tenant_id", "source.client_id":
 		return true
 	}
