@@ -63,8 +63,9 @@ func checkSimLocations(spec *config.Spec, extra ...struct{ field, url string }) 
 }
 
 // claimSpecLocations makes the spec's locations fit for this run before anything is
-// written (deltalog.ClaimLocation): bronze and the facts table, and with sim the
-// checkpoint too. A simulated run may write only to local locations that are new or that
+// written (deltalog.ClaimLocation): bronze, the facts table and the checkpoint, with or
+// without sim (the Lambda handlers claim nothing: the CLI checks here, before it connects,
+// what a handler's first write would find). A simulated run may write only to local locations that are new or that
 // a simulated run made; a real run refuses a location a simulated run made; and a
 // location with files but no table is refused, never adopted.
 func claimSpecLocations(ctx context.Context, spec *config.Spec, sim bool) error {
@@ -92,17 +93,21 @@ func claimSpecLocations(ctx context.Context, spec *config.Spec, sim bool) error 
 			return unwritable(l.field, l.url, err)
 		}
 	}
-	if sim {
-		st, _, err := location.Open(ctx, spec.Checkpoint, cfg)
-		if err != nil {
-			return unwritable("checkpoint", spec.Checkpoint, err)
-		}
-		if err := deltalog.ClaimLocation(ctx, st, want, checkpoint.OffsetsDir, checkpoint.CommitsDir, "snapshots/", "seeds/"); err != nil {
-			return unwritable("checkpoint", spec.Checkpoint, err)
-		}
+	st, _, err := location.Open(ctx, spec.Checkpoint, cfg)
+	if err != nil {
+		return unwritable("checkpoint", spec.Checkpoint, err)
+	}
+	if err := deltalog.ClaimLocation(ctx, st, want, checkpointDirs...); err != nil {
+		return unwritable("checkpoint", spec.Checkpoint, err)
 	}
 	return nil
 }
+
+// checkpointDirs are the key prefixes whose objects show that a stream, snapshot or seed
+// has used a checkpoint location (a real run uses such a checkpoint without a marker as
+// it is): the offsets and commits logs, generations, schema switches, snapshot staging and
+// seed plans.
+var checkpointDirs = []string{checkpoint.OffsetsDir, checkpoint.CommitsDir, checkpoint.GenerationsDir, checkpoint.SwitchesDir, "snapshots/", "seeds/"}
 
 // LocationWriteError is a spec location on local disk that cannot be written: the field,
 // the location, and why in the file system's words (permission denied, read-only file

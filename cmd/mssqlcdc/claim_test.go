@@ -195,3 +195,41 @@ func TestUnwritableSaysWhatFailed(t *testing.T) {
 		t.Errorf("an error off local disk: %v, want it as it is", err)
 	}
 }
+
+// A real run (no --sim) checks the checkpoint location before it connects, as a --sim run
+// does: a checkpoint under a file is a LocationWriteError naming the field, and a
+// checkpoint a simulated run made is refused, not written by real rows (both failed
+// later, in the store's own words, or not at all). db.invalid would fail differently.
+func TestRealRunClaimsTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := func(n string) string { return filepath.Join(dir, n) }
+	for _, tc := range []struct {
+		cp   string
+		args []string
+	}{
+		{file, []string{"stream", "--available-now"}},
+		{filepath.Join(file, "cp"), []string{"stream", "--available-now"}},
+		{filepath.Join(file, "cp"), []string{"snapshot"}},
+		{filepath.Join(file, "cp"), []string{"bootstrap", "--no-stream"}},
+	} {
+		spec := writeSpecWith(t, local("b"), tc.cp, local("facts"))
+		_, errOut, code := runCLI(t, append(tc.args, "--spec", spec)...)
+		if code != 1 || !strings.Contains(errOut, "cannot write checkpoint ("+tc.cp+")") || !strings.Contains(errOut, file+" is a file, not a directory") {
+			t.Errorf("%v with checkpoint %s: exit %d, stderr %q; want a LocationWriteError on checkpoint", tc.args, tc.cp, code, errOut)
+		}
+	}
+
+	// A simulated run's checkpoint with new tables: a real stream refuses it.
+	cp := local("cp")
+	if _, errOut, code := runCLI(t, "snapshot", "--sim", "--spec", writeSpecWith(t, local("b1"), cp, local("f1"))); code != 0 {
+		t.Fatalf("snapshot --sim: exit %d: %s", code, errOut)
+	}
+	_, errOut, code := runCLI(t, "stream", "--available-now", "--spec", writeSpecWith(t, local("b2"), cp, local("f2")))
+	if code != 1 || !strings.Contains(errOut, "was made by a simulated run") || !strings.Contains(errOut, cp) {
+		t.Errorf("real stream with a simulated checkpoint: exit %d, stderr %q", code, errOut)
+	}
+}
