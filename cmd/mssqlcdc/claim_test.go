@@ -233,3 +233,22 @@ func TestRealRunClaimsTheCheckpoint(t *testing.T) {
 		t.Errorf("real stream with a simulated checkpoint: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// export's --to that is a file, or lies under one, names --to and says what to do, before
+// SQL Server is asked anything (db.invalid would fail differently); it said "a table's
+// location is a directory" of a folder of Parquet files.
+func TestExportToAFileNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := writeSpecWith(t, filepath.Join(dir, "b"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"))
+	for _, to := range []string{file, filepath.Join(file, "export")} {
+		_, errOut, code := runCLI(t, "export", "--spec", spec, "--to", to)
+		if code != 1 || !strings.Contains(errOut, "cannot write --to ("+to+"): "+file+" is a file, not a directory; point --to at a directory") ||
+			strings.Contains(errOut, "table") {
+			t.Errorf("--to %s: exit %d, stderr %q", to, code, errOut)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer deps.Source.Close()
 	dst, _, err := location.Open(ctx, *to, connect.Location(spec))
 	if err != nil {
-		return err
+		return unwritable("--to", *to, err)
 	}
 	// An interrupted export leaves files without the completion marker in --to, which
 	// a rerun refuses: say so instead of "rerun to continue".

@@ -116,9 +116,9 @@ type NotADirectoryError struct {
 
 func (e *NotADirectoryError) Error() string {
 	if e.File == filepath.Clean(e.URL) {
-		return fmt.Sprintf("location: %s is a file, not a directory: a table's location is a directory (made when missing); point it at a directory", e.File)
+		return fmt.Sprintf("location: %s is a file, not a directory: a location (a table, a checkpoint, an export) is a directory, made when missing; point it at a directory", e.File)
 	}
-	return fmt.Sprintf("location: %s: %s is a file, not a directory: a table's location is a directory (made when missing); point it at a directory", e.URL, e.File)
+	return fmt.Sprintf("location: %s: %s is a file, not a directory: a location (a table, a checkpoint, an export) is a directory, made when missing; point it at a directory", e.URL, e.File)
 }
 
 // fileInPath returns the nearest existing ancestor of dir (dir included) when it is a file,
