@@ -26,11 +26,13 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/core/bronze"
 	"github.com/mssqlcdc/mssqlcdc/core/config"
@@ -205,6 +207,17 @@ func Run(ctx context.Context, d Deps, o Options) (Result, error) {
 	}
 	lower := res.AppliedLSN
 	if max.Less(lower) {
+		// Silver ahead of the max LSN read first: the stream moved on meanwhile, or the
+		// source lost what silver holds (a restore, a failover with data loss, another
+		// database), whose changes would all read IN_FLIGHT. max_lsn read again tells them
+		// apart.
+		if err := source.CheckContinuity(ctx, d.Source, res.AppliedLSN, time.Time{}); err != nil {
+			var rw *source.LSNRewoundError
+			if errors.As(err, &rw) {
+				rw.RecordedBy = source.RecordedBySilverPosition
+			}
+			return Result{}, fmt.Errorf("reconcile: %w", err)
+		}
 		lower = max
 	}
 	moved, err := movedKeys(ctx, d, o, lower, max)

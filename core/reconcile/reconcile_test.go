@@ -622,3 +622,31 @@ func TestOtherKeysTileFaults(t *testing.T) {
 		}
 	}
 }
+
+// Silver applied past what the source holds now (the database restored to a backup, failed
+// over with data loss, or the DSN names another database): an *LSNRewoundError naming
+// silver's position, not a report whose lost changes all read IN_FLIGHT and OK. A silver
+// table merely ahead of the max_lsn read first (the stream moved on meanwhile) is not that.
+func TestSilverAheadOfARestoredSourceIsRefused(t *testing.T) {
+	e := newEnv(t, workload.Orders(), 400)
+	b, err := e.db.Backup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.gen.Step(40); err != nil {
+		t.Fatal(err)
+	}
+	silver := e.silver()
+	if res := e.run(silver, 1, 100); !res.OK() {
+		t.Fatalf("before the restore: counts %v", res.Counts)
+	}
+	if err := e.db.Restore(b); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reconcile.Run(context.Background(), reconcile.Deps{Source: e.db, Silver: silver},
+		reconcile.Options{Table: e.table(), Columns: e.cols, Keys: e.keys(), CaptureInstance: e.ci, Sample: 1, BucketRows: 100, Seed: 1})
+	var rw *source.LSNRewoundError
+	if !errors.As(err, &rw) || rw.RecordedBy != source.RecordedBySilverPosition || !strings.Contains(err.Error(), "silver's applied LSN") {
+		t.Fatalf("silver ahead of a restored source: %v, want *source.LSNRewoundError on silver's applied LSN", err)
+	}
+}

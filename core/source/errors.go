@@ -243,11 +243,16 @@ const (
 	RecordedByWaveStamp = "wave stamp"
 	// RecordedBySeedStamp: the LSN a seed's as_of became (docs/seed.md).
 	RecordedBySeedStamp = "seed stamp"
+	// RecordedBySilverPosition: silver's applied LSN, which reconcile compares from
+	// (docs/reconcile.md).
+	RecordedBySilverPosition = "silver's applied LSN"
 )
 
 func (e *LSNRewoundError) Error() string {
 	var what string
 	switch {
+	case e.MaxLSN.Less(e.Recorded) && e.RecordedBy == RecordedBySilverPosition:
+		what = fmt.Sprintf("max_lsn %s is below silver's applied LSN %s", e.MaxLSN, e.Recorded)
 	case e.MaxLSN.Less(e.Recorded):
 		what = fmt.Sprintf("max_lsn %s is below the recorded LSN %s", e.MaxLSN, e.Recorded)
 	case e.Found.LSN != e.Recorded:
@@ -264,6 +269,9 @@ func (e *LSNRewoundError) Error() string {
 	case RecordedByWaveStamp:
 		advice = "the wave's chunks would lack commits its stamp claims, and the stream starts after the snapshot's: nothing was read or written. " +
 			check + "; if the database did go back, start the table over with a new checkpoint and a new snapshot (bootstrap; docs/operations.md)"
+	case RecordedBySilverPosition:
+		advice = "silver holds changes the source does not, which reconcile would report as in flight: nothing was compared. " +
+			check + "; if the database did go back, the stream stops with this error too: start the table over with a new checkpoint and a new snapshot, and silver from the new bronze (docs/operations.md)"
 	case RecordedBySeedStamp:
 		advice = "the copy may hold commits the database lost, and the stream would start after the seed stamp: nothing was committed. " +
 			check + "; if the database did go back, export a copy of the restored database and seed again with a new as_of (docs/seed.md)"

@@ -97,7 +97,7 @@ var declared = []Name{
 	decl(&source.CDCNotEnabledError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.PermissionError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.LoginError{}, false, Both|Seed|BackfillWave|Reconcile),
-	decl(&source.LSNRewoundError{}, false, Both|Seed|BackfillWave),
+	decl(&source.LSNRewoundError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.CommandIDMissingError{}, false, Stream),
 	decl(&bronze.ColumnsError{}, false, Both|Seed|BackfillWave),
 	decl(&snapshot.EventError{}, false, All, &seed.EventError{}, &EventError{}),
