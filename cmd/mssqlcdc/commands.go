@@ -50,6 +50,27 @@ func secondsFlag(name string, v float64, zero, usage string) error {
 	return nil
 }
 
+// flagMistake returns a ConfigError whose every problem is on a field the command line
+// gave (flags maps the field to its flag) as the usage mistake of those flags (exit 2),
+// "--flag: reason; ...": its own message would say "invalid table spec" (or "invalid
+// seed request") of a value the spec never held. Any other error, and a ConfigError with
+// a problem on another field, is returned as it is.
+func flagMistake(err error, flags map[string]string) error {
+	var ce *config.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
+		return err
+	}
+	parts := make([]string, len(ce.Problems))
+	for i, p := range ce.Problems {
+		flag, ok := flags[p.Field]
+		if !ok {
+			return err
+		}
+		parts[i] = flag + ": " + p.Reason
+	}
+	return &usageError{msg: strings.Join(parts, "; ")}
+}
+
 // flagSet reports whether the command line gave the flag name, a value equal to its
 // default included (a 0 that means "no bound" against a spec's value).
 func flagSet(fs *flag.FlagSet, name string) bool {

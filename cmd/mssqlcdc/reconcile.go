@@ -103,13 +103,26 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	res, err := job.Run(ctx)
 	if err != nil {
-		return err
+		return reconcileFlagMistake(err, f.set)
 	}
 	printReconcile(stdout, res, *verbose)
 	if !res.OK() {
 		return fmt.Errorf("reconcile: silver differs from the source (see the rows above)")
 	}
 	return nil
+}
+
+// reconcileFlagMistake returns the job's ConfigError on its keys or its silver table as
+// the usage mistake of --keys or --silver when the command line gave them (flagMistake);
+// from the spec, it stays the spec's ConfigError.
+func reconcileFlagMistake(err error, set map[string]bool) error {
+	flags := map[string]string{}
+	for field, flag := range map[string]string{"keys": "--keys", "silver": "--silver"} {
+		if set[flag[2:]] {
+			flags[field] = flag
+		}
+	}
+	return flagMistake(err, flags)
 }
 
 const reconcileUsage = "usage: mssqlcdc reconcile --spec FILE [--silver URL] [--report URL] [--keys a,b] [--bucket-rows N (>= 1)] [--sample F (from 0 up to 1)] [--seed K] [--sim] [-v] (--silver when the spec has no silver section)"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -207,4 +208,22 @@ func summaryCounts(t *testing.T, out string) map[string]int {
 func lastLines(out string, n int) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+// A ConfigError on a value the command line gave (--keys, --silver) names the flag, not
+// "invalid table spec" of a spec that is fine; the same field from the spec stays the
+// spec's ConfigError.
+func TestReconcileFlagMistakeNamesTheFlag(t *testing.T) {
+	keys := &config.ConfigError{Problems: []config.Problem{{Field: "keys", Reason: `key column "idd" is not a captured column`}}}
+	err := reconcileFlagMistake(keys, map[string]bool{"keys": true})
+	var ue *usageError
+	if !errors.As(err, &ue) || err.Error() != `--keys: key column "idd" is not a captured column` {
+		t.Errorf("--keys given: %v (%T)", err, err)
+	}
+	if err := reconcileFlagMistake(keys, map[string]bool{"silver": true}); err != keys {
+		t.Errorf("keys from the spec: %v, want the ConfigError as it is", err)
+	}
+	silver := &config.ConfigError{Problems: []config.Problem{{Field: "silver", Reason: "no column \"x\": is it the silver table of this source table?"}}}
+	if err := reconcileFlagMistake(silver, map[string]bool{"silver": true}); !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), "--silver: no column") {
+		t.Errorf("--silver given: %v", err)
+	}
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/mssqlcdc/mssqlcdc/core/config"
 	"github.com/mssqlcdc/mssqlcdc/core/seed"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
 )
@@ -68,23 +65,8 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 var seedFlags = map[string]string{"as_of": "--as-of", "copy": "--copy", "copy_format": "--copy-format"}
 
 // seedFlagMistake returns the seed's ConfigError on fields of its request (as_of, copy,
-// copy_format) as the usage mistake of the flags that gave them (exit 2): its own message
-// says "invalid table spec" of a spec that is fine. Any other error is returned as it is.
-func seedFlagMistake(err error) error {
-	var ce *config.ConfigError
-	if !errors.As(err, &ce) || len(ce.Problems) == 0 {
-		return err
-	}
-	parts := make([]string, len(ce.Problems))
-	for i, p := range ce.Problems {
-		flag, ok := seedFlags[p.Field]
-		if !ok {
-			return err
-		}
-		parts[i] = flag + ": " + p.Reason
-	}
-	return &usageError{msg: strings.Join(parts, "; ")}
-}
+// copy_format) as the usage mistake of the flags that gave them (flagMistake).
+func seedFlagMistake(err error) error { return flagMistake(err, seedFlags) }
 
 // printSeedProgress prints one line per file group converted: groups, files and rows so
 // far, the copy's MB read and the rate.
