@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -92,6 +93,12 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	res, err := silver.Apply(ctx, silver.Tables{Bronze: b, Silver: s}, opts)
+	var ke *silver.KeyError
+	if errors.As(err, &ke) && ke.Column == "" && len(opts.Keys) == 0 {
+		// No keys anywhere: the command line can give them too (the spec may have no
+		// silver section at all).
+		return &silver.KeyError{Reason: ke.Reason + ", or give --keys a,b"}
+	}
 	if err != nil {
 		return err
 	}

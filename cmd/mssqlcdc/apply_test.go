@@ -191,3 +191,14 @@ func TestApplyOnNoBronzeSaysSo(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0 and a note that bronze holds no table", code, out, errOut)
 	}
 }
+
+// apply with --silver on a spec without silver.keys or snapshotKeys: the refusal says the
+// command line can give the keys too (it said only "set silver.keys in the table spec",
+// of a spec that has no silver section at all).
+func TestApplyWithoutKeysSaysGiveKeys(t *testing.T) {
+	specPath := snapshotSimSpecWith(t, "nokeys.json", func(string) map[string]any { return map[string]any{} })
+	_, errOut, code := runCLI(t, "apply", "--spec", specPath, "--silver", filepath.Join(t.TempDir(), "silver"))
+	if code != 1 || !strings.Contains(errOut, "no key columns") || !strings.Contains(errOut, "or give --keys") {
+		t.Errorf("exit %d, stderr %q; want the key refusal naming --keys", code, errOut)
+	}
+}
