@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -56,6 +57,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	prog.label = "export"
 	deps.Options.Progress = prog.report
 	res, err := snapshot.Export(ctx, deps, dst, l)
+	var ahead *snapshot.StampAheadError
+	if errors.As(err, &ahead) && !l.IsZero() {
+		ahead.Field = "--snapshot-lsn" // the flag's stamp, not the spec's snapshotLsn
+	}
 	if err != nil {
 		return err
 	}

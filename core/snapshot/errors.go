@@ -84,11 +84,18 @@ func (e *NoLSNError) Error() string {
 // stream. Use an LSN recorded before the read, or leave it unset.
 type StampAheadError struct {
 	Given, Now lsn.LSN
+	// Field is what gave the LSN, named in the advice: "" for the spec's snapshotLsn,
+	// or a flag ("--snapshot-lsn", export's).
+	Field string
 }
 
 func (e *StampAheadError) Error() string {
+	leave := "leave snapshotLsn unset"
+	if e.Field != "" {
+		leave = "leave " + e.Field + " out"
+	}
 	return fmt.Sprintf("snapshot LSN %s is above the source's current max_lsn %s: a given stamp must be recorded on this server before the read "+
-		"(SELECT CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1)); use such an LSN or leave snapshotLsn unset", e.Given, e.Now)
+		"(SELECT CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1)); use such an LSN or %s", e.Given, e.Now, leave)
 }
 
 // TargetNotEmptyError: an export's target already holds files (Key is one of them).
