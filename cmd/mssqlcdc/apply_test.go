@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -201,4 +203,34 @@ func TestApplyWithoutKeysSaysGiveKeys(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "no key columns") || !strings.Contains(errOut, "or give --keys") {
 		t.Errorf("exit %d, stderr %q; want the key refusal naming --keys", code, errOut)
 	}
+}
+
+// invoke maintain and invoke apply run handlers that never ask SQL Server anything, as
+// their Lambdas do (no password in their environment): they need no password either (both
+// stopped with "password not set" before the handler ran).
+func TestInvokeMaintainAndApplyNeedNoPassword(t *testing.T) {
+	t.Setenv("MSSQLCDC_TEST_UNSET_PASSWORD", "")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "spec.json")
+	doc := fmt.Sprintf(`{"app_id":"orders-v1","bootstrap":true,"source":{"dsn":"sqlserver://u@db.invalid:1433?database=shop","captureInstance":"dbo_orders","password_env":"MSSQLCDC_TEST_UNSET_PASSWORD"},
+		"bronze":%q,"checkpoint":%q,"facts_table":%q,"silver":{"table":%q,"keys":["id"]}}`,
+		filepath.Join(dir, "bronze"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"), filepath.Join(dir, "silver"))
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{"maintain", "apply"} {
+		var out, errOut bytes.Buffer
+		withStdin(t, `{}`, func() {
+			if code := run(context.Background(), []string{"invoke", "--spec", p, fn}, &out, &errOut); code != 0 {
+				t.Errorf("invoke %s: exit %d: %s %s", fn, code, out.String(), errOut.String())
+			}
+		})
+	}
+	// A handler that reads SQL Server still says the password is missing.
+	var out, errOut bytes.Buffer
+	withStdin(t, `{}`, func() {
+		if code := run(context.Background(), []string{"invoke", "--spec", p, "stream"}, &out, &errOut); code == 0 || !strings.Contains(out.String()+errOut.String(), "password not set") {
+			t.Errorf("invoke stream: exit %d: %s %s; want password not set", code, out.String(), errOut.String())
+		}
+	})
 }

@@ -84,11 +84,14 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	src, ds, err := openSource(ctx, spec, *sim, stderr)
-	if err != nil {
-		return err
+	var src source.Source
+	var ds *demoSource
+	if *serve || *sim || !sourceless[fs.Arg(0)] {
+		if src, ds, err = openSource(ctx, spec, *sim, stderr); err != nil {
+			return err
+		}
+		defer src.Close()
 	}
-	defer src.Close()
 	inv, err := newInvoker(ctx, spec, src, ds, *simSteps, stderr)
 	if err != nil {
 		return err
@@ -127,6 +130,10 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintln(stdout, string(res.Output))
 	return nil
 }
+
+// sourceless are the handlers that never ask SQL Server anything, as their Lambdas have
+// no password: invoking one alone opens no source (nor needs its password).
+var sourceless = map[string]bool{"maintain": true, "apply": true}
 
 // handlerFunctions are the functions invoke runs, by the names of functions/<name>.
 var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "seed": true, "backfill-wave": true, "maintain": true, "apply": true, "reconcile": true}
