@@ -63,17 +63,16 @@ func maintainUsage(fs *flag.FlagSet) func() {
 		fmt.Fprintln(w, "--compact packs small files into files of --target-size (default 128 MiB) in log order, one")
 		fmt.Fprintln(w, "commit per group with dataChange=false: safe while the stream appends.")
 		fmt.Fprintln(w, "--checkpoint writes a checkpoint of the newest version when the newest checkpoint is older.")
-		fmt.Fprintln(w, "--temp-files deletes temporary commit files of decided versions and unfinished local writes")
-		fmt.Fprintln(w, "older than a day.")
 		fmt.Fprintln(w, "--cleanup-log deletes log files older than the newest checkpoint before the retention")
 		fmt.Fprintln(w, "(default delta.logRetentionDuration, else 30 days). Its cut-off is midnight UTC of the")
 		fmt.Fprintln(w, "day the retention ago (Spark's rule): with 30 days, a run at any hour of 31 Dec keeps")
 		fmt.Fprintln(w, "every commit from 1 Dec 00:00 UTC on, so up to a day more than the retention is kept.")
-		fmt.Fprintln(w, "--vacuum deletes data files no")
-		fmt.Fprintln(w, "snapshot within the retention references and older than it (default")
-		fmt.Fprintln(w, "delta.deletedFileRetentionDuration, else 7 days). A --retention below the table's")
-		fmt.Fprintln(w, "configured value is refused unless --force; with --dry-run it is listed, and the")
-		fmt.Fprintln(w, "output says a real run needs --force.")
+		fmt.Fprintln(w, "--vacuum deletes data files that no snapshot within the retention references and that are")
+		fmt.Fprintln(w, "older than it (default delta.deletedFileRetentionDuration, else 7 days). A --retention")
+		fmt.Fprintln(w, "below the table's configured value is refused unless --force; with --dry-run it is")
+		fmt.Fprintln(w, "listed, and the output says a real run needs --force.")
+		fmt.Fprintln(w, "--temp-files deletes temporary commit files of decided versions and unfinished local writes")
+		fmt.Fprintln(w, "older than a day.")
 		fs.PrintDefaults()
 	}
 }
@@ -206,12 +205,6 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 			fmt.Fprintf(w, "checkpoint: wrote one of version %d\n", c.Version)
 		}
 	}
-	if v := r.Vacuum; v != nil {
-		fmt.Fprintf(w, "vacuum: %s %d %s (%d bytes); kept %d referenced by version %d, %d younger than the retention (retention %s)\n",
-			verb, v.DeletedFiles, plural(v.DeletedFiles, "file"), v.DeletedBytes, *v.Protected, *v.Version, *v.TooNew, readableHours(v.RetentionHours))
-		printNeedsForce(w, "vacuum", maintain.DeletedRetentionKey, v)
-		printKeys(w, v.Deleted, verbose)
-	}
 	if c := r.CleanupLog; c != nil {
 		where := "no checkpoint is older than the retention"
 		if c.Checkpoint != nil {
@@ -225,6 +218,12 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 			verb, c.DeletedFiles, plural(c.DeletedFiles, "file"), c.DeletedBytes, where, readableHours(c.RetentionHours), cut)
 		printNeedsForce(w, "cleanup-log", maintain.LogRetentionKey, c)
 		printKeys(w, c.Deleted, verbose)
+	}
+	if v := r.Vacuum; v != nil {
+		fmt.Fprintf(w, "vacuum: %s %d %s (%d bytes); kept %d referenced by version %d, %d younger than the retention (retention %s)\n",
+			verb, v.DeletedFiles, plural(v.DeletedFiles, "file"), v.DeletedBytes, *v.Protected, *v.Version, *v.TooNew, readableHours(v.RetentionHours))
+		printNeedsForce(w, "vacuum", maintain.DeletedRetentionKey, v)
+		printKeys(w, v.Deleted, verbose)
 	}
 	if c := r.TempFiles; c != nil {
 		fmt.Fprintf(w, "temp-files: %s %d orphaned temporary %s (%d bytes) older than %s\n",

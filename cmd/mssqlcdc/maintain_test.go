@@ -337,3 +337,41 @@ func TestMaintainVacuumProgress(t *testing.T) {
 		}
 	}
 }
+
+// The operations run in the order the usage line lists them (compact, checkpoint,
+// cleanup-log, vacuum, temp-files), and -h and the report say them in that order too: -h
+// described temp-files before cleanup-log and vacuum, the report printed vacuum before
+// cleanup-log, and -h broke a sentence after "data files no".
+func TestMaintainSaysOperationsInRunOrder(t *testing.T) {
+	order := []string{"compact", "checkpoint", "cleanup-log", "vacuum", "temp-files"}
+	inOrder := func(what, text, prefix string) {
+		t.Helper()
+		last := -1
+		for _, op := range order {
+			i := strings.Index(text, prefix+op)
+			if i < 0 || i < last {
+				t.Errorf("%s: %q at %d, after %d: want the order %v:\n%s", what, prefix+op, i, last, order, text)
+				return
+			}
+			last = i
+		}
+	}
+	help, _, _ := runCLI(t, "maintain", "-h")
+	desc := help[strings.Index(help, "\n--compact packs"):strings.Index(help, "  -all")]
+	inOrder("-h", desc, "\n--")
+	for _, line := range strings.Split(strings.TrimSpace(desc), "\n") {
+		if len(line) < 40 && !strings.HasSuffix(line, ".") {
+			t.Errorf("-h: a short line %q breaks a sentence:\n%s", line, desc)
+		}
+	}
+	dir := t.TempDir()
+	spec := writeSpecWith(t, filepath.Join(dir, "bronze"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"))
+	if _, errOut, code := runCLI(t, "snapshot", "--sim", "--spec", spec); code != 0 {
+		t.Fatalf("snapshot --sim: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := runCLI(t, "maintain", filepath.Join(dir, "bronze"), "--all", "--dry-run")
+	if code != 0 {
+		t.Fatalf("maintain --all --dry-run: exit %d: %s", code, errOut)
+	}
+	inOrder("report", out, "\n")
+}
