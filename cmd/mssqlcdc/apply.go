@@ -70,8 +70,16 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sv.CopyOnWrite = sv.CopyOnWrite || *cow
 	spec.Silver = &sv
-	if err := spec.Validate(); err != nil { // the flags are checked as the spec's fields
-		return err
+	// The flags are checked as the spec's fields; the spec validated without them, so a
+	// problem is a flag's, named as the flag (flagMistake).
+	if err := spec.Validate(); err != nil {
+		flags := map[string]string{}
+		for field, flag := range map[string]string{"silver.table": "silver", "silver.memory_mb": "memory-mb", "silver.max_seconds": "max-seconds"} {
+			if flagSet(fs, flag) {
+				flags[field] = "--" + flag
+			}
+		}
+		return flagMistake(err, flags)
 	}
 	cfg := connect.Location(spec)
 	b, err := connect.Table(ctx, spec.Bronze, cfg)

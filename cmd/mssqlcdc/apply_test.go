@@ -98,8 +98,15 @@ func TestApplyCommand(t *testing.T) {
 	if _, code, _ := apply("--max-seconds", "-1"); code != 2 {
 		t.Fatalf("apply --max-seconds -1: exit %d", code)
 	}
-	if _, code, msg := apply("--memory-mb", "100000"); code != 1 || !strings.Contains(msg, "silver.memory_mb") {
+	// A flag's value out of range names the flag, not "invalid table spec" of a spec that
+	// is fine.
+	if _, code, msg := apply("--memory-mb", "100000"); code != 2 || !strings.HasPrefix(msg, "mssqlcdc apply: --memory-mb: 100000: want 1 to 8192 MiB") || strings.Contains(msg, "table spec") {
 		t.Fatalf("apply --memory-mb 100000: exit %d: %s", code, msg)
+	}
+	errOut.Reset()
+	if code := run(ctx, []string{"apply", "--spec", specPath, "--silver", filepath.Join(filepath.Dir(specPath), "bronze")}, &out, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), "--silver: must differ from bronze") {
+		t.Fatalf("apply --silver <bronze>: exit %d: %s", code, errOut.String())
 	}
 }
 
