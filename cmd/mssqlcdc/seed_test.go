@@ -79,3 +79,36 @@ func TestSeedCommandSim(t *testing.T) {
 		}
 	}
 }
+
+// A partial mssqlcdc export (killed before its _SUCCESS) is refused as a seed's copy,
+// naming what it is: it was seeded, silently short of the rows it never wrote (7,500 of
+// 10,000 here, one file gone with the marker). A finished export seeds as before.
+func TestSeedRefusesAPartialExport(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	spec := writeSpecWith(t, filepath.Join(dir, "b"), filepath.Join(dir, "cp"), filepath.Join(dir, "f"))
+	exp := filepath.Join(dir, "export")
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, []string{"export", "--spec", spec, "--sim", "--to", exp}, &stdout, &stderr); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr.String())
+	}
+	stamp := strings.TrimSpace(stdout.String())
+	if err := os.Rename(filepath.Join(exp, "_SUCCESS"), filepath.Join(dir, "_SUCCESS")); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(exp, "*.parquet"))
+	if len(files) < 2 {
+		t.Fatalf("export wrote %d files", len(files))
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	code := run(ctx, []string{"seed", "--spec", spec, "--sim", "--copy", exp, "--as-of", stamp}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "--copy: "+exp+" holds a partial mssqlcdc export") {
+		t.Fatalf("seed of a partial export: exit %d, stderr %q", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b", "_delta_log")); err == nil {
+		t.Error("the refused seed committed to bronze")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/mssqlcdc/mssqlcdc/core/config"
+	"github.com/mssqlcdc/mssqlcdc/core/snapshot"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/parquetio"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
@@ -156,13 +157,23 @@ func (c *copyData) files(ctx context.Context, list []string) ([]copyFile, error)
 			out = append(out, copyFile{Path: k, Size: info.Size})
 		}
 	} else {
+		started, finished := false, false
 		for info, err := range c.store.List(ctx, "", "") {
 			if err != nil {
 				return nil, fmt.Errorf("list copy %s: %w", c.url, err)
 			}
-			if isParquetKey(info.Key) {
+			switch {
+			case isParquetKey(info.Key):
 				out = append(out, copyFile{Path: info.Key, Size: info.Size})
+			case info.Key == snapshot.ExportStartedMarker:
+				started = true
+			case info.Key == snapshot.ExportMarker:
+				finished = true
 			}
+		}
+		if started && !finished {
+			return nil, configErr("copy", fmt.Sprintf("%s holds a partial mssqlcdc export (%s and no %s: it was interrupted, or is still running), "+
+				"which lacks the rows it did not write: seed a finished export, or export again into an empty URL", c.url, snapshot.ExportStartedMarker, snapshot.ExportMarker))
 		}
 		if len(out) == 0 {
 			return nil, configErr("copy", fmt.Sprintf("no Parquet files (*.parquet) under %s", c.url))

@@ -496,6 +496,12 @@ func TestExportRefusesNonEmptyTarget(t *testing.T) {
 	if err != nil || len(first.Files) == 0 {
 		t.Fatalf("first export: %v, %d files", err, len(first.Files))
 	}
+	// The start marker stays, naming the export's stamp (decisions/0028).
+	var started snapshot.ExportStarted
+	if ok, err := storage.GetJSON(ctx, dst, snapshot.ExportStartedMarker, &started); err != nil || !ok ||
+		started.Format != snapshot.ExportManifestFormat || started.Snapshot != first.Snapshot || started.StartedAt.IsZero() {
+		t.Fatalf("%s: %+v (%v, %v), want the export's stamp %v", snapshot.ExportStartedMarker, started, ok, err, first.Snapshot)
+	}
 	_, err = snapshot.Export(ctx, e.deps(), dst, lsn.Zero)
 	var ne *snapshot.TargetNotEmptyError
 	if !errors.As(err, &ne) || ne.URL != dst.URL() || ne.Key == "" || !ne.Finished {
@@ -506,14 +512,14 @@ func TestExportRefusesNonEmptyTarget(t *testing.T) {
 			t.Errorf("message %q lacks %q", err, want)
 		}
 	}
-	var files int
-	for _, err := range dst.List(ctx, "", "") {
+	var files []string
+	for obj, err := range dst.List(ctx, "", "") {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files++
+		files = append(files, obj.Key)
 	}
-	if files != len(first.Files)+1 { // and the marker
-		t.Fatalf("target holds %d files after the refused export, want the first's %d", files, len(first.Files))
+	if len(files) != len(first.Files)+2 { // and the two markers
+		t.Fatalf("target holds %v after the refused export, want the first's %d files and %s, %s", files, len(first.Files), snapshot.ExportStartedMarker, snapshot.ExportMarker)
 	}
 }

@@ -27,6 +27,24 @@ type ExportResult struct {
 // job-success marker, which Spark and Hive already skip when they read a folder.
 const ExportMarker = "_SUCCESS"
 
+// ExportStartedMarker is the file Export writes in the target before its first data file
+// (an ExportStarted): with it and without ExportMarker, the target holds a partial export
+// that a reader can tell from a folder of Parquet files some other tool wrote without a
+// marker (the seed refuses it as a copy; docs/decisions/0028-export-started-marker.md).
+// It stays after the export finishes. Spark and Hive skip it as they skip _SUCCESS.
+const ExportStartedMarker = "_EXPORTING"
+
+// ExportStarted is the content of the ExportStartedMarker file.
+type ExportStarted struct {
+	// Format is "mssqlcdc-export"; Version 1.
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	// Snapshot is the stamp of the rows the export writes.
+	Snapshot lsn.Offset `json:"snapshot"`
+	// StartedAt is when the export started writing, UTC.
+	StartedAt time.Time `json:"started_at"`
+}
+
 // ExportManifest is the content of the ExportMarker file: what the export holds. A reader
 // checks that the marker exists and reads the files it lists (paths relative to the
 // target), nothing else.
@@ -110,6 +128,11 @@ func Export(ctx context.Context, d Deps, dst storage.Store, given lsn.LSN) (Expo
 		}
 	}
 	stamp := bronze.SnapshotStamp{CaptureInstance: ci.Name, LSN: l, CommitTS: off.CommitTime(), Snapshot: l}
+	// Before the first data file: a target holding files without ExportMarker is then
+	// known for a partial export of ours.
+	if err := putJSON(ctx, dst, ExportStartedMarker, ExportStarted{Format: ExportManifestFormat, Version: 1, Snapshot: off, StartedAt: d.now().UTC()}); err != nil {
+		return ExportResult{}, err
+	}
 	var all ingest.Files
 	for _, r := range ranges {
 		read, err := rangeRead(d, ci, cols, keys, r, off)
