@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/core/seed"
 	"github.com/mssqlcdc/mssqlcdc/internal/connect"
@@ -64,9 +65,20 @@ func runSeed(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // seedFlags names the flag of each field of the seed's request.
 var seedFlags = map[string]string{"as_of": "--as-of", "copy": "--copy", "copy_format": "--copy-format"}
 
+// seedFlagNames turns the request's field names in a reason's advice into the flags
+// ("give copy_format parquet" is "give --copy-format parquet" on the command line).
+var seedFlagNames = strings.NewReplacer("copy_format", "--copy-format", "allow_missing_columns", "--allow-missing-columns", "as_of", "--as-of")
+
 // seedFlagMistake returns the seed's ConfigError on fields of its request (as_of, copy,
-// copy_format) as the usage mistake of the flags that gave them (flagMistake).
-func seedFlagMistake(err error) error { return flagMistake(err, seedFlags) }
+// copy_format) as the usage mistake of the flags that gave them (flagMistake), its advice
+// naming flags (seedFlagNames).
+func seedFlagMistake(err error) error {
+	err = flagMistake(err, seedFlags)
+	if ue, ok := err.(*usageError); ok {
+		ue.msg = seedFlagNames.Replace(ue.msg)
+	}
+	return err
+}
 
 // printSeedProgress prints one line per file group converted: groups, files and rows so
 // far, the copy's MB read and the rate.

@@ -71,6 +71,8 @@ func TestSeedCommandSim(t *testing.T) {
 	for _, tc := range []struct{ flag, value, want string }{
 		{"--as-of", "yesterday", `--as-of: "yesterday" is neither an RFC 3339 time`},
 		{"--copy", filepath.Join(dir, "nothing-here"), "--copy: no Parquet files (*.parquet) under "},
+		// The advice names the flag too, not the request field (copy_format).
+		{"--copy-format", "delta", "(no _delta_log): give --copy-format parquet to read its Parquet files"},
 	} {
 		stderr.Reset()
 		bad := []string{"seed", "--spec", fresh, "--copy", copyDir, "--as-of", max.String(), "--sim", tc.flag, tc.value}
