@@ -64,10 +64,11 @@ func checkSimLocations(spec *config.Spec, extra ...struct{ field, url string }) 
 
 // claimSpecLocations makes the spec's locations fit for this run before anything is
 // written (deltalog.ClaimLocation): bronze, the facts table and the checkpoint, with or
-// without sim (the Lambda handlers claim nothing: the CLI checks here, before it connects,
-// what a handler's first write would find). A simulated run may write only to local locations that are new or that
-// a simulated run made; a real run refuses a location a simulated run made; and a
-// location with files but no table is refused, never adopted.
+// without sim (the Lambda handlers claim nothing: the CLI checks here, before it
+// connects, what a handler's first write would find). A simulated run may write only to
+// local locations that are new or that a simulated run made; a real run refuses a
+// location a simulated run made; and a location with files but no table is refused,
+// never adopted.
 func claimSpecLocations(ctx context.Context, spec *config.Spec, sim bool) error {
 	if sim {
 		if err := checkSimLocal(spec); err != nil {
