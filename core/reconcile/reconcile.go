@@ -346,9 +346,11 @@ func compared(silver *deltalog.Snapshot, cols []source.Column) ([]source.Column,
 }
 
 // configError is a reconcile that cannot run as asked: a *config.ConfigError (the name
-// handlers return for a spec or event to change) on field, saying what to change.
+// handlers return for a spec or event to change) on field, saying what to change. Its
+// fields are the job's settings (keys, silver, sample), which the spec, a flag or an event
+// gave, so it says "invalid reconcile settings", not "invalid table spec".
 func configError(field, reason string) error {
-	return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}}
+	return &config.ConfigError{Problems: []config.Problem{{Field: field, Reason: reason}}, In: "reconcile settings"}
 }
 
 func max64(a, b int64) int64 {

@@ -517,6 +517,13 @@ func TestJobFromSpec(t *testing.T) {
 	if _, err := job.Run(context.Background()); !errors.As(err, &ce) || !strings.Contains(err.Error(), "snapshotKeys") {
 		t.Errorf("a key that is not a column: %v", err)
 	}
+	// Settings that cannot work say so as reconcile's, not "invalid table spec" of a spec
+	// that is fine (a silver table not applied yet; keys a flag or the spec gave).
+	job.Keys, job.Silver = nil, e.lake.Table(e.lake.URL("never-applied"))
+	if _, err := job.Run(context.Background()); !errors.As(err, &ce) ||
+		!strings.HasPrefix(err.Error(), "invalid reconcile settings: silver: the silver table does not exist yet") {
+		t.Errorf("a silver table not applied yet: %v", err)
+	}
 }
 
 // A date key is bucketed by its days since 1970-01-01 on both sides (dates before 1970
