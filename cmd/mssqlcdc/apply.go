@@ -84,11 +84,15 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := connect.Location(spec)
 	b, err := connect.Table(ctx, spec.Bronze, cfg)
 	if err != nil {
-		return err
+		return err // read only: the location's own error says what it is
 	}
 	s, err := connect.Table(ctx, sv.Table, cfg)
 	if err != nil {
-		return err
+		field := "silver.table"
+		if *silverURL != "" {
+			field = "--silver"
+		}
+		return unwritable(field, sv.Table, err)
 	}
 	opts := silver.Options{AppID: spec.AppID, Keys: spec.SilverKeys(), MemoryBytes: sv.MemoryMB << 20, CopyOnWrite: sv.CopyOnWrite}
 	if *keys != "" {

@@ -241,3 +241,18 @@ func TestInvokeMaintainAndApplyNeedNoPassword(t *testing.T) {
 		}
 	})
 }
+
+// apply --silver naming a file says which location is wrong, by its flag (it said only
+// "location: ... is a file").
+func TestApplySilverThatIsAFileNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := writeSpecWith(t, filepath.Join(dir, "b"), filepath.Join(dir, "cp"), filepath.Join(dir, "facts"))
+	_, errOut, code := runCLI(t, "apply", "--spec", spec, "--silver", file, "--keys", "id")
+	if code != 1 || !strings.Contains(errOut, "cannot write --silver ("+file+"): "+file+" is a file, not a directory; point --silver at a directory") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
