@@ -209,6 +209,7 @@ func lastLines(out string, n int) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
 // A ConfigError on a value the command line gave (--keys, --silver) names the flag, not
 // "invalid table spec" of a spec that is fine; the same field from the spec stays the
 // spec's ConfigError.
