@@ -18,7 +18,8 @@
 //     backoff, its retry quota); signing stays on.
 //   - Each client keeps its own HTTP client from the SDK's defaults (keep-alive, 100 idle
 //     connections, 10 per host, 90 s idle timeout), which a warm Lambda keeps between
-//     invocations with the tables it opened.
+//     invocations with the tables it opened; a body up to 2 KiB is read ahead so that it
+//     leaves with its headers in one write (onewrite.go).
 package awsclient
 
 import (
@@ -74,14 +75,23 @@ func S3Options(o *s3.Options) {
 	// S3 sends no whole-object checksum for a ranged GET (Parquet footers and column
 	// chunks are read by range), and the SDK would log a line for each such read.
 	o.DisableLogOutputChecksumValidationSkipped = true
+	// A small body leaves with its headers in one write (onewrite.go).
+	o.HTTPClient = withOneWrite(o.HTTPClient)
 }
 
-// NewDynamoDB returns a DynamoDB client for cfg with the SDK's options. endpoint, when not
+// NewDynamoDB returns a DynamoDB client for cfg with DynamoDBOptions. endpoint, when not
 // empty, replaces AWS's endpoint (an emulator).
 func NewDynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
-	})
+	}, DynamoDBOptions)
+}
+
+// DynamoDBOptions are the options NewDynamoDB sets on every DynamoDB client, after the
+// endpoint: the SDK's, but that a request's JSON leaves with its headers in one write
+// (onewrite.go).
+func DynamoDBOptions(o *dynamodb.Options) {
+	o.HTTPClient = withOneWrite(o.HTTPClient)
 }
