@@ -3,7 +3,10 @@ package deltalog
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Snapshots with the same schema string share one parsed Arrow schema; another string is
@@ -61,5 +64,65 @@ func TestCanWriteUsesTheKeptSchema(t *testing.T) {
 		if err := CanWrite(p, inv); !errors.As(err, &fe) || fe.Feature != FeatureInvariants {
 			t.Errorf("check %d: %v, want invariants refused", i, err)
 		}
+	}
+}
+
+// SetSchema remembers a schema it found to change nothing: the same schema again is
+// answered without parsing or mapping (no allocation), and a schema that adds a column,
+// changes a nullability or a type, with type widening off or on, is still decided in
+// full, before and after.
+func TestSetSchemaRemembersAnUnchangedSchema(t *testing.T) {
+	const str = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"v","type":"integer","nullable":true,"metadata":{}}]}`
+	snap := func(widen string) *Snapshot {
+		return &Snapshot{version: 3, protocol: Protocol{MinReaderVersion: 1, MinWriterVersion: 2},
+			metadata: Metadata{SchemaString: str, Configuration: map[string]string{PropEnableTypeWidening: widen}}}
+	}
+	cur := func(fs ...arrow.Field) *arrow.Schema {
+		return arrow.NewSchema(append([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, fs...), nil)
+	}
+	v := arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int32, Nullable: true}
+	same := cur(v)
+	tx := &Transaction{snap: snap("false")}
+	for i := range 2 {
+		if err := tx.SetSchema(cur(v)); err != nil || tx.metadata != nil || tx.protocol != nil {
+			t.Fatalf("set %d: %v, metadata %v", i, err, tx.metadata)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if err := tx.SetSchema(same); err != nil || tx.metadata != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("SetSchema of a remembered schema allocates %v times", n)
+	}
+
+	added := cur(v, arrow.Field{Name: "w", Type: arrow.BinaryTypes.String, Nullable: true})
+	if err := tx.SetSchema(added); err != nil || tx.metadata == nil || !strings.Contains(tx.metadata.SchemaString, `"w"`) {
+		t.Errorf("added column: %v, metadata %v", err, tx.metadata)
+	}
+	if err := tx.SetSchema(same); err != nil || tx.metadata != nil {
+		t.Errorf("the same schema after another: %v, metadata %v", err, tx.metadata)
+	}
+	required := v
+	required.Nullable = false
+	var sc *SchemaChangeError
+	if err := tx.SetSchema(cur(required)); !errors.As(err, &sc) {
+		t.Errorf("nullability change: %v, want a SchemaChangeError", err)
+	}
+	wide := arrow.Field{Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}
+	if err := tx.SetSchema(cur(wide)); !errors.As(err, &sc) {
+		t.Errorf("int to long without the property: %v, want a SchemaChangeError", err)
+	}
+	txw := &Transaction{snap: snap("true")}
+	for i := range 2 {
+		if err := txw.SetSchema(cur(wide)); err != nil || txw.metadata == nil || !strings.Contains(txw.metadata.SchemaString, `"long"`) {
+			t.Fatalf("int to long with the property, set %d: %v, metadata %v", i, err, txw.metadata)
+		}
+	}
+	if err := txw.SetSchema(same); err != nil || txw.metadata != nil {
+		t.Errorf("the same schema with the property: %v, metadata %v", err, txw.metadata)
+	}
+	if err := tx.SetSchema(cur(wide)); !errors.As(err, &sc) {
+		t.Errorf("int to long without the property, after the widening table: %v, want a SchemaChangeError", err)
 	}
 }

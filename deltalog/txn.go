@@ -278,6 +278,13 @@ func (tx *Transaction) SetOperationMetrics(m map[string]string) {
 // Calling SetSchema again replaces the earlier decision.
 func (tx *Transaction) SetSchema(schema *arrow.Schema) error {
 	tx.metadata, tx.protocol = nil, nil
+	var kept *schemaEntry
+	if tx.snap.Version() >= 0 {
+		kept, _ = parsedSchemas.of(tx.snap.metadata.SchemaString)
+		if kept != nil && kept.sameAs(schema) {
+			return nil // an equal schema was found to change nothing (sameAs)
+		}
+	}
 	next, err := FromArrow(schema)
 	if err != nil {
 		return err
@@ -306,6 +313,9 @@ func (tx *Transaction) SetSchema(schema *arrow.Schema) error {
 	widen := tx.snap.Metadata().Configuration[PropEnableTypeWidening] == "true"
 	merged, changed, widened, err := evolveSchema(cur, next, widen)
 	if err != nil || !changed {
+		if err == nil && kept != nil {
+			kept.keepSame(schema)
+		}
 		return err
 	}
 	md := tx.snap.Metadata()
