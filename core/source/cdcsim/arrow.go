@@ -24,59 +24,115 @@ func appendValue(b array.Builder, v any) (n int, err error) {
 		b.AppendNull()
 		return 1, nil
 	}
-	defer func() {
-		// A stored value of another Go type than the builder's (a caller asking for a
-		// column with a type the simulator cannot convert to) is an error, not a crash.
-		if recover() != nil {
-			n, err = 0, fmt.Errorf("cdcsim: no Arrow conversion of %T into %s", v, b.Type())
-		}
-	}()
+	// Each stored value is asserted with its ok: a stored value of another Go type than
+	// the builder's (a caller asking for a column with a type the simulator cannot
+	// convert to) is an error, not a crash. (A deferred recover did this for every value,
+	// ~40 % of this function's time in a stream batch's read: docs/performance.md § Issue
+	// 13: a code-level cut.)
+	ok := false
 	switch bb := b.(type) {
 	case *array.BooleanBuilder:
-		bb.Append(v.(bool))
-		return 1, nil
-	case *array.Int16Builder:
-		bb.Append(int16(v.(int64)))
-		return 2, nil
-	case *array.Int32Builder:
-		bb.Append(int32(v.(int64)))
-		return 4, nil
-	case *array.Int64Builder:
-		bb.Append(v.(int64))
-		return 8, nil
-	case *array.Float32Builder:
-		bb.Append(float32(v.(float64)))
-		return 4, nil
-	case *array.Float64Builder:
-		bb.Append(v.(float64))
-		return 8, nil
-	case *array.Decimal128Builder:
-		n, err := decimalNum(v.(string), bb.Type().(*arrow.Decimal128Type))
-		if err != nil {
-			return 0, err
+		var x bool
+		if x, ok = v.(bool); ok {
+			bb.Append(x)
+			n = 1
 		}
-		bb.Append(n)
-		return 16, nil
+	case *array.Int16Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			bb.Append(int16(x))
+			n = 2
+		}
+	case *array.Int32Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			bb.Append(int32(x))
+			n = 4
+		}
+	case *array.Int64Builder:
+		var x int64
+		if x, ok = v.(int64); ok {
+			bb.Append(x)
+			n = 8
+		}
+	case *array.Float32Builder:
+		var x float64
+		if x, ok = v.(float64); ok {
+			bb.Append(float32(x))
+			n = 4
+		}
+	case *array.Float64Builder:
+		var x float64
+		if x, ok = v.(float64); ok {
+			bb.Append(x)
+			n = 8
+		}
+	case *array.Decimal128Builder:
+		var x string
+		if x, ok = v.(string); ok {
+			var d decimal128.Num
+			if d, ok, err = decimalValue(x, bb.Type().(*arrow.Decimal128Type)); err != nil {
+				return 0, err
+			}
+			if ok {
+				bb.Append(d)
+				n = 16
+			}
+		}
 	case *array.Date32Builder:
-		bb.Append(arrow.Date32FromTime(v.(time.Time)))
-		return 4, nil
+		var x time.Time
+		if x, ok = v.(time.Time); ok {
+			bb.Append(arrow.Date32FromTime(x))
+			n = 4
+		}
 	case *array.TimestampBuilder:
-		bb.Append(arrow.Timestamp(v.(time.Time).UnixMicro()))
-		return 8, nil
+		var x time.Time
+		if x, ok = v.(time.Time); ok {
+			bb.Append(arrow.Timestamp(x.UnixMicro()))
+			n = 8
+		}
 	case *array.StringBuilder:
-		s := v.(string)
-		bb.Append(s)
-		return len(s) + 4, nil
+		var x string
+		if x, ok = v.(string); ok {
+			bb.Append(x)
+			n = len(x) + 4
+		}
 	case *array.BinaryBuilder:
-		x := v.([]byte)
-		bb.Append(x)
-		return len(x) + 4, nil
+		var x []byte
+		if x, ok = v.([]byte); ok {
+			bb.Append(x)
+			n = len(x) + 4
+		}
 	}
-	return 0, fmt.Errorf("cdcsim: no Arrow conversion of %T into %s", v, b.Type())
+	if !ok {
+		return 0, fmt.Errorf("cdcsim: no Arrow conversion of %T into %s", v, b.Type())
+	}
+	return n, nil
+}
+
+// decimalValue is decimalNum, with ok false where the value does not fit a decimal128
+// (decimal128.FromBigInt panics).
+func decimalValue(s string, t *arrow.Decimal128Type) (d decimal128.Num, ok bool, err error) {
+	defer func() {
+		if recover() != nil {
+			d, ok, err = decimal128.Num{}, false, nil
+		}
+	}()
+	d, err = decimalNum(s, t)
+	return d, true, err
 }
 
 // decimalNum reads fixed-point text into a decimal128 of type t's scale.
 func decimalNum(s string, t *arrow.Decimal128Type) (decimal128.Num, error) {
+	if n, ok := decimalInt64(s, int(t.Scale)); ok {
+		return decimal128.FromI64(n), nil
+	}
+	return decimalText(s, t)
+}
+
+// decimalText is decimalNum by way of the digits' text: any text decimalInt64 does not
+// take.
+func decimalText(s string, t *arrow.Decimal128Type) (decimal128.Num, error) {
 	intPart, frac, _ := strings.Cut(s, ".")
 	scale := int(t.Scale)
 	if len(frac) > scale {
@@ -96,6 +152,45 @@ func decimalNum(s string, t *arrow.Decimal128Type) (decimal128.Num, error) {
 		return decimal128.Num{}, fmt.Errorf("decimal %q: not a number", s)
 	}
 	return decimal128.FromBigInt(&bi), nil
+}
+
+// decimalInt64 is decimalText's value for the common text, an optional '-', digits, and
+// optionally '.' and digits (those past scale ignored, as decimalText cuts them), of at
+// most 18 digits once the fraction is cut or padded to scale, read without building the
+// digits' string (two allocations a value, ~0.1 ms of a 1,000-row stream batch's read:
+// docs/performance.md § Issue 13: a code-level cut); ok is false for any other text,
+// which decimalText reads.
+func decimalInt64(s string, scale int) (n int64, ok bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if len(intPart)+scale > 18 || len(intPart)+scale == 0 {
+		return 0, false
+	}
+	for i := range len(intPart) {
+		c := intPart[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	for i := range scale {
+		var d int64
+		if i < len(frac) {
+			c := frac[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			d = int64(c - '0')
+		}
+		n = n*10 + d
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // rowSource produces the rows of a read one at a time into a record builder.
