@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -321,6 +322,51 @@ func TestParallel(t *testing.T) {
 	}
 	if err := Parallel(ctx, 0, 4, func(context.Context, int) error { return boom }); err != nil {
 		t.Fatalf("no tasks: %v", err)
+	}
+}
+
+// At width 1 the tasks run in order on the caller's goroutine (a panic in one reaches the
+// caller's recover, which it could not from a goroutine of its own); the first error
+// stops them and is returned; a ctx cancelled from outside starts no task and is the
+// error.
+func TestParallelWidthOne(t *testing.T) {
+	ctx := context.Background()
+	var order []int
+	boom := errors.New("boom")
+	err := Parallel(ctx, 5, 1, func(ctx context.Context, i int) error {
+		order = append(order, i)
+		if i == 3 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || !slices.Equal(order, []int{0, 1, 2, 3}) {
+		t.Fatalf("err %v, ran %v", err, order)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "task" {
+				t.Errorf("recovered %v, want the task's panic on the caller's goroutine", r)
+			}
+		}()
+		_ = Parallel(ctx, 2, 1, func(context.Context, int) error { panic("task") })
+	}()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	ran := false
+	if err := Parallel(cctx, 3, 1, func(context.Context, int) error { ran = true; return nil }); !errors.Is(err, context.Canceled) || ran {
+		t.Errorf("cancelled: err %v, a task ran %v", err, ran)
+	}
+	var seen []int
+	cctx, cancel = context.WithCancel(ctx)
+	defer cancel()
+	err = Parallel(cctx, 3, 0, func(ctx context.Context, i int) error {
+		seen = append(seen, i)
+		cancel() // the caller's ctx ends during the first task
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || !slices.Equal(seen, []int{0}) {
+		t.Errorf("cancelled during a task: err %v, ran %v", err, seen)
 	}
 }
 
