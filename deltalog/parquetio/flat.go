@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/thrift/lib/go/thrift"
 )
 
 // Files whose columns are all flat (no struct, list or map) are encoded here and through
@@ -98,10 +99,12 @@ func flatSchema(s *arrow.Schema) bool {
 // file.Writer's (TestFlatEncoderMatchesPqarrow and TestOwnChunksMatchPqarrow compare them
 // with pqarrow.FileWriter's; docs/decisions/0021-data-file-pages-encoded-here.md).
 type flatEncoder struct {
-	e     *propsEntry
-	sink  *countingWriter
-	fmb   *metadata.FileMetaDataBuilder
-	pager *ChunkPager
+	e    *propsEntry
+	sink *countingWriter
+	// footer is this file's footer: the entry's shared fields (footerTemplate) with this
+	// file's key-value metadata and row groups.
+	footer *metadata.FileMetaData
+	pager  *ChunkPager
 	// rg is the open row group's builder (nil before the first), rgs the row groups
 	// started; cw is its open column chunk writer (nil before its first column), col the
 	// columns started, rows its rows (the first column's).
@@ -140,7 +143,13 @@ func newFlatEncoder(w *countingWriter, s *arrow.Schema, e *propsEntry) (*flatEnc
 		return nil, fmt.Errorf("parquet: failed to write magic number: %w", err)
 	}
 	props := pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator))
-	return &flatEncoder{e: e, sink: sink, fmb: metadata.NewFileMetadataBuilder(e.pqSchema, e.props, meta),
+	tmpl, err := e.footerTemplate()
+	if err != nil {
+		return nil, err
+	}
+	shared := *tmpl.FileMetaData
+	shared.RowGroups, shared.NumRows, shared.KeyValueMetadata = nil, 0, meta
+	return &flatEncoder{e: e, sink: sink, footer: &metadata.FileMetaData{FileMetaData: &shared},
 		ctx: pqarrow.NewArrowWriteContext(context.Background(), &props), own: ownScratches.Get().(*ownScratch)}, nil
 }
 
@@ -148,7 +157,12 @@ func (f *flatEncoder) newRowGroup() error {
 	if err := f.closeRowGroup(); err != nil {
 		return err
 	}
-	f.rg = f.fmb.AppendRowGroup()
+	// A new row group: a copy of the template's empty one, whose chunks' entries the
+	// builder fills (arrow-go's FileMetaDataBuilder.AppendRowGroup, without the builder).
+	tmpl, _ := f.e.footerTemplate()
+	rg := *tmpl.RowGroups[0]
+	f.rg = metadata.NewRowGroupMetaDataBuilder(f.e.props, f.e.pqSchema, &rg)
+	f.footer.RowGroups = append(f.footer.RowGroups, &rg)
 	f.cw, f.col, f.rows = nil, 0, 0
 	return nil
 }
@@ -286,11 +300,24 @@ func (f *flatEncoder) close() error {
 	if err := f.closeRowGroup(); err != nil {
 		return err
 	}
-	md, err := f.fmb.Finish()
-	if err != nil {
+	var rows int64
+	for _, rg := range f.footer.RowGroups {
+		rows += rg.NumRows
+	}
+	f.footer.NumRows = rows
+	// The footer's Thrift bytes, as arrow-go's FileMetaData.WriteTo serializes them (its
+	// compact protocol into a memory buffer, then one write), into a buffer kept with the
+	// scratch.
+	buf := &f.own.footer
+	buf.Reset()
+	proto := thrift.NewTCompactProtocolConf(&thrift.TMemoryBuffer{Buffer: buf}, nil)
+	if err := f.footer.FileMetaData.Write(context.Background(), proto); err != nil {
 		return err
 	}
-	n, err := md.WriteTo(f.sink, nil)
+	if err := proto.Flush(context.Background()); err != nil {
+		return err
+	}
+	n, err := f.sink.Write(buf.Bytes())
 	if err != nil {
 		return err
 	}

@@ -528,3 +528,43 @@ func TestArrowIndexBytes(t *testing.T) {
 		}
 	}
 }
+
+// The flat encoder's footers come from a template kept per writer settings
+// (propsEntry.footerTemplate) with each file's own key-value metadata and row groups:
+// files of schemas equal but for their metadata (arrow.Schema.Equal ignores it, so they
+// share one entry), in turn, with one row group and several, are pqarrow's bytes.
+func TestFlatFootersFollowArrow(t *testing.T) {
+	base := mustSchema(t, benchColumns)
+	md := arrow.NewMetadata([]string{"origin", "note"}, []string{"cdc", "kept per file"})
+	withMeta := arrow.NewSchema(base.Fields(), &md)
+	write := func(t *testing.T, s *arrow.Schema, rowGroup int64, viaPqarrow bool) []byte {
+		t.Helper()
+		forcePqarrow = viaPqarrow
+		defer func() { forcePqarrow = false }()
+		var out bytes.Buffer
+		w := NewWriter(discardStore{&out}, s, WriterOptions{RowGroupBytes: rowGroup, TempDir: t.TempDir()})
+		for start := 0; start < 3000; start += 1000 {
+			r := bronzeRecordFrom(memory.DefaultAllocator, s, start, 1000, start == 0)
+			if err := w.Write(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			r.Release()
+		}
+		if _, err := w.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes()
+	}
+	for i, s := range []*arrow.Schema{base, withMeta, base, withMeta} {
+		for _, rowGroup := range []int64{0, 16 << 10} {
+			want := write(t, s, rowGroup, true)
+			got := write(t, s, rowGroup, false)
+			if !bytes.Equal(got, want) {
+				t.Errorf("file %d (metadata %v), row groups of %d bytes: %d bytes, pqarrow's %d, differ", i, s.HasMetadata(), rowGroup, len(got), len(want))
+			}
+			if s.HasMetadata() && !bytes.Contains(got, []byte("kept per file")) {
+				t.Errorf("file %d: the schema's metadata is not in its footer", i)
+			}
+		}
+	}
+}

@@ -67,6 +67,8 @@ type ownScratch struct {
 	page []byte
 	// PageScratch's spill is also the pager's (flat.go).
 	PageScratch
+	// footer is the file's footer serialized (flatEncoder.close).
+	footer bytes.Buffer
 }
 
 // ownChunks counts the column chunks written here in the process, for the tests to see

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 )
@@ -36,6 +37,28 @@ type propsEntry struct {
 	// pqSchema is schema as Parquet around root, shared read-only by the flat encoder's
 	// files (arrow-go's file.Writer built it anew from root for each).
 	pqSchema *pqschema.Schema
+	// footer is, built once (footerTemplate), what arrow-go's metadata builder makes of
+	// the footer of a file with one empty row group.
+	footerOnce sync.Once
+	footer     *metadata.FileMetaData
+	footerErr  error
+}
+
+// footerTemplate is the footer arrow-go's FileMetaDataBuilder makes of a flat file of e
+// with one empty row group, no key-value metadata: the fields every such file's footer
+// shares (version, schema, created_by, column orders), read-only, and an empty row group
+// to copy for each one (the flat encoder's). FileMetaDataBuilder.Finish built them anew
+// for every file, converting the schema to Thrift and back and parsing created_by: about
+// a tenth of a 1,000-row stream batch's Parquet encoding (docs/performance.md § Issue 13:
+// a code-level cut). The files are the same bytes (TestFlatEncoderMatchesPqarrow,
+// TestOwnChunksMatchPqarrow, TestFlatFootersFollowArrow).
+func (e *propsEntry) footerTemplate() (*metadata.FileMetaData, error) {
+	e.footerOnce.Do(func() {
+		fmb := metadata.NewFileMetadataBuilder(e.pqSchema, e.props, make(metadata.KeyValueMetadata, 0))
+		fmb.AppendRowGroup()
+		e.footer, e.footerErr = fmb.Finish()
+	})
+	return e.footer, e.footerErr
 }
 
 // matches says whether e was built for schema (by pointer, else field by field:
