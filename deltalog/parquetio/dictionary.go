@@ -2,6 +2,7 @@ package parquetio
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math/bits"
 	"sync"
 
@@ -288,6 +289,7 @@ func ownDictionary(dt arrow.DataType, pieces []arrow.Array) (arrow.Array, bool) 
 	d := dictBuilders.Get().(*dictBuilder)
 	defer dictBuilders.Put(d)
 	d.reset()
+	d.table(rows)
 	defer d.reset() // no reference into the pieces stays in the pool
 	pos := 0
 	for _, p := range pieces {
@@ -356,11 +358,16 @@ func ownDictionary(dt arrow.DataType, pieces []arrow.Array) (arrow.Array, bool) 
 // dictBuilders keep dictBuilders, and the room their map and values grew to, for the next
 // column: a stream batch's _start_lsn and a string column of a few hundred values grew
 // them afresh in every file, a twentieth of a 1,000-row batch's allocation.
-var dictBuilders = sync.Pool{New: func() any { return &dictBuilder{index: map[string]int32{}} }}
+var dictBuilders = sync.Pool{New: func() any { return new(dictBuilder) }}
 
 // dictBuilder numbers distinct values in order of first appearance.
 type dictBuilder struct {
-	index map[string]int32
+	// slots is an open-addressed table of 1 + the index of a value (0 empty), hashes the
+	// values' hashes: a Go map[string]int32 here cost ~0.1 ms of a 1,000-row stream
+	// batch's file (docs/performance.md § Issue 13: a code-level cut).
+	slots  []int32
+	mask   uint64
+	hashes []uint64
 	// values are the distinct values (pointing into the pieces' Arrow buffers, which the
 	// caller holds until the dictionary array is built); bytes their dictionary size
 	// (value plus 4-byte length), raw the plain size of every value added.
@@ -374,7 +381,7 @@ type dictBuilder struct {
 
 // reset empties d, keeping its room.
 func (d *dictBuilder) reset() {
-	clear(d.index)
+	d.hashes = d.hashes[:0]
 	clear(d.values)
 	d.values = d.values[:0]
 	d.bytes, d.raw = 0, 0
@@ -388,15 +395,33 @@ func (d *dictBuilder) add(v string) int32 {
 	if d.last >= 0 && v == d.lastValue {
 		return d.last
 	}
-	i, ok := d.index[v]
-	if !ok {
-		i = int32(len(d.values))
-		d.index[v] = i
-		d.values = append(d.values, v)
-		d.bytes += int64(len(v)) + 4
+	h := maphash.String(bytesSeed, v)
+	for i := h & d.mask; ; i = (i + 1) & d.mask {
+		j := d.slots[i]
+		if j == 0 {
+			d.values = append(d.values, v)
+			d.hashes = append(d.hashes, h)
+			j = int32(len(d.values))
+			d.slots[i] = j
+			d.bytes += int64(len(v)) + 4
+		} else if d.hashes[j-1] != h || d.values[j-1] != v {
+			continue
+		}
+		d.lastValue, d.last = d.values[j-1], j-1
+		return j - 1
 	}
-	d.lastValue, d.last = d.values[i], i
-	return i
+}
+
+// table empties d's table for up to n distinct values (after reset).
+func (d *dictBuilder) table(n int) {
+	size := tableSize(n)
+	if cap(d.slots) < size {
+		d.slots = make([]int32, size)
+	} else {
+		d.slots = d.slots[:size]
+		clear(d.slots)
+	}
+	d.mask = uint64(size - 1)
 }
 
 // dictionaryLoses says whether arrow-go's dictionary encoder, given one column chunk's

@@ -115,6 +115,54 @@ func (s *u128Set) add(k [2]uint64) bool {
 	}
 }
 
+// intIndex numbers int64 keys in order of first appearance, the entries of an integer
+// column chunk's dictionary (ownIntDictChunk), in an open-addressed table of 1 + entry
+// index (0 empty) over the entries slice; a run of one key (a commit's stamp, an
+// operation code) skips the table. It replaced a Go map, which with its hashing and
+// growth cost ~0.1 ms of a 1,000-row stream batch's file (docs/performance.md § Issue 13:
+// a code-level cut).
+type intIndex struct {
+	slots []int32
+	mask  uint64
+	// last is 1 + the index of the previous key (0: none).
+	last int32
+}
+
+// reset empties x for up to n distinct keys.
+func (x *intIndex) reset(n int) {
+	size := tableSize(n)
+	if cap(x.slots) < size {
+		x.slots = make([]int32, size)
+	} else {
+		x.slots = x.slots[:size]
+		clear(x.slots)
+	}
+	x.mask, x.last = uint64(size-1), 0
+}
+
+// index returns k's index in *entries, appending k when it is new. *entries holds exactly
+// the keys indexed since reset, and fewer than reset's n.
+func (x *intIndex) index(k int64, entries *[]int64) int32 {
+	e := *entries
+	if x.last > 0 && e[x.last-1] == k {
+		return x.last - 1
+	}
+	for i := mix64(uint64(k)) & x.mask; ; i = (i + 1) & x.mask {
+		j := x.slots[i]
+		if j == 0 {
+			*entries = append(e, k)
+			j = int32(len(e) + 1)
+			x.slots[i] = j
+			x.last = j
+			return j - 1
+		}
+		if e[j-1] == k {
+			x.last = j
+			return j - 1
+		}
+	}
+}
+
 // bytesSeed seeds the byte sets' hashes (one per process).
 var bytesSeed = maphash.MakeSeed()
 

@@ -2,7 +2,9 @@ package parquetio
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -185,5 +187,80 @@ func TestBytesSetSpans(t *testing.T) {
 	s.reset(4, []byte("zz"))
 	if !s.add(0, 1) || s.add(1, 2) || s.len() != 1 {
 		t.Fatal("a reset set does not start empty")
+	}
+}
+
+// intIndex numbers keys in order of first appearance as a map would: runs, zero,
+// negatives, extremes and many distinct keys, after a reset to fewer and to more.
+func TestIntIndexNumbersInOrderOfFirstAppearance(t *testing.T) {
+	var x intIndex
+	var entries []int64
+	for _, n := range []int{1000, 10, 5000} {
+		keys := make([]int64, n)
+		for i := range keys {
+			switch i % 7 {
+			case 0:
+				keys[i] = int64(i % 13)
+			case 1:
+				keys[i] = -int64(i % 5)
+			case 2:
+				keys[i] = math.MinInt64 + int64(i%3)
+			case 3:
+				keys[i] = math.MaxInt64 - int64(i%3)
+			default:
+				keys[i] = int64(i) * 7919 % int64(n)
+			}
+		}
+		x.reset(n)
+		entries = entries[:0]
+		want := map[int64]int32{}
+		var wantEntries []int64
+		for i, k := range keys {
+			w, ok := want[k]
+			if !ok {
+				w = int32(len(wantEntries))
+				want[k] = w
+				wantEntries = append(wantEntries, k)
+			}
+			if got := x.index(k, &entries); got != w {
+				t.Fatalf("n %d, key %d (#%d): index %d, want %d", n, k, i, got, w)
+			}
+		}
+		if !slices.Equal(entries, wantEntries) {
+			t.Fatalf("n %d: %d entries, want %d", n, len(entries), len(wantEntries))
+		}
+	}
+}
+
+// dictBuilder numbers strings in order of first appearance as a map would, with the
+// dictionary and plain sizes ownDictionary checks, across resets.
+func TestDictBuilderNumbersInOrderOfFirstAppearance(t *testing.T) {
+	d := new(dictBuilder)
+	for _, n := range []int{3000, 5, 700} {
+		d.reset()
+		d.table(n)
+		want := map[string]int32{}
+		var values []string
+		var bytes, raw int64
+		for i := range n {
+			v := fmt.Sprint("v", i*7919%(n/2+1))
+			if i%5 == 0 {
+				v = ""
+			}
+			raw += int64(len(v)) + 4
+			w, ok := want[v]
+			if !ok {
+				w = int32(len(values))
+				want[v] = w
+				values = append(values, v)
+				bytes += int64(len(v)) + 4
+			}
+			if got := d.add(v); got != w {
+				t.Fatalf("n %d, %q (#%d): index %d, want %d", n, v, i, got, w)
+			}
+		}
+		if !slices.Equal(d.values, values) || d.bytes != bytes || d.raw != raw {
+			t.Fatalf("n %d: %d values (want %d), bytes %d (%d), raw %d (%d)", n, len(d.values), len(values), d.bytes, bytes, d.raw, raw)
+		}
 	}
 }

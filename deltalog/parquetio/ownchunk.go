@@ -61,7 +61,7 @@ type ownScratch struct {
 	idx    []int32
 	// dict numbers an integer column's distinct values, entries in order of first
 	// appearance (ownIntDictChunk).
-	dict    map[int64]int32
+	dict    intIndex
 	entries []int64
 	// page is the uncompressed page being built.
 	page []byte
@@ -638,10 +638,7 @@ func (f *flatEncoder) ownIntDictChunk(meta *metadata.ColumnChunkMetaDataBuilder,
 	props := f.e.props
 	s := f.own
 	width := intWidth(k)
-	if s.dict == nil {
-		s.dict = map[int64]int32{}
-	}
-	clear(s.dict)
+	s.dict.reset(rows)
 	s.entries, s.idx = s.entries[:0], s.idx[:0]
 	batch := int(props.WriteBatchSize())
 	costRule := props.DictionaryCostFallbackEnabledFor(descr.Path())
@@ -657,13 +654,7 @@ func (f *flatEncoder) ownIntDictChunk(meta *metadata.ColumnChunkMetaDataBuilder,
 				}
 				v := intAt(k, buf, off+i)
 				lo, hi = min(lo, v), max(hi, v)
-				j, ok := s.dict[v]
-				if !ok {
-					j = int32(len(s.entries))
-					s.dict[v] = j
-					s.entries = append(s.entries, v)
-				}
-				s.idx = append(s.idx, j)
+				s.idx = append(s.idx, s.dict.index(v, &s.entries))
 				nonNull++
 			}
 			raw := int64(width * nonNull)
