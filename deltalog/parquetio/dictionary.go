@@ -414,14 +414,7 @@ func (d *dictBuilder) add(v string) int32 {
 
 // table empties d's table for up to n distinct values (after reset).
 func (d *dictBuilder) table(n int) {
-	size := tableSize(n)
-	if cap(d.slots) < size {
-		d.slots = make([]int32, size)
-	} else {
-		d.slots = d.slots[:size]
-		clear(d.slots)
-	}
-	d.mask = uint64(size - 1)
+	d.slots, d.mask = emptyTable(d.slots, n)
 }
 
 // dictionaryLoses says whether arrow-go's dictionary encoder, given one column chunk's

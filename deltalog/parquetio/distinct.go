@@ -18,6 +18,18 @@ func tableSize(n int) int {
 	return size
 }
 
+// emptyTable returns slots emptied and resized to tableSize(n) (reallocated only when its
+// room is short), and the size's mask.
+func emptyTable[T any](slots []T, n int) ([]T, uint64) {
+	size := tableSize(n)
+	if cap(slots) < size {
+		return make([]T, size), uint64(size - 1)
+	}
+	slots = slots[:size]
+	clear(slots)
+	return slots, uint64(size - 1)
+}
+
 // mix64 is MurmurHash3's 64-bit finalizer: every bit of k affects every bit of the
 // result, so keys that differ only in high bits (timestamps, scaled decimals) spread.
 func mix64(k uint64) uint64 {
@@ -40,14 +52,8 @@ type u64Set struct {
 
 // reset empties s for up to n keys.
 func (s *u64Set) reset(n int) {
-	size := tableSize(n)
-	if cap(s.slots) < size {
-		s.slots = make([]uint64, size)
-	} else {
-		s.slots = s.slots[:size]
-		clear(s.slots)
-	}
-	s.mask, s.n, s.zero = uint64(size-1), 0, false
+	s.slots, s.mask = emptyTable(s.slots, n)
+	s.n, s.zero = 0, false
 }
 
 // add adds k and reports whether it was not in s. s holds fewer keys than its reset
@@ -83,14 +89,8 @@ type u128Set struct {
 
 // reset empties s for up to n keys.
 func (s *u128Set) reset(n int) {
-	size := tableSize(n)
-	if cap(s.slots) < size {
-		s.slots = make([][2]uint64, size)
-	} else {
-		s.slots = s.slots[:size]
-		clear(s.slots)
-	}
-	s.mask, s.n, s.zero = uint64(size-1), 0, false
+	s.slots, s.mask = emptyTable(s.slots, n)
+	s.n, s.zero = 0, false
 }
 
 // add adds k and reports whether it was not in s.
@@ -130,14 +130,8 @@ type intIndex struct {
 
 // reset empties x for up to n distinct keys.
 func (x *intIndex) reset(n int) {
-	size := tableSize(n)
-	if cap(x.slots) < size {
-		x.slots = make([]int32, size)
-	} else {
-		x.slots = x.slots[:size]
-		clear(x.slots)
-	}
-	x.mask, x.last = uint64(size-1), 0
+	x.slots, x.mask = emptyTable(x.slots, n)
+	x.last = 0
 }
 
 // index returns k's index in *entries, appending k when it is new. *entries holds exactly
@@ -180,14 +174,8 @@ type bytesSet struct {
 
 // reset empties s for up to n values lying in data.
 func (s *bytesSet) reset(n int, data []byte) {
-	size := tableSize(n)
-	if cap(s.slots) < size {
-		s.slots = make([]int32, size)
-	} else {
-		s.slots = s.slots[:size]
-		clear(s.slots)
-	}
-	s.mask, s.data = uint64(size-1), data
+	s.slots, s.mask = emptyTable(s.slots, n)
+	s.data = data
 	s.spans, s.hashes = s.spans[:0], s.hashes[:0]
 }
 
