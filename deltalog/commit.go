@@ -106,6 +106,9 @@ func (tx *Transaction) Commit(ctx context.Context) (CommitResult, error) {
 			return tx.finish(CommitResult{Version: snap.Version(), Skipped: true}, nil), nil
 		}
 	}
+	if err := tx.table.CheckCoordination(ctx); err != nil {
+		return CommitResult{}, err
+	}
 	actions := tx.actions(randomUUID())
 	data, err := EncodeActions(actions)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog/internal/logname"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
@@ -137,6 +138,12 @@ type logListing struct {
 	checkpoints []checkpointRef // ascending by version
 	maxCommit   int64           // -1 when none
 	maxETag     string          // maxCommit's commit file's ETag, as listed
+	// fromStart is true for a listing of the whole log (no start key): it shows every
+	// temporary file under _delta_log/.tmp/, which sort before the commits. dynamoTemp is
+	// the first DynamoDB log store's temporary commit file it showed
+	// (logstore.DynamoTempFile), "" when none.
+	fromStart  bool
+	dynamoTemp string
 }
 
 // listLog lists _delta_log/ from version from onwards and groups the files. Multi-part
@@ -172,7 +179,9 @@ func listLogUpTo(ctx context.Context, store storage.Store, from int64, maxKeys i
 		}
 		g.add(oi)
 	}
-	return g.listing(), true, nil
+	l = g.listing()
+	l.fromStart = startAfter == ""
+	return l, true, nil
 }
 
 // logGrouper groups the _delta_log files of a listing, fed in any order, into a
@@ -202,6 +211,10 @@ func newLogGrouper() *logGrouper {
 func (g *logGrouper) add(oi storage.ObjectInfo) {
 	f := parseLogFile(oi.Key)
 	switch f.kind {
+	case kindOther:
+		if _, ok := logstore.DynamoTempFile(oi.Key); ok && g.l.dynamoTemp == "" {
+			g.l.dynamoTemp = oi.Key
+		}
 	case kindCommit:
 		g.l.commits[f.version] = true
 		if f.version > g.l.maxCommit {

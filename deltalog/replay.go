@@ -61,6 +61,7 @@ func (t *Table) Snapshot(ctx context.Context) (*Snapshot, error) {
 			if err != nil {
 				return 0, "", err
 			}
+			t.sawListing(pre.listing)
 			return pre.listing.maxCommit, pre.listing.maxETag, nil
 		})
 		if err != nil {

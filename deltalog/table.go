@@ -78,6 +78,9 @@ type Table struct {
 	// not yet committed (fresh). -1 with the zero time when none.
 	newest   int64
 	newestAt time.Time
+	// coordClean is true once the log was found without a DynamoDB log store's temporary
+	// commit file (CheckCoordination).
+	coordClean bool
 }
 
 // Open returns the table at store's root, committing through logs. It does no I/O: a

@@ -16,6 +16,9 @@ package logstore
 import (
 	"context"
 	"errors"
+	"strings"
+
+	"github.com/mssqlcdc/mssqlcdc/deltalog/internal/logname"
 )
 
 // ErrVersionExists is returned (wrapped) by Write when the version is already taken.
@@ -117,4 +120,33 @@ func Unwrap(l LogStore) LogStore {
 		}
 		l = w.Unwrap()
 	}
+}
+
+// DynamoTempDir is where Delta's S3DynamoDBLogStore (Spark's, and logstore/dynamo after it)
+// writes each commit before its DynamoDB entry claims the version:
+// _delta_log/.tmp/<v:020>.json.<uuid> (docs/reference/delta-protocol.md §13.5). They never
+// delete these files (an S3 lifecycle rule does), so one there (DynamoTempFile) shows a
+// table whose commits a DynamoDB table coordinates.
+const DynamoTempDir = "_delta_log/.tmp/"
+
+// DynamoTempFile reports whether key is a DynamoDB log store's temporary commit file,
+// DynamoTempDir + "<v:020>.json.<id>", and returns the version it names. Other files
+// under .tmp/ (an "<v:020>.json" without an id, which other writers leave) are not.
+func DynamoTempFile(key string) (version int64, ok bool) {
+	rest, ok := strings.CutPrefix(key, DynamoTempDir)
+	if !ok || len(rest) <= 26 || rest[20:26] != ".json." || strings.Contains(rest, "/") {
+		return 0, false
+	}
+	return logname.ParseVersion(rest[:20])
+}
+
+// Coordinated is implemented by log stores whose exclusion lives outside the table's
+// files, in a service every writer of the table must share (logstore/dynamo: one DynamoDB
+// table). A writer committing through any other log store bypasses it, and two commits
+// can then claim one version, so deltalog refuses a commit through a log store that is not
+// Coordinated to a table that shows DynamoDB coordination (a DynamoTempFile in its log).
+type Coordinated interface {
+	LogStore
+	// Coordinator names the shared service, for messages ("DynamoDB table delta_log").
+	Coordinator() string
 }

@@ -140,6 +140,7 @@ var (
 	_ logstore.LogStore     = (*LogStore)(nil)
 	_ logstore.Lister       = (*LogStore)(nil)
 	_ logstore.Replacements = (*LogStore)(nil)
+	_ logstore.Coordinated  = (*LogStore)(nil)
 )
 
 // New returns a LogStore for the table rooted at store. It does no I/O; the DynamoDB table
@@ -175,6 +176,10 @@ func New(ddb Client, store storage.Store, opts Options) (*LogStore, error) {
 	}
 	return &LogStore{ddb: ddb, store: store, table: opts.Table, tablePath: tp, opts: opts, known: known{Version: -1}}, nil
 }
+
+// Coordinator names the DynamoDB table every writer of the table must commit through
+// (logstore.Coordinated).
+func (l *LogStore) Coordinator() string { return "DynamoDB table " + l.table }
 
 // TablePathKey is the tablePath this LogStore keys its entries with.
 func (l *LogStore) TablePathKey() string { return l.tablePath }
