@@ -26,8 +26,8 @@ type UncoordinatedCommitError struct {
 
 func (e *UncoordinatedCommitError) Error() string {
 	return fmt.Sprintf("deltalog: refusing to commit to %s without its DynamoDB log table: %s shows that its writers "+
-		"coordinate commits through DynamoDB, and a commit by S3 conditional put bypasses that (two commits can claim "+
-		"one version, and one is lost); commit through the DynamoDB table the other writers use (mssqlcdc: --dynamo-table, "+
+		"coordinate commits through DynamoDB, and a commit through another log store (S3 conditional put, local disk) "+
+		"bypasses that (two commits can claim one version, and one is lost); commit through the DynamoDB table the other writers use (mssqlcdc: --dynamo-table, "+
 		"or the spec's storage.dynamo_table, with their region and tablePath scheme), or, if every writer has left DynamoDB "+
 		"for good, delete %s", e.Table, e.TempFile, logstore.DynamoTempDir)
 }

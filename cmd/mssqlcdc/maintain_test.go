@@ -375,3 +375,27 @@ func TestMaintainSaysOperationsInRunOrder(t *testing.T) {
 	}
 	inOrder("report", out, "\n")
 }
+
+// maintain without --dynamo-table on a table whose _delta_log/.tmp/ holds a DynamoDB log
+// store's temporary commit file (Spark's S3DynamoDBLogStore and ours leave them) refuses
+// before doing anything, dry runs included: its commits (compaction) would bypass the
+// DynamoDB table the other writers exclude one another through. The message names the
+// file and the flag.
+func TestMaintainRefusesATableCoordinatedThroughDynamoDB(t *testing.T) {
+	dir := t.TempDir()
+	writeIDTable(t, dir, 12) // versions 0..11: a checkpoint at 10, a checkpoint of 11 to write
+	temp := "_delta_log/.tmp/00000000000000000011.json.0b7d4c2e-9f1a-4e58-8c3b-6a2d1e0f9c47"
+	if err := os.MkdirAll(filepath.Join(dir, "_delta_log", ".tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orphan(t, dir, filepath.FromSlash(temp), 48*time.Hour) // what --temp-files would delete
+	for _, args := range [][]string{{"--all"}, {"--all", "--dry-run"}, {"--compact"}} {
+		out, errOut, code := runCLI(t, append([]string{"maintain", dir}, args...)...)
+		if code != 1 || !strings.Contains(errOut, temp) || !strings.Contains(errOut, "--dynamo-table") || out != "" {
+			t.Errorf("maintain %v: exit %d, stdout %q, stderr %q; want exit 1 naming %s and --dynamo-table", args, code, out, errOut, temp)
+		}
+	}
+	if !exists(t, filepath.Join(dir, filepath.FromSlash(temp))) || exists(t, filepath.Join(dir, "_delta_log", "00000000000000000011.checkpoint.parquet")) {
+		t.Error("a refused maintain changed the table")
+	}
+}

@@ -153,7 +153,9 @@ var ErrNoTable = errors.New("no Delta table here (no _delta_log commits)")
 // writes a checkpoint of the newest version, cleans the log, vacuums and deletes orphaned
 // temporary files, as o asks. The first failing operation ends the run with its error
 // (the report holds what was done before it); a compaction stopped by CompactBefore is no
-// error. ErrNoTable when the table has no commit.
+// error. ErrNoTable when the table has no commit; *deltalog.UncoordinatedCommitError,
+// before anything is done, when the table's writers coordinate through DynamoDB and tbl
+// does not commit through it (Table.CheckCoordination).
 func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 	snap, err := tbl.Snapshot(ctx)
 	if err != nil {
@@ -161,6 +163,13 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 	}
 	if snap.Version() < 0 {
 		return nil, ErrNoTable
+	}
+	// Compaction commits, and the other operations are no business of a process that
+	// cannot commit to the table: a table whose writers coordinate through DynamoDB is
+	// refused before anything is done, dry runs included, when tbl does not commit
+	// through DynamoDB (docs/decisions/0029-mixed-log-stores.md).
+	if err := tbl.CheckCoordination(ctx); err != nil {
+		return nil, err
 	}
 	md := snap.Metadata()
 	rep := &Report{Table: tbl.Store().URL(), DryRun: o.DryRun}
