@@ -34,10 +34,12 @@ type VacuumResult struct {
 	Deleted []string
 	// DeletedBytes is the size of the Deleted files, as listed.
 	DeletedBytes int64
-	// Protected counts the files kept because the snapshot references them (live files
-	// and removes younger than the retention); TooNew counts unreferenced files kept
+	// Protected counts the files kept because the snapshot references them: Live, its
+	// live files (and the deletion vector files they name), plus Removed, the files of
+	// its removes younger than the retention (and their deletion vector files), which
+	// time travel within the retention still reads. TooNew counts unreferenced files kept
 	// because they are younger than the retention (possibly a writer's uncommitted file).
-	Protected, TooNew int
+	Protected, Live, Removed, TooNew int
 }
 
 // Vacuum deletes the data files under the table root that the latest snapshot does not
@@ -91,25 +93,26 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 	if err != nil {
 		return res, fmt.Errorf("vacuum: table URL %q: %w", t.store.URL(), err)
 	}
-	referenced := make(map[string]bool, len(snap.Files()))
-	reference := func(p string) {
+	referenced := make(map[string]bool, len(snap.Files())) // key -> live (else a kept remove's)
+	// A key a live file names is live, whatever kept remove names it too.
+	reference := func(p string, live bool) {
 		if k, ok := tableKey(root, p); ok {
-			referenced[k] = true
+			referenced[k] = referenced[k] || live
 		}
 	}
 	// A deletion vector's file is referenced by every live file and kept remove that names
 	// it (one DV file may hold the DVs of many data files).
-	referenceDV := func(dv *DeletionVector) {
+	referenceDV := func(dv *DeletionVector, live bool) {
 		if dv == nil || dv.StorageType == DVStorageInline {
 			return
 		}
 		if k, err := dvFileKey(t.store.URL(), dv); err == nil {
-			referenced[k] = true
+			referenced[k] = referenced[k] || live
 		}
 	}
 	for i := range snap.Files() {
-		reference(snap.Files()[i].Path)
-		referenceDV(snap.Files()[i].DeletionVector)
+		reference(snap.Files()[i].Path, true)
+		referenceDV(snap.Files()[i].DeletionVector, true)
 	}
 	// Of the checkpoint's tombstones only the path, deletionTimestamp and deletionVector
 	// are read and decoded.
@@ -120,8 +123,8 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 	for _, r := range tombstones {
 		if r.DeletionTimestamp == nil || *r.DeletionTimestamp > cutoff.UnixMilli() {
 			// A remove without a timestamp is kept: its age is unknown.
-			reference(r.Path)
-			referenceDV(r.DeletionVector)
+			reference(r.Path, false)
+			referenceDV(r.DeletionVector, false)
 		}
 	}
 
@@ -137,8 +140,13 @@ func (t *Table) Vacuum(ctx context.Context, opts VacuumOptions) (VacuumResult, e
 		if hiddenPath(oi.Key) {
 			return nil
 		}
-		if referenced[oi.Key] {
+		if live, ok := referenced[oi.Key]; ok {
 			res.Protected++
+			if live {
+				res.Live++
+			} else {
+				res.Removed++
+			}
 			return nil
 		}
 		if oi.ModTime.After(cutoff) {

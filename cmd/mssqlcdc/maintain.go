@@ -220,8 +220,9 @@ func printMaintain(w io.Writer, r *maintainReport, verbose bool) {
 		printKeys(w, c.Deleted, verbose)
 	}
 	if v := r.Vacuum; v != nil {
-		fmt.Fprintf(w, "vacuum: %s %d %s (%d bytes); kept %d referenced by version %d, %d younger than the retention (retention %s)\n",
-			verb, v.DeletedFiles, plural(v.DeletedFiles, "file"), v.DeletedBytes, *v.Protected, *v.Version, *v.TooNew, readableHours(v.RetentionHours))
+		fmt.Fprintf(w, "vacuum: %s %d %s (%d bytes); kept %d live %s of version %d and %d removed %s within the retention, %d unreferenced %s younger than the retention (retention %s)\n",
+			verb, v.DeletedFiles, plural(v.DeletedFiles, "file"), v.DeletedBytes, *v.Live, plural(*v.Live, "file"), *v.Version,
+			*v.Removed, plural(*v.Removed, "file"), *v.TooNew, plural(*v.TooNew, "file"), readableHours(v.RetentionHours))
 		printNeedsForce(w, "vacuum", maintain.DeletedRetentionKey, v)
 		printKeys(w, v.Deleted, verbose)
 	}

@@ -92,7 +92,7 @@ func TestMaintainVacuum(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want := fmt.Sprintf("vacuum: would delete 1 file (%d bytes); kept 3 referenced by version 2, 1 younger than the retention (retention 7 days)\n  part-orphan-old.parquet\n", oldSize)
+	want := fmt.Sprintf("vacuum: would delete 1 file (%d bytes); kept 3 live files of version 2 and 0 removed files within the retention, 1 unreferenced file younger than the retention (retention 7 days)\n  part-orphan-old.parquet\n", oldSize)
 	if !strings.Contains(out, want) {
 		t.Errorf("dry run output lacks %q:\n%s", want, out)
 	}
@@ -397,5 +397,25 @@ func TestMaintainRefusesATableCoordinatedThroughDynamoDB(t *testing.T) {
 	}
 	if !exists(t, filepath.Join(dir, filepath.FromSlash(temp))) || exists(t, filepath.Join(dir, "_delta_log", "00000000000000000011.checkpoint.parquet")) {
 		t.Error("a refused maintain changed the table")
+	}
+}
+
+// maintain's vacuum line says what the files it kept are: the live files of the version,
+// and the removed files it keeps within the retention (a compaction's inputs), counted
+// apart, not all as "referenced by" the version (which has one live file here).
+func TestMaintainVacuumLineTellsLiveFromRemoved(t *testing.T) {
+	dir := t.TempDir()
+	writeIDTable(t, dir, 5) // versions 0..4, one file each
+	if rep := maintainJSON(t, dir, "--compact"); rep.Compact == nil || rep.Compact.FilesRemoved != 5 || rep.Compact.FilesAdded != 1 {
+		t.Fatalf("compaction: %+v", rep.Compact)
+	}
+	out, errOut, code := runCLI(t, "maintain", dir, "--vacuum", "--dry-run")
+	want := "vacuum: would delete 0 files (0 bytes); kept 1 live file of version 5 and 5 removed files within the retention, 0 unreferenced files younger than the retention (retention 7 days)\n"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, %q %q; want the line %q", code, out, errOut, want)
+	}
+	v := maintainJSON(t, dir, "--vacuum", "--dry-run").Vacuum
+	if v == nil || *v.Protected != 6 || v.Live == nil || *v.Live != 1 || v.Removed == nil || *v.Removed != 5 {
+		t.Errorf("vacuum report: %+v, want protected 6: live 1, removed 5", v)
 	}
 }

@@ -120,10 +120,13 @@ type OpResult struct {
 	// Deleted are the keys, relative to the table root.
 	Deleted []string `json:"deleted"`
 	// Vacuum only: the snapshot version whose references were kept, and the files kept
-	// because that snapshot references them (Protected) or because they are younger than
-	// the retention (TooNew).
+	// because that snapshot references them (Protected: Live, its live files, plus
+	// Removed, the files of its removes within the retention) or because they are
+	// younger than the retention (TooNew).
 	Version   *int64 `json:"version,omitempty"`
 	Protected *int   `json:"protected,omitempty"`
+	Live      *int   `json:"live,omitempty"`
+	Removed   *int   `json:"removed,omitempty"`
 	TooNew    *int   `json:"tooNew,omitempty"`
 	// Log clean-up only: the checkpoint the kept log starts from; null when no checkpoint
 	// is old enough and nothing was deleted.
@@ -245,6 +248,7 @@ func Run(ctx context.Context, tbl *deltalog.Table, o Options) (*Report, error) {
 		}
 		r := newOpResult(vacRet, vacMin, res.Deleted, res.DeletedBytes)
 		r.Version, r.Protected, r.TooNew, r.NeedsForce = &res.Version, &res.Protected, &res.TooNew, vacForce
+		r.Live, r.Removed = &res.Live, &res.Removed
 		rep.Vacuum = r
 	}
 	if o.TempFiles {

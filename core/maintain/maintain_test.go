@@ -71,7 +71,9 @@ func TestRunAll(t *testing.T) {
 	if rep.Vacuum.DeletedFiles != 0 || rep.CleanupLog.DeletedFiles != 0 || rep.TempFiles.DeletedFiles != 0 || rep.Vacuum.RetentionHours != 168 || rep.CleanupLog.RetentionHours != 720 {
 		t.Fatalf("deleted too early: vacuum %+v, log %+v, temp %+v", rep.Vacuum, rep.CleanupLog, rep.TempFiles)
 	}
-	tmp := filepath.Join(dir, "_delta_log", ".tmp", "00000000000000000003.json.dead")
+	// delta-rs's temporary commit file: a DynamoDB log store's (.tmp/<v>.json.<id>) would
+	// make a run through this log store refuse the table (TestRunRefusesDynamoCoordinated).
+	tmp := filepath.Join(dir, "_delta_log", "_commit_dead.json.tmp")
 	if err := os.MkdirAll(filepath.Dir(tmp), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +107,30 @@ func TestRunAll(t *testing.T) {
 	deltatest.AppendIDs(t, tbl, 8, 1)
 	if got := deltatest.IDs(t, tbl); len(got) != 90 {
 		t.Fatalf("%d rows after an append", len(got))
+	}
+}
+
+// A table whose _delta_log/.tmp/ holds a DynamoDB log store's temporary commit file is
+// refused before anything changes, when the run's log store is not DynamoDB's.
+func TestRunRefusesDynamoCoordinated(t *testing.T) {
+	dir := t.TempDir()
+	deltatest.AppendIDs(t, open(t, dir, &deltatest.Faults{}, time.Now()), 0, 3)
+	tmp := filepath.Join(dir, "_delta_log", ".tmp", "00000000000000000002.json.5e1b")
+	if err := os.MkdirAll(filepath.Dir(tmp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tmp, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := maintain.All()
+	o.Compaction.Writer.TempDir = t.TempDir()
+	rep, err := maintain.Run(context.Background(), open(t, dir, &deltatest.Faults{}, time.Now()), o)
+	var uce *deltalog.UncoordinatedCommitError
+	if !errors.As(err, &uce) || rep != nil {
+		t.Fatalf("run: %+v, %v; want *deltalog.UncoordinatedCommitError", rep, err)
+	}
+	if snap, _ := open(t, dir, &deltatest.Faults{}, time.Now()).Snapshot(context.Background()); snap.NumFiles() != 3 || snap.Version() != 2 {
+		t.Fatalf("changed despite the refusal: version %d, %d files", snap.Version(), snap.NumFiles())
 	}
 }
 

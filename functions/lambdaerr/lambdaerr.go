@@ -90,6 +90,7 @@ var declared = []Name{
 	decl(&deltalog.CommitUnknownError{}, true, All),
 
 	decl(&config.ConfigError{}, false, All),
+	decl(&deltalog.UncoordinatedCommitError{}, false, All),
 	decl(&config.PasswordUnsetError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&config.PasswordSecretError{}, false, Both|Seed|BackfillWave|Reconcile),
 	decl(&source.CaptureInstanceNotFoundError{}, false, Both|Seed|BackfillWave|Reconcile),
