@@ -104,13 +104,13 @@ func (s *splicer) convert(ctx context.Context, cd *copyData, f copyFile) (rows i
 	}
 	src, err := parquetio.OpenSource(ctx, cd.store, f.key(cd.format), f.Size)
 	if err != nil {
-		return 0, false, fmt.Errorf("copy %s: %w", cd.url, err)
+		return 0, false, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 	}
 	defer src.Close()
 	props := pqarrow.ArrowReadProperties{BatchSize: parquetio.ReadBatchRows}
 	manifest, err := pqarrow.NewSchemaManifest(src.MetaData().Schema, src.MetaData().KeyValueMetadata(), &props)
 	if err != nil {
-		return 0, false, fmt.Errorf("copy %s: %w", cd.url, err)
+		return 0, false, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 	}
 	bsc, err := s.w.ParquetSchema()
 	if err != nil {
@@ -157,7 +157,7 @@ func (s *splicer) convert(ctx context.Context, cd *copyData, f copyFile) (rows i
 	}
 	fr, err := pqarrow.NewFileReader(src.Reader, props, memory.DefaultAllocator)
 	if err != nil {
-		return 0, false, fmt.Errorf("copy %s: %w", cd.url, err)
+		return 0, false, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 	}
 	md := src.MetaData()
 	if v := md.WriterVersion(); v != nil && v.App == "parquet-mr" && v.LessThan(parquetMR18) {
@@ -243,10 +243,10 @@ func (s *splicer) rowGroup(ctx context.Context, cd *copyData, f copyFile, src *p
 		if c.raw {
 			m, err := rgm.ColumnChunk(c.leaf)
 			if err != nil {
-				return 0, fmt.Errorf("copy %s: %w", cd.url, err)
+				return 0, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 			}
 			if ch, ok, err := s.rawChunk(src, g, c, m, rows); err != nil {
-				return 0, fmt.Errorf("copy %s: %s: %w", cd.url, f.Path, err)
+				return 0, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 			} else if ok {
 				raw[c.plan] = ch
 				continue
@@ -269,7 +269,7 @@ func (s *splicer) rowGroup(ctx context.Context, cd *copyData, f copyFile, src *p
 		}
 		rr, err := fr.GetRecordReader(ctx, fieldIdx, []int{g})
 		if err != nil {
-			return 0, fmt.Errorf("copy %s: %s: %w", cd.url, f.Path, err)
+			return 0, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 		}
 		defer rr.Release()
 		var off int64
@@ -288,10 +288,10 @@ func (s *splicer) rowGroup(ctx context.Context, cd *copyData, f copyFile, src *p
 			off += rec.NumRows()
 		}
 		if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("copy %s: %s: %w", cd.url, f.Path, err)
+			return 0, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 		}
 		if off != rows {
-			return 0, fmt.Errorf("copy %s: %s: row group %d read %d rows of %d", cd.url, f.Path, g, off, rows)
+			return 0, fmt.Errorf("copy %s: row group %d read %d rows of %d", cd.fileURL(f.Path), g, off, rows)
 		}
 	}
 	// Bronze's columns in order: copied chunks as they are, the rest encoded together.

@@ -131,7 +131,7 @@ func (st planState) stamp() bronze.SnapshotStamp {
 func convertFile(ctx context.Context, cd *copyData, f copyFile, cv *converter, w *ingest.Writer) (int64, error) {
 	it, err := cd.read(ctx, f, copyColumns(cv.plan))
 	if err != nil {
-		return 0, fmt.Errorf("copy %s: %w", cd.url, err)
+		return 0, fmt.Errorf("copy %s: %w", cd.fileURL(f.Path), err)
 	}
 	var parts map[string]*string
 	if cd.format == FormatParquet {

@@ -240,7 +240,7 @@ func (c *copyData) schema(ctx context.Context, files []copyFile) (*arrow.Schema,
 	first := files[0]
 	it, err := parquetio.ReadFile(ctx, c.store, first.Path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("copy %s: %w", c.url, err)
+		return nil, fmt.Errorf("copy %s: %w", c.fileURL(first.Path), err)
 	}
 	fields := append([]arrow.Field(nil), it.Schema().Fields()...)
 	it.Close()
@@ -250,6 +250,15 @@ func (c *copyData) schema(ctx context.Context, files []copyFile) (*arrow.Schema,
 		}
 	}
 	return arrow.NewSchema(fields, nil), nil
+}
+
+// fileURL is the full location of the copy's file at p (relative to the copy's URL), for
+// the messages of errors about that file; a Delta add's absolute URI is itself.
+func (c *copyData) fileURL(p string) string {
+	if strings.Contains(p, "://") {
+		return p
+	}
+	return strings.TrimSuffix(c.url, "/") + "/" + strings.TrimPrefix(p, "/")
 }
 
 // fieldIndexFold finds name among fields: an exact match, else the only match ignoring

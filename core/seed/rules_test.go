@@ -417,3 +417,22 @@ func TestFutureAsOfIsAConfigError(t *testing.T) {
 	}
 	e.mustRun(seed.Request{Copy: url, AsOf: now.Format(time.RFC3339Nano)})
 }
+
+// A copy that is one file that is no Parquet file is refused with an error naming the
+// file's full location, not only its folder (with the file's name said apart, the folder
+// and the name were two pieces of a message the reader had to put together).
+func TestBadSingleFileCopyNamesItsLocation(t *testing.T) {
+	e := tEnv(t, 3, cdcsim.Config{})
+	url := e.lake.URL("copies") + "/notpq.parquet"
+	if err := e.lake.RawStore(url[:strings.LastIndex(url, "/")]).Put(context.Background(), "notpq.parquet",
+		strings.NewReader("this is no parquet file"), 23); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.run(seed.Request{Copy: url, AsOf: e.maxLSN().String()})
+	if err == nil || !strings.Contains(err.Error(), url+":") {
+		t.Fatalf("seed of %s: %v, want an error naming %s", url, err, url)
+	}
+	if e.bronzeVersion() != -1 {
+		t.Fatal("a refused seed wrote bronze")
+	}
+}
