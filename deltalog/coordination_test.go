@@ -3,10 +3,13 @@ package deltalog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 	"github.com/mssqlcdc/mssqlcdc/deltalog/deltatest"
@@ -140,5 +143,33 @@ func TestCoordinationCheckRequests(t *testing.T) {
 				t.Errorf("%d listings of %s, want %d: %q", lists, logstore.DynamoTempDir, tc.lists, f.Ops())
 			}
 		})
+	}
+}
+
+// Temp-file clean-up keeps the newest DynamoDB temporary commit file, however old and
+// decided: it is the mark by which a writer through another log store is refused, and
+// without it a table idle for a day after a clean-up would lose it.
+func TestCleanupTempFilesKeepsTheDynamoDBMark(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	deltatest.AppendIDs(t, openCondPut(t, dir, &deltatest.Faults{}), 0, 3)
+	old := time.Now().Add(-48 * time.Hour)
+	var temps []string
+	for v := range 3 {
+		key := fmt.Sprintf("_delta_log/.tmp/%020d.json.id%d", v, v)
+		putFile(t, dir, key)
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(key)), old, old); err != nil {
+			t.Fatal(err)
+		}
+		temps = append(temps, key)
+	}
+	tbl := openCondPut(t, dir, &deltatest.Faults{})
+	res, err := tbl.CleanupTempFiles(ctx, deltalog.TempFileOptions{})
+	if err != nil || !slices.Equal(res.Deleted, temps[:2]) {
+		t.Fatalf("deleted %v, %v; want %v (the newest kept)", res.Deleted, err, temps[:2])
+	}
+	var uce *deltalog.UncoordinatedCommitError
+	if err := tbl.CheckCoordination(ctx); !errors.As(err, &uce) || uce.TempFile != temps[2] {
+		t.Errorf("after the clean-up: %v, want *UncoordinatedCommitError naming %s", err, temps[2])
 	}
 }

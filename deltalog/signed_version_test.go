@@ -134,6 +134,7 @@ func TestCleanupTempFilesKeepsSignedVersions(t *testing.T) {
 		"_delta_log/.tmp/+0000000000000000001.json.bbb", // below the oldest commit, were it 1
 		"_delta_log/.tmp/-0000000000000000001.json.ccc",
 		"_delta_log/.tmp/00000000000000000004.json.ddd", // version 4, committed: delete
+		"_delta_log/.tmp/00000000000000000005.json.eee", // the newest: kept (the DynamoDB mark)
 	} {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mssqlcdc/mssqlcdc/deltalog/internal/logname"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/logstore"
 )
 
 // DefaultTempFileAge is how old an orphaned temporary file must be before
@@ -52,6 +52,10 @@ type TempFileResult struct {
 //     age alone;
 //   - the store's own temporary files (TempFileCleaner), by age alone.
 //
+// The newest ".tmp/" file (of the highest version) is kept whatever its age: it marks the
+// table as one whose writers coordinate through DynamoDB, which Table.CheckCoordination
+// tells a writer through another log store by (docs/decisions/0029-mixed-log-stores.md).
+//
 // Only files older than MinAge are deleted. It lists the ".tmp/" and "_commit_" prefixes,
 // and only when a ".tmp/" file is old enough, the commits of the versions those name (one
 // listing from the lowest to the highest) and, for one with no commit file, the oldest
@@ -71,20 +75,25 @@ func (t *Table) CleanupTempFiles(ctx context.Context, opts TempFileOptions) (Tem
 	}
 	var cands []tmp
 	lowest, highest := int64(-1), int64(-1) // the versions the candidates name
-	for _, prefix := range []string{LogDir + ".tmp/", LogDir + "_commit_"} {
+	// mark is the newest DynamoDB temporary commit file of any age, kept as the mark of a
+	// table whose writers coordinate through DynamoDB.
+	mark, markVersion := "", int64(-1)
+	for _, prefix := range []string{logstore.DynamoTempDir, LogDir + "_commit_"} {
 		for oi, err := range t.store.List(ctx, prefix, "") {
 			if err != nil {
 				return res, fmt.Errorf("temp files: list: %w", err)
+			}
+			v, isDynamo := logstore.DynamoTempFile(oi.Key)
+			if isDynamo && (v > markVersion || (v == markVersion && oi.Key > mark)) {
+				mark, markVersion = oi.Key, v
 			}
 			if !oi.ModTime.Before(cutoff) {
 				continue
 			}
 			name := strings.TrimPrefix(oi.Key, LogDir)
-			if rest, ok := strings.CutPrefix(name, ".tmp/"); ok && len(rest) > 26 && rest[20:26] == ".json." {
-				if v, ok := logname.ParseVersion(rest[:20]); ok {
-					cands = append(cands, tmp{oi.Key, v, oi.Size})
-					lowest, highest = minVersion(lowest, v), max(highest, v)
-				}
+			if isDynamo {
+				cands = append(cands, tmp{oi.Key, v, oi.Size})
+				lowest, highest = minVersion(lowest, v), max(highest, v)
 				continue
 			}
 			if strings.HasPrefix(name, "_commit_") && strings.HasSuffix(name, ".json.tmp") && !strings.Contains(name, "/") {
@@ -115,6 +124,9 @@ func (t *Table) CleanupTempFiles(ctx context.Context, opts TempFileOptions) (Tem
 	}
 	oldest := int64(-2) // not looked up yet
 	for _, c := range cands {
+		if c.key == mark {
+			continue
+		}
 		if c.version >= 0 && !commits[c.version] {
 			if oldest == -2 {
 				var err error
