@@ -80,6 +80,9 @@ type CommitResult struct {
 //     A failed checkpoint never fails the commit: the next one is tried 'interval'
 //     commits later and readers replay the JSON commits meanwhile.
 //
+// Before anything is written, a table whose log shows DynamoDB writers is refused when the
+// Table's log store is not DynamoDB's (*UncoordinatedCommitError, Table.CheckCoordination).
+//
 // A committed version is never reported as failed: once Write returned nil (or the
 // version reads back as our bytes) Commit returns it. The commit always carries
 // commitInfo (timestamp, operation, operationParameters, readVersion, isolationLevel

@@ -41,6 +41,13 @@
 //     wrote nothing and would recur (matching logstore.ErrRefused: DynamoDB entries left
 //     by a dropped table, a previous commit missing) is returned at once, wrapped, for an
 //     operator to act on.
+//   - Every writer of a table commits through the same kind of log store: a table whose
+//     _delta_log/.tmp/ holds a DynamoDB log store's temporary commit file
+//     (logstore.DynamoTempFile: Spark's S3DynamoDBLogStore and logstore/dynamo leave them)
+//     is refused, before anything is written, with *UncoordinatedCommitError by a Table
+//     whose log store is not logstore.Coordinated, since such a commit bypasses the
+//     DynamoDB exclusion (Table.CheckCoordination, coordination.go; checked once per
+//     Table, from its first open's listing or one listing of .tmp/).
 //   - Version 0 carries protocol and metaData. Each commit carries at most one metaData,
 //     one protocol, one txn per app id, one domainMetadata per domain, and one add or
 //     remove per (path, DV id); a path re-added with another deletion vector removes the

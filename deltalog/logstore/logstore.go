@@ -11,6 +11,11 @@
 //     undecided: the caller re-reads the log to learn the outcome.
 //   - Latest and Read complete any commit a writer left half-done (a DynamoDB entry not
 //     yet copied to N.json), so every reader sees the same versions.
+//
+// Exclusion holds only between writers using the same log store: every writer of a table
+// must commit through one DynamoDB table (Coordinated), or all by conditional put. The
+// DynamoDB kind leaves its mark in the table (DynamoTempFile), by which deltalog refuses a
+// writer of the other kind; the reverse leaves none (docs/decisions/0029-mixed-log-stores.md).
 package logstore
 
 import (

@@ -4,7 +4,8 @@
 // appears whole or not at all.
 //
 // Only safe when every writer of the table commits the same way (delta-rs ≥ 1.0 does; Spark
-// with S3DynamoDBLogStore does not, see logstore/dynamo).
+// with S3DynamoDBLogStore does not, see logstore/dynamo). A table whose log shows DynamoDB
+// writers (logstore.DynamoTempFile) is refused by deltalog's commit through this LogStore.
 package condput
 
 import (
