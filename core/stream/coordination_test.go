@@ -44,3 +44,45 @@ func TestStreamRefusesBronzeCoordinatedThroughDynamoDB(t *testing.T) {
 		t.Fatalf("bronze at version %d after the refusal (%v), want %d", after.Version(), err, before.Version())
 	}
 }
+
+// Invariant 5 across a refusal: a batch refused for DynamoDB coordination has written its
+// offsets file and Parquet files but no commit; once the user fixes the table (here every
+// writer left DynamoDB, so _delta_log/.tmp/ is deleted, as docs/operations.md § Log stores
+// must match says) the rerun, with more changes arrived meanwhile, commits every change
+// exactly once and the facts rows one per batch.
+func TestStreamRefusedForCoordinationRerunsWhole(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, cdcsim.Config{Seed: 1})
+	insert := func(id int) {
+		e.exec(func(tx *cdcsim.Txn) error {
+			_, err := tx.Insert("orders", cdcsim.Row{"id": id, "amount": id, "note": "n"})
+			return err
+		})
+	}
+	insert(1)
+	e.mustDrain(Options{})
+	temp := "_delta_log/.tmp/00000000000000000009.json.3d9e1f0a"
+	store := e.lake.RawStore(e.spec.Bronze)
+	if err := store.Put(ctx, temp, strings.NewReader("{}"), 2); err != nil {
+		t.Fatal(err)
+	}
+	insert(2)
+	var uce *deltalog.UncoordinatedCommitError
+	if _, err := e.run(Options{}); !errors.As(err, &uce) {
+		t.Fatalf("run: %v, want *deltalog.UncoordinatedCommitError", err)
+	}
+	// A second refused run changes nothing either.
+	if _, err := e.run(Options{}); !errors.As(err, &uce) {
+		t.Fatalf("second run: %v, want *deltalog.UncoordinatedCommitError", err)
+	}
+	if err := store.Delete(ctx, temp); err != nil {
+		t.Fatal(err)
+	}
+	insert(3)
+	e.mustDrain(Options{})
+	e.assertConverged()
+	st, _ := e.bronzeState()
+	if n := len(st.Rows); n != 3 {
+		t.Errorf("bronze rebuilds %d rows, want 3", n)
+	}
+}
