@@ -10,12 +10,9 @@ import (
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
 )
 
-// A stream that does not commit through DynamoDB (here local disk) refuses a bronze table
-// whose _delta_log/.tmp/ shows DynamoDB writers (a Spark job with S3DynamoDBLogStore
-// appending to it): its batch commits nothing and the run ends with
-// *deltalog.UncoordinatedCommitError, which names the file; bronze keeps its version.
-func TestStreamRefusesBronzeCoordinatedThroughDynamoDB(t *testing.T) {
-	ctx := context.Background()
+// coordinationEnv is a stream environment whose bronze holds one drained insert (id 1),
+// and insert, which inserts an orders row of id.
+func coordinationEnv(t *testing.T) (*env, func(id int)) {
 	e := newEnv(t, cdcsim.Config{Seed: 1})
 	insert := func(id int) {
 		e.exec(func(tx *cdcsim.Txn) error {
@@ -25,6 +22,16 @@ func TestStreamRefusesBronzeCoordinatedThroughDynamoDB(t *testing.T) {
 	}
 	insert(1)
 	e.mustDrain(Options{})
+	return e, insert
+}
+
+// A stream that does not commit through DynamoDB (here local disk) refuses a bronze table
+// whose _delta_log/.tmp/ shows DynamoDB writers (a Spark job with S3DynamoDBLogStore
+// appending to it): its batch commits nothing and the run ends with
+// *deltalog.UncoordinatedCommitError, which names the file; bronze keeps its version.
+func TestStreamRefusesBronzeCoordinatedThroughDynamoDB(t *testing.T) {
+	ctx := context.Background()
+	e, insert := coordinationEnv(t)
 	before, err := e.lake.RawTable(e.spec.Bronze).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -52,15 +59,7 @@ func TestStreamRefusesBronzeCoordinatedThroughDynamoDB(t *testing.T) {
 // exactly once and the facts rows one per batch.
 func TestStreamRefusedForCoordinationRerunsWhole(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, cdcsim.Config{Seed: 1})
-	insert := func(id int) {
-		e.exec(func(tx *cdcsim.Txn) error {
-			_, err := tx.Insert("orders", cdcsim.Row{"id": id, "amount": id, "note": "n"})
-			return err
-		})
-	}
-	insert(1)
-	e.mustDrain(Options{})
+	e, insert := coordinationEnv(t)
 	temp := "_delta_log/.tmp/00000000000000000009.json.3d9e1f0a"
 	store := e.lake.RawStore(e.spec.Bronze)
 	if err := store.Put(ctx, temp, strings.NewReader("{}"), 2); err != nil {
