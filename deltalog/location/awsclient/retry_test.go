@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -28,17 +30,18 @@ type arrival struct {
 	enc     string
 }
 
-// dropFirst is a server whose first connection is closed part way through the request's
-// body (as a reset connection would be), and which answers every later request whole.
-func dropFirst(t *testing.T, tls bool, answer string) (*httptest.Server, func() []arrival) {
+// dropAt is a server that closes the connection of its request number drop (from 1) part
+// way through the request's body (as a reset connection would be), and answers every
+// other request whole; its report is the whole requests and the connections accepted.
+func dropAt(t *testing.T, drop int, tls bool, answer string) (*httptest.Server, func() ([]arrival, int)) {
 	t.Helper()
 	var mu sync.Mutex
 	var got []arrival
-	dropped := false
+	n := 0
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		drop := !dropped
-		dropped = true
+		n++
+		drop := n == drop
 		mu.Unlock()
 		if drop {
 			// Read a few bytes of the body, then close the connection without an answer.
@@ -64,17 +67,25 @@ func dropFirst(t *testing.T, tls bool, answer string) (*httptest.Server, func() 
 			_, _ = io.WriteString(w, answer)
 		}
 	})
-	var srv *httptest.Server
+	srv := httptest.NewUnstartedServer(h)
+	conns := 0
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
 	if tls {
-		srv = httptest.NewTLSServer(h)
+		srv.StartTLS()
 	} else {
-		srv = httptest.NewServer(h)
+		srv.Start()
 	}
 	t.Cleanup(srv.Close)
-	return srv, func() []arrival {
+	return srv, func() ([]arrival, int) {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]arrival(nil), got...)
+		return append([]arrival(nil), got...), conns
 	}
 }
 
@@ -94,7 +105,7 @@ func retryConfig(srv *httptest.Server) aws.Config {
 // the encoded length; the retried body still carries the whole object and the trailer.
 func TestSmallPutRetriedWholeAfterADroppedConnection(t *testing.T) {
 	for _, tls := range []bool{false, true} {
-		srv, arrivals := dropFirst(t, tls, "")
+		srv, arrivals := dropAt(t, 1, tls, "")
 		payload := bytes.Repeat([]byte("0123456789"), 100)
 		_, err := NewS3(retryConfig(srv), srv.URL, true).PutObject(context.Background(), &s3.PutObjectInput{
 			Bucket: aws.String("b"), Key: aws.String("t/_delta_log/00000000000000000001.json"),
@@ -103,7 +114,7 @@ func TestSmallPutRetriedWholeAfterADroppedConnection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tls %v: put: %v", tls, err)
 		}
-		got := arrivals()
+		got, _ := arrivals()
 		if len(got) != 1 {
 			t.Fatalf("tls %v: %d whole arrivals, want 1 (the retry)", tls, len(got))
 		}
@@ -140,24 +151,35 @@ func TestSmallPutRetriedWholeAfterADroppedConnection(t *testing.T) {
 	}
 }
 
-// A DynamoDB request whose first connection drops mid-body is sent again whole.
+// A DynamoDB request whose connection drops mid-body is sent again whole: on a new
+// connection (the first request's), and on a kept-alive one (the second request's: net/http
+// does not resend a POST itself, the SDK's retry does).
 func TestSmallDynamoDBRequestRetriedWholeAfterADroppedConnection(t *testing.T) {
-	srv, arrivals := dropFirst(t, false, "{}")
-	_, err := NewDynamoDB(retryConfig(srv), srv.URL).PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String("delta_log"),
-		Item: map[string]ddbtypes.AttributeValue{
-			"tablePath": &ddbtypes.AttributeValueMemberS{Value: "s3://b/t"},
-			"fileName":  &ddbtypes.AttributeValueMemberS{Value: "00000000000000000001.json"},
-		},
-	})
-	if err != nil {
-		t.Fatalf("put item: %v", err)
-	}
-	got := arrivals()
-	if len(got) != 1 {
-		t.Fatalf("%d whole arrivals, want 1 (the retry)", len(got))
-	}
-	if a := got[0]; a.length != int64(len(a.body)) || !bytes.Contains(a.body, []byte(`"tablePath":{"S":"s3://b/t"}`)) {
-		t.Errorf("retried body (%d declared): %s", a.length, a.body)
+	for _, drop := range []int{1, 2} {
+		srv, arrivals := dropAt(t, drop, false, "{}")
+		ddb := NewDynamoDB(retryConfig(srv), srv.URL)
+		for i := range 2 {
+			file := fmt.Sprintf("%020d.json", i)
+			_, err := ddb.PutItem(context.Background(), &dynamodb.PutItemInput{
+				TableName: aws.String("delta_log"),
+				Item: map[string]ddbtypes.AttributeValue{
+					"tablePath": &ddbtypes.AttributeValueMemberS{Value: "s3://b/t"},
+					"fileName":  &ddbtypes.AttributeValueMemberS{Value: file},
+				},
+			})
+			if err != nil {
+				t.Fatalf("drop %d: put item %d: %v", drop, i, err)
+			}
+		}
+		got, conns := arrivals()
+		if len(got) != 2 || conns != 2 {
+			t.Fatalf("drop %d: %d whole arrivals on %d connections, want 2 on 2 (the second kept alive or the retry's)", drop, len(got), conns)
+		}
+		for i, a := range got {
+			file := fmt.Sprintf(`"fileName":{"S":"%020d.json"}`, i)
+			if a.length != int64(len(a.body)) || !bytes.Contains(a.body, []byte(file)) {
+				t.Errorf("drop %d: body %d (%d declared): %s", drop, i, a.length, a.body)
+			}
+		}
 	}
 }
