@@ -8,6 +8,7 @@ import (
 
 	"github.com/mssqlcdc/mssqlcdc/core/source/cdcsim"
 	"github.com/mssqlcdc/mssqlcdc/deltalog"
+	"github.com/mssqlcdc/mssqlcdc/deltalog/storage"
 )
 
 // coordinationEnv is a stream environment whose bronze holds one drained insert (id 1),
@@ -25,6 +26,23 @@ func coordinationEnv(t *testing.T) (*env, func(id int)) {
 	return e, insert
 }
 
+// refusedRun marks the table at url as written through DynamoDB (temp, a DynamoDB log
+// store's temporary commit file), inserts id 2 and runs the stream with opts, which must
+// end with *deltalog.UncoordinatedCommitError naming temp. It returns the table's store.
+func refusedRun(t *testing.T, e *env, insert func(int), url, temp string, opts Options) storage.Store {
+	t.Helper()
+	store := e.lake.RawStore(url)
+	if err := store.Put(context.Background(), temp, strings.NewReader("{}"), 2); err != nil {
+		t.Fatal(err)
+	}
+	insert(2)
+	var uce *deltalog.UncoordinatedCommitError
+	if _, err := e.run(opts); !errors.As(err, &uce) || uce.TempFile != temp {
+		t.Fatalf("run: %v, want *deltalog.UncoordinatedCommitError naming %s", err, temp)
+	}
+	return store
+}
+
 // A stream that does not commit through DynamoDB (here local disk) refuses a bronze table
 // whose _delta_log/.tmp/ shows DynamoDB writers (a Spark job with S3DynamoDBLogStore
 // appending to it): its batch commits nothing and the run ends with
@@ -36,16 +54,7 @@ func TestStreamRefusesBronzeCoordinatedThroughDynamoDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	temp := "_delta_log/.tmp/00000000000000000009.json.3d9e1f0a"
-	if err := e.lake.RawStore(e.spec.Bronze).Put(ctx, temp, strings.NewReader("{}"), 2); err != nil {
-		t.Fatal(err)
-	}
-	insert(2)
-	_, err = e.run(Options{})
-	var uce *deltalog.UncoordinatedCommitError
-	if !errors.As(err, &uce) || uce.TempFile != temp {
-		t.Fatalf("run: %v, want *deltalog.UncoordinatedCommitError naming %s", err, temp)
-	}
+	refusedRun(t, e, insert, e.spec.Bronze, "_delta_log/.tmp/00000000000000000009.json.3d9e1f0a", Options{})
 	after, err := e.lake.RawTable(e.spec.Bronze).Snapshot(ctx)
 	if err != nil || after.Version() != before.Version() {
 		t.Fatalf("bronze at version %d after the refusal (%v), want %d", after.Version(), err, before.Version())
@@ -61,16 +70,9 @@ func TestStreamRefusedForCoordinationRerunsWhole(t *testing.T) {
 	ctx := context.Background()
 	e, insert := coordinationEnv(t)
 	temp := "_delta_log/.tmp/00000000000000000009.json.3d9e1f0a"
-	store := e.lake.RawStore(e.spec.Bronze)
-	if err := store.Put(ctx, temp, strings.NewReader("{}"), 2); err != nil {
-		t.Fatal(err)
-	}
-	insert(2)
-	var uce *deltalog.UncoordinatedCommitError
-	if _, err := e.run(Options{}); !errors.As(err, &uce) {
-		t.Fatalf("run: %v, want *deltalog.UncoordinatedCommitError", err)
-	}
+	store := refusedRun(t, e, insert, e.spec.Bronze, temp, Options{})
 	// A second refused run changes nothing either.
+	var uce *deltalog.UncoordinatedCommitError
 	if _, err := e.run(Options{}); !errors.As(err, &uce) {
 		t.Fatalf("second run: %v, want *deltalog.UncoordinatedCommitError", err)
 	}
@@ -83,5 +85,35 @@ func TestStreamRefusedForCoordinationRerunsWhole(t *testing.T) {
 	st, _ := e.bronzeState()
 	if n := len(st.Rows); n != 3 {
 		t.Errorf("bronze rebuilds %d rows, want 3", n)
+	}
+}
+
+// A facts table whose log shows DynamoDB writers refuses the facts commit (here every
+// batch's, FactsEvery 1) after bronze committed the batch; once it is cleared the rerun
+// brings the facts table level: every change once in bronze, one facts row per batch.
+func TestStreamRefusedFactsCommitRerunsWhole(t *testing.T) {
+	ctx := context.Background()
+	e, insert := coordinationEnv(t)
+	temp := "_delta_log/.tmp/00000000000000000004.json.77aa0c1e"
+	store := refusedRun(t, e, insert, e.spec.FactsTable, temp, Options{FactsEvery: 1})
+	if err := store.Delete(ctx, temp); err != nil {
+		t.Fatal(err)
+	}
+	insert(3)
+	e.mustDrain(Options{FactsEvery: 1})
+	e.assertConverged()
+	if st, _ := e.bronzeState(); len(st.Rows) != 3 {
+		t.Errorf("bronze rebuilds %d rows, want 3", len(st.Rows))
+	}
+	// The facts table itself holds every batch's row, none left waiting.
+	rows, through := e.tableFactsRows()
+	n := 0
+	for _, r := range rows {
+		if r.Event == "" {
+			n++
+		}
+	}
+	if through < 2 || n != int(through)+1 {
+		t.Errorf("facts table holds %d batch rows through batch %d, want one for each of at least 3 batches", n, through)
 	}
 }
