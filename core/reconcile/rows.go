@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -133,7 +134,7 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 
 	tiled := len(buckets) > 0 && buckets[0].tile
 	if !tiled {
-		slices.SortFunc(buckets, func(a, b bucket) int { return cmpInt(int64Or(a.lo, minInt64), int64Or(b.lo, minInt64)) })
+		slices.SortFunc(buckets, func(a, b bucket) int { return cmp.Compare(int64Or(a.lo, minInt64), int64Or(b.lo, minInt64)) })
 	}
 	// inBuckets reports whether tier 2 reads k, and the lower bound of its bucket.
 	inBuckets := func(k key) (int64, bool) {
@@ -147,7 +148,7 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 		if !k.isInt {
 			return 0, false
 		}
-		i, found := slices.BinarySearchFunc(buckets, k.int, func(b bucket, v int64) int { return cmpInt(int64Or(b.lo, minInt64), v) })
+		i, found := slices.BinarySearchFunc(buckets, k.int, func(b bucket, v int64) int { return cmp.Compare(int64Or(b.lo, minInt64), v) })
 		if !found {
 			i--
 		}
@@ -229,14 +230,4 @@ func compareRows(ctx context.Context, d Deps, o Options, cols []source.Column, b
 
 func fieldIndex(sc *arrow.Schema, name string) int {
 	return slices.IndexFunc(sc.Fields(), func(f arrow.Field) bool { return strings.EqualFold(f.Name, name) })
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -139,8 +140,8 @@ func unappliedChunks(rec *ChunkRecords, pos *silver.Position, keys, cols []sourc
 		for _, ss := range [][]span{u.planned, u.wide} {
 			for j := range ss {
 				var ok1, ok2 bool
-				ss[j].loInt, ok1 = intBound(ss[j].lo)
-				ss[j].hiInt, ok2 = intBound(ss[j].hi)
+				ss[j].loInt, ok1 = intBound(ss[j].lo, u.keys)
+				ss[j].hiInt, ok2 = intBound(ss[j].hi, u.keys)
 				if !ok1 || !ok2 {
 					u.numeric = false
 				}
@@ -278,33 +279,27 @@ func cmpKey(a, b []*int64) int {
 		case b[i] == nil:
 			return 1
 		case *a[i] != *b[i]:
-			return cmpInt(*a[i], *b[i])
+			return cmp.Compare(*a[i], *b[i])
 		}
 	}
-	return cmpInt(int64(len(a)), int64(len(b)))
+	return cmp.Compare(len(a), len(b))
 }
 
-// intBound is a plans table bound of integer key columns as numbers (nil values NULL; a
-// nil list for an open bound); ok is false when a value is not an integer.
-func intBound(text string) ([]*int64, bool) {
-	if text == "" {
-		return nil, true
-	}
-	var vals []any
-	if decodeNumbers(text, &vals) != nil {
+// intBound is a plans table bound of the integer key columns keys as numbers (nil values
+// NULL; a nil list for an open bound), decoded as the snapshot's range reads decode it
+// (snapshot.DecodeBound); ok is false when a value is not an integer.
+func intBound(text string, keys []source.Column) ([]*int64, bool) {
+	k, err := snapshot.DecodeBound(text, keys)
+	if err != nil {
 		return nil, false
 	}
-	out := make([]*int64, len(vals))
-	for i, v := range vals {
+	out := make([]*int64, len(k))
+	for i, v := range k {
 		if v == nil {
 			continue
 		}
-		n, ok := v.(json.Number)
+		x, ok := v.(int64)
 		if !ok {
-			return nil, false
-		}
-		x, err := n.Int64()
-		if err != nil {
 			return nil, false
 		}
 		out[i] = &x
