@@ -68,7 +68,8 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !handlerFunctions[fs.Arg(0)])) {
+	fn, known := handlerFunctions[fs.Arg(0)]
+	if (*serve && fs.NArg() != 0) || (!*serve && (fs.NArg() != 1 || !known)) {
 		return &usageError{msg: "usage: mssqlcdc invoke [--spec FILE] [--sim] snapshot|stream|seed|backfill-wave|maintain|apply|reconcile < event.json\n       mssqlcdc invoke [--spec FILE] --serve [--sim [--sim-steps N]]\n(mssqlcdc invoke -h says more)"}
 	}
 	var spec *config.Spec
@@ -86,7 +87,7 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var src source.Source
 	var ds *demoSource
-	if *serve || *sim || !sourceless[fs.Arg(0)] {
+	if *serve || *sim || !fn.sourceless {
 		if src, ds, err = openSource(ctx, spec, *sim, stderr); err != nil {
 			return err
 		}
@@ -131,12 +132,13 @@ func runInvoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// sourceless are the handlers that never ask SQL Server anything, as their Lambdas have
-// no password: invoking one alone opens no source (nor needs its password).
-var sourceless = map[string]bool{"maintain": true, "apply": true}
-
-// handlerFunctions are the functions invoke runs, by the names of functions/<name>.
-var handlerFunctions = map[string]bool{"snapshot": true, "stream": true, "seed": true, "backfill-wave": true, "maintain": true, "apply": true, "reconcile": true}
+// handlerFunctions are the functions invoke runs, by the names of functions/<name>, and
+// what each needs: a sourceless one never asks SQL Server anything, as its Lambda has no
+// password, so invoking one alone opens no source (nor needs its password).
+var handlerFunctions = map[string]struct{ sourceless bool }{
+	"snapshot": {}, "stream": {}, "seed": {}, "backfill-wave": {}, "reconcile": {},
+	"maintain": {sourceless: true}, "apply": {sourceless: true},
+}
 
 // invoker runs the real handlers against one opened source, as a warm Lambda execution
 // environment does: each is registered once on a local Runtime API and runs under
@@ -297,7 +299,7 @@ func (inv *invoker) invoke(ctx context.Context, function string, raw []byte) (ru
 		b, err := json.Marshal(out)
 		return runtimeapi.Result{Output: b}, err
 	}
-	if !handlerFunctions[function] {
+	if _, known := handlerFunctions[function]; !known {
 		return runtimeapi.Result{}, &RequestError{Reason: fmt.Sprintf("unknown function %q (snapshot, stream, seed, backfill-wave, maintain, apply, reconcile)", function)}
 	}
 	if inv.ds != nil && inv.simSteps > 0 && (function == "snapshot" || function == "seed" || function == "backfill-wave") {
